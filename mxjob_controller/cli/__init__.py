@@ -1,0 +1,19 @@
+"""The ``mxjob-controller`` command line (a click group; each subcommand lives in its own module)."""
+
+from __future__ import annotations
+
+import click
+
+from mxjob_controller import __version__
+from mxjob_controller.cli.local import local
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "MXJOB"})
+@click.version_option(__version__, "--version", prog_name="mxjob-controller")
+def main() -> None:
+    """Run distributed Apache MXNet training on Kubernetes as MXJob resources."""
+
+
+main.add_command(local)
+
+__all__ = ["main"]

@@ -1,0 +1,161 @@
+"""API errors as ``metav1.Status`` objects, with kube-apiserver's reasons, codes and messages.
+
+Handlers raise :class:`StatusError`; the HTTP layer turns it into the JSON body kube-apiserver would
+send, so ``kubernetes.client.ApiException`` and ``kubectl`` report it identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One field error of an Invalid status (``metav1.StatusCause``)."""
+
+    field: str
+    reason: str  # FieldValueRequired, FieldValueInvalid, FieldValueNotSupported, FieldValueDuplicate, ...
+    message: str
+
+
+@dataclass(slots=True)
+class StatusError(Exception):
+    code: int
+    reason: str
+    message: str
+    details: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.reason}: {self.message}"
+
+    def status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """How errors name a resource: ``pods`` for the core group, ``mxjobs.kubeflow.org`` otherwise."""
+
+    group: str
+    plural: str
+    kind: str
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def _details(res: Resource, name: str, **extra: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": name}
+    if res.group:
+        d["group"] = res.group
+    d["kind"] = res.plural
+    d.update(extra)
+    return d
+
+
+def not_found(res: Resource, name: str) -> StatusError:
+    return StatusError(404, "NotFound", f'{res.qualified} "{name}" not found', _details(res, name))
+
+
+def already_exists(res: Resource, name: str) -> StatusError:
+    return StatusError(409, "AlreadyExists", f'{res.qualified} "{name}" already exists', _details(res, name))
+
+
+def conflict(res: Resource, name: str, why: str) -> StatusError:
+    return StatusError(409, "Conflict", f'Operation cannot be fulfilled on {res.qualified} "{name}": {why}',
+                       _details(res, name))
+
+
+STALE_OBJECT = "the object has been modified; please apply your changes to the latest version and try again"
+
+
+def invalid(res: Resource, name: str, causes: Iterable[Cause]) -> StatusError:
+    """422 Invalid: ``<Kind> "<name>" is invalid: <field>: <message>, ...`` with one cause per error."""
+    causes = list(causes)
+    summary = ", ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
+    if len(causes) > 1:
+        summary = "[" + summary + "]"
+    details: dict[str, Any] = {"name": name}
+    if res.group:
+        details["group"] = res.group
+    details["kind"] = res.kind
+    details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]
+    return StatusError(422, "Invalid", f'{res.kind} "{name}" is invalid: {summary}', details)
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, "BadRequest", message)
+
+
+def method_not_allowed(message: str) -> StatusError:
+    return StatusError(405, "MethodNotAllowed", message)
+
+
+def unsupported_media_type(content_type: str) -> StatusError:
+    return StatusError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - '
+                       f'accepted media types include: application/json-patch+json, '
+                       f'application/merge-patch+json, application/apply-patch+yaml'
+                       if content_type == "" else f"the media type {content_type!r} is not supported")
+
+
+def not_acceptable(accept: str) -> StatusError:
+    return StatusError(406, "NotAcceptable", f"only the following media types are accepted: "
+                       f"application/json, application/yaml (requested {accept!r})")
+
+
+def too_large(limit: int) -> StatusError:
+    return StatusError(413, "RequestEntityTooLarge",
+                       f"Request entity too large: limit is {limit}")
+
+
+def expired(message: str) -> StatusError:
+    return StatusError(410, "Expired", message)
+
+
+def gone(message: str) -> StatusError:
+    return StatusError(410, "Gone", message)
+
+
+def forbidden(res: Resource, name: str, why: str) -> StatusError:
+    return StatusError(403, "Forbidden", f'{res.qualified} "{name}" is forbidden: {why}', _details(res, name))
+
+
+def path_not_found(path: str) -> StatusError:
+    return StatusError(404, "NotFound", "the server could not find the requested resource",
+                       {"causes": [{"reason": "UnexpectedServerResponse", "message": f"404 page not found: {path}"}]})
+
+
+def too_many_requests(retry_after: int, message: str = "") -> StatusError:
+    return StatusError(429, "TooManyRequests",
+                       message or "Too many requests, please try again later.",
+                       {"retryAfterSeconds": retry_after}, {"Retry-After": str(retry_after)})
+
+
+def internal(message: str) -> StatusError:
+    return StatusError(500, "InternalError", f"Internal error occurred: {message}",
+                       {"causes": [{"message": message}]})
+
+
+def service_unavailable(message: str = "the server is currently unable to handle the request") -> StatusError:
+    return StatusError(503, "ServiceUnavailable", message)
+
+
+def success_status(res: Resource, name: str, uid: str) -> dict[str, Any]:
+    """The body of a DELETE on a kind that does not return the deleted object."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": _details(res, name, uid=uid)}

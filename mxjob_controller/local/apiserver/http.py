@@ -1,0 +1,298 @@
+"""HTTP/1.1 for the embedded API server: routing URLs to discovery, OpenAPI and the REST verbs, and
+streaming watches as chunked JSON lines.
+
+One thread per connection (keep-alive), each named ``apiserver-conn-N``; ``TCP_NODELAY`` on every socket
+(without it each small response waits ~40 ms for a delayed ACK). Every failure becomes a
+``metav1.Status``; an unexpected exception is a 500 and is logged, never a dead server.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import select
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.rest import MAX_BODY_BYTES, Request, Response, WatchStream, dumps
+
+log = logging.getLogger(__name__)
+
+_DRAIN_LIMIT = 64 * 1024 * 1024  # read and discard an oversized body up to this, so the client sees the 413
+
+
+@dataclass(slots=True)
+class RequestInfo:
+    """What a request is, as kube-apiserver's RequestInfoFactory sees it (also what audit and faults match)."""
+
+    method: str
+    path: str
+    verb: str = ""
+    is_resource: bool = False
+    group: str = ""
+    version: str = ""
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+    user_agent: str = ""
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request as the application sees it, and what it answered (for the audit log)."""
+
+    info: RequestInfo
+    query: dict[str, str]
+    headers: Any
+    body: bytes
+    code: int = 0
+    started: float = 0.0
+    response_bytes: int = 0
+
+
+Application = Callable[[Exchange], Response]
+Observer = Callable[[Exchange, float], None]
+
+
+class APIHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+
+    def __init__(self, address: tuple[str, int], app: Application) -> None:
+        self.app = app
+        self.observers: list[Observer] = []
+        self.bookmark_interval = 60.0
+        self.stopping = threading.Event()
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()
+        self._conn_ids = itertools.count(1)
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        t = threading.Thread(target=self.process_request_thread, args=(request, client_address),
+                             name=f"apiserver-conn-{next(self._conn_ids)}", daemon=True)
+        t.start()
+
+    def track(self, sock: socket.socket, add: bool) -> None:
+        with self._conns_lock:
+            (self._conns.add if add else self._conns.discard)(sock)
+
+    def close_connections(self) -> None:
+        """Unblock every connection thread (idle keep-alives and watches) so shutdown is prompt."""
+        self.stopping.set()
+        with self._conns_lock:
+            conns = list(self._conns)
+        for sock in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "mxjob-local-apiserver"
+    timeout = 600  # idle keep-alive connections are closed after this many seconds
+    server: APIHTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.track(self.connection, False)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature from the base class
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    # --- one exchange ---------------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        started = time.monotonic()
+        split = urlsplit(self.path)
+        query = dict(parse_qsl(split.query, keep_blank_values=True))
+        info = RequestInfo(method=self.command, path=split.path,
+                           user_agent=self.headers.get("User-Agent", ""))
+        ex = Exchange(info, query, self.headers, b"", started=started)
+        try:
+            ex.body = self._read_body()
+            resp = self.server.app(ex)
+        except StatusError as e:
+            resp = _status_response(e)
+        except Exception as e:  # a bug must cost one request, not the server
+            log.exception("internal error serving %s %s", self.command, self.path)
+            resp = _status_response(errors.internal(f"{type(e).__name__}: {e}"))
+        ex.code = resp.code
+        try:
+            if resp.stream is not None:
+                self._stream_watch(resp.stream, resp)
+            elif resp.chunks is not None:
+                self._stream_chunks(resp, resp.chunks)
+            else:
+                body = resp.body
+                if _pretty(query) and resp.content_type == "application/json" and body:
+                    body = json.dumps(json.loads(body), indent=2).encode() + b"\n"
+                self._write_head(resp.code, resp.content_type, resp.headers, len(body))
+                self.wfile.write(body if self.command != "HEAD" else b"")
+                ex.response_bytes = len(body)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+        finally:
+            elapsed = time.monotonic() - started
+            for observe in self.server.observers:
+                try:
+                    observe(ex, elapsed)
+                except Exception:
+                    log.exception("request observer failed")
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            return self._read_chunked()
+        length_text = self.headers.get("Content-Length")
+        if not length_text:
+            return b""
+        try:
+            length = int(length_text)
+        except ValueError:
+            self.close_connection = True
+            raise errors.bad_request(f"invalid Content-Length {length_text!r}") from None
+        if length > MAX_BODY_BYTES:
+            self._discard(length)
+            raise errors.too_large(MAX_BODY_BYTES)
+        return self.rfile.read(length)
+
+    def _discard(self, length: int) -> None:
+        if length > _DRAIN_LIMIT:
+            self.close_connection = True
+            return
+        while length > 0:
+            chunk = self.rfile.read(min(length, 1 << 20))
+            if not chunk:
+                break
+            length -= len(chunk)
+
+    def _read_chunked(self) -> bytes:
+        parts, total = [], 0
+        while True:
+            line = self.rfile.readline(1024)
+            try:
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+            except ValueError:
+                self.close_connection = True
+                raise errors.bad_request("malformed chunked request body") from None
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass
+                break
+            total += size
+            if total > MAX_BODY_BYTES:
+                self.close_connection = True
+                raise errors.too_large(MAX_BODY_BYTES)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(16)
+        return b"".join(parts)
+
+    def _write_head(self, code: int, ctype: str, headers: dict[str, str], length: int | None) -> None:
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = ""
+        lines = [f"HTTP/1.1 {code} {phrase}", f"Content-Type: {ctype}", "Cache-Control: no-cache, private",
+                 f"Audit-Id: {uuid.uuid4()}"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
+        if self.close_connection:
+            lines.append("Connection: close")
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace"))
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _stream_chunks(self, resp: Response, chunks: Iterator[bytes]) -> None:
+        self._write_head(resp.code, resp.content_type, resp.headers, None)
+        try:
+            for chunk in chunks:
+                if chunk:
+                    self._write_chunk(chunk)
+                if self.server.stopping.is_set():
+                    break
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if readable:
+                return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+        return False
+
+    def _stream_watch(self, stream: WatchStream, resp: Response) -> None:
+        """Send events until the watch times out, the watcher is closed, or the client goes away."""
+        self._write_head(200, "application/json", resp.headers, None)
+        watcher = stream.watcher
+        deadline = time.monotonic() + stream.timeout
+        interval = self.server.bookmark_interval
+        next_bookmark = time.monotonic() + interval
+        try:
+            while not self.server.stopping.is_set():
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                ev = watcher.next(timeout=min(0.2, deadline - now))
+                if ev is not None:
+                    frame = stream.encode(ev)
+                    if frame is not None:
+                        self._write_chunk(frame)
+                        watcher.events_sent += 1
+                    continue
+                if watcher.closed.is_set():
+                    break
+                if stream.bookmark is not None and time.monotonic() >= next_bookmark:
+                    frame = stream.bookmark()
+                    if frame is not None:
+                        self._write_chunk(frame)
+                        next_bookmark = time.monotonic() + interval
+                if self._client_gone():
+                    self.close_connection = True
+                    return
+            if watcher.overflowed:
+                self.close_connection = True
+                return
+            self.wfile.write(b"0\r\n\r\n")
+        finally:
+            stream.on_close()
+
+
+def _pretty(query: dict[str, str]) -> bool:
+    return query.get("pretty", "").lower() in ("1", "true")
+
+
+def _status_response(err: StatusError) -> Response:
+    return Response(err.code, dumps(err.status()), headers=dict(err.headers))

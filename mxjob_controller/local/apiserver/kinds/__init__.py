@@ -1,0 +1,1 @@
+"""Kind-specific strategies: defaults and server-set fields for the built-in kinds that have them."""

@@ -1,0 +1,22 @@
+"""Namespaces: the ``kubernetes`` finalizer, the Active phase and the metadata.name label."""
+
+from __future__ import annotations
+
+from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+class NamespaceStrategy(Strategy):
+    def prepare_create(self, obj: dict, ctx: WriteContext) -> None:
+        super().prepare_create(obj, ctx)
+        obj["spec"] = {"finalizers": ["kubernetes"]}
+        obj["status"] = {"phase": "Active"}
+
+    def default(self, obj: dict, ctx: WriteContext) -> None:
+        meta = obj.setdefault("metadata", {})
+        if meta.get("name"):
+            labels = meta.get("labels")
+            if not isinstance(labels, dict):
+                labels = meta["labels"] = {}
+            labels[NAME_LABEL] = meta["name"]

@@ -1,0 +1,122 @@
+"""Pods: kube's defaulting (SetDefaults_Pod and the default admission plugins) and initial status."""
+
+from __future__ import annotations
+
+from mxjob_controller.local.apiserver.errors import Cause
+from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
+
+_DEFAULT_TOLERATIONS = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+     "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+     "tolerationSeconds": 300},
+)
+
+# Fields of a running pod's spec that an update may change (validation.ValidatePodUpdate).
+_MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
+
+
+class PodStrategy(Strategy):
+    def prepare_create(self, obj: dict, ctx: WriteContext) -> None:
+        super().prepare_create(obj, ctx)
+        spec = obj.get("spec") or {}
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+
+    def default(self, obj: dict, ctx: WriteContext) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("securityContext", {})
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("enableServiceLinks", True)
+        sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        spec["serviceAccountName"] = spec["serviceAccount"] = sa
+        spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        tolerations = spec.setdefault("tolerations", [])
+        if isinstance(tolerations, list):
+            have = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
+            for t in _DEFAULT_TOLERATIONS:
+                if (t["key"], t["effect"]) not in have and (None, "NoExecute") not in have:
+                    tolerations.append(dict(t))
+        for key in ("containers", "initContainers"):
+            for c in spec.get(key) or []:
+                if isinstance(c, dict):
+                    _default_container(c)
+        for v in spec.get("volumes") or []:
+            if not isinstance(v, dict):
+                continue
+            for src in ("secret", "configMap"):
+                if isinstance(v.get(src), dict):
+                    v[src].setdefault("defaultMode", 420)
+
+    def validate(self, obj: dict, old: dict | None, ctx: WriteContext) -> list[Cause]:
+        causes = super().validate(obj, old, ctx)
+        if old is not None and ctx.subresource is None:
+            new_spec, old_spec = dict(obj.get("spec") or {}), dict(old.get("spec") or {})
+            for s in (new_spec, old_spec):
+                for k in _MUTABLE_SPEC:
+                    s.pop(k, None)
+                s["containers"] = [{k: v for k, v in c.items() if k != "image"}
+                                   for c in s.get("containers") or [] if isinstance(c, dict)]
+            if new_spec != old_spec:
+                causes.append(Cause("spec", "FieldValueForbidden",
+                                    "Forbidden: pod updates may not change fields other than "
+                                    "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+                                    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to "
+                                    "existing tolerations),`spec.terminationGracePeriodSeconds` (allow it "
+                                    "to be set to 1 if it was previously negative)"))
+        return causes
+
+
+def _default_container(c: dict) -> None:
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    image = c.get("image") or ""
+    if "imagePullPolicy" not in c:
+        tag = image.rsplit("/", 1)[-1]
+        untagged = ":" not in tag and "@" not in image
+        c["imagePullPolicy"] = "Always" if untagged or tag.endswith(":latest") else "IfNotPresent"
+    resources = c.setdefault("resources", {})
+    if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+        requests = resources.setdefault("requests", {})
+        if isinstance(requests, dict):
+            for k, v in resources["limits"].items():
+                requests.setdefault(k, v)
+    for p in c.get("ports") or []:
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+    for e in c.get("env") or []:
+        ref = (e.get("valueFrom") or {}).get("fieldRef") if isinstance(e, dict) else None
+        if isinstance(ref, dict):
+            ref.setdefault("apiVersion", "v1")
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        p = c.get(probe)
+        if isinstance(p, dict):
+            p.setdefault("timeoutSeconds", 1)
+            p.setdefault("periodSeconds", 10)
+            p.setdefault("successThreshold", 1)
+            p.setdefault("failureThreshold", 3)
+            if isinstance(p.get("httpGet"), dict):
+                p["httpGet"].setdefault("scheme", "HTTP")
+                p["httpGet"].setdefault("path", "/")
+
+
+def qos_class(spec: dict) -> str:
+    """Guaranteed, Burstable or BestEffort, from the containers' requests and limits."""
+    containers = [c for k in ("containers", "initContainers") for c in spec.get(k) or [] if isinstance(c, dict)]
+    any_set, guaranteed = False, bool(containers)
+    for c in containers:
+        res = c.get("resources") or {}
+        requests, limits = res.get("requests") or {}, res.get("limits") or {}
+        if requests or limits:
+            any_set = True
+        for r in ("cpu", "memory"):
+            if r not in limits or requests.get(r, limits[r]) != limits[r]:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"

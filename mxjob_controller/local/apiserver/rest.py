@@ -1,0 +1,680 @@
+"""The REST verbs with kube-apiserver's semantics, over the store: get, list, watch, create, update,
+patch, delete and deletecollection.
+
+Each verb takes a parsed :class:`Request` and returns a :class:`Response` (or raises StatusError). The
+HTTP layer does no API logic; this module does no socket I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from mxjob_controller.kube.patch.merge import apply_merge_patch
+from mxjob_controller.kube.selectors import (
+    SelectorError,
+    object_fields,
+    parse_field_selector,
+    parse_label_selector,
+)
+from mxjob_controller.kube.timefmt import now_rfc3339
+from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.errors import Cause, StatusError
+from mxjob_controller.local.apiserver.resources import ResourceType
+from mxjob_controller.local.apiserver.store import Conflict, Exists, Missing, ObjKey, Store, TooOld
+from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext, deep_copy
+from mxjob_controller.local.apiserver.validation.meta import validate_object_meta
+from mxjob_controller.local.apiserver.watch import Entry, Event, Watcher
+
+MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a JSON request body
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
+FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+
+
+@dataclass(slots=True)
+class Request:
+    verb: str  # get list watch create update patch delete deletecollection
+    rt: ResourceType
+    namespace: str | None = None
+    name: str | None = None
+    subresource: str | None = None
+    query: Mapping[str, str] = field(default_factory=dict)
+    content_type: str = ""
+    body: bytes = b""
+    accept: str = ""
+    user_agent: str = ""
+
+
+@dataclass(slots=True)
+class WatchStream:
+    """What the HTTP layer needs to stream one watch: the watcher and how to encode its events."""
+
+    watcher: Watcher
+    encode: Callable[[Event], bytes | None]
+    bookmark: Callable[[], bytes | None] | None
+    timeout: float
+    on_close: Callable[[], None]
+
+
+@dataclass(slots=True)
+class Response:
+    code: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    stream: WatchStream | None = None
+    chunks: Iterator[bytes] | None = None  # a streamed plain body (pod logs with follow)
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("1", "true")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Hooks the server wires in: validation of whole objects (schema) and patch formats beyond merge patch.
+
+SchemaValidator = Callable[[ResourceType, dict, WriteContext, str], list[Cause]]
+"""(rt, obj, ctx, fieldValidation) -> causes; may prune unknown fields and apply defaults, adding warnings
+to ``ctx.warnings``, or raise a StatusError (strict decoding)."""
+
+Patcher = Callable[[ResourceType, dict, Any], dict]
+"""(rt, current object (a private copy), decoded patch) -> patched object."""
+
+TableConverter = Callable[[ResourceType, list[Entry], dict | None, bool], dict]
+LogReader = Callable[[dict, Mapping[str, str]], Iterator[bytes]]
+
+
+class REST:
+    def __init__(self, store: Store, strategies: Mapping[str, Strategy], default_strategy: Strategy,
+                 namespaces_key: str = "/namespaces") -> None:
+        self.store = store
+        self._strategies = strategies
+        self._default = default_strategy
+        self._namespaces_key = namespaces_key
+        self.schema_validator: SchemaValidator | None = None
+        self.patchers: dict[str, Patcher] = {MERGE_PATCH: lambda rt, cur, patch: _merge(cur, patch)}
+        self.table_converter: TableConverter | None = None
+        self.log_reader: LogReader | None = None
+        self.lookup: Callable[[str, str, str], dict | None] | None = None
+
+    def strategy(self, rt: ResourceType) -> Strategy:
+        return self._strategies.get(rt.storage_key, self._default)
+
+    # --- dispatch -------------------------------------------------------------------------------------
+
+    def handle(self, req: Request) -> Response:
+        if req.verb not in req.rt.verbs:
+            raise errors.method_not_allowed(f"{req.verb} is not supported on resources of kind "
+                                            f'"{req.rt.plural}"')
+        handler = getattr(self, "_" + req.verb)
+        return handler(req)
+
+    # --- helpers --------------------------------------------------------------------------------------
+
+    def _okey(self, req: Request, name: str | None = None) -> ObjKey:
+        return (req.namespace or "" if req.rt.namespaced else "", name if name is not None else req.name or "")
+
+    def _encode(self, rt: ResourceType, entry: Entry) -> bytes:
+        """An object as served at ``rt``'s version (conversion None only rewrites apiVersion)."""
+        if entry.obj.get("apiVersion") == rt.api_version:
+            return entry.raw
+        obj = dict(entry.obj)
+        obj["apiVersion"] = rt.api_version
+        return dumps(obj)
+
+    def _object_response(self, req: Request, entry: Entry, code: int = 200,
+                         ctx: WriteContext | None = None) -> Response:
+        if _wants_table(req.accept) and self.table_converter is not None:
+            table = self.table_converter(req.rt, [entry], None, req.query.get("includeObject") != "None")
+            return Response(code, dumps(table))
+        resp = Response(code, self._encode(req.rt, entry))
+        if ctx is not None and ctx.warnings:
+            resp.headers["Warning"] = ", ".join(f'299 - "{w}"' for w in ctx.warnings)
+        return resp
+
+    def _get_entry(self, req: Request) -> Entry:
+        entry = self.store.get(req.rt.storage_key, self._okey(req))
+        if entry is None:
+            raise errors.not_found(req.rt.resource, req.name or "")
+        return entry
+
+    def _decode(self, req: Request) -> dict:
+        """The request body as an object of this resource's kind, or a 400/415 Status."""
+        if len(req.body) > MAX_BODY_BYTES:
+            raise errors.too_large(MAX_BODY_BYTES)
+        ctype = req.content_type.split(";")[0].strip().lower()
+        try:
+            if ctype in ("", "application/json", "*/*"):
+                obj = json.loads(req.body or b"null", object_pairs_hook=_reject_duplicates)
+            elif ctype in ("application/yaml", "application/x-yaml"):
+                obj = yaml.safe_load(req.body)
+            else:
+                raise errors.unsupported_media_type(ctype)
+        except (ValueError, yaml.YAMLError) as e:
+            if isinstance(e, _DuplicateField):
+                raise errors.bad_request(f"strict decoding error: json: duplicate field \"{e.field}\"") from e
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {req.rt.kind}): couldn't get "
+                f"version/kind; json parse error: {e}") from e
+        if not isinstance(obj, dict):
+            raise errors.bad_request(f"the object provided is unrecognized (must be of type {req.rt.kind}): "
+                                     f"couldn't get version/kind; json parse error: expected an object")
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not api_version and not kind:
+            obj["apiVersion"], obj["kind"] = req.rt.api_version, req.rt.kind
+        elif kind != req.rt.kind or api_version not in (req.rt.api_version, None, ""):
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({req.rt.api_version})" if kind == req.rt.kind else
+                f"the object provided is unrecognized (must be of type {req.rt.kind}): "
+                f"{kind} in version {api_version!r} cannot be handled as a {req.rt.kind}")
+        else:
+            obj["apiVersion"], obj["kind"] = req.rt.api_version, req.rt.kind
+        meta = obj.get("metadata")
+        if meta is None:
+            obj["metadata"] = {}
+        elif not isinstance(meta, dict):
+            raise errors.bad_request(f"the object provided is unrecognized (must be of type {req.rt.kind}): "
+                                     "metadata must be an object")
+        return obj
+
+    def _context(self, req: Request) -> WriteContext:
+        return WriteContext(rt=req.rt, subresource=req.subresource, dry_run=_dry_run(req.query),
+                            field_manager=req.query.get("fieldManager", ""), lookup=self.lookup)
+
+    def _field_validation(self, req: Request) -> str:
+        value = req.query.get("fieldValidation", "") or "Warn"
+        if value not in FIELD_VALIDATION:
+            raise errors.bad_request(f'fieldValidation parameter unsupported: "{value}". '
+                                     'Must be one of "Ignore", "Warn", "Strict"')
+        return value
+
+    def _validate(self, req: Request, obj: dict, old: dict | None, ctx: WriteContext) -> None:
+        causes = validate_object_meta(obj, req.rt)
+        if self.schema_validator is not None:
+            causes.extend(self.schema_validator(req.rt, obj, ctx, self._field_validation(req)))
+        causes.extend(self.strategy(req.rt).validate(obj, old, ctx))
+        if causes:
+            name = (obj.get("metadata") or {}).get("name") or req.name or ""
+            raise errors.invalid(req.rt.resource, name, _dedupe(causes))
+
+    def _check_namespace(self, req: Request) -> None:
+        if not req.rt.namespaced:
+            return
+        ns_entry = self.store.get(self._namespaces_key, ("", req.namespace or ""))
+        if ns_entry is None:
+            raise errors.not_found(errors.Resource("", "namespaces", "Namespace"), req.namespace or "")
+        if (ns_entry.obj.get("status") or {}).get("phase") == "Terminating":
+            raise errors.forbidden(req.rt.resource, (req.name or ""),
+                                   f"unable to create new content in namespace {req.namespace} because it "
+                                   "is being terminated")
+
+    def _stamp_identity(self, req: Request, obj: dict) -> None:
+        """Apply the URL's namespace and name to the body, refusing contradictions (400, as kube does)."""
+        meta = obj["metadata"]
+        if req.rt.namespaced:
+            ns = meta.get("namespace")
+            if ns and ns != req.namespace:
+                raise errors.bad_request("the namespace of the provided object does not match the namespace "
+                                         "sent on the request")
+            meta["namespace"] = req.namespace
+        if req.name is not None:
+            name = meta.get("name")
+            if name and name != req.name:
+                raise errors.bad_request(f"the name of the object ({name}) does not match the name on the URL "
+                                         f"({req.name})")
+            meta["name"] = req.name
+
+    def _to_storage(self, rt: ResourceType, obj: dict) -> dict:
+        obj["apiVersion"] = rt.storage_api_version
+        return obj
+
+    # --- read verbs -----------------------------------------------------------------------------------
+
+    def _get(self, req: Request) -> Response:
+        if req.subresource == "log":
+            return self._log(req)
+        if req.subresource and req.subresource not in req.rt.subresources:
+            raise errors.path_not_found(req.rt.plural + "/" + req.subresource)
+        return self._object_response(req, self._get_entry(req))
+
+    def _matcher(self, req: Request) -> Callable[[dict], bool]:
+        try:
+            labels = parse_label_selector(req.query.get("labelSelector"))
+            fields = parse_field_selector(req.query.get("fieldSelector"))
+        except SelectorError as e:
+            raise errors.bad_request(str(e)) from e
+        supported = {"metadata.name", "metadata.namespace", *req.rt.field_getters}
+        for f in fields.fields():
+            if f not in supported:
+                raise errors.bad_request(f'"{f}" is not a known field selector: only "metadata.name", '
+                                         f'"metadata.namespace"' if not req.rt.field_getters else
+                                         f'field label not supported: {f}')
+        getters = req.rt.field_getters
+        namespace = req.namespace if req.rt.namespaced else None
+
+        def match(obj: dict) -> bool:
+            meta = obj.get("metadata") or {}
+            if namespace is not None and meta.get("namespace") != namespace:
+                return False
+            if not labels.empty and not labels.matches(meta.get("labels")):
+                return False
+            return fields.empty or fields.matches(object_fields(obj, getters))
+
+        return match
+
+    def _list(self, req: Request) -> Response:
+        match = self._matcher(req)
+        key = req.rt.storage_key
+        namespace = req.namespace if req.rt.namespaced else None
+        limit = _int_param(req.query, "limit", 0)
+        token = req.query.get("continue", "")
+        if token:
+            rv, start = _decode_continue(token)
+            try:
+                items = self.store.list_at(key, rv, namespace)
+            except TooOld as e:
+                raise errors.expired(
+                    "The provided continue parameter is too old to display a consistent list result. You "
+                    "can start a new list without the continue parameter, or use the continue token in "
+                    "this response to retrieve the remainder of the results. Continuing with the provided "
+                    "token results in an inconsistent list - objects that were created, modified, or "
+                    f"deleted between the time the first chunk was returned and now may show up in the "
+                    f"list.") from e
+            items = [kv for kv in items if kv[0] > start]
+        else:
+            items, rv = self.store.list(key, namespace)
+        selected: list[tuple[ObjKey, Entry]] = []
+        remaining = 0
+        for kv in items:
+            if match(kv[1].obj):
+                if limit and len(selected) >= limit:
+                    remaining += 1
+                else:
+                    selected.append(kv)
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if remaining:
+            meta["continue"] = _encode_continue(rv, selected[-1][0])
+            if req.query.get("labelSelector", "") == "" and req.query.get("fieldSelector", "") == "":
+                meta["remainingItemCount"] = remaining
+        entries = [e for _, e in selected]
+        if _wants_table(req.accept) and self.table_converter is not None:
+            table = self.table_converter(req.rt, entries, meta, req.query.get("includeObject") != "None")
+            return Response(200, dumps(table))
+        head = dumps({"kind": req.rt.list_kind, "apiVersion": req.rt.api_version, "metadata": meta})
+        body = head[:-1] + b',"items":[' + b",".join(self._encode(req.rt, e) for e in entries) + b"]}"
+        return Response(200, body)
+
+    def _watch(self, req: Request) -> Response:
+        match = self._matcher(req)
+        rv_param = req.query.get("resourceVersion", "")
+        since = None if rv_param in ("", "0") else _parse_rv(rv_param)
+        timeout = float(_int_param(req.query, "timeoutSeconds", 0)) or 1800.0
+        namespace = req.namespace if req.rt.namespaced else None
+        rt = req.rt
+        try:
+            watcher = self.store.watch(rt.storage_key, match, since, namespace)
+        except TooOld as e:
+            return Response(200, b"", stream=None, chunks=iter([_error_frame(errors.expired(str(e)))]))
+        table = _wants_table(req.accept) and self.table_converter is not None
+        include_object = req.query.get("includeObject") != "None"
+
+        def encode(ev: Event) -> bytes | None:
+            translated = watcher.translate(ev)
+            if translated is None:
+                return None
+            etype, entry = translated
+            if table:
+                assert self.table_converter is not None
+                obj = dumps(self.table_converter(rt, [entry], None, include_object))
+            else:
+                obj = self._encode(rt, entry)
+            return b'{"type":"' + etype.encode() + b'","object":' + obj + b"}\n"
+
+        bookmark = None
+        if _flag(req.query, "allowWatchBookmarks"):
+            def bookmark() -> bytes | None:
+                brv = self.store.bookmark_rv(watcher)
+                if brv is None:
+                    return None
+                return dumps({"type": "BOOKMARK", "object": {
+                    "kind": rt.kind, "apiVersion": rt.api_version,
+                    "metadata": {"resourceVersion": str(brv)}}}) + b"\n"
+
+        return Response(200, stream=WatchStream(watcher, encode, bookmark, timeout,
+                                                lambda: self.store.stop_watch(watcher)))
+
+    def _log(self, req: Request) -> Response:
+        pod = self._get_entry(req).obj
+        containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        container = req.query.get("container") or (containers[0] if len(containers) == 1 else "")
+        if not container:
+            raise errors.bad_request(f"a container name must be specified for pod {req.name}, choose one of: "
+                                     f"{containers}")
+        if container not in containers:
+            raise errors.bad_request(f"container {container} is not valid for pod {req.name}")
+        if self.log_reader is None or not (pod.get("spec") or {}).get("nodeName"):
+            raise errors.bad_request(f'container "{container}" in pod "{req.name}" is waiting to start: '
+                                     "ContainerCreating")
+        query = dict(req.query)
+        query["container"] = container
+        return Response(200, content_type="text/plain", chunks=self.log_reader(pod, query))
+
+    # --- write verbs ----------------------------------------------------------------------------------
+
+    def _create(self, req: Request) -> Response:
+        if req.subresource:
+            raise errors.method_not_allowed(f"create is not supported on {req.rt.plural}/{req.subresource}")
+        obj = self._decode(req)
+        self._stamp_identity(req, obj)
+        ctx = self._context(req)
+        strategy = self.strategy(req.rt)
+        strategy.prepare_create(obj, ctx)
+        self._validate(req, obj, None, ctx)
+        self._check_namespace(req)
+        self._to_storage(req.rt, obj)
+        name = obj["metadata"]["name"]
+        if ctx.dry_run:
+            if self.store.get(req.rt.storage_key, self._okey(req, name)) is not None:
+                raise errors.already_exists(req.rt.resource, name)
+            return self._object_response(req, Entry(obj, 0), 201, ctx)
+        try:
+            entry = self.store.create(req.rt.storage_key, obj)
+        except Exists:
+            raise errors.already_exists(req.rt.resource, name) from None
+        strategy.after_commit(entry.obj, None, ctx)
+        return self._object_response(req, entry, 201, ctx)
+
+    def _update(self, req: Request) -> Response:
+        if req.subresource and req.subresource != "status" or (
+                req.subresource == "status" and not req.rt.status_subresource):
+            raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
+        obj = self._decode(req)
+        self._stamp_identity(req, obj)
+        rv_text = (obj.get("metadata") or {}).get("resourceVersion")
+        want_rv = _parse_rv(rv_text) if rv_text else None
+        while True:
+            current = self._get_entry(req)
+            if want_rv is not None and want_rv != current.rv:
+                raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT)
+            new = deep_copy(obj) if want_rv is None else obj
+            try:
+                return self._write_update(req, new, current)
+            except Conflict:
+                if want_rv is not None:
+                    raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT) from None
+
+    def _patch(self, req: Request) -> Response:
+        if req.subresource and req.subresource != "status" or (
+                req.subresource == "status" and not req.rt.status_subresource):
+            raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
+        ctype = req.content_type.split(";")[0].strip().lower()
+        if ctype not in PATCH_TYPES:
+            raise errors.unsupported_media_type(ctype)
+        patcher = self.patchers.get(ctype)
+        if patcher is None:
+            raise errors.StatusError(415, "UnsupportedMediaType",
+                                     f"the body of the request was in an unknown format - accepted media types "
+                                     f"include: {', '.join(sorted(self.patchers))}")
+        if len(req.body) > MAX_BODY_BYTES:
+            raise errors.too_large(MAX_BODY_BYTES)
+        try:
+            patch = json.loads(req.body or b"null")
+        except ValueError as e:
+            raise errors.bad_request(f"error decoding patch: {e}") from e
+        for _attempt in range(64):
+            current = self._get_entry(req)
+            working = deep_copy(current.obj)
+            working["apiVersion"] = req.rt.api_version
+            patched = patcher(req.rt, working, patch)
+            if not isinstance(patched, dict):
+                raise errors.bad_request("the patch does not produce an object")
+            meta = patched.get("metadata")
+            if not isinstance(meta, dict):
+                patched["metadata"] = meta = {}
+            rv_text = meta.get("resourceVersion")
+            if rv_text and _parse_rv(rv_text) != current.rv:
+                raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT)
+            if patched.get("kind") != req.rt.kind or patched.get("apiVersion") != req.rt.api_version:
+                raise errors.bad_request("the patch may not change apiVersion or kind")
+            self._stamp_identity(req, patched)
+            try:
+                return self._write_update(req, patched, current)
+            except Conflict:
+                continue
+        raise errors.internal("too many conflicts applying the patch")
+
+    def _write_update(self, req: Request, new: dict, current: Entry) -> Response:
+        """Shared tail of update and patch: strategy, validation, CAS write, finalizer-driven removal."""
+        ctx = self._context(req)
+        strategy = self.strategy(req.rt)
+        old = current.obj
+        strategy.prepare_update(new, old, ctx)
+        self._validate(req, new, old, ctx)
+        self._to_storage(req.rt, new)
+        new["metadata"]["resourceVersion"] = str(current.rv)
+        if ctx.dry_run:
+            return self._object_response(req, Entry(new, current.rv), 200, ctx)
+        meta = new["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            # The last finalizer is gone from an object being deleted: it goes now.
+            try:
+                entry = self.store.delete(req.rt.storage_key, self._okey(req), expect_rv=current.rv)
+            except Missing:
+                raise errors.not_found(req.rt.resource, req.name or "") from None
+            strategy.after_delete(entry.obj)
+            return self._object_response(req, Entry(new, entry.rv), 200, ctx)
+        try:
+            entry = self.store.update(req.rt.storage_key, new, expect_rv=current.rv)
+        except Missing:
+            raise errors.not_found(req.rt.resource, req.name or "") from None
+        strategy.after_commit(entry.obj, old, ctx)
+        return self._object_response(req, entry, 200, ctx)
+
+    def update_status(self, rt: ResourceType, okey: ObjKey, status: dict) -> None:
+        """A server-internal status write (controllers inside the server), retried on conflict."""
+        for _ in range(16):
+            current = self.store.get(rt.storage_key, okey)
+            if current is None:
+                return
+            new = dict(current.obj)
+            new["status"] = status
+            new["metadata"] = dict(current.obj["metadata"])
+            try:
+                self.store.update(rt.storage_key, new, expect_rv=current.rv)
+                return
+            except (Conflict, Missing):
+                continue
+
+    # --- delete ---------------------------------------------------------------------------------------
+
+    def _delete_options(self, req: Request) -> dict:
+        opts: dict[str, Any] = {}
+        if req.body.strip():
+            try:
+                opts = json.loads(req.body)
+            except ValueError as e:
+                raise errors.bad_request(f"error decoding DeleteOptions: {e}") from e
+            if not isinstance(opts, dict):
+                raise errors.bad_request("DeleteOptions must be an object")
+        for k in ("gracePeriodSeconds",):
+            if k in req.query:
+                opts[k] = _int_param(req.query, k, 0)
+        if "propagationPolicy" in req.query:
+            opts["propagationPolicy"] = req.query["propagationPolicy"]
+        if "orphanDependents" in req.query:
+            opts["orphanDependents"] = _flag(req.query, "orphanDependents")
+        if _dry_run(req.query):
+            opts["dryRun"] = ["All"]
+        policy = opts.get("propagationPolicy")
+        if policy not in (None, "Background", "Foreground", "Orphan"):
+            raise errors.invalid(req.rt.resource, req.name or "", [Cause(
+                "propagationPolicy", "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"')])
+        return opts
+
+    def _delete(self, req: Request) -> Response:
+        if req.subresource:
+            raise errors.method_not_allowed(f"delete is not supported on {req.rt.plural}/{req.subresource}")
+        opts = self._delete_options(req)
+        return self.delete_object(req, req.name or "", opts)
+
+    def delete_object(self, req: Request, name: str, opts: dict) -> Response:
+        rt = req.rt
+        okey = self._okey(req, name)
+        pre = opts.get("preconditions") or {}
+        for _attempt in range(64):
+            current = self.store.get(rt.storage_key, okey)
+            if current is None:
+                raise errors.not_found(rt.resource, name)
+            meta = current.obj.get("metadata") or {}
+            if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                raise errors.conflict(rt.resource, name, f"Precondition failed: UID in precondition: "
+                                      f"{pre['uid']}, UID in object meta: {meta.get('uid')}")
+            if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+                raise errors.conflict(rt.resource, name, "Precondition failed: ResourceVersion in "
+                                      f"precondition: {pre['resourceVersion']}, ResourceVersion in object "
+                                      f"meta: {meta.get('resourceVersion')}")
+            if opts.get("dryRun"):
+                return self._deleted_response(req, current)
+            if meta.get("finalizers"):
+                if meta.get("deletionTimestamp"):
+                    return self._object_response(req, current)
+                new = dict(current.obj)
+                new["metadata"] = dict(meta, deletionTimestamp=now_rfc3339(), deletionGracePeriodSeconds=0)
+                try:
+                    entry = self.store.update(rt.storage_key, new, expect_rv=current.rv)
+                except (Conflict, Missing):
+                    continue
+                return self._object_response(req, entry)
+            try:
+                entry = self.store.delete(rt.storage_key, okey, expect_rv=current.rv)
+            except Conflict:
+                continue
+            except Missing:
+                raise errors.not_found(rt.resource, name) from None
+            self.strategy(rt).after_delete(entry.obj)
+            return self._deleted_response(req, entry)
+        raise errors.internal("too many conflicts deleting the object")
+
+    def _deleted_response(self, req: Request, entry: Entry) -> Response:
+        if req.rt.return_deleted_object:
+            return Response(200, self._encode(req.rt, entry))
+        meta = entry.obj.get("metadata") or {}
+        return Response(200, dumps(errors.success_status(req.rt.resource, meta.get("name", ""),
+                                                         meta.get("uid", ""))))
+
+    def _deletecollection(self, req: Request) -> Response:
+        opts = self._delete_options(req)
+        match = self._matcher(req)
+        items, rv = self.store.list(req.rt.storage_key, req.namespace if req.rt.namespaced else None)
+        deleted = []
+        for (_, name), entry in items:
+            if not match(entry.obj):
+                continue
+            try:
+                resp = self.delete_object(req, name, dict(opts))
+            except StatusError as e:
+                if e.code == 404:
+                    continue
+                raise
+            deleted.append(resp.body if req.rt.return_deleted_object else self._encode(req.rt, entry))
+        head = dumps({"kind": req.rt.list_kind, "apiVersion": req.rt.api_version,
+                      "metadata": {"resourceVersion": str(self.store.resource_version)}})
+        return Response(200, head[:-1] + b',"items":[' + b",".join(deleted) + b"]}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+class _DuplicateField(ValueError):
+    def __init__(self, field: str) -> None:
+        super().__init__(f'duplicate field "{field}"')
+        self.field = field
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateField(k)
+            seen.add(k)
+    return obj
+
+
+def _merge(current: dict, patch: Any) -> dict:
+    if not isinstance(patch, dict):
+        raise errors.bad_request("a merge patch must be a JSON object")
+    return apply_merge_patch(current, patch)
+
+
+def _dedupe(causes: list[Cause]) -> list[Cause]:
+    seen, out = set(), []
+    for c in causes:
+        if c not in seen:
+            seen.add(c)
+            out.append(c)
+    return out
+
+
+def _dry_run(query: Mapping[str, str]) -> bool:
+    value = query.get("dryRun", "")
+    if value and value != "All":
+        raise errors.bad_request(f'invalid dry run option "{value}": only "All" is supported')
+    return value == "All"
+
+
+def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
+    text = query.get(name)
+    if text in (None, ""):
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None
+
+
+def _parse_rv(text: str) -> int:
+    try:
+        rv = int(text)
+        if rv < 0:
+            raise ValueError
+        return rv
+    except (TypeError, ValueError):
+        raise errors.bad_request(f'invalid resource version "{text}"') from None
+
+
+def _encode_continue(rv: int, last: ObjKey) -> str:
+    token = {"v": "meta.k8s.io/v1", "rv": rv, "start": "/".join(last) + "\x00"}
+    return base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, ObjKey]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
+        ns, _, name = data["start"].rstrip("\x00").partition("/")
+        return int(data["rv"]), (ns, name)
+    except (ValueError, KeyError, TypeError) as e:
+        raise errors.bad_request(f"continue key is not valid: {e}") from None
+
+
+def _wants_table(accept: str) -> bool:
+    return "as=Table" in accept
+
+
+def _error_frame(err: StatusError) -> bytes:
+    return dumps({"type": "ERROR", "object": err.status()}) + b"\n"

@@ -1,0 +1,183 @@
+"""The embedded Kubernetes API server: the one public entry point of this package.
+
+    with APIServer() as api:                 # listens on a free loopback port
+        api.write_kubeconfig("kubeconfig")  # for kubectl and the official client
+        ...
+
+Everything is in memory; nothing survives ``stop()``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
+from mxjob_controller.local.apiserver import builtin, errors
+from mxjob_controller.local.apiserver.discovery import Discovery
+from mxjob_controller.local.apiserver.http import APIHTTPServer
+from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
+from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
+from mxjob_controller.local.apiserver.kinds.pods import PodStrategy
+from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
+from mxjob_controller.local.apiserver.openapi import OpenAPI
+from mxjob_controller.local.apiserver.resources import Registry, ResourceType
+from mxjob_controller.local.apiserver.rest import REST, Request
+from mxjob_controller.local.apiserver.router import Router
+from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
+from mxjob_controller.local.kubeconfig import kubeconfig_for, write_kubeconfig
+
+log = logging.getLogger(__name__)
+
+BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def version_info() -> dict[str, str]:
+    major, minor = KUBE_VERSION.split(".")
+    return {
+        "major": major, "minor": minor, "gitVersion": f"v{KUBE_VERSION}.0+mxjob-local",
+        "gitCommit": "0" * 40, "gitTreeState": "clean", "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": f"python{platform.python_version()}", "compiler": "cpython",
+        "platform": f"{platform.system().lower()}/{'amd64' if platform.machine() == 'x86_64' else platform.machine()}",
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    host: str = "127.0.0.1"
+    port: int = 0
+    history_events: int = 10_000
+    history_age: float = 900.0
+    watcher_queue: int = 10_000
+    bookmark_interval: float = 60.0
+
+
+class APIServer:
+    def __init__(self, options: ServerOptions | None = None) -> None:
+        self.options = options or ServerOptions()
+        self.registry = Registry()
+        self.registry.add(*builtin.BUILTIN_TYPES)
+        self.store = Store(StoreOptions(self.options.history_events, self.options.history_age,
+                                        self.options.watcher_queue))
+        strategies = {
+            builtin.PODS.storage_key: PodStrategy(),
+            builtin.SERVICES.storage_key: ServiceStrategy(),
+            builtin.NAMESPACES.storage_key: NamespaceStrategy(),
+            builtin.CRDS.storage_key: CRDStrategy(self.registry, self._write_crd_status, self._purge_crd),
+        }
+        from mxjob_controller.local.apiserver.strategy import Strategy
+
+        self.rest = REST(self.store, strategies, Strategy())
+        self.rest.lookup = self._lookup
+        self.version = version_info()
+        self.discovery = Discovery(self.registry)
+        self.openapi = OpenAPI(self.registry, self.version)
+        self.router = Router(self.registry, self.rest, self.discovery, self.openapi, self.version)
+        self._http: APIHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        for ns in BOOTSTRAP_NAMESPACES:
+            self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self) -> APIServer:
+        if self._http is not None:
+            return self
+        self._http = APIHTTPServer((self.options.host, self.options.port), self.router)
+        self._http.bookmark_interval = self.options.bookmark_interval
+        self.discovery.server_address = f"{self.host}:{self.port}"
+        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name="apiserver-http", daemon=True)
+        self._thread.start()
+        log.info("embedded API server listening on %s", self.url)
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        http, self._http = self._http, None
+        if http is None:
+            return
+        http.shutdown()
+        self.store.close_watchers()
+        http.close_connections()
+        http.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        log.info("embedded API server stopped")
+
+    def __enter__(self) -> APIServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def host(self) -> str:
+        assert self._http is not None, "server not started"
+        return self._http.server_address[0]
+
+    @property
+    def port(self) -> int:
+        assert self._http is not None, "server not started"
+        return self._http.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def http(self) -> APIHTTPServer:
+        assert self._http is not None, "server not started"
+        return self._http
+
+    def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
+        return kubeconfig_for(self.url, namespace=namespace)
+
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+        return write_kubeconfig(path, self.kubeconfig(namespace))
+
+    # --- in-process access (bootstrap, tests) ---------------------------------------------------------
+
+    def resource_for(self, obj: dict) -> ResourceType:
+        rt = self.registry.by_kind(obj.get("apiVersion", ""), obj.get("kind", ""))
+        if rt is None:
+            raise errors.bad_request(f"no resource serves {obj.get('apiVersion')}/{obj.get('kind')}")
+        return rt
+
+    def create(self, obj: dict) -> dict:
+        """Create ``obj`` through the same path as an HTTP POST (defaults, validation, hooks)."""
+        rt = self.resource_for(obj)
+        ns = (obj.get("metadata") or {}).get("namespace") or ("default" if rt.namespaced else None)
+        resp = self.rest.handle(Request("create", rt, namespace=ns, body=json.dumps(obj).encode(),
+                                        content_type="application/json"))
+        return json.loads(resp.body)
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> dict | None:
+        rt = self.registry.by_kind(api_version, kind)
+        if rt is None:
+            return None
+        entry = self.store.get(rt.storage_key, (namespace if rt.namespaced else "", name))
+        return entry.obj if entry else None
+
+    def _lookup(self, storage_key: str, namespace: str, name: str) -> dict | None:
+        entry = self.store.get(storage_key, (namespace, name))
+        return entry.obj if entry else None
+
+    # --- CRD plumbing ---------------------------------------------------------------------------------
+
+    def _write_crd_status(self, name: str, status: dict) -> None:
+        self.rest.update_status(builtin.CRDS, ("", name), status)
+
+    def _purge_crd(self, crd_name: str) -> None:
+        plural, _, group = crd_name.partition(".")
+        key = f"{group}/{plural}"
+        for entry in list(self.store.iter_all(key)):
+            meta = entry.obj.get("metadata") or {}
+            try:
+                self.store.delete(key, (meta.get("namespace") or "", meta.get("name") or ""))
+            except Missing:
+                pass

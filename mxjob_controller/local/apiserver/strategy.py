@@ -1,0 +1,119 @@
+"""Per-kind write rules, kube-apiserver's "strategies": what the server sets, resets and forbids.
+
+:class:`Strategy` holds the rules every kind shares (system fields, generation, the status subresource);
+kinds with more to do (pods, services, namespaces, CRDs) subclass it in ``kinds/``. Validation of field
+values lives in ``validation/``; a strategy only calls into it.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mxjob_controller.kube.timefmt import now_rfc3339
+from mxjob_controller.local.apiserver.errors import Cause
+from mxjob_controller.local.apiserver.resources import ResourceType
+
+# kube's name generator alphabet: no vowels (no words) and no look-alike characters.
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+@dataclass(slots=True)
+class WriteContext:
+    """What a strategy may need to know about the request being served."""
+
+    rt: ResourceType
+    subresource: str | None = None
+    dry_run: bool = False
+    field_manager: str = ""
+    warnings: list[str] = field(default_factory=list)
+    # Set by the server: read access to other objects (e.g. a pod's service account), and the node name.
+    lookup: Callable[[str, str, str], dict | None] | None = None
+
+
+class Strategy:
+    """The rules shared by every kind."""
+
+    def prepare_create(self, obj: dict, ctx: WriteContext) -> None:
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            suffix = "".join(random.choice(_GENERATE_ALPHABET) for _ in range(5))
+            meta["name"] = meta["generateName"] + suffix
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "resourceVersion"):
+            meta.pop(k, None)
+        if ctx.rt.sets_generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        if ctx.rt.status_subresource and ctx.rt.is_custom:
+            obj.pop("status", None)  # create cannot set status of a custom resource with /status
+        self.default(obj, ctx)
+
+    def prepare_update(self, new: dict, old: dict, ctx: WriteContext) -> None:
+        """Carry over what clients may not change, apply the status subresource's split, bump generation."""
+        if ctx.subresource == "status":
+            status = new.get("status")
+            new.clear()
+            new.update(_deep_copy(old))
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+            return
+        meta, old_meta = new.setdefault("metadata", {}), old.get("metadata", {})
+        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            if k in old_meta:
+                if k != "uid" or not meta.get("uid"):
+                    meta[k] = old_meta[k]
+            else:
+                meta.pop(k, None)
+        meta.pop("selfLink", None)
+        if ctx.rt.status_subresource:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        self.default(new, ctx)
+        if ctx.rt.sets_generation and self.spec_changed(new, old):
+            meta["generation"] = int(old_meta.get("generation") or 0) + 1
+
+    def spec_changed(self, new: dict, old: dict) -> bool:
+        """Whether a change should bump ``metadata.generation``: anything but metadata and status."""
+        keys = (set(new) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
+        return any(new.get(k) != old.get(k) for k in keys)
+
+    def default(self, obj: dict, ctx: WriteContext) -> None:
+        """Kind-specific defaulting (kube's SetDefaults_*); nothing for most kinds."""
+
+    def validate(self, obj: dict, old: dict | None, ctx: WriteContext) -> list[Cause]:
+        """Kind-specific validation beyond the schema; the base checks immutable metadata on update."""
+        causes: list[Cause] = []
+        if old is not None:
+            meta, old_meta = obj.get("metadata", {}), old.get("metadata", {})
+            if meta.get("uid") and meta.get("uid") != old_meta.get("uid"):
+                causes.append(Cause("metadata.uid", "FieldValueInvalid",
+                                    f'Invalid value: "{meta.get("uid")}": field is immutable'))
+        return causes
+
+    def after_commit(self, obj: dict, old: dict | None, ctx: WriteContext) -> None:
+        """Run once a write is stored (CRDs start serving their kinds here)."""
+
+    def after_delete(self, obj: dict) -> None:
+        """Run once an object is gone from the store (CRDs stop serving their kinds here)."""
+
+
+def _deep_copy(obj: Any) -> Any:
+    """Copy JSON-shaped data (dicts, lists, scalars) faster than ``copy.deepcopy``."""
+    if isinstance(obj, dict):
+        return {k: _deep_copy(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_deep_copy(v) for v in obj]
+    return obj
+
+
+deep_copy = _deep_copy

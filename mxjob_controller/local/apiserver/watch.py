@@ -1,0 +1,149 @@
+"""Watch plumbing: change events, per-resource bounded history, and one queue per watcher.
+
+Guarantees:
+- Events of one storage key reach a watcher in resourceVersion order, with none skipped: the watcher is
+  registered and its backlog (history after the requested version) queued under the store's lock.
+- A watcher that falls too far behind is closed rather than allowed to block writers (kube-apiserver does
+  the same); its client resumes from the last version it saw.
+- A resume from a version older than the retained history is refused (410 Expired).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
+
+
+class Entry:
+    """One stored version of an object. ``obj`` is never mutated once stored; ``raw`` is its JSON."""
+
+    __slots__ = ("_raw", "obj", "rv")
+
+    def __init__(self, obj: dict, rv: int) -> None:
+        self.obj = obj
+        self.rv = rv
+        self._raw: bytes | None = None
+
+    @property
+    def raw(self) -> bytes:
+        if self._raw is None:
+            self._raw = json.dumps(self.obj, separators=(",", ":")).encode()
+        return self._raw
+
+
+@dataclass(slots=True)
+class Event:
+    type: str
+    rv: int
+    entry: Entry  # the new state; for DELETED the last state carrying the deletion's resourceVersion
+    prev: Entry | None
+    time: float
+
+
+class History:
+    """The recent events of one storage key, bounded by count and age.
+
+    ``compacted_rv`` is the highest resourceVersion no longer retained: a watch can resume from any
+    version ≥ it.
+    """
+
+    def __init__(self, max_events: int, max_age: float) -> None:
+        self.max_events = max_events
+        self.max_age = max_age
+        self.events: deque[Event] = deque()
+        self.compacted_rv = 0
+
+    def append(self, event: Event) -> None:
+        self.events.append(event)
+        while len(self.events) > self.max_events:
+            self.compacted_rv = self.events.popleft().rv
+        if self.max_age > 0:
+            horizon = event.time - self.max_age
+            while self.events and self.events[0].time < horizon:
+                self.compacted_rv = self.events.popleft().rv
+
+    def compact(self, upto_rv: int) -> None:
+        """Forget everything up to ``upto_rv`` (the fault injector's "compaction")."""
+        while self.events and self.events[0].rv <= upto_rv:
+            self.events.popleft()
+        self.compacted_rv = max(self.compacted_rv, upto_rv)
+
+    def since(self, rv: int) -> list[Event]:
+        return [e for e in self.events if e.rv > rv]
+
+    def oldest_available(self) -> int:
+        return self.events[0].rv if self.events else self.compacted_rv + 1
+
+
+Matcher = Callable[[dict], bool]
+
+
+class Watcher:
+    """One watch request's queue. Writers ``offer`` under the store lock; the HTTP thread ``next``s."""
+
+    _ids = iter(range(1, 1 << 62))
+
+    def __init__(self, key: str, matcher: Matcher, max_queue: int) -> None:
+        self.id = next(self._ids)
+        self.key = key
+        self.matcher = matcher
+        self._queue: queue.Queue[Event] = queue.Queue(maxsize=max_queue)
+        self.closed = threading.Event()
+        self.overflowed = False
+        self.close_reason = ""
+        self.events_sent = 0
+
+    def offer(self, event: Event) -> bool:
+        """Queue ``event``; returns False (and closes) when the watcher is too far behind."""
+        if self.closed.is_set():
+            return False
+        try:
+            self._queue.put_nowait(event)
+            return True
+        except queue.Full:
+            self.overflowed = True
+            self.close("watcher too slow: its queue of events is full")
+            return False
+
+    def next(self, timeout: float) -> Event | None:
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def pending(self) -> bool:
+        return not self._queue.empty()
+
+    def close(self, reason: str = "") -> None:
+        if not self.closed.is_set():
+            self.close_reason = reason
+            self.closed.set()
+
+    def translate(self, event: Event) -> tuple[str, Entry] | None:
+        """Apply this watcher's filter the way kube's watch cache does.
+
+        An object that starts matching is ADDED, one that stops matching is DELETED, so a filtered watch
+        mirrors exactly the filtered list.
+        """
+        new_match = self.matcher(event.entry.obj)
+        if event.type == MODIFIED:
+            old_match = event.prev is not None and self.matcher(event.prev.obj)
+            if new_match and old_match:
+                return MODIFIED, event.entry
+            if new_match:
+                return ADDED, event.entry
+            if old_match:
+                return DELETED, event.entry
+            return None
+        return (event.type, event.entry) if new_match else None
+
+
+def now() -> float:
+    return time.time()
