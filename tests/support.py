@@ -138,14 +138,15 @@ class Kubectl:
     def argv(self, *args: str) -> list[str]:
         return [KUBECTL, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache_dir), *args]
 
-    def run(self, *args: str, input: str | None = None, timeout: float = 30.0,  # noqa: A002
+    def run(self, *args: str, input: str | None = None, timeout: float = 30.0,
             check: bool = False) -> subprocess.CompletedProcess:
-        proc = subprocess.run(self.argv(*args), input=input, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(self.argv(*args), check=False, input=input, capture_output=True, text=True,
+                              timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
         return proc
 
-    def ok(self, *args: str, input: str | None = None, timeout: float = 30.0) -> str:  # noqa: A002
+    def ok(self, *args: str, input: str | None = None, timeout: float = 30.0) -> str:
         return self.run(*args, input=input, timeout=timeout, check=True).stdout
 
     def popen(self, *args: str) -> subprocess.Popen:

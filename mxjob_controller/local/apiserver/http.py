@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.rest import MAX_BODY_BYTES, Request, Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.rest import MAX_BODY_BYTES, Response, WatchStream, dumps
 
 log = logging.getLogger(__name__)
 
@@ -119,13 +119,13 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.track(self.connection, False)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature from the base class
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
 
     def do_GET(self) -> None:
         self._serve()
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET  # noqa: N815 - http.server's names
 
     # --- one exchange ---------------------------------------------------------------------------------
 

@@ -101,6 +101,12 @@ def _op(action: str, rt: ResourceType, op_id: str, schema_ref: str, *, params: l
     return op
 
 
+def _gv_id(rt: ResourceType) -> str:
+    """The group-version part of kube's operation ids: ``CoreV1``, ``AppsV1``, ``KubeflowOrgV1``."""
+    group = "Core" if not rt.group else "".join(p.capitalize() for p in rt.group.replace("-", ".").split("."))
+    return group + rt.version.capitalize()
+
+
 class OpenAPI:
     def __init__(self, registry: Registry, version_info: dict[str, str]) -> None:
         self._registry = registry
@@ -204,7 +210,7 @@ class OpenAPI:
         base = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
         coll = f"{base}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"{base}/{rt.plural}"
         ref, list_ref = _REF_PREFIX + name, _REF_PREFIX + (list_name or name)
-        kind_id = rt.kind + ("" if not rt.group else "")
+        kind_id = _gv_id(rt) + rt.kind
         ns = "Namespaced" if rt.namespaced else ""
         name_param = _param("name", "path", f"name of the {rt.kind}", {"type": "string", "uniqueItems": True},
                             required=True)

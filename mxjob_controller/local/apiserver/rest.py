@@ -164,7 +164,7 @@ class REST:
             else:
                 raise errors.unsupported_media_type(ctype)
         except (ValueError, yaml.YAMLError) as e:
-            if isinstance(e, _DuplicateField):
+            if isinstance(e, _DuplicateFieldError):
                 raise errors.bad_request(f"strict decoding error: json: duplicate field \"{e.field}\"") from e
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {req.rt.kind}): couldn't get "
@@ -292,8 +292,8 @@ class REST:
                     "can start a new list without the continue parameter, or use the continue token in "
                     "this response to retrieve the remainder of the results. Continuing with the provided "
                     "token results in an inconsistent list - objects that were created, modified, or "
-                    f"deleted between the time the first chunk was returned and now may show up in the "
-                    f"list.") from e
+                    "deleted between the time the first chunk was returned and now may show up in the "
+                    "list.") from e
             items = [kv for kv in items if kv[0] > start]
         else:
             items, rv = self.store.list(key, namespace)
@@ -399,7 +399,7 @@ class REST:
         return self._object_response(req, entry, 201, ctx)
 
     def _update(self, req: Request) -> Response:
-        if req.subresource and req.subresource != "status" or (
+        if (req.subresource and req.subresource != "status") or (
                 req.subresource == "status" and not req.rt.status_subresource):
             raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
         obj = self._decode(req)
@@ -418,7 +418,7 @@ class REST:
                     raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT) from None
 
     def _patch(self, req: Request) -> Response:
-        if req.subresource and req.subresource != "status" or (
+        if (req.subresource and req.subresource != "status") or (
                 req.subresource == "status" and not req.rt.status_subresource):
             raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
         ctype = req.content_type.split(";")[0].strip().lower()
@@ -580,7 +580,7 @@ class REST:
     def _deletecollection(self, req: Request) -> Response:
         opts = self._delete_options(req)
         match = self._matcher(req)
-        items, rv = self.store.list(req.rt.storage_key, req.namespace if req.rt.namespaced else None)
+        items, _ = self.store.list(req.rt.storage_key, req.namespace if req.rt.namespaced else None)
         deleted = []
         for (_, name), entry in items:
             if not match(entry.obj):
@@ -599,7 +599,7 @@ class REST:
 
 # ---------------------------------------------------------------------------------------------------------
 
-class _DuplicateField(ValueError):
+class _DuplicateFieldError(ValueError):
     def __init__(self, field: str) -> None:
         super().__init__(f'duplicate field "{field}"')
         self.field = field
@@ -611,7 +611,7 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict:
         seen: set[str] = set()
         for k, _ in pairs:
             if k in seen:
-                raise _DuplicateField(k)
+                raise _DuplicateFieldError(k)
             seen.add(k)
     return obj
 

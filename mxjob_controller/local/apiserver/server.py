@@ -30,10 +30,12 @@ from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST, Request
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
+from mxjob_controller.local.apiserver.strategy import Strategy
 from mxjob_controller.local.kubeconfig import kubeconfig_for, write_kubeconfig
 
 log = logging.getLogger(__name__)
 
+_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -43,7 +45,7 @@ def version_info() -> dict[str, str]:
         "major": major, "minor": minor, "gitVersion": f"v{KUBE_VERSION}.0+mxjob-local",
         "gitCommit": "0" * 40, "gitTreeState": "clean", "buildDate": "1970-01-01T00:00:00Z",
         "goVersion": f"python{platform.python_version()}", "compiler": "cpython",
-        "platform": f"{platform.system().lower()}/{'amd64' if platform.machine() == 'x86_64' else platform.machine()}",
+        "platform": f"{platform.system().lower()}/{_ARCH.get(platform.machine(), platform.machine())}",
     }
 
 
@@ -70,8 +72,6 @@ class APIServer:
             builtin.NAMESPACES.storage_key: NamespaceStrategy(),
             builtin.CRDS.storage_key: CRDStrategy(self.registry, self._write_crd_status, self._purge_crd),
         }
-        from mxjob_controller.local.apiserver.strategy import Strategy
-
         self.rest = REST(self.store, strategies, Strategy())
         self.rest.lookup = self._lookup
         self.version = version_info()

@@ -89,10 +89,7 @@ class Store:
         """Every object of ``key`` (in ``namespace`` if given), sorted by (namespace, name), and the RV."""
         with self._lock:
             objs = self._objects.get(key, {})
-            if namespace is None:
-                items = list(objs.items())
-            else:
-                items = [(k, e) for k, e in objs.items() if k[0] == namespace]
+            items = [(k, e) for k, e in objs.items() if namespace is None or k[0] == namespace]
             rv = self._rv
         items.sort(key=lambda kv: kv[0])
         return items, rv

@@ -1,0 +1,95 @@
+"""Field errors as apimachinery's ``field.Error`` renders them: ``<path>: <Type>[: <value>][: <detail>]``.
+
+Every validator in the project (the embedded API server's, the MXJob API's) returns a list of these, so
+a user sees every problem at once, each naming its field. ``reason`` is the ``metav1.StatusCause`` type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    field: str    # e.g. "spec.containers[0].image"
+    reason: str   # FieldValueRequired, FieldValueInvalid, ...
+    message: str  # e.g. "Required value", 'Invalid value: "abc": must be an integer'
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+def format_value(value: Any) -> str:
+    """A bad value the way kube quotes it: strings quoted, numbers bare, everything else as JSON."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def _body(kind: str, value: Any = ..., detail: str = "") -> str:
+    text = kind
+    if value is not ...:
+        text += ": " + format_value(value)
+    if detail:
+        text += ": " + detail
+    return text
+
+
+def required(field: str, detail: str = "") -> FieldError:
+    return FieldError(field, "FieldValueRequired", _body("Required value", detail=detail))
+
+
+def invalid(field: str, value: Any, detail: str = "") -> FieldError:
+    return FieldError(field, "FieldValueInvalid", _body("Invalid value", value, detail))
+
+
+def type_invalid(field: str, value: Any, detail: str) -> FieldError:
+    return FieldError(field, "FieldValueTypeInvalid", _body("Invalid value", value, detail))
+
+
+def not_supported(field: str, value: Any, supported: Iterable[Any]) -> FieldError:
+    valid = ", ".join(format_value(v) for v in supported)
+    return FieldError(field, "FieldValueNotSupported",
+                      _body("Unsupported value", value, f"supported values: {valid}" if valid else ""))
+
+
+def forbidden(field: str, detail: str) -> FieldError:
+    return FieldError(field, "FieldValueForbidden", _body("Forbidden", detail=detail))
+
+
+def duplicate(field: str, value: Any) -> FieldError:
+    return FieldError(field, "FieldValueDuplicate", _body("Duplicate value", value))
+
+
+def not_found(field: str, value: Any) -> FieldError:
+    return FieldError(field, "FieldValueNotFound", _body("Not found", value))
+
+
+def too_long(field: str, max_length: int) -> FieldError:
+    return FieldError(field, "FieldValueTooLong", _body("Too long", detail=f"may not be more than {max_length} bytes"))
+
+
+def too_many(field: str, actual: int, max_items: int) -> FieldError:
+    return FieldError(field, "FieldValueTooMany",
+                      _body("Too many", actual, f"must have at most {max_items} items"))
+
+
+def child(path: str, key: str | int) -> str:
+    """Extend a field path: ``child("spec", "containers")`` → ``spec.containers``; ints index lists."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def key_child(path: str, key: str) -> str:
+    """A map key in a path, as kube writes it: ``metadata.labels[app]``."""
+    return f"{path}[{key}]"
