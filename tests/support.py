@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 from kubernetes import client
 
@@ -68,14 +69,22 @@ class Kube:
             headers["Content-Type"] = content_type
         elif body is not None or raw_body is not None:
             headers["Content-Type"] = "application/json"
-        data = raw_body if raw_body is not None else body
-        try:
-            resp = self.api.call_api(path, method, query_params=list((query or {}).items()),
-                                     header_params=headers, body=data, _preload_content=False,
-                                     _return_http_data_only=False)
-            raw, status, hdrs = resp[0].data, resp[1], resp[2]
-        except client.ApiException as e:
-            raw, status, hdrs = e.body or b"", e.status, e.headers or {}
+        if raw_body is not None:
+            # The generated client JSON-encodes every body it is given; send exact bytes through its
+            # connection pool instead (malformed JSON, odd media types).
+            url = self.api.configuration.host + path
+            if query:
+                url += "?" + urlencode(query)
+            r = self.api.rest_client.pool_manager.request(method, url, body=raw_body, headers=headers)
+            raw, status, hdrs = r.data, r.status, r.headers
+        else:
+            try:
+                resp = self.api.call_api(path, method, query_params=list((query or {}).items()),
+                                         header_params=headers, body=body, _preload_content=False,
+                                         _return_http_data_only=False)
+                raw, status, hdrs = resp[0].data, resp[1], resp[2]
+            except client.ApiException as e:
+                raw, status, hdrs = e.body or b"", e.status, e.headers or {}
         text = raw.decode() if isinstance(raw, bytes) else (raw or "")
         try:
             parsed = json.loads(text) if text else None
@@ -92,8 +101,10 @@ class Kube:
     def put(self, path: str, body: Any, **query: Any) -> Reply:
         return self.request("PUT", path, body=body, query={k: str(v) for k, v in query.items()})
 
-    def patch(self, path: str, body: Any, content_type: str = "application/merge-patch+json", **query: Any) -> Reply:
-        return self.request("PATCH", path, body=body, content_type=content_type,
+    def patch(self, path: str, body: Any, content_type: str = "application/merge-patch+json",
+              **query: Any) -> Reply:
+        """PATCH with exact bytes: the generated client would turn a non-list JSON patch into a strategic one."""
+        return self.request("PATCH", path, raw_body=json.dumps(body).encode(), content_type=content_type,
                             query={k: str(v) for k, v in query.items()})
 
     def delete(self, path: str, body: Any = None, **query: Any) -> Reply:

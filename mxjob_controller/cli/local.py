@@ -54,7 +54,11 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server = APIServer(ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval)).start()
+    server = APIServer(ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval))
+    try:
+        server.start()
+    except OSError as e:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     try:
         if not no_crds:
             for crd in packaged_crds():

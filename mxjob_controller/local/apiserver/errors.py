@@ -103,10 +103,10 @@ def method_not_allowed(message: str) -> StatusError:
 
 
 def unsupported_media_type(content_type: str) -> StatusError:
-    return StatusError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - '
-                       'accepted media types include: application/json-patch+json, '
-                       'application/merge-patch+json, application/apply-patch+yaml'
-                       if content_type == "" else f"the media type {content_type!r} is not supported")
+    """415 for a body we cannot decode (this server speaks JSON and YAML; kube-apiserver also protobuf)."""
+    return StatusError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format ({content_type or 'none'}) - accepted "
+                       "media types include: application/json, application/yaml")
 
 
 def not_acceptable(accept: str) -> StatusError:
