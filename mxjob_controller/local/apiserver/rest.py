@@ -422,9 +422,7 @@ class REST:
                 req.subresource == "status" and not req.rt.status_subresource):
             raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
         ctype = req.content_type.split(";")[0].strip().lower()
-        if ctype not in PATCH_TYPES:
-            raise errors.unsupported_media_type(ctype)
-        patcher = self.patchers.get(ctype)
+        patcher = self.patchers.get(ctype) if ctype in PATCH_TYPES else None
         if patcher is None:
             raise errors.StatusError(415, "UnsupportedMediaType",
                                      f"the body of the request was in an unknown format - accepted media types "
