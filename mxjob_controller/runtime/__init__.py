@@ -1,0 +1,1 @@
+"""Generic controller machinery (nothing MXNet-specific): API access, informers, work queues, expectations."""
