@@ -1,0 +1,236 @@
+"""MXJob validation: every problem at once, each as ``field.path: message`` (a :class:`FieldError`).
+
+The Go operators validated poorly (a job was dropped, or requeued forever, with the reason only in the
+operator's log). This validator reports each problem at the field the user wrote, e.g.
+``spec.mxReplicaSpecs.Worker.template.spec.containers[0].image: Required value``, so the controller can
+put the whole list in the job's ``Failed`` condition and an event.
+
+Paths name replica specs by the key as the user wrote it (``spec.mxReplicaSpecs.worker...``) so they
+point into the user's manifest; the rules apply to the canonical type the key folds to.
+
+What is checked:
+
+- ``metadata.name``: a DNS-1035 label, short enough that every child name ``<job>-<type>-<index>``
+  (pods and Services) is at most 63 characters;
+- ``spec.mxReplicaSpecs``: present; known replica types only (case-insensitive, no two keys folding to
+  the same type); ``replicas`` exactly 1 for Scheduler, TunerTracker and Tuner, at least 1 otherwise;
+  ``restartPolicy`` one of Always, OnFailure, Never, ExitCode; ``label`` a string; a pod template whose
+  containers all have an image and one of which is named ``mxnet``; the template checked against
+  Kubernetes' PodTemplateSpec schema (with the API server's extra rules);
+- ``spec.jobMode``: ``MXTrain`` needs Scheduler, Server and Worker; ``MXTune`` needs TunerTracker,
+  TunerServer and Tuner; every job needs a Worker or a Tuner;
+- the run policy (inline and under ``spec.runPolicy``): enums, non-negative numbers, no conflicting
+  values between the two places; ``spec.successPolicy`` one of ``""``, ``AllWorkers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mxjob_controller.api import checks
+from mxjob_controller.api.constants import (
+    DEFAULT_CONTAINER_NAME,
+    DEFAULT_REPLICAS,
+    JOB_MODES,
+    MAX_CHILD_NAME,
+    MODE_REQUIRED_TYPES,
+    REPLICA_TYPES,
+    RESTART_POLICIES,
+    SINGLETON_TYPES,
+    SUCCESS_POLICIES,
+    TUNER,
+    WORKER,
+    WORKLOAD_TYPES,
+)
+from mxjob_controller.api.replica_types import canonical_type
+from mxjob_controller.api.run_policy import run_policy_errors
+from mxjob_controller.api.template_schema import pod_template_schema_errors
+from mxjob_controller.kube import field_errors as fe
+from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kube.names import DNS1035_LABEL_MAX, dns1035_label_errors
+
+SPECS_PATH = "spec.mxReplicaSpecs"
+
+
+def validate_job(job: Mapping[str, Any]) -> list[FieldError]:
+    """Every problem with an MXJob (a plain dict, as the API server sends it); empty when it is valid."""
+    if not isinstance(job, Mapping):
+        return checks.object_errors(job, "")
+    meta = job.get("metadata")
+    spec = job.get("spec")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    specs = spec.get("mxReplicaSpecs") if isinstance(spec, dict) else None
+    errs = name_errors(name, _replica_counts(specs))
+    if spec is None:
+        return [*errs, fe.required("spec")]
+    if not isinstance(spec, dict):
+        return errs + checks.object_errors(spec, "spec")
+    if spec.get("jobMode") is not None:
+        errs += checks.enum_errors(spec["jobMode"], "spec.jobMode", JOB_MODES)
+    errs += replica_specs_errors(specs, spec.get("jobMode"))
+    errs += run_policy_errors(spec)
+    if spec.get("successPolicy") is not None:
+        errs += checks.enum_errors(spec["successPolicy"], "spec.successPolicy", SUCCESS_POLICIES)
+    return _unique(errs)
+
+
+def _unique(errs: list[FieldError]) -> list[FieldError]:
+    """Drop repeats (the schema check and ours may both find a missing image), keeping the first's place."""
+    return list(dict.fromkeys(errs))
+
+
+# --- metadata.name ---------------------------------------------------------------------------------------
+
+def _replica_counts(specs: Any) -> dict[str, int]:
+    """Canonical type → replicas (1 when unset or unusable): what decides the longest child name."""
+    counts: dict[str, int] = {}
+    if not isinstance(specs, dict):
+        return counts
+    for key, value in specs.items():
+        canon = canonical_type(key)
+        if canon is None:
+            continue
+        n = value.get("replicas") if isinstance(value, dict) else None
+        counts[canon] = max(counts.get(canon, 1), n if checks.is_int(n) and n > 0 else DEFAULT_REPLICAS)
+    return counts
+
+
+def longest_child_name(job_name: str, counts: Mapping[str, int]) -> str:
+    """The longest ``<job>-<type>-<index>`` name the job's pods and Services will have."""
+    names = [f"{job_name}-{t.lower()}-{n - 1}" for t, n in counts.items()]
+    return max(names, key=len, default=job_name)
+
+
+def name_errors(name: Any, counts: Mapping[str, int]) -> list[FieldError]:
+    path = "metadata.name"
+    if name is None or name == "":
+        return [fe.required(path, "name or generateName is required")]
+    if not isinstance(name, str):
+        return checks.string_errors(name, path)
+    longest = longest_child_name(name, counts)
+    too_long = len(longest) > MAX_CHILD_NAME
+    errs = []
+    for msg in dns1035_label_errors(name):
+        if too_long and msg.startswith("must be no more than"):
+            continue  # the child-name limit below is the stricter one
+        errs.append(fe.invalid(path, name, msg))
+    if too_long:
+        room = MAX_CHILD_NAME - (len(longest) - len(name))
+        errs.append(fe.invalid(path, name, (
+            f"must be no more than {min(room, DNS1035_LABEL_MAX)} characters, so that the name of every pod and "
+            f'Service of the job (the longest is "{longest}", {len(longest)} characters) is at most '
+            f"{MAX_CHILD_NAME}")))
+    return errs
+
+
+# --- spec.mxReplicaSpecs ---------------------------------------------------------------------------------
+
+def replica_specs_errors(specs: Any, job_mode: Any) -> list[FieldError]:
+    if specs is None or specs == {}:
+        return [fe.required(SPECS_PATH, "must have at least one replica type: " + _type_list(REPLICA_TYPES))]
+    if not isinstance(specs, dict):
+        return checks.object_errors(specs, SPECS_PATH)
+    errs: list[FieldError] = []
+    seen: dict[str, str] = {}  # canonical type -> first key that named it
+    for key, value in specs.items():
+        canon = canonical_type(key)
+        if canon is None:
+            errs.append(fe.not_supported(SPECS_PATH, key, REPLICA_TYPES))
+            continue
+        if canon in seen:
+            errs.append(fe.FieldError(SPECS_PATH, "FieldValueDuplicate", (
+                f"Duplicate value: {fe.format_value(key)}: names the same replica type as "
+                f"{fe.format_value(seen[canon])} (replica types are case-insensitive)")))
+            continue
+        seen[canon] = key
+        errs += replica_spec_errors(canon, value, fe.child(SPECS_PATH, key))
+    errs += _required_types_errors(set(seen), job_mode)
+    return errs
+
+
+def _type_list(types: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(fe.format_value(t) for t in types)
+
+
+def _required_types_errors(present: set[str], job_mode: Any) -> list[FieldError]:
+    errs = []
+    needed = MODE_REQUIRED_TYPES.get(job_mode, ()) if isinstance(job_mode, str) else ()
+    for rtype in needed:
+        if rtype not in present:
+            errs.append(fe.required(fe.child(SPECS_PATH, rtype),
+                                    f'jobMode "{job_mode}" needs {_type_list(needed[:-1])} and '
+                                    f'{fe.format_value(needed[-1])} replica specs'))
+    reported = any(t in WORKLOAD_TYPES and t not in present for t in needed)
+    if not reported and not present.intersection(WORKLOAD_TYPES):
+        errs.append(fe.required(SPECS_PATH, f'every job needs a "{WORKER}" or a "{TUNER}" replica spec'))
+    return errs
+
+
+def replica_spec_errors(rtype: str, spec: Any, path: str) -> list[FieldError]:
+    """One replica spec (``rtype`` is canonical, ``path`` names the key as written)."""
+    if spec is None:
+        return [fe.required(path)]
+    if not isinstance(spec, dict):
+        return checks.object_errors(spec, path)
+    errs: list[FieldError] = []
+    replicas = spec.get("replicas")
+    if replicas is not None:
+        errs += _replicas_errors(rtype, replicas, fe.child(path, "replicas"))
+    if spec.get("restartPolicy") is not None:
+        errs += checks.enum_errors(spec["restartPolicy"], fe.child(path, "restartPolicy"), RESTART_POLICIES)
+    if spec.get("label") is not None:
+        errs += checks.string_errors(spec["label"], fe.child(path, "label"))
+    errs += _template_errors(spec.get("template"), fe.child(path, "template"))
+    return errs
+
+
+def _replicas_errors(rtype: str, replicas: Any, path: str) -> list[FieldError]:
+    if not checks.is_int(replicas):
+        return [checks.type_error(path, replicas, "integer")]
+    if rtype in SINGLETON_TYPES and replicas != 1:
+        return [fe.invalid(path, replicas, f"must be 1: a job has exactly one {rtype}")]
+    if replicas < 1:
+        return [fe.invalid(path, replicas, "must be greater than or equal to 1")]
+    return []
+
+
+def _template_errors(template: Any, path: str) -> list[FieldError]:
+    containers_path = fe.child(fe.child(path, "spec"), "containers")
+    if template is None:
+        return [fe.required(containers_path)]
+    if not isinstance(template, dict):
+        return checks.object_errors(template, path)
+    pod_spec = template.get("spec")
+    if pod_spec is None:
+        return [fe.required(containers_path)]
+    if not isinstance(pod_spec, dict):
+        return checks.object_errors(pod_spec, fe.child(path, "spec"))
+    errs = _containers_errors(pod_spec.get("containers"), containers_path)
+    errs += pod_template_schema_errors(template, path)
+    return errs
+
+
+def _containers_errors(containers: Any, path: str) -> list[FieldError]:
+    if containers is None or containers == []:
+        return [fe.required(path)]
+    if not isinstance(containers, list):
+        return [checks.type_error(path, containers, "array")]
+    errs: list[FieldError] = []
+    named_mxnet = False
+    for i, container in enumerate(containers):
+        at = fe.child(path, i)
+        if not isinstance(container, dict):
+            errs += checks.object_errors(container, at)
+            continue
+        named_mxnet = named_mxnet or container.get("name") == DEFAULT_CONTAINER_NAME
+        image = container.get("image")
+        if image is None or image == "":
+            errs.append(fe.required(fe.child(at, "image")))
+        elif not isinstance(image, str):
+            errs += checks.string_errors(image, fe.child(at, "image"))
+        elif image.strip() != image:
+            errs.append(fe.invalid(fe.child(at, "image"), image, "must not have leading or trailing whitespace"))
+    if not named_mxnet:
+        errs.append(fe.required(path, f'must have a container named "{DEFAULT_CONTAINER_NAME}" (the MXNet process)'))
+    return errs
