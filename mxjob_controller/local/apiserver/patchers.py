@@ -1,0 +1,68 @@
+"""The patch formats beyond merge patch, as REST patchers: JSON patch and strategic merge patch.
+
+Each patcher takes (resource type, a private copy of the current object, the decoded patch) and returns
+the patched object, or raises the Status kube-apiserver answers for that failure:
+
+- JSON patch: not a list of operations → 400 ``error decoding patch``; over 10000 operations → 413; an
+  operation that does not apply (a failed ``test``, a missing path) → 422 with the generic message
+  kube-apiserver sends (it drops the library's text), so clients see the same thing;
+- strategic merge patch: a malformed directive → 400 with apimachinery's message, a list of lists →
+  422, anything else apimachinery fails on → 500 with its message; custom resources never get here
+  (REST answers 415 first) but are refused with kube's 400 should they.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mxjob_controller.kube.patch import strategic
+from mxjob_controller.kube.patch.jsonpatch import (
+    JSONPatchDecodeError,
+    JSONPatchError,
+    TooManyOperationsError,
+    apply_json_patch,
+)
+from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.resources import ResourceType
+from mxjob_controller.local.apiserver.rest import JSON_PATCH, REST, STRATEGIC_PATCH
+
+
+def json_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
+    try:
+        return apply_json_patch(current, patch)
+    except JSONPatchDecodeError as e:
+        raise errors.bad_request(f"error decoding patch: {e}") from None
+    except TooManyOperationsError as e:
+        raise StatusError(413, "RequestEntityTooLarge", f"Request entity too large: {e}") from None
+    except JSONPatchError:
+        raise _unprocessable() from None
+
+
+def strategic_merge_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
+    schema = None if rt.is_custom else strategic.schema_for(rt.group, rt.version, rt.kind)
+    if schema is None:
+        raise errors.bad_request(strategic.UNSUPPORTED_FORMAT)
+    if patch is None:
+        patch = {}  # Go decodes JSON null into an empty map: nothing to do
+    if not isinstance(patch, dict):
+        kind = {list: "array", str: "string", bool: "bool"}.get(type(patch), "number")
+        raise errors.bad_request(f"json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}")
+    try:
+        return strategic.apply_strategic_patch(current, patch, schema)
+    except strategic.StrategicPatchError as e:
+        if e.code == 400:
+            raise errors.bad_request(str(e)) from None
+        if e.code == 422:
+            raise _unprocessable() from None
+        raise StatusError(500, "", str(e)) from None
+
+
+def _unprocessable() -> StatusError:
+    """What ``NewGenericServerResponse(422, ...)`` makes of a patch failure: the library's text is lost."""
+    return StatusError(422, "Invalid", "the server rejected our request due to an error in our request", {})
+
+
+def install(rest: REST) -> None:
+    rest.patchers[JSON_PATCH] = json_patch
+    rest.patchers[STRATEGIC_PATCH] = strategic_merge_patch
