@@ -237,7 +237,9 @@ def test_delete_with_options_in_body_or_query(kube):
     wrong = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "not-the-uid"}}
     reply = kube.delete(f"{CMS}/c", body=wrong)
     assert reply.status == 409
-    assert "Precondition failed: UID in precondition" in reply.body["message"]
+    assert reply.body["message"] == (
+        'Operation cannot be fulfilled on ConfigMap "c": the UID in the precondition (not-the-uid) does not match '
+        f'the UID in record ({c["metadata"]["uid"]}). The object might have been deleted and then recreated')
     right = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": c["metadata"]["uid"]}}
     reply = kube.delete(f"{CMS}/c", body=right)
     assert reply.status == 200

@@ -12,6 +12,7 @@ import click
 import yaml
 
 from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver.faults import FaultRule, parse_rule
 from mxjob_controller.logs import setup_logging
 
 log = logging.getLogger(__name__)
@@ -47,14 +48,27 @@ def local() -> None:
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False))
 @click.option("--json-log-format/--text-log-format", default=False, show_default=True)
+@click.option("--watcher-queue", default=10_000, show_default=True, type=click.IntRange(min=1),
+              help="Events a watch may lag behind before the server disconnects it.")
+@click.option("--fault", "faults", multiple=True, metavar="RULE", callback=lambda _c, _p, v: _parse_faults(v),
+              help="Inject a fault, e.g. 'verb=list,resource=pods,code=429,retry-after=2,count=3' "
+                   "(repeatable; keys in mxjob_controller/local/apiserver/faults.py).")
+@click.option("--fault-seed", default=0, show_default=True, type=int,
+              help="Seed of the faults' random choices: the same seed reproduces the same faults.")
+@click.option("--audit-log", default=None, type=click.Path(dir_okay=False),
+              help="Append a JSON line per request (verb, resource, name, user agent, code, time spent).")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
-       json_log_format: bool) -> None:
+       json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int,
+       audit_log: str | None) -> None:
     """Start the embedded API server in the foreground until SIGINT or SIGTERM."""
     setup_logging(log_level, json_log_format)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server = APIServer(ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval))
+    server = APIServer(ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval,
+                                     watcher_queue=watcher_queue, fault_seed=fault_seed, audit_log=audit_log))
+    for rule in faults:
+        server.faults.add(rule)
     try:
         server.start()
     except OSError as e:
@@ -78,3 +92,13 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
             Path(kubeconfig_out).unlink()
         except FileNotFoundError:
             pass
+
+
+def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
+    rules = []
+    for text in values:
+        try:
+            rules.append(parse_rule(text))
+        except ValueError as e:
+            raise click.BadParameter(f"{text!r}: {e}", param_hint="--fault") from None
+    return rules

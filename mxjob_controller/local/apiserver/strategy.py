@@ -106,6 +106,13 @@ class Strategy:
     def after_delete(self, obj: dict) -> None:
         """Run once an object is gone from the store (CRDs stop serving their kinds here)."""
 
+    #: Whether deletes of this kind are graceful (kube's RESTGracefulDeleteStrategy): see deletion.py.
+    supports_graceful_delete = False
+
+    def graceful_delete_period(self, obj: dict, requested: int | None) -> int | None:
+        """The grace period a first delete gives ``obj`` (kube's CheckGracefulDelete); None: not graceful."""
+        return None
+
 
 def _deep_copy(obj: Any) -> Any:
     """Copy JSON-shaped data (dicts, lists, scalars) faster than ``copy.deepcopy``."""

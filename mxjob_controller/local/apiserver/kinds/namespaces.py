@@ -13,6 +13,19 @@ class NamespaceStrategy(Strategy):
         obj["spec"] = {"finalizers": ["kubernetes"]}
         obj["status"] = {"phase": "Active"}
 
+    def prepare_update(self, new: dict, old: dict, ctx: WriteContext) -> None:
+        """``spec.finalizers`` change only through the ``finalize`` subresource (kube's FinalizeStrategy)."""
+        super().prepare_update(new, old, ctx)
+        if ctx.subresource is None:
+            spec = new.get("spec")
+            if not isinstance(spec, dict):
+                spec = new["spec"] = {}
+            old_finalizers = (old.get("spec") or {}).get("finalizers")
+            if old_finalizers is None:
+                spec.pop("finalizers", None)
+            else:
+                spec["finalizers"] = list(old_finalizers)
+
     def default(self, obj: dict, ctx: WriteContext) -> None:
         meta = obj.setdefault("metadata", {})
         if meta.get("name"):

@@ -71,6 +71,16 @@ class PodStrategy(Strategy):
                                     "to be set to 1 if it was previously negative)"))
         return causes
 
+    supports_graceful_delete = True
+
+    def graceful_delete_period(self, obj: dict, requested: int | None) -> int | None:
+        """The request's grace period, else the pod's own; 0 for unbound or finished pods (they go at once)."""
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        period = requested if requested is not None else spec.get("terminationGracePeriodSeconds") or 0
+        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            period = 0
+        return 1 if period < 0 else period
+
 
 def _default_container(c: dict) -> None:
     c.setdefault("terminationMessagePath", "/dev/termination-log")

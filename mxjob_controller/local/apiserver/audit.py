@@ -1,0 +1,94 @@
+"""The audit log: one record per HTTP request the server answered, to prove afterwards what a client did.
+
+Each record has the request's time, verb (kube's: get list watch create update patch delete deletecollection;
+the lower-case method for non-resource paths), group, resource, subresource, namespace, name, user agent, the
+response code, and the server time spent (for a watch: how long the stream was open). Records are kept in
+memory, the newest ``capacity`` of them, and queried with :meth:`AuditLog.records`; with a path they are also
+appended to a file as JSON lines, one object per request, flushed as written.
+
+The HTTP layer calls :meth:`AuditLog.observe` after every exchange (``APIHTTPServer.observers``); requests the
+server makes to itself (garbage collector, namespace controller) are not HTTP and are not recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from mxjob_controller.local.apiserver.http import Exchange
+
+DEFAULT_CAPACITY = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    time: float           # when the request arrived (Unix seconds)
+    method: str
+    path: str
+    verb: str
+    group: str
+    version: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    user_agent: str
+    code: int
+    elapsed: float        # seconds the server spent on it
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["userAgent"] = d.pop("user_agent")
+        return d
+
+
+class AuditLog:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, path: str | Path | None = None) -> None:
+        self._lock = threading.Lock()
+        self._records: deque[AuditRecord] = deque(maxlen=capacity)
+        self.path = Path(path) if path else None
+        self._file: IO[str] | None = None  # opened on the first record, closed by close()
+
+    def observe(self, ex: Exchange, elapsed: float) -> None:
+        """An ``APIHTTPServer`` observer: record one finished exchange."""
+        info = ex.info
+        record = AuditRecord(time=time.time() - elapsed, method=info.method, path=info.path, verb=info.verb,
+                             group=info.group, version=info.version, resource=info.resource,
+                             subresource=info.subresource, namespace=info.namespace, name=info.name,
+                             user_agent=info.user_agent, code=ex.code, elapsed=elapsed)
+        with self._lock:
+            self._records.append(record)
+            if self.path is not None:
+                if self._file is None:
+                    self._file = self.path.open("a", encoding="utf-8")
+                self._file.write(json.dumps(record.to_json(), separators=(",", ":")) + "\n")
+                self._file.flush()
+
+    def records(self, *, verb: str | None = None, resource: str | None = None, subresource: str | None = None,
+                namespace: str | None = None, name: str | None = None, user_agent: str | None = None,
+                code: int | None = None, group: str | None = None, since: float | None = None) -> list[AuditRecord]:
+        """Records, oldest first, matching every filter given (``user_agent`` is a prefix; ``since`` a time)."""
+        with self._lock:
+            snapshot = list(self._records)
+        return [r for r in snapshot
+                if (verb is None or r.verb == verb) and (resource is None or r.resource == resource)
+                and (subresource is None or r.subresource == subresource)
+                and (namespace is None or r.namespace == namespace) and (name is None or r.name == name)
+                and (user_agent is None or r.user_agent.startswith(user_agent))
+                and (code is None or r.code == code) and (group is None or r.group == group)
+                and (since is None or r.time >= since)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
