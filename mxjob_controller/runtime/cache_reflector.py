@@ -1,0 +1,191 @@
+"""The reflector: keeps a sink (the informer) in step with the server by list-then-watch (client-go's
+``tools/cache/reflector.go``). Internal to the informer.
+
+Guarantees:
+- The sink first gets the whole (paginated) list via ``replace``, then every change after that list's
+  resourceVersion via ``apply``, in the server's order; a watch that ends (server timeout, dropped connection)
+  resumes from the last resourceVersion seen (bookmarks included), so no change is lost or applied twice.
+- When the server no longer has that version (410 Expired/Gone, on opening the watch or as an ERROR event), the
+  reflector lists again at once; the sink's ``replace`` then reconciles the gap (and reports what vanished).
+  A 410 that comes back again before any event arrived is backed off like other failures (no hot loop).
+- Any other failure is retried after a backoff (0.8 s doubling to 30 s, jittered, reset after 2 quiet minutes),
+  or after the server's ``Retry-After`` when that is longer. Network and 5xx/429 failures of a watch resume the
+  watch; other failures start over with a list.
+- Watches ask for bookmarks and for a server-side timeout drawn at random from 5-10 minutes, spreading the
+  reconnections of many informers.
+- :meth:`stop` returns promptly: it ends the watch stream in progress and cancels waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from typing import Any, Protocol
+
+from mxjob_controller.runtime.cache_backoff import Backoff
+from mxjob_controller.runtime.client import (
+    ApiError,
+    Cancelled,
+    Client,
+    Gone,
+    Resource,
+    ServerError,
+    TooManyRequests,
+    TransportError,
+    WatchStream,
+)
+
+log = logging.getLogger(__name__)
+
+ADDED, MODIFIED, DELETED, BOOKMARK = "ADDED", "MODIFIED", "DELETED", "BOOKMARK"
+_SHORT_WATCH = 1.0  # a watch that ends this fast without a single event counts as a failure (client-go's too)
+
+
+class ReflectorSink(Protocol):
+    def replace(self, objs: list[dict[str, Any]], resource_version: str) -> None: ...
+
+    def apply(self, event_type: str, obj: dict[str, Any]) -> None: ...
+
+
+class _ShortWatch(Exception):  # noqa: N818 - internal signal
+    pass
+
+
+class Reflector:
+    def __init__(self, client: Client, resource: Resource, sink: ReflectorSink, *, name: str,
+                 namespace: str | None = None, label_selector: str | None = None, field_selector: str | None = None,
+                 page_size: int = 500, backoff: Backoff | None = None,
+                 watch_timeout: tuple[int, int] = (300, 600), rng: random.Random | None = None) -> None:
+        self.client = client
+        self.resource = resource
+        self.sink = sink
+        self.name = name
+        self.namespace = namespace if resource.namespaced else None
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.page_size = page_size
+        self.backoff = backoff or Backoff()
+        self.watch_timeout = watch_timeout
+        self._rng = rng or random.Random()
+        self._stop = threading.Event()
+        self._watch_lock = threading.Lock()
+        self._watch: WatchStream | None = None
+        self.last_sync_resource_version = ""
+        self.lists = 0     # (re)lists made, watches opened, events received: for tests and debugging
+        self.watches = 0
+        self.events = 0
+
+    # --- control --------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._watch_lock:
+            stream = self._watch
+        if stream is not None:
+            stream.close()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self) -> None:
+        """List and watch until :meth:`stop` (meant to be the body of the informer's thread)."""
+        need_list = True
+        gone_in_a_row = 0  # 410s with no event in between: the first relists at once, later ones back off
+        while not self._stop.is_set():
+            delay = 0.0
+            events_before = self.events
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                self._watch_once()
+            except Cancelled:
+                break
+            except Gone as e:
+                gone_in_a_row = 1 if self.events > events_before else gone_in_a_row + 1
+                delay = self.backoff.next_delay(e.retry_after) if gone_in_a_row > 1 else 0.0
+                log.info("%s: resourceVersion %s is gone (%s); relisting in %.2fs", self.name,
+                         self.last_sync_resource_version, e.message, delay)
+                need_list = True
+            except TooManyRequests as e:
+                delay = self.backoff.next_delay(e.retry_after)
+                log.info("%s: throttled (429); retrying in %.2fs", self.name, delay)
+            except (TransportError, ServerError, _ShortWatch) as e:
+                delay = self.backoff.next_delay(e.retry_after if isinstance(e, ApiError) else None)
+                log.warning("%s: %s; retrying in %.2fs", self.name, e or "watch closed at once", delay)
+            except ApiError as e:
+                delay = self.backoff.next_delay(e.retry_after)
+                need_list = True
+                log.warning("%s: %s; relisting in %.2fs", self.name, e, delay)
+            except Exception:
+                delay = self.backoff.next_delay()
+                need_list = True
+                log.exception("%s: unexpected error; relisting in %.2fs", self.name, delay)
+            if delay > 0 and self._stop.wait(delay):
+                break
+        log.debug("%s: reflector stopped", self.name)
+
+    # --- list -----------------------------------------------------------------------------------------
+
+    def _list(self) -> None:
+        result = self.client.list_all(self.resource, self.namespace, label_selector=self.label_selector,
+                                      field_selector=self.field_selector, page_size=self.page_size,
+                                      cancel=self._stop)
+        self.lists += 1
+        rv = (result.get("metadata") or {}).get("resourceVersion") or ""
+        api_version, kind = result.get("apiVersion"), (result.get("kind") or "").removesuffix("List")
+        items = result.get("items") or []
+        for item in items:  # list items may omit their type; watch events always carry it
+            if api_version and "apiVersion" not in item:
+                item["apiVersion"] = api_version
+            if kind and "kind" not in item:
+                item["kind"] = kind
+        self.sink.replace(items, rv)
+        self.last_sync_resource_version = rv
+        log.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), rv)
+
+    # --- watch ----------------------------------------------------------------------------------------
+
+    def _watch_once(self) -> None:
+        """One watch, until its stream ends."""
+        low, high = self.watch_timeout
+        stream = self.client.watch(self.resource, self.namespace, resource_version=self.last_sync_resource_version,
+                                   label_selector=self.label_selector, field_selector=self.field_selector,
+                                   timeout_seconds=self._rng.randint(low, high), allow_bookmarks=True,
+                                   cancel=self._stop)
+        self.watches += 1
+        with self._watch_lock:
+            if self._stop.is_set():
+                stream.close()
+                return
+            self._watch = stream
+        started = time.monotonic()
+        events = 0
+        try:
+            for event in stream:
+                events += 1
+                self.events += 1
+                etype = event.get("type")
+                obj = event.get("object")
+                if not isinstance(obj, dict):
+                    log.warning("%s: watch event without an object: %.200r", self.name, event)
+                    continue
+                if etype in (ADDED, MODIFIED, DELETED):
+                    self.sink.apply(etype, obj)
+                elif etype != BOOKMARK:
+                    log.warning("%s: unknown watch event type %r", self.name, etype)
+                    continue
+                rv = (obj.get("metadata") or {}).get("resourceVersion")
+                if rv:
+                    self.last_sync_resource_version = rv
+        finally:
+            with self._watch_lock:
+                self._watch = None
+            stream.close()
+        if not self._stop.is_set() and events == 0 and time.monotonic() - started < _SHORT_WATCH:
+            raise _ShortWatch(f"watch closed after {time.monotonic() - started:.3f}s without any event")
+        log.debug("%s: watch ended after %d events; resuming from %s", self.name, events,
+                  self.last_sync_resource_version)

@@ -1,0 +1,359 @@
+"""The API client: generic verbs over any resource, plain dicts in and out, typed errors.
+
+Built on the official client's transport (``kubernetes.client.rest.RESTClientObject``: one urllib3 pool manager
+configured from ``kubernetes.client.Configuration``), always with ``_preload_content=False``, so no response is
+ever deserialized into a model: bodies are JSON-decoded into dicts once, by us.
+
+Guarantees (one :class:`Client` is meant to be shared by every thread of a process):
+- thread-safe: the pool manager and the token bucket are; nothing else is mutable after construction;
+- every request, watches and retries included, first takes a token from the client's bucket (``qps``/``burst``);
+- every request has a connect and a read timeout (watches: the server-side timeout plus a margin);
+- a 429 or 5xx response carrying ``Retry-After`` is retried after that many seconds, up to ``max_retries`` times
+  (client-go's default is 10); every other failure is raised at once as its typed error (see ``errors``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import urllib3
+
+from mxjob_controller import __version__
+from mxjob_controller.runtime.client._kube import ApiException, Configuration, RESTClientObject
+from mxjob_controller.runtime.client.config import DEFAULT_BURST, DEFAULT_QPS, ClientConfig
+from mxjob_controller.runtime.client.errors import (
+    ApiError,
+    Cancelled,
+    Gone,
+    ReadTimeout,
+    TransportError,
+    error_for_response,
+)
+from mxjob_controller.runtime.client.resource import Resource
+from mxjob_controller.runtime.client.tokenbucket import TokenBucket
+from mxjob_controller.runtime.client.watch import WatchStream
+
+log = logging.getLogger(__name__)
+
+PATCH_CONTENT_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
+DEFAULT_PAGE_SIZE = 500          # client-go's pager.defaultPageSize
+DEFAULT_WATCH_TIMEOUT = 1800     # kube-apiserver's --min-request-timeout, when the caller sets none
+WATCH_READ_MARGIN = 30.0         # seconds of silence tolerated beyond the server-side watch timeout
+
+Query = Mapping[str, Any]
+
+
+def user_agent(component: str = "", program: str = "mxjob-controller", version: str = __version__) -> str:
+    """``mxjob-controller/0.1.0 (linux/amd64) job-controller``: who is calling, in the server's audit log."""
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    agent = f"{program}/{version} ({platform.system().lower()}/{arch})"
+    return f"{agent} {component}" if component else agent
+
+
+class Client:
+    """One API server, one connection pool, one rate limit: share an instance between threads."""
+
+    def __init__(self, config: ClientConfig, component: str = "", *, max_retries: int = 10) -> None:
+        self.config = config
+        self.user_agent = config.user_agent or user_agent(component)
+        self.max_retries = max(0, max_retries)
+        qps = config.qps if config.qps != 0 else DEFAULT_QPS
+        burst = config.burst if config.burst > 0 else DEFAULT_BURST
+        self.rate_limiter: TokenBucket | None = TokenBucket(qps, burst) if qps > 0 else None
+        self._rest = RESTClientObject(self._transport_configuration(config), pools_size=4,
+                                      maxsize=config.max_connections)
+
+    @staticmethod
+    def _transport_configuration(config: ClientConfig) -> Any:
+        cfg = Configuration()
+        cfg.host = config.host
+        cfg.verify_ssl = config.verify_tls
+        cfg.ssl_ca_cert = config.ca_file
+        cfg.cert_file = config.client_cert_file
+        cfg.key_file = config.client_key_file
+        cfg.tls_server_name = config.tls_server_name
+        cfg.proxy = config.proxy_url
+        cfg.connection_pool_maxsize = config.max_connections
+        # urllib3 would otherwise silently re-send 413/429/503 answers carrying Retry-After (below our retry
+        # policy and rate limiter) and re-send reads that timed out (doubling every timeout). Left to it: retrying
+        # connections that could not be established, where nothing reached the server.
+        cfg.retries = urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0, other=0,
+                                    respect_retry_after_header=False, raise_on_status=False)
+        return cfg
+
+    def close(self) -> None:
+        """Drop pooled connections; later requests open new ones (closing is for tidy shutdowns)."""
+        self._rest.pool_manager.clear()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the transport ----------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
+                content_type: str = "application/json", timeout: float | None = None,
+                cancel: threading.Event | None = None) -> Any:
+        """Send one request and return its decoded JSON body (None when empty); raise a typed error."""
+        resp = self._send(method, path, query, body, content_type, (self.config.connect_timeout,
+                                                                      timeout or self.config.timeout), cancel)
+        try:
+            data = resp.data
+        except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as e:
+            raise ReadTimeout(f"{method} {path}: response body timed out") from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise TransportError(f"{method} {path}: reading the response failed: {e}") from e
+        finally:
+            resp.release_conn()
+        if not data:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as e:
+            raise TransportError(f"{method} {path}: the response is not JSON: {data[:200]!r}") from e
+
+    def _send(self, method: str, path: str, query: Query | None, body: Any, content_type: str,
+              timeout: tuple[float, float], cancel: threading.Event | None) -> Any:
+        """The 2xx urllib3 response, unread; retries as the server asks (Retry-After), else raises."""
+        params = _query_params(query)
+        attempt = 0
+        while True:
+            if self.rate_limiter is not None:
+                self.rate_limiter.acquire(timeout=self.config.timeout, cancel=cancel)
+            headers = {"Accept": "application/json", "User-Agent": self.user_agent, "Content-Type": content_type}
+            auth = self.config.authorization()
+            if auth:
+                headers["Authorization"] = auth
+            started = time.monotonic()
+            try:
+                resp = self._rest.request(method, self.config.host + path, query_params=params, headers=headers,
+                                          body=body, _preload_content=False, _request_timeout=timeout)
+            except ApiException as e:
+                if not e.status:  # the official transport reports TLS failures as status 0
+                    raise TransportError(f"{method} {path}: {e.reason}") from None
+                err = error_for_response(e.status, e.body or b"", e.headers or {}, method)
+                log.debug("%s %s -> %d %s (%.1f ms)", method, path, err.code, err.reason,
+                          (time.monotonic() - started) * 1000)
+                wait = _retry_wait(err)
+                if wait is None or attempt >= self.max_retries:
+                    raise err from None
+                attempt += 1
+                log.info("%s %s: %d %s, retrying in %gs as the server asks (retry %d of %d)", method, path,
+                         err.code, err.reason, wait, attempt, self.max_retries)
+                self._pause(wait, cancel)
+                continue
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                cause = e.reason if isinstance(e, urllib3.exceptions.MaxRetryError) else e
+                if isinstance(cause, urllib3.exceptions.ReadTimeoutError):
+                    raise ReadTimeout(f"{method} {path}: no response within {timeout[1]:g}s") from e
+                raise TransportError(f"{method} {path}: {type(cause).__name__}: {cause}") from e
+            log.debug("%s %s -> %d (%.1f ms)", method, path, resp.status, (time.monotonic() - started) * 1000)
+            return resp
+
+    @staticmethod
+    def _pause(seconds: float, cancel: threading.Event | None) -> None:
+        if cancel is None:
+            time.sleep(seconds)
+        elif cancel.wait(seconds):
+            raise Cancelled("cancelled while waiting to retry")
+
+    # --- reads ------------------------------------------------------------------------------------------
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+            subresource: str | None = None, timeout: float | None = None) -> dict[str, Any]:
+        return self.request("GET", resource.path(_ns(resource, namespace), name, subresource), timeout=timeout)
+
+    def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+             field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
+             resource_version: str | None = None, timeout: float | None = None,
+             cancel: threading.Event | None = None) -> dict[str, Any]:
+        """One page: ``metadata.continue`` is set when more remain (pass it back as ``continue_token``)."""
+        query = {"labelSelector": label_selector, "fieldSelector": field_selector, "limit": limit,
+                 "continue": continue_token, "resourceVersion": resource_version}
+        return self.request("GET", resource.path(_ns(resource, namespace, allow_all=True)), query=query,
+                            timeout=timeout, cancel=cancel)
+
+    def list_all(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+                 field_selector: str | None = None, page_size: int = DEFAULT_PAGE_SIZE, timeout: float | None = None,
+                 cancel: threading.Event | None = None) -> dict[str, Any]:
+        """Every item, fetched ``page_size`` at a time, as one list at one resourceVersion.
+
+        All pages come from the snapshot of the first (continue tokens pin it). If that snapshot expires midway
+        (410), the pages read so far are dropped and one unpaginated list is made instead, as client-go's pager
+        does with ``FullListIfExpired``.
+        """
+        kwargs: dict[str, Any] = {"label_selector": label_selector, "field_selector": field_selector,
+                                  "timeout": timeout, "cancel": cancel}
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            try:
+                page = self.list(resource, namespace, limit=page_size or None, continue_token=token, **kwargs)
+            except Gone:
+                if token is None:
+                    raise
+                log.info("list of %s: the paginated snapshot expired, listing everything at once", resource)
+                page = self.list(resource, namespace, **kwargs)
+                items = []
+                token = None
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if token is None:
+                return {"apiVersion": page.get("apiVersion"), "kind": page.get("kind"),
+                        "metadata": {"resourceVersion": meta.get("resourceVersion", "")}, "items": items}
+
+    def watch(self, resource: Resource, namespace: str | None = None, *, resource_version: str | None = None,
+              label_selector: str | None = None, field_selector: str | None = None,
+              timeout_seconds: int | None = None, allow_bookmarks: bool = False, read_timeout: float | None = None,
+              cancel: threading.Event | None = None) -> WatchStream:
+        """Open a watch; iterate the returned stream for events, close it to stop (from any thread).
+
+        ``resource_version`` None or "0" starts with synthetic ADDED events for every current object; a
+        version from a list or an event resumes just after it (410 :class:`Expired` if the server forgot it).
+        """
+        server_timeout = timeout_seconds or DEFAULT_WATCH_TIMEOUT
+        query = {"watch": True, "resourceVersion": resource_version, "labelSelector": label_selector,
+                 "fieldSelector": field_selector, "timeoutSeconds": timeout_seconds,
+                 "allowWatchBookmarks": True if allow_bookmarks else None}
+        path = resource.path(_ns(resource, namespace, allow_all=True))
+        read = read_timeout if read_timeout is not None else server_timeout + WATCH_READ_MARGIN
+        resp = self._send("GET", path, query, None, "application/json", (self.config.connect_timeout, read), cancel)
+        return WatchStream(resp, f"watch {path}")
+
+    # --- writes -----------------------------------------------------------------------------------------
+
+    def create(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
+               dry_run: bool = False, field_manager: str | None = None,
+               timeout: float | None = None) -> dict[str, Any]:
+        path = resource.path(_ns(resource, namespace, obj))
+        return self.request("POST", path, query=_write_query(dry_run, field_manager), body=dict(obj),
+                            timeout=timeout)
+
+    def update(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
+               dry_run: bool = False, field_manager: str | None = None,
+               timeout: float | None = None) -> dict[str, Any]:
+        """PUT the whole object; its ``metadata.resourceVersion`` (if set) makes it conditional (409 Conflict)."""
+        return self._put(resource, obj, namespace, None, dry_run, field_manager, timeout)
+
+    def update_status(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
+                      dry_run: bool = False, field_manager: str | None = None,
+                      timeout: float | None = None) -> dict[str, Any]:
+        """PUT to the ``status`` subresource: only the status changes, whatever else the body says."""
+        return self._put(resource, obj, namespace, "status", dry_run, field_manager, timeout)
+
+    def _put(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None, subresource: str | None,
+             dry_run: bool, field_manager: str | None, timeout: float | None) -> dict[str, Any]:
+        name = (obj.get("metadata") or {}).get("name")
+        if not name:
+            raise ValueError(f"update of {resource.qualified}: the object has no metadata.name")
+        path = resource.path(_ns(resource, namespace, obj), name, subresource)
+        return self.request("PUT", path, query=_write_query(dry_run, field_manager), body=dict(obj),
+                            timeout=timeout)
+
+    def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
+              patch_type: str = "merge", subresource: str | None = None, field_manager: str | None = None,
+              force: bool | None = None, dry_run: bool = False, timeout: float | None = None) -> dict[str, Any]:
+        """Patch with ``patch_type`` "merge" (RFC 7386), "json" (RFC 6902, a list of operations), "strategic"
+        (built-in kinds only) or "apply" (server-side apply; needs ``field_manager``)."""
+        content_type = PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"unknown patch type {patch_type!r}: one of {', '.join(PATCH_CONTENT_TYPES)}")
+        if patch_type == "json" and not isinstance(patch, list):
+            raise ValueError("a JSON patch is a list of operations")
+        if patch_type != "json" and not isinstance(patch, Mapping):
+            raise ValueError(f"a {patch_type} patch is an object")
+        if patch_type == "apply" and not field_manager:
+            raise ValueError("server-side apply needs a field_manager")
+        query = dict(_write_query(dry_run, field_manager))
+        if force is not None:
+            query["force"] = force
+        path = resource.path(_ns(resource, namespace), name, subresource)
+        body = list(patch) if isinstance(patch, list) else dict(patch)
+        return self.request("PATCH", path, query=query, body=body, content_type=content_type, timeout=timeout)
+
+    def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+               propagation_policy: str | None = None, precondition_uid: str | None = None,
+               precondition_resource_version: str | None = None, grace_period_seconds: int | None = None,
+               dry_run: bool = False, timeout: float | None = None) -> dict[str, Any]:
+        """Delete with DeleteOptions; returns what the server answers (the object, or a Success Status).
+
+        Preconditions make it conditional: 409 Conflict if the object's uid or resourceVersion differs (e.g. the
+        pod was deleted and recreated under the same name meanwhile).
+        """
+        opts = _delete_options(propagation_policy, grace_period_seconds, dry_run)
+        pre = {k: v for k, v in (("uid", precondition_uid), ("resourceVersion", precondition_resource_version))
+               if v is not None}
+        if pre:
+            opts["preconditions"] = pre
+        return self.request("DELETE", resource.path(_ns(resource, namespace), name), body=opts, timeout=timeout)
+
+    def delete_collection(self, resource: Resource, namespace: str | None = None, *,
+                          label_selector: str | None = None, field_selector: str | None = None,
+                          propagation_policy: str | None = None, grace_period_seconds: int | None = None,
+                          dry_run: bool = False, timeout: float | None = None) -> dict[str, Any]:
+        """Delete every object the selectors match (in ``namespace``); returns the list of deleted objects."""
+        opts = _delete_options(propagation_policy, grace_period_seconds, dry_run)
+        query = {"labelSelector": label_selector, "fieldSelector": field_selector}
+        return self.request("DELETE", resource.path(_ns(resource, namespace, allow_all=True)), query=query,
+                            body=opts, timeout=timeout)
+
+
+def _ns(resource: Resource, namespace: str | None, obj: Mapping[str, Any] | None = None,
+        allow_all: bool = False) -> str | None:
+    """The namespace a request targets: None for cluster-scoped resources (and "all" where allowed)."""
+    if not resource.namespaced:
+        return None
+    ns = namespace or ((obj.get("metadata") or {}).get("namespace") if obj is not None else None)
+    if not ns and not allow_all:
+        raise ValueError(f"{resource.qualified} is namespaced: give a namespace")
+    return ns or None
+
+
+def _query_params(query: Query | None) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for key, value in (query or {}).items():
+        if value is None:
+            continue
+        out.append((key, ("true" if value else "false") if isinstance(value, bool) else str(value)))
+    return out
+
+
+def _write_query(dry_run: bool, field_manager: str | None) -> dict[str, Any]:
+    return {"dryRun": "All" if dry_run else None, "fieldManager": field_manager}
+
+
+def _delete_options(policy: str | None, grace: int | None, dry_run: bool) -> dict[str, Any]:
+    opts: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+    if policy is not None:
+        if policy not in PROPAGATION_POLICIES:
+            raise ValueError(f"propagation policy {policy!r}: one of {', '.join(PROPAGATION_POLICIES)}")
+        opts["propagationPolicy"] = policy
+    if grace is not None:
+        opts["gracePeriodSeconds"] = grace
+    if dry_run:
+        opts["dryRun"] = ["All"]
+    return opts
+
+
+def _retry_wait(err: ApiError) -> float | None:
+    """Seconds to wait before retrying, when the server asked for a retry (client-go's ``checkWait``: a 429 or
+    5xx with a ``Retry-After`` header in whole seconds)."""
+    if err.code != 429 and err.code < 500:
+        return None
+    header = err.headers.get("retry-after", "").strip()
+    return float(header) if header.isdigit() else None
