@@ -1,0 +1,190 @@
+"""The worker loop: N named threads drain a rate-limited work queue and reconcile one key at a time
+(controller-runtime's ``Controller``).
+
+    controller = Controller("mxjob", reconcile, workers=4, registry=registry)
+    informer.add_handler(on_add=lambda obj: controller.queue.add(object_key(obj)), ...)
+    controller.start()
+    ...
+    controller.shutdown_with_drain(timeout=30)
+
+``reconcile(key)`` returns a :class:`Result` (or None, meaning done) or raises. What happens next, as
+controller-runtime decides it:
+
+- raised: the exception is logged with the key and its traceback, counted (``result="error"``), and the key is
+  re-added with rate limiting (5 ms, 10 ms, 20 ms ... per key, 10 qps overall); the worker thread carries on;
+- ``requeue_after > 0``: the key's back-off is reset and it comes back after that many seconds;
+- ``requeue``: re-added with rate limiting, like an error but not counted as one;
+- otherwise (done): the key's back-off is reset (``forget``).
+
+Guarantees: a key is reconciled by at most one thread at a time (the queue's guarantee; the optional trace lets a
+test prove it); no exception ever ends a worker; :meth:`Controller.shutdown_with_drain` starts no new reconcile
+once called and returns only when every in-flight one has finished or its deadline has passed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from mxjob_controller.runtime.clock import Clock
+from mxjob_controller.runtime.controller_metrics import (
+    ERROR,
+    REQUEUE,
+    REQUEUE_AFTER,
+    SUCCESS,
+    ControllerMetrics,
+    NoControllerMetrics,
+)
+from mxjob_controller.runtime.reconcile_trace import ReconcileTrace
+from mxjob_controller.runtime.workqueue import QueueShutDownError, RateLimitingQueue
+
+log = logging.getLogger(__name__)
+
+# How long a worker blocks on an empty queue before re-checking whether it should stop (shutdown wakes it anyway).
+_GET_TIMEOUT = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a reconcile asks for next: nothing (the default), a rate-limited retry, or a retry after a delay."""
+
+    requeue: bool = False
+    requeue_after: float = 0.0
+
+    @classmethod
+    def after(cls, seconds: float) -> Result:
+        return cls(requeue_after=seconds)
+
+
+DONE = Result()
+REQUEUE_RATE_LIMITED = Result(requeue=True)
+
+Reconcile = Callable[[Hashable], "Result | None"]
+
+
+class Controller:
+    """Reconciles the keys of :attr:`queue` on ``workers`` threads named ``<name>-worker-<i>``.
+
+    ``queue`` defaults to a :class:`RateLimitingQueue` named ``name`` reporting on ``registry``. ``trace_path``
+    appends a JSON line per reconcile (see ``reconcile_trace``).
+    """
+
+    def __init__(self, name: str, reconcile: Reconcile, *, workers: int = 1,
+                 queue: RateLimitingQueue | None = None, registry: CollectorRegistry | None = None,
+                 clock: Clock | None = None, trace_path: str | os.PathLike[str] | None = None) -> None:
+        if not name:
+            raise ValueError("a controller needs a name (it labels its threads and metrics)")
+        if workers < 1:
+            raise ValueError("a controller needs at least one worker")
+        self.name = name
+        self.workers = workers
+        self._reconcile = reconcile
+        self.queue = queue if queue is not None else RateLimitingQueue(name, registry=registry, controller=name,
+                                                                        clock=clock)
+        self._metrics: ControllerMetrics | NoControllerMetrics = (
+            ControllerMetrics(registry, name, workers) if registry is not None else NoControllerMetrics())
+        self._trace = ReconcileTrace(trace_path) if trace_path is not None else None
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self) -> Controller:
+        with self._lock:
+            if self._threads:
+                raise RuntimeError(f"controller {self.name} already started")
+            if self._stopping.is_set():
+                raise RuntimeError(f"controller {self.name} was shut down; create a new one")
+            self._threads = [threading.Thread(target=self._work, name=f"{self.name}-worker-{i}", daemon=True)
+                             for i in range(self.workers)]
+            for thread in self._threads:
+                thread.start()
+        log.info("controller %s: started %d workers", self.name, self.workers)
+        return self
+
+    def shutdown_with_drain(self, timeout: float) -> bool:
+        """Stop taking work, let in-flight reconciles finish, join the workers; False if one outlived
+        ``timeout`` (it is a daemon thread, so it cannot keep the process alive).
+
+        Keys still queued are dropped (the queue is shut down): after a restart or a leader change the informers'
+        initial list queues every object again.
+        """
+        deadline = time.monotonic() + timeout
+        self._stopping.set()
+        self.queue.shutdown()  # wakes idle workers; in-flight ones finish and see _stopping
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = [t.name for t in threads if t.is_alive() and t is not threading.current_thread()]
+        if stuck:
+            log.warning("controller %s: reconciles still running after %.1fs: %s", self.name, timeout,
+                        ", ".join(stuck))
+        if self._trace is not None and not stuck:
+            self._trace.close()
+        return not stuck
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    # --- the worker -----------------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        thread = threading.current_thread().name
+        while not self._stopping.is_set():
+            try:
+                key = self.queue.get(timeout=_GET_TIMEOUT)
+            except TimeoutError:
+                continue
+            except QueueShutDownError:
+                return
+            try:
+                if self._stopping.is_set():
+                    return  # handed out after shutdown began: not started (finally marks it done)
+                self._process(key, thread)
+            finally:
+                self.queue.done(key)
+
+    def _process(self, key: Hashable, thread: str) -> None:
+        """Reconcile ``key`` once and act on the outcome; never raises (short of BaseException)."""
+        self._metrics.started()
+        start = time.monotonic()
+        outcome = ERROR
+        try:
+            try:
+                result = self._reconcile(key)
+                if result is None:
+                    result = DONE
+                elif not isinstance(result, Result):
+                    raise TypeError(f"reconcile returned {type(result).__name__}, not a Result")
+            except Exception:
+                log.exception("controller %s: reconcile of %r failed; retrying with back-off", self.name, key)
+                self.queue.add_rate_limited(key)
+                return
+            outcome = self._follow(key, result)
+        finally:
+            end = time.monotonic()
+            self._metrics.finished(outcome, end - start)
+            if self._trace is not None:
+                self._trace.record(key, thread, start, end, outcome)
+
+    def _follow(self, key: Hashable, result: Result) -> str:
+        """Queue ``key`` as ``result`` asks; the metric result it counts as."""
+        if result.requeue_after > 0:
+            self.queue.forget(key)
+            self.queue.add_after(key, result.requeue_after)
+            return REQUEUE_AFTER
+        if result.requeue:
+            self.queue.add_rate_limited(key)
+            return REQUEUE
+        self.queue.forget(key)
+        return SUCCESS

@@ -1,0 +1,244 @@
+"""The operator's HTTP endpoints: ``/metrics`` for Prometheus, ``/healthz`` and ``/readyz`` for the kubelet.
+
+    endpoints = Endpoints(registry, metrics_address=":8080", probe_address=":8081",
+                          readiness={"informers": informers_synced(factory)}).start()
+    ...
+    endpoints.stop()
+
+Addresses are given as the Go operators take them (``--metrics-bind-address``, ``--health-probe-bind-address``):
+``:8080`` (every interface), ``127.0.0.1:8080``, ``[::1]:8080``, port ``0`` for any free port, and ``0`` alone
+to disable. The same address (with a fixed port) for both serves every path from one server.
+
+What each path answers (controller-runtime's and kube's conventions; any status >= 400 fails a probe):
+
+- ``/metrics``: the registry in the text format, or OpenMetrics when the scraper asks for it.
+- ``/healthz``: 200 ``ok`` while the process can answer (a ``ping`` check, plus any liveness checks given).
+- ``/readyz``: 200 ``ok`` once every readiness check passes, else 503 naming the failing checks. A standby
+  replica (not the leader) is ready too: readiness is about this process's caches, not about leading.
+- ``/healthz/<check>``, ``/readyz/<check>``: one check alone; ``?verbose`` lists every check; ``?exclude=<check>``
+  skips one.
+
+A check is a callable returning True when healthy; returning False or raising makes it fail (the exception's text
+is logged, never sent: probes are unauthenticated). Each server runs on a named thread and answers each request on
+a short-lived thread with a socket timeout, so a slow client cannot block a probe.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+log = logging.getLogger(__name__)
+
+Check = Callable[[], bool]
+Reply = tuple[int, str, bytes]          # status, content type, body
+Route = Callable[[str, dict[str, list[str]], Mapping[str, str]], Reply]  # (subpath, query, headers) -> reply
+
+TEXT = "text/plain; charset=utf-8"
+_REQUEST_TIMEOUT = 10.0                 # seconds a client may take to send its request
+_JOIN_TIMEOUT = 5.0
+
+
+def parse_bind_address(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` to bind, ``host`` "" meaning every interface; None when ``address`` disables the server."""
+    address = address.strip()
+    if address in ("", "0"):
+        return None
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+        raise ValueError(f"bind address {address!r}: expected [host]:port (e.g. :8080), or 0 to disable")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"bind address {address!r}: write an IPv6 host in brackets, e.g. [::1]:8080")
+    return host, int(port_text)
+
+
+def informers_synced(factory: Any) -> Check:
+    """A readiness check: every informer of ``factory`` (a SharedInformerFactory) is started and has its initial
+    list. True for a factory without informers (nothing to wait for)."""
+    def check() -> bool:
+        return all(informer.started and informer.has_synced() for informer in factory.informers())
+    return check
+
+
+class HealthChecks:
+    """Named checks answering one probe path (``healthz`` or ``readyz``), as controller-runtime's healthz handler."""
+
+    def __init__(self, kind: str, checks: Mapping[str, Check] | None = None) -> None:
+        self.kind = kind
+        self._lock = threading.Lock()
+        self._checks: dict[str, Check] = {}
+        for name, check in (checks or {}).items():
+            self.add(name, check)
+
+    def add(self, name: str, check: Check) -> None:
+        if not name or "/" in name:
+            raise ValueError(f"check name {name!r}: non-empty, without '/'")
+        with self._lock:
+            if name in self._checks:
+                raise ValueError(f"{self.kind} check {name!r} is already registered")
+            self._checks[name] = check
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._checks)
+
+    def _passes(self, name: str, check: Check) -> bool:
+        try:
+            return bool(check())
+        except Exception as e:
+            log.warning("%s check %s failed: %s", self.kind, name, e)
+            return False
+
+    def route(self, subpath: str, query: dict[str, list[str]], headers: Mapping[str, str]) -> Reply:
+        with self._lock:
+            checks = dict(self._checks)
+        if subpath:  # one check alone
+            check = checks.get(subpath)
+            if check is None:
+                return 404, TEXT, f"{self.kind} check {subpath!r} not found\n".encode()
+            if self._passes(subpath, check):
+                return 200, TEXT, b"ok"
+            return 503, TEXT, f"internal server error: {self.kind} check {subpath} failed\n".encode()
+        excluded = {name for value in query.get("exclude", []) for name in value.split(",")}
+        results = [(name, self._passes(name, checks[name])) for name in sorted(checks) if name not in excluded]
+        failed = [name for name, ok in results if not ok]
+        if not failed and "verbose" not in query:
+            return 200, TEXT, b"ok"
+        lines = [f"[+]{name} ok" if ok else f"[-]{name} failed: reason withheld" for name, ok in results]
+        lines += [f"[+]{name} excluded: ok" for name in sorted(excluded & set(checks))]
+        lines.append(f"{self.kind} check failed" if failed else f"{self.kind} check passed")
+        return (503 if failed else 200), TEXT, ("\n".join(lines) + "\n").encode()
+
+
+def metrics_route(registry: CollectorRegistry) -> Route:
+    """``/metrics``: the Prometheus text format (0.0.4), or OpenMetrics when the Accept header asks for it."""
+    def route(subpath: str, query: dict[str, list[str]], headers: Mapping[str, str]) -> Reply:
+        if subpath:
+            return 404, TEXT, b"404 page not found\n"
+        encoder, content_type = choose_encoder(headers.get("accept", ""))
+        return 200, content_type, encoder(registry)
+    return route
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    timeout = _REQUEST_TIMEOUT
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query, keep_blank_values=True)
+        status, content_type, body = self.server.dispatch(parts.path, query,
+                                                          {k.lower(): v for k, v in self.headers.items()})
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, host: str, port: int, routes: Mapping[str, Route]) -> None:
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.routes = dict(routes)
+        super().__init__((host, port), _Handler)
+
+    def dispatch(self, path: str, query: dict[str, list[str]], headers: Mapping[str, str]) -> Reply:
+        for prefix, route in self.routes.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                return route(path[len(prefix) + 1:], query, headers)
+        return 404, TEXT, b"404 page not found\n"
+
+
+class EndpointServer:
+    """One HTTP server on ``bind_address`` serving ``routes`` (path prefix -> route) on a thread named
+    ``endpoints-<name>``."""
+
+    def __init__(self, name: str, bind_address: str, routes: Mapping[str, Route]) -> None:
+        parsed = parse_bind_address(bind_address)
+        if parsed is None:
+            raise ValueError(f"endpoint server {name}: bind address {bind_address!r} disables it")
+        self.name = name
+        self._server = _Server(parsed[0], parsed[1], routes)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name=f"endpoints-{name}", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        host = str(self._server.server_address[0])
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1" if self._server.address_family == socket.AF_INET else "::1"
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
+    def start(self) -> EndpointServer:
+        self._thread.start()
+        log.info("serving %s on %s", ", ".join(self._server.routes), self.url)
+        return self
+
+    def stop(self, timeout: float = _JOIN_TIMEOUT) -> bool:
+        """Stop accepting, close the socket, join the thread; False if it outlived ``timeout``."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+        self._server.server_close()
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+class Endpoints:
+    """``/metrics`` on ``metrics_address`` and the probes on ``probe_address`` (one server if they are the same
+    fixed address; none for an address of ``0``). ``liveness`` adds checks to ``/healthz`` beside ``ping``."""
+
+    def __init__(self, registry: CollectorRegistry, *, metrics_address: str = ":8080", probe_address: str = ":8081",
+                 readiness: Mapping[str, Check] | None = None, liveness: Mapping[str, Check] | None = None) -> None:
+        self.healthz = HealthChecks("healthz", {"ping": lambda: True, **(liveness or {})})
+        self.readyz = HealthChecks("readyz", readiness)
+        metrics = {"/metrics": metrics_route(registry)}
+        probes = {"/healthz": self.healthz.route, "/readyz": self.readyz.route}
+        self.metrics_server: EndpointServer | None = None
+        self.probe_server: EndpointServer | None = None
+        metrics_bind, probe_bind = parse_bind_address(metrics_address), parse_bind_address(probe_address)
+        metrics_on, probes_on = metrics_bind is not None, probe_bind is not None
+        if metrics_bind is not None and metrics_bind == probe_bind and metrics_bind[1] != 0:
+            self.metrics_server = self.probe_server = EndpointServer("http", metrics_address, {**metrics, **probes})
+            return
+        if metrics_on:
+            self.metrics_server = EndpointServer("metrics", metrics_address, metrics)
+        if probes_on:
+            self.probe_server = EndpointServer("probes", probe_address, probes)
+
+    def _servers(self) -> Iterable[EndpointServer]:
+        seen: list[EndpointServer] = []
+        for server in (self.metrics_server, self.probe_server):
+            if server is not None and server not in seen:
+                seen.append(server)
+        return seen
+
+    def start(self) -> Endpoints:
+        for server in self._servers():
+            server.start()
+        return self
+
+    def stop(self, timeout: float = _JOIN_TIMEOUT) -> bool:
+        return all([server.stop(timeout) for server in self._servers()])
