@@ -65,9 +65,7 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
 def informers_synced(factory: Any) -> Check:
     """A readiness check: every informer of ``factory`` (a SharedInformerFactory) is started and has its initial
     list. True for a factory without informers (nothing to wait for)."""
-    def check() -> bool:
-        return all(informer.started and informer.has_synced() for informer in factory.informers())
-    return check
+    return factory.has_synced
 
 
 class HealthChecks:

@@ -102,6 +102,10 @@ class SharedInformerFactory:
         for informer in informers:
             informer.start()
 
+    def has_synced(self) -> bool:
+        """Whether every started informer has filled its cache once (non-blocking: for readiness probes)."""
+        return all(i.started and i.has_synced() for i in self.informers())
+
     def wait_for_cache_sync(self, timeout: float) -> bool:
         """Wait until every started informer has its initial list; False (naming the laggards in the log) if
         ``timeout`` passes first."""

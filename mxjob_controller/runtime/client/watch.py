@@ -94,7 +94,9 @@ class WatchStream:
         except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as e:
             if not self._closed.is_set():
                 raise ReadTimeout(f"{self.description}: no data within the read timeout") from e
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as e:
+            # AttributeError: urllib3 tears down the socket under a reader when ``close`` comes from another
+            # thread mid-read; that is a closed stream, not a bug.
             if not self._closed.is_set():
                 raise TransportError(f"{self.description}: watch stream broken: {e}") from e
 
