@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
+from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -30,6 +31,8 @@ from mxjob_controller.local.apiserver.rest import MAX_BODY_BYTES, Response, Watc
 log = logging.getLogger(__name__)
 
 _DRAIN_LIMIT = 64 * 1024 * 1024  # read and discard an oversized body up to this, so the client sees the 413
+_MAX_HEADER_LINE = 65536  # http.client's limits
+_MAX_HEADERS = 100
 
 
 @dataclass(slots=True)
@@ -119,6 +122,30 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.track(self.connection, False)
 
+    def parse_request(self) -> bool:
+        """The stdlib's request parsing, with a plain header reader instead of its ``email`` parser (which
+        costs about 60 µs a request). Request lines other than ``METHOD PATH HTTP/1.x`` go to the stdlib."""
+        words = self.raw_requestline.split()
+        if len(words) != 3 or words[2] not in (b"HTTP/1.1", b"HTTP/1.0"):
+            return super().parse_request()
+        self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
+        self.command, self.path = words[0].decode("iso-8859-1"), words[1].decode("iso-8859-1")
+        self.request_version = words[2].decode("ascii")
+        if self.path.startswith("//"):
+            self.path = "/" + self.path.lstrip("/")
+        try:
+            self.headers = _read_headers(self.rfile)
+        except ValueError as e:
+            self.close_connection = True
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, str(e))
+            return False
+        connection = self.headers.get("Connection", "").lower()
+        self.close_connection = connection == "close" or (self.request_version == "HTTP/1.0"
+                                                          and connection != "keep-alive")
+        if self.headers.get("Expect", "").lower() == "100-continue" and self.request_version == "HTTP/1.1":
+            return self.handle_expect_100()
+        return True
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
 
@@ -154,8 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
                 body = resp.body
                 if _pretty(query) and resp.content_type == "application/json" and body:
                     body = json.dumps(json.loads(body), indent=2).encode() + b"\n"
-                self._write_head(resp.code, resp.content_type, resp.headers, len(body))
-                self.wfile.write(body if self.command != "HEAD" else b"")
+                self._write_head(resp.code, resp.content_type, resp.headers, len(body),
+                                 body if self.command != "HEAD" else b"")
                 ex.response_bytes = len(body)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
@@ -214,7 +241,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.rfile.readline(16)
         return b"".join(parts)
 
-    def _write_head(self, code: int, ctype: str, headers: dict[str, str], length: int | None) -> None:
+    def _write_head(self, code: int, ctype: str, headers: dict[str, str], length: int | None,
+                    body: bytes = b"") -> None:
+        """Send the status line and headers, and ``body`` with them: one send (one syscall) per response."""
         try:
             phrase = HTTPStatus(code).phrase
         except ValueError:
@@ -225,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
         lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
         if self.close_connection:
             lines.append("Connection: close")
-        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace"))
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace") + body)
 
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -288,6 +317,30 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         finally:
             stream.on_close()
+
+
+def _read_headers(rfile: Any) -> HTTPMessage:
+    """Header lines up to the blank line, as the stdlib's ``HTTPMessage`` (same limits: 64 KiB a line,
+    100 headers); ValueError past them. Obsolete folded lines continue the previous header."""
+    pairs: list[list[str]] = []
+    while True:
+        line = rfile.readline(_MAX_HEADER_LINE + 1)
+        if len(line) > _MAX_HEADER_LINE:
+            raise ValueError("Line too long")
+        if line in (b"\r\n", b"\n", b""):
+            break
+        if len(pairs) >= _MAX_HEADERS:
+            raise ValueError("Too many headers")
+        text = line.decode("iso-8859-1")
+        if text[:1] in (" ", "\t") and pairs:
+            pairs[-1][1] += " " + text.strip()
+            continue
+        name, _, value = text.partition(":")
+        pairs.append([name.strip(), value.strip()])
+    message = HTTPMessage()
+    for name, value in pairs:
+        message[name] = value
+    return message
 
 
 def _pretty(query: dict[str, str]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,13 +22,21 @@ from mxjob_controller.kube.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.deletion import (
+    DeleteOptions,
+    DeleteOutcome,
+    Deleter,
+    parse_delete_options,
+    should_delete_during_update,
+)
 from mxjob_controller.local.apiserver.errors import Cause, StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import Conflict, Exists, Missing, ObjKey, Store, TooOld
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext, deep_copy
+from mxjob_controller.local.apiserver.validation import field_validation
 from mxjob_controller.local.apiserver.validation.meta import validate_object_meta
+from mxjob_controller.local.apiserver.validation.strict_json import loads_with_duplicates
 from mxjob_controller.local.apiserver.watch import Entry, Event, Watcher
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a JSON request body
@@ -86,14 +94,16 @@ def _flag(query: Mapping[str, str], name: str) -> bool:
 # ---------------------------------------------------------------------------------------------------------
 # Hooks the server wires in: validation of whole objects (schema) and patch formats beyond merge patch.
 
-SchemaValidator = Callable[[ResourceType, dict, WriteContext, str], list[Cause]]
-"""(rt, obj, ctx, fieldValidation) -> causes; may prune unknown fields and apply defaults, adding warnings
-to ``ctx.warnings``, or raise a StatusError (strict decoding)."""
+SchemaValidator = Callable[[ResourceType, dict, WriteContext], tuple[list[Cause], list[str]]]
+"""(rt, decoded obj, ctx) -> (causes, unknown field paths); prunes unknown fields and applies defaults in
+place. Runs before the strategy; the caller applies fieldValidation to the unknown fields."""
 
 Patcher = Callable[[ResourceType, dict, Any], dict]
 """(rt, current object (a private copy), decoded patch) -> patched object."""
 
-TableConverter = Callable[[ResourceType, list[Entry], dict | None, bool], dict]
+TableConverter = Callable[[ResourceType, list[Entry], dict | None, str, bool], dict]
+"""(rt, entries, list metadata (None for one object), includeObject (None/Metadata/Object), with column
+definitions) -> a meta.k8s.io/v1 Table."""
 LogReader = Callable[[dict, Mapping[str, str]], Iterator[bytes]]
 
 
@@ -109,6 +119,7 @@ class REST:
         self.table_converter: TableConverter | None = None
         self.log_reader: LogReader | None = None
         self.lookup: Callable[[str, str, str], dict | None] | None = None
+        self.deleter = Deleter(store, self.strategy, namespaces_key)
 
     def strategy(self, rt: ResourceType) -> Strategy:
         return self._strategies.get(rt.storage_key, self._default)
@@ -138,11 +149,11 @@ class REST:
     def _object_response(self, req: Request, entry: Entry, code: int = 200,
                          ctx: WriteContext | None = None) -> Response:
         if _wants_table(req.accept) and self.table_converter is not None:
-            table = self.table_converter(req.rt, [entry], None, req.query.get("includeObject") != "None")
+            table = self.table_converter(req.rt, [entry], None, _include_object(req.query), True)
             return Response(code, dumps(table))
         resp = Response(code, self._encode(req.rt, entry))
         if ctx is not None and ctx.warnings:
-            resp.headers["Warning"] = ", ".join(f'299 - "{w}"' for w in ctx.warnings)
+            resp.headers["Warning"] = ", ".join(f"299 - {json.dumps(w)}" for w in ctx.warnings)
         return resp
 
     def _get_entry(self, req: Request) -> Entry:
@@ -153,19 +164,22 @@ class REST:
 
     def _decode(self, req: Request) -> dict:
         """The request body as an object of this resource's kind, or a 400/415 Status."""
+        return self._decode_strict(req)[0]
+
+    def _decode_strict(self, req: Request) -> tuple[dict, list[str]]:
+        """``_decode``, and the paths of duplicate fields (kept last, as Go does) for fieldValidation."""
+        duplicates: list[str] = []
         if len(req.body) > MAX_BODY_BYTES:
             raise errors.too_large(MAX_BODY_BYTES)
         ctype = req.content_type.split(";")[0].strip().lower()
         try:
             if ctype in ("", "application/json", "*/*"):
-                obj = json.loads(req.body or b"null", object_pairs_hook=_reject_duplicates)
+                obj, duplicates = loads_with_duplicates(req.body or b"null")
             elif ctype in ("application/yaml", "application/x-yaml"):
                 obj = yaml.safe_load(req.body)
             else:
                 raise errors.unsupported_media_type(ctype)
         except (ValueError, yaml.YAMLError) as e:
-            if isinstance(e, _DuplicateFieldError):
-                raise errors.bad_request(f"strict decoding error: json: duplicate field \"{e.field}\"") from e
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {req.rt.kind}): couldn't get "
                 f"version/kind; json parse error: {e}") from e
@@ -189,7 +203,7 @@ class REST:
         elif not isinstance(meta, dict):
             raise errors.bad_request(f"the object provided is unrecognized (must be of type {req.rt.kind}): "
                                      "metadata must be an object")
-        return obj
+        return obj, duplicates
 
     def _context(self, req: Request) -> WriteContext:
         return WriteContext(rt=req.rt, subresource=req.subresource, dry_run=_dry_run(req.query),
@@ -202,25 +216,42 @@ class REST:
                                      'Must be one of "Ignore", "Warn", "Strict"')
         return value
 
+    def _check_schema(self, req: Request, obj: dict, ctx: WriteContext, duplicates: Sequence[str] = ()) -> None:
+        """What kube-apiserver does while decoding a write, before any strategy runs: unknown and duplicate
+        fields per fieldValidation (unknown ones pruned), schema defaults, and types; a bad value is a 422."""
+        mode = self._field_validation(req)
+        causes: list[Cause] = []
+        unknown: list[str] = []
+        if self.schema_validator is not None:
+            causes, unknown = self.schema_validator(req.rt, obj, ctx)
+        field_validation.enforce(mode, field_validation.problems(duplicates, unknown), ctx, req.rt, obj, req.verb)
+        if causes:
+            name = (obj.get("metadata") or {}).get("name") or req.name or ""
+            raise errors.invalid(req.rt.resource, name, _dedupe(validate_object_meta(obj, req.rt) + causes))
+
     def _validate(self, req: Request, obj: dict, old: dict | None, ctx: WriteContext) -> None:
         causes = validate_object_meta(obj, req.rt)
-        if self.schema_validator is not None:
-            causes.extend(self.schema_validator(req.rt, obj, ctx, self._field_validation(req)))
         causes.extend(self.strategy(req.rt).validate(obj, old, ctx))
         if causes:
             name = (obj.get("metadata") or {}).get("name") or req.name or ""
             raise errors.invalid(req.rt.resource, name, _dedupe(causes))
 
-    def _check_namespace(self, req: Request) -> None:
+    def _check_namespace(self, req: Request, name: str) -> None:
+        """kube's NamespaceLifecycle admission on create: 404 without the namespace, 403 while it terminates."""
         if not req.rt.namespaced:
             return
         ns_entry = self.store.get(self._namespaces_key, ("", req.namespace or ""))
         if ns_entry is None:
             raise errors.not_found(errors.Resource("", "namespaces", "Namespace"), req.namespace or "")
         if (ns_entry.obj.get("status") or {}).get("phase") == "Terminating":
-            raise errors.forbidden(req.rt.resource, (req.name or ""),
-                                   f"unable to create new content in namespace {req.namespace} because it "
-                                   "is being terminated")
+            why = f"unable to create new content in namespace {req.namespace} because it is being terminated"
+            err = errors.forbidden(req.rt.resource, name, why)
+            if not name:  # generateName: kube's admission sees no name yet
+                err.message = f"{req.rt.resource.qualified} is forbidden: {why}"
+                (err.details or {}).pop("name", None)
+            (err.details or {})["causes"] = [{"reason": "NamespaceTerminating", "field": "metadata.namespace",
+                                              "message": f"namespace {req.namespace} is being terminated"}]
+            raise err
 
     def _stamp_identity(self, req: Request, obj: dict) -> None:
         """Apply the URL's namespace and name to the body, refusing contradictions (400, as kube does)."""
@@ -312,7 +343,7 @@ class REST:
                 meta["remainingItemCount"] = remaining
         entries = [e for _, e in selected]
         if _wants_table(req.accept) and self.table_converter is not None:
-            table = self.table_converter(req.rt, entries, meta, req.query.get("includeObject") != "None")
+            table = self.table_converter(req.rt, entries, meta, _include_object(req.query), True)
             return Response(200, dumps(table))
         head = dumps({"kind": req.rt.list_kind, "apiVersion": req.rt.api_version, "metadata": meta})
         body = head[:-1] + b',"items":[' + b",".join(self._encode(req.rt, e) for e in entries) + b"]}"
@@ -325,12 +356,13 @@ class REST:
         timeout = float(_int_param(req.query, "timeoutSeconds", 0)) or 1800.0
         namespace = req.namespace if req.rt.namespaced else None
         rt = req.rt
+        table = _wants_table(req.accept) and self.table_converter is not None
+        include_object = _include_object(req.query) if table else ""
+        headers_sent = [False]  # kube sends a Table's column definitions with the first event only
         try:
             watcher = self.store.watch(rt.storage_key, match, since, namespace)
         except TooOld as e:
             return Response(200, b"", stream=None, chunks=iter([_error_frame(errors.expired(str(e)))]))
-        table = _wants_table(req.accept) and self.table_converter is not None
-        include_object = req.query.get("includeObject") != "None"
 
         def encode(ev: Event) -> bytes | None:
             translated = watcher.translate(ev)
@@ -339,7 +371,8 @@ class REST:
             etype, entry = translated
             if table:
                 assert self.table_converter is not None
-                obj = dumps(self.table_converter(rt, [entry], None, include_object))
+                obj = dumps(self.table_converter(rt, [entry], None, include_object, not headers_sent[0]))
+                headers_sent[0] = True
             else:
                 obj = self._encode(rt, entry)
             return b'{"type":"' + etype.encode() + b'","object":' + obj + b"}\n"
@@ -378,13 +411,14 @@ class REST:
     def _create(self, req: Request) -> Response:
         if req.subresource:
             raise errors.method_not_allowed(f"create is not supported on {req.rt.plural}/{req.subresource}")
-        obj = self._decode(req)
+        obj, duplicates = self._decode_strict(req)
         self._stamp_identity(req, obj)
+        self._check_namespace(req, obj["metadata"].get("name") or "")
         ctx = self._context(req)
+        self._check_schema(req, obj, ctx, duplicates)
         strategy = self.strategy(req.rt)
         strategy.prepare_create(obj, ctx)
         self._validate(req, obj, None, ctx)
-        self._check_namespace(req)
         self._to_storage(req.rt, obj)
         name = obj["metadata"]["name"]
         if ctx.dry_run:
@@ -399,10 +433,11 @@ class REST:
         return self._object_response(req, entry, 201, ctx)
 
     def _update(self, req: Request) -> Response:
-        if (req.subresource and req.subresource != "status") or (
-                req.subresource == "status" and not req.rt.status_subresource):
+        if (req.subresource and req.subresource not in ("status", "finalize")) or (
+                req.subresource == "status" and not req.rt.status_subresource) or (
+                req.subresource == "finalize" and "finalize" not in req.rt.subresources):
             raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
-        obj = self._decode(req)
+        obj, duplicates = self._decode_strict(req)
         self._stamp_identity(req, obj)
         rv_text = (obj.get("metadata") or {}).get("resourceVersion")
         want_rv = _parse_rv(rv_text) if rv_text else None
@@ -412,7 +447,7 @@ class REST:
                 raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT)
             new = deep_copy(obj) if want_rv is None else obj
             try:
-                return self._write_update(req, new, current)
+                return self._write_update(req, new, current, duplicates)
             except Conflict:
                 if want_rv is not None:
                     raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT) from None
@@ -422,7 +457,8 @@ class REST:
                 req.subresource == "status" and not req.rt.status_subresource):
             raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
         ctype = req.content_type.split(";")[0].strip().lower()
-        patcher = self.patchers.get(ctype) if ctype in PATCH_TYPES else None
+        _check_patch_type(req.rt, ctype)
+        patcher = self.patchers.get(ctype)
         if patcher is None:
             raise errors.StatusError(415, "UnsupportedMediaType",
                                      f"the body of the request was in an unknown format - accepted media types "
@@ -432,7 +468,7 @@ class REST:
         try:
             patch = json.loads(req.body or b"null")
         except ValueError as e:
-            raise errors.bad_request(f"error decoding patch: {e}") from e
+            raise errors.bad_request("invalid JSON patch") from e
         for _attempt in range(64):
             current = self._get_entry(req)
             working = deep_copy(current.obj)
@@ -455,9 +491,10 @@ class REST:
                 continue
         raise errors.internal("too many conflicts applying the patch")
 
-    def _write_update(self, req: Request, new: dict, current: Entry) -> Response:
+    def _write_update(self, req: Request, new: dict, current: Entry, duplicates: Sequence[str] = ()) -> Response:
         """Shared tail of update and patch: strategy, validation, CAS write, finalizer-driven removal."""
         ctx = self._context(req)
+        self._check_schema(req, new, ctx, duplicates)
         strategy = self.strategy(req.rt)
         old = current.obj
         strategy.prepare_update(new, old, ctx)
@@ -466,9 +503,8 @@ class REST:
         new["metadata"]["resourceVersion"] = str(current.rv)
         if ctx.dry_run:
             return self._object_response(req, Entry(new, current.rv), 200, ctx)
-        meta = new["metadata"]
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            # The last finalizer is gone from an object being deleted: it goes now.
+        if should_delete_during_update(new, old, req.rt.storage_key == self._namespaces_key):
+            # The last finalizer is gone from an object being deleted (grace 0): it goes now.
             try:
                 entry = self.store.delete(req.rt.storage_key, self._okey(req), expect_rv=current.rv)
             except Missing:
@@ -497,122 +533,45 @@ class REST:
             except (Conflict, Missing):
                 continue
 
-    # --- delete ---------------------------------------------------------------------------------------
-
-    def _delete_options(self, req: Request) -> dict:
-        opts: dict[str, Any] = {}
-        if req.body.strip():
-            try:
-                opts = json.loads(req.body)
-            except ValueError as e:
-                raise errors.bad_request(f"error decoding DeleteOptions: {e}") from e
-            if not isinstance(opts, dict):
-                raise errors.bad_request("DeleteOptions must be an object")
-        for k in ("gracePeriodSeconds",):
-            if k in req.query:
-                opts[k] = _int_param(req.query, k, 0)
-        if "propagationPolicy" in req.query:
-            opts["propagationPolicy"] = req.query["propagationPolicy"]
-        if "orphanDependents" in req.query:
-            opts["orphanDependents"] = _flag(req.query, "orphanDependents")
-        if _dry_run(req.query):
-            opts["dryRun"] = ["All"]
-        policy = opts.get("propagationPolicy")
-        if policy not in (None, "Background", "Foreground", "Orphan"):
-            raise errors.invalid(req.rt.resource, req.name or "", [Cause(
-                "propagationPolicy", "FieldValueNotSupported",
-                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"')])
-        return opts
+    # --- delete (the semantics are in deletion.py) -------------------------------------------------------
 
     def _delete(self, req: Request) -> Response:
         if req.subresource:
             raise errors.method_not_allowed(f"delete is not supported on {req.rt.plural}/{req.subresource}")
-        opts = self._delete_options(req)
-        return self.delete_object(req, req.name or "", opts)
+        return self.delete_object(req, req.name or "", parse_delete_options(req.body, req.query))
 
-    def delete_object(self, req: Request, name: str, opts: dict) -> Response:
-        rt = req.rt
-        okey = self._okey(req, name)
-        pre = opts.get("preconditions") or {}
-        for _attempt in range(64):
-            current = self.store.get(rt.storage_key, okey)
-            if current is None:
-                raise errors.not_found(rt.resource, name)
-            meta = current.obj.get("metadata") or {}
-            if pre.get("uid") and pre["uid"] != meta.get("uid"):
-                raise errors.conflict(rt.resource, name, f"Precondition failed: UID in precondition: "
-                                      f"{pre['uid']}, UID in object meta: {meta.get('uid')}")
-            if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
-                raise errors.conflict(rt.resource, name, "Precondition failed: ResourceVersion in "
-                                      f"precondition: {pre['resourceVersion']}, ResourceVersion in object "
-                                      f"meta: {meta.get('resourceVersion')}")
-            if opts.get("dryRun"):
-                return self._deleted_response(req, current)
-            if meta.get("finalizers"):
-                if meta.get("deletionTimestamp"):
-                    return self._object_response(req, current)
-                new = dict(current.obj)
-                new["metadata"] = dict(meta, deletionTimestamp=now_rfc3339(), deletionGracePeriodSeconds=0)
-                try:
-                    entry = self.store.update(rt.storage_key, new, expect_rv=current.rv)
-                except (Conflict, Missing):
-                    continue
-                return self._object_response(req, entry)
-            try:
-                entry = self.store.delete(rt.storage_key, okey, expect_rv=current.rv)
-            except Conflict:
-                continue
-            except Missing:
-                raise errors.not_found(rt.resource, name) from None
-            self.strategy(rt).after_delete(entry.obj)
-            return self._deleted_response(req, entry)
-        raise errors.internal("too many conflicts deleting the object")
+    def delete_object(self, req: Request, name: str, opts: DeleteOptions) -> Response:
+        """Delete one object of ``req.rt`` in ``req.namespace`` and answer as kube-apiserver does."""
+        return self._delete_response(req, self.deleter.delete(req.rt, self._okey(req, name), opts), opts)
 
-    def _deleted_response(self, req: Request, entry: Entry) -> Response:
-        if req.rt.return_deleted_object:
-            return Response(200, self._encode(req.rt, entry))
-        meta = entry.obj.get("metadata") or {}
-        return Response(200, dumps(errors.success_status(req.rt.resource, meta.get("name", ""),
-                                                         meta.get("uid", ""))))
+    def _delete_response(self, req: Request, outcome: DeleteOutcome, opts: DeleteOptions) -> Response:
+        if outcome.as_object:
+            return Response(outcome.code(opts), self._encode(req.rt, outcome.entry))
+        meta = outcome.entry.obj.get("metadata") or {}
+        status = errors.success_status(req.rt.resource, meta.get("name", ""), meta.get("uid", ""))
+        return Response(outcome.code(opts), dumps(status))
 
     def _deletecollection(self, req: Request) -> Response:
-        opts = self._delete_options(req)
+        """Delete every selected object; answers the list of them as they were before (kube's DeleteCollection)."""
+        opts = parse_delete_options(req.body, req.query)
         match = self._matcher(req)
-        items, _ = self.store.list(req.rt.storage_key, req.namespace if req.rt.namespaced else None)
-        deleted = []
-        for (_, name), entry in items:
+        items, rv = self.store.list(req.rt.storage_key, req.namespace if req.rt.namespaced else None)
+        selected = []
+        for okey, entry in items:
             if not match(entry.obj):
                 continue
             try:
-                resp = self.delete_object(req, name, dict(opts))
+                self.deleter.delete(req.rt, okey, opts)
             except StatusError as e:
-                if e.code == 404:
-                    continue
-                raise
-            deleted.append(resp.body if req.rt.return_deleted_object else self._encode(req.rt, entry))
+                if e.code != 404:
+                    raise
+            selected.append(self._encode(req.rt, entry))
         head = dumps({"kind": req.rt.list_kind, "apiVersion": req.rt.api_version,
-                      "metadata": {"resourceVersion": str(self.store.resource_version)}})
-        return Response(200, head[:-1] + b',"items":[' + b",".join(deleted) + b"]}")
+                      "metadata": {"resourceVersion": str(rv)}})
+        return Response(200, head[:-1] + b',"items":[' + b",".join(selected) + b"]}")
 
 
 # ---------------------------------------------------------------------------------------------------------
-
-class _DuplicateFieldError(ValueError):
-    def __init__(self, field: str) -> None:
-        super().__init__(f'duplicate field "{field}"')
-        self.field = field
-
-
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise _DuplicateFieldError(k)
-            seen.add(k)
-    return obj
-
 
 def _merge(current: dict, patch: Any) -> dict:
     if not isinstance(patch, dict):
@@ -672,6 +631,30 @@ def _decode_continue(token: str) -> tuple[int, ObjKey]:
 
 def _wants_table(accept: str) -> bool:
     return "as=Table" in accept
+
+
+def _include_object(query: Mapping[str, str]) -> str:
+    """A Table's includeObject policy; kube's default (empty) is Metadata (PartialObjectMetadata)."""
+    value = query.get("includeObject", "")
+    if value not in ("", "None", "Metadata", "Object"):
+        raise errors.bad_request(f'Unable to convert to Table as requested: includeObject: Invalid value: '
+                                 f'"{value}": must be \'Metadata\', \'Object\', \'None\', or empty')
+    return value or "Metadata"
+
+
+def _check_patch_type(rt: ResourceType, ctype: str) -> None:
+    """415 for a patch type the resource does not take, worded as kube-apiserver words it.
+
+    Custom resources take no strategic merge patch and their handler lists what they accept; built-in
+    kinds are routed by go-restful, whose refusal is terse.
+    """
+    if rt.is_custom:
+        accepted = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
+        if ctype not in accepted:
+            raise errors.StatusError(415, "UnsupportedMediaType", "the body of the request was in an unknown "
+                                     f"format - accepted media types include: {', '.join(accepted)}")
+    elif ctype not in PATCH_TYPES:
+        raise errors.StatusError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
 
 
 def _error_frame(err: StatusError) -> bytes:

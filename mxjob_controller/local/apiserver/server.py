@@ -13,24 +13,31 @@ import json
 import logging
 import platform
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
-from mxjob_controller.local.apiserver import builtin, errors
+from mxjob_controller.local.apiserver import builtin, errors, patchers, tables
+from mxjob_controller.local.apiserver.audit import DEFAULT_CAPACITY, AuditLog
 from mxjob_controller.local.apiserver.discovery import Discovery
+from mxjob_controller.local.apiserver.faults import FaultInjector
+from mxjob_controller.local.apiserver.gc import GarbageCollector
 from mxjob_controller.local.apiserver.http import APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
 from mxjob_controller.local.apiserver.kinds.pods import PodStrategy
+from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
 from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
+from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
 from mxjob_controller.local.apiserver.openapi import OpenAPI
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST, Request
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
 from mxjob_controller.local.apiserver.strategy import Strategy
+from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.kubeconfig import kubeconfig_for, write_kubeconfig
 
 log = logging.getLogger(__name__)
@@ -55,8 +62,11 @@ class ServerOptions:
     port: int = 0
     history_events: int = 10_000
     history_age: float = 900.0
-    watcher_queue: int = 10_000
+    watcher_queue: int = 10_000  # events a watcher may lag behind before it is disconnected
     bookmark_interval: float = 60.0
+    fault_seed: int = 0  # seeds every fault rule's random choices (faults.py)
+    audit_capacity: int = DEFAULT_CAPACITY  # audit records kept in memory
+    audit_log: str | None = None  # also append audit records here, as JSON lines
 
 
 class APIServer:
@@ -69,15 +79,26 @@ class APIServer:
         strategies = {
             builtin.PODS.storage_key: PodStrategy(),
             builtin.SERVICES.storage_key: ServiceStrategy(),
+            builtin.SECRETS.storage_key: SecretStrategy(),
             builtin.NAMESPACES.storage_key: NamespaceStrategy(),
             builtin.CRDS.storage_key: CRDStrategy(self.registry, self._write_crd_status, self._purge_crd),
         }
         self.rest = REST(self.store, strategies, Strategy())
         self.rest.lookup = self._lookup
+        patchers.install(self.rest)  # JSON patch and strategic merge patch
+        self.rest.table_converter = tables.convert
+        self.rest.schema_validator = SchemaValidation(self.registry)  # schemas compiled now and as CRDs change
         self.version = version_info()
         self.discovery = Discovery(self.registry)
         self.openapi = OpenAPI(self.registry, self.version)
         self.router = Router(self.registry, self.rest, self.discovery, self.openapi, self.version)
+        # kube-controller-manager's part: garbage collection and namespace termination (threads start in start()).
+        self.gc = GarbageCollector(self.registry, self.store, self.rest)
+        self.namespace_controller = NamespaceController(self.registry, self.store, self.rest)
+        self.faults = FaultInjector(self.store, self.options.fault_seed)
+        self.router.interceptors.append(self.faults.intercept)
+        self.router.response_wrappers.append(self.faults.wrap)
+        self.audit = AuditLog(self.options.audit_capacity, self.options.audit_log)
         self._http: APIHTTPServer | None = None
         self._thread: threading.Thread | None = None
         for ns in BOOTSTRAP_NAMESPACES:
@@ -90,7 +111,11 @@ class APIServer:
             return self
         self._http = APIHTTPServer((self.options.host, self.options.port), self.router)
         self._http.bookmark_interval = self.options.bookmark_interval
+        self._http.observers.append(self.audit.observe)
         self.discovery.server_address = f"{self.host}:{self.port}"
+        self.faults.start()
+        self.gc.start()
+        self.namespace_controller.start()
         self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.1},
                                         name="apiserver-http", daemon=True)
         self._thread.start()
@@ -102,12 +127,23 @@ class APIServer:
         if http is None:
             return
         http.shutdown()
+        self.faults.stop()
         self.store.close_watchers()
         http.close_connections()
         http.server_close()
         if self._thread is not None:
             self._thread.join(timeout)
+        self.gc.stop(timeout)
+        self.namespace_controller.stop(timeout)
+        self.audit.close()
         log.info("embedded API server stopped")
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until the garbage collector and namespace controller have nothing left to do; False on timeout."""
+        deadline = time.monotonic() + timeout
+        return (self.gc.wait_idle(timeout)
+                and self.namespace_controller.wait_idle(max(0.0, deadline - time.monotonic()))
+                and self.gc.wait_idle(max(0.0, deadline - time.monotonic())))
 
     def __enter__(self) -> APIServer:
         return self.start()

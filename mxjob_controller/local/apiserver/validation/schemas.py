@@ -1,0 +1,91 @@
+"""The server's schema validation: built-in kinds by group/version/kind, custom resources by CRD version.
+
+Plugged into ``REST.schema_validator``, it runs when a write's body has been decoded, before any strategy:
+it prunes unknown fields (built-in objects never store them), applies a CRD schema's ``default``s, and
+checks types, formats, value constraints and the built-in rules. It returns the problems it found and the
+unknown fields it dropped; the caller applies ``fieldValidation`` to the latter.
+
+Schemas are compiled ahead of use: every built-in kind when the server starts, a CRD's versions when the
+CRD is created or updated (the registry tells us), and a CRD's are dropped when it is deleted.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from mxjob_controller.kube import schema as kube_schema
+from mxjob_controller.kube.schema import CompiledSchema, Result
+from mxjob_controller.local.apiserver.errors import Cause
+from mxjob_controller.local.apiserver.resources import Registry, ResourceType
+from mxjob_controller.local.apiserver.strategy import WriteContext
+
+
+class SchemaValidation:
+    """Compiled schemas for everything the registry serves, and the hook that applies them."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self._lock = threading.Lock()
+        self._schemas: dict[ResourceType, CompiledSchema | None] = {}
+        registry.add_listener(self.refresh)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Compile what the registry newly serves, forget what it no longer serves (on every change).
+
+        A resource type is immutable: a CRD update serves new ones, so a compiled schema never goes stale.
+        """
+        with self._lock:
+            old = self._schemas
+            self._schemas = {rt: old[rt] if rt in old else _compile(rt) for rt in self._registry.all()}
+
+    def schema_for(self, rt: ResourceType) -> CompiledSchema | None:
+        schemas = self._schemas
+        if rt in schemas:
+            return schemas[rt]
+        with self._lock:  # a request raced the registry's listener: compile it now, once
+            if rt not in self._schemas:
+                self._schemas = {**self._schemas, rt: _compile(rt)}
+            return self._schemas[rt]
+
+    def __call__(self, rt: ResourceType, obj: dict, ctx: WriteContext) -> tuple[list[Cause], list[str]]:
+        """(problems, unknown field paths) of one decoded write; prunes and defaults ``obj`` in place."""
+        compiled = self.schema_for(rt)
+        if compiled is None:
+            return [], []
+        if not rt.status_subresource:
+            result = _apply(compiled, rt, obj, ctx)
+        elif ctx.subresource == "status":
+            result = _apply(compiled, rt, obj, ctx)
+            result.errors = [c for c in result.errors if _in_status(c)]
+        else:
+            result = _apply_without_status(compiled, rt, obj, ctx)
+        return result.errors, result.unknown
+
+
+def _compile(rt: ResourceType) -> CompiledSchema | None:
+    if rt.is_custom:
+        return kube_schema.compile_structural(dict(rt.schema) if rt.schema else None)
+    return kube_schema.object_schema(rt.api_version, rt.kind)
+
+
+def _apply(compiled: CompiledSchema, rt: ResourceType, obj: dict, ctx: WriteContext) -> Result:
+    return compiled.apply(obj, prune=True, defaults=rt.is_custom, rules=ctx.subresource is None)
+
+
+def _apply_without_status(compiled: CompiledSchema, rt: ResourceType, obj: dict, ctx: WriteContext) -> Result:
+    """A main-resource write of a kind with a status subresource: its status is the stored one, whatever the
+    request says (kube's strategies reset it), so the request's status is neither checked nor pruned."""
+    if "status" not in obj:
+        return _apply(compiled, rt, obj, ctx)
+    view = {k: v for k, v in obj.items() if k != "status"}
+    result = _apply(compiled, rt, view, ctx)
+    status = obj["status"]
+    obj.clear()
+    obj.update(view)  # root-level defaults added and unknown fields pruned on the view
+    obj["status"] = status
+    return result
+
+
+def _in_status(cause: Cause) -> bool:
+    return cause.field == "status" or cause.field.startswith(("status.", "status["))
