@@ -268,7 +268,10 @@ def test_dry_run_stores_nothing(kube):
     assert kube.patch(f"{CMS}/c", {"data": {"a": "3"}}, dryRun="All").body["data"] == {"a": "3"}
     assert kube.delete(f"{CMS}/c", dryRun="All").status == 200
     assert kube.get(f"{CMS}/c").body["data"] == {"a": "1"}
-    assert kube.post(CMS, configmap("bad"), dryRun="Some").status == 400
+    reply = kube.post(CMS, configmap("bad"), dryRun="Some")
+    assert reply.status == 422
+    assert reply.body["message"] == ('CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+                                     '["Some"]: supported values: "All"')
 
 
 def test_pretty_output(kube):

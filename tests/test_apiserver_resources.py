@@ -25,6 +25,15 @@ def test_lease_lifecycle(kube):
     assert kube.delete(f"{LEASES}/leader").ok
 
 
+def test_lease_durations_are_validated(kube):
+    lease = {"metadata": {"name": "bad"}, "spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}}
+    reply = kube.post(LEASES, lease)
+    assert reply.status == 422
+    assert [(c["field"], c["message"]) for c in reply.body["details"]["causes"]] == [
+        ("spec.leaseDurationSeconds", "Invalid value: 0: must be greater than 0"),
+        ("spec.leaseTransitions", "Invalid value: -1: must be greater than or equal to 0")]
+
+
 def test_pod_log_without_a_node_says_why(kube):
     kube.post("/api/v1/namespaces/default/pods", pod("p"))
     reply = kube.get("/api/v1/namespaces/default/pods/p/log")

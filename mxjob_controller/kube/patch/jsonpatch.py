@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from mxjob_controller.kube.jsoncopy import deep_copy
+
 #: kube-apiserver refuses longer patches (413), and caps what ``copy`` operations may add (3 MiB).
 MAX_OPERATIONS = 10_000
 MAX_COPY_BYTES = 3 * 1024 * 1024
@@ -96,7 +98,7 @@ def decode_patch(ops: Any) -> list[dict | None]:
 
 def apply_json_patch(doc: Any, ops: Any) -> Any:
     """``doc`` with the operations ``ops`` applied, or :class:`JSONPatchError` for the first that fails."""
-    state = _Patching(_copy(doc))
+    state = _Patching(deep_copy(doc))
     for decoded in decode_patch(ops):
         op = decoded or {}
         kind = op.get("op")
@@ -115,12 +117,6 @@ class _Patching:
         self.copied = 0
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _member(op: dict, name: str) -> Any:
@@ -140,7 +136,7 @@ def _missing_member(name: str) -> str:
 def _value(op: dict) -> Any:
     """The operation's value: JSON ``null`` when absent, as the library stores it."""
     value = _member(op, "value")
-    return None if value is _ABSENT else _copy(value)
+    return None if value is _ABSENT else deep_copy(value)
 
 
 class _Container:
@@ -351,7 +347,7 @@ def _copy_op(state: _Patching, op: dict) -> None:
             raise JSONPatchError(f"Unable to complete the copy, the accumulated size increase of copy is "
                                  f"{state.copied}, exceeding the limit {MAX_COPY_BYTES}")
     try:
-        found[0].add(found[1], _copy(value))
+        found[0].add(found[1], deep_copy(value))
     except _ContainerError as e:
         raise JSONPatchError(f"error while adding value during copy: {e}") from None
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from mxjob_controller.kube import k8s_schemas
 from mxjob_controller.kube.gofmt import go_format
+from mxjob_controller.kube.jsoncopy import deep_copy
 
 DIRECTIVE = "$patch"
 DELETE, REPLACE, MERGE = "delete", "replace", "merge"
@@ -159,7 +160,7 @@ def apply_strategic_patch(original: Mapping[str, Any], patch: Mapping[str, Any],
     """
     if not isinstance(patch, Mapping):
         raise _bad(BAD_JSON_DOC)
-    result = _merge_map(_copy(original), _copy(patch), schema)
+    result = _merge_map(deep_copy(original), deep_copy(patch), schema)
     return _strip_directives(result)
 
 
@@ -760,9 +761,3 @@ def go_stable_sort(items: list, less: Callable[[int, int], bool]) -> None:
         block *= 2
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value

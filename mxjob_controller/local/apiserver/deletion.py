@@ -154,13 +154,7 @@ def _validate(opts: DeleteOptions) -> None:
 
 
 def _invalid_options(causes: list[Cause]) -> StatusError:
-    """422 on the group-qualified kind ``DeleteOptions.meta.k8s.io``, as ``errors.NewInvalid`` words it."""
-    summary = ", ".join(str(c) for c in causes)
-    if len(causes) > 1:
-        summary = f"[{summary}]"
-    return StatusError(422, "Invalid", f'DeleteOptions.meta.k8s.io "" is invalid: {summary}', {
-        "group": "meta.k8s.io", "kind": "DeleteOptions",
-        "causes": [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]})
+    return errors.invalid_options("DeleteOptions", causes)
 
 
 # --- garbage-collection finalizers ----------------------------------------------------------------------

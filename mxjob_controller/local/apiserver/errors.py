@@ -94,6 +94,17 @@ def invalid(res: Resource, name: str, causes: Iterable[Cause]) -> StatusError:
     return StatusError(422, "Invalid", f'{res.kind} "{name}" is invalid: {summary}', details)
 
 
+def invalid_options(kind: str, causes: Iterable[Cause]) -> StatusError:
+    """422 on request options (``CreateOptions.meta.k8s.io "" is invalid: dryRun: ...``), as kube words it."""
+    causes = list(causes)
+    summary = ", ".join(str(c) for c in causes)
+    if len(causes) > 1:
+        summary = f"[{summary}]"
+    return StatusError(422, "Invalid", f'{kind}.meta.k8s.io "" is invalid: {summary}', {
+        "group": "meta.k8s.io", "kind": kind,
+        "causes": [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]})
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
 

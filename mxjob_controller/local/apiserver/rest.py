@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from mxjob_controller.kube import field_errors
+from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kube.patch.merge import apply_merge_patch
 from mxjob_controller.kube.selectors import (
     SelectorError,
@@ -33,7 +35,7 @@ from mxjob_controller.local.apiserver.deletion import (
 from mxjob_controller.local.apiserver.errors import Cause, StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import Conflict, Exists, Missing, ObjKey, Store, TooOld
-from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext, deep_copy
+from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 from mxjob_controller.local.apiserver.validation import field_validation
 from mxjob_controller.local.apiserver.validation.meta import validate_object_meta
 from mxjob_controller.local.apiserver.validation.strict_json import loads_with_duplicates
@@ -206,7 +208,7 @@ class REST:
         return obj, duplicates
 
     def _context(self, req: Request) -> WriteContext:
-        return WriteContext(rt=req.rt, subresource=req.subresource, dry_run=_dry_run(req.query),
+        return WriteContext(rt=req.rt, subresource=req.subresource, dry_run=_dry_run(req.query, req.verb),
                             field_manager=req.query.get("fieldManager", ""), lookup=self.lookup)
 
     def _field_validation(self, req: Request) -> str:
@@ -588,10 +590,14 @@ def _dedupe(causes: list[Cause]) -> list[Cause]:
     return out
 
 
-def _dry_run(query: Mapping[str, str]) -> bool:
+_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
+
+
+def _dry_run(query: Mapping[str, str], verb: str) -> bool:
     value = query.get("dryRun", "")
     if value and value != "All":
-        raise errors.bad_request(f'invalid dry run option "{value}": only "All" is supported')
+        raise errors.invalid_options(_OPTIONS_KIND.get(verb, "CreateOptions"),
+                                     [field_errors.not_supported("dryRun", [value], ["All"])])
     return value == "All"
 
 

@@ -11,8 +11,8 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.resources import ResourceType
@@ -59,7 +59,7 @@ class Strategy:
         if ctx.subresource == "status":
             status = new.get("status")
             new.clear()
-            new.update(_deep_copy(old))
+            new.update(deep_copy(old))
             if status is None:
                 new.pop("status", None)
             else:
@@ -113,14 +113,3 @@ class Strategy:
         """The grace period a first delete gives ``obj`` (kube's CheckGracefulDelete); None: not graceful."""
         return None
 
-
-def _deep_copy(obj: Any) -> Any:
-    """Copy JSON-shaped data (dicts, lists, scalars) faster than ``copy.deepcopy``."""
-    if isinstance(obj, dict):
-        return {k: _deep_copy(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_deep_copy(v) for v in obj]
-    return obj
-
-
-deep_copy = _deep_copy
