@@ -60,6 +60,19 @@ def test_gate_opens_when_the_record_expires_after_5_minutes(exp, clock):
     assert exp.record_count() == 0  # and the job went with its record
 
 
+def test_time_left_is_until_the_last_unfulfilled_record_expires(exp, clock):
+    assert exp.time_left(JOB) == 0.0
+    exp.expect_creations(pods_key(JOB, "Worker"), 1)
+    clock.step(100)
+    exp.expect_creations(services_key(JOB, "Worker"), 1)
+    clock.step(50)
+    assert exp.time_left(JOB) == pytest.approx(EXPECTATIONS_TTL - 50)
+    exp.creation_observed(services_key(JOB, "Worker"))
+    assert exp.time_left(JOB) == pytest.approx(EXPECTATIONS_TTL - 150)
+    exp.creation_observed(pods_key(JOB, "Worker"))
+    assert exp.time_left(JOB) == 0.0
+
+
 def test_gate_is_the_and_of_every_key_of_the_job(exp):
     keys = [pods_key(JOB, "worker"), services_key(JOB, "worker"), pods_key(JOB, "server"),
             services_key(JOB, "server"), pods_key(JOB, "scheduler")]

@@ -13,27 +13,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from mxjob_controller.api.replica_types import canonical_type
+from mxjob_controller.core.common_types import ReplicaCounts, condition
+
+__all__ = ["MX_REPLICA_STATUSES", "REPLICA_STATUSES", "TIME_FIELDS", "ReplicaCounts", "condition", "replica_counts",
+           "with_replica_counts"]
 
 REPLICA_STATUSES = "replicaStatuses"
 MX_REPLICA_STATUSES = "mxReplicaStatuses"
 TIME_FIELDS = ("startTime", "completionTime", "lastReconcileTime")
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaCounts:
-    """Pods of one replica type by phase. Zero counts are omitted on the wire (``omitempty``)."""
-
-    active: int = 0
-    succeeded: int = 0
-    failed: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {k: v for k, v in (("active", self.active), ("succeeded", self.succeeded),
-                                  ("failed", self.failed)) if v}
 
 
 def replica_counts(status: Mapping[str, Any] | None) -> dict[str, ReplicaCounts]:
@@ -55,9 +45,3 @@ def with_replica_counts(status: Mapping[str, Any] | None, counts: Mapping[str, R
     out[REPLICA_STATUSES] = rendered
     out[MX_REPLICA_STATUSES] = copy.deepcopy(rendered)
     return out
-
-
-def condition(ctype: str, reason: str, message: str, now: str, status: str = "True") -> dict[str, str]:
-    """One entry of ``status.conditions`` as the Go operators write it."""
-    return {"type": ctype, "status": status, "reason": reason, "message": message,
-            "lastUpdateTime": now, "lastTransitionTime": now}

@@ -157,6 +157,18 @@ class ControllerExpectations:
                 self._jobs.pop(job, None)
             return True
 
+    def time_left(self, job: str) -> float:
+        """Seconds until every unfulfilled record of ``job`` has expired (0 when the job is satisfied): how long a
+        controller waiting on the job may need to wait before the gate opens by expiry alone."""
+        with self._lock:
+            records = self._jobs.get(job)
+            if not records:
+                return 0.0
+            now = self._clock.now()
+            left = [self.ttl - (now - r.set_at) for r in records.values()
+                    if not r.fulfilled() and not self._expired(r, now)]
+            return max(left, default=0.0)
+
     def pending(self, key: ExpectationKey) -> tuple[int, int] | None:
         """(creations, deletions) still expected for ``key``; None if it has no live record."""
         with self._lock:

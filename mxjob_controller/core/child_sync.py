@@ -1,0 +1,144 @@
+"""Bring a job's children to what its spec asks for: adopt, delete the surplus, create what is missing.
+
+One pass, from the informer cache:
+
+1. adopt children the old operator made (legacy labels, our job as controller): our labels are patched in;
+2. delete surplus children (index out of range, duplicates, replica types the job no longer has), pods and
+   services alike, all at once;
+3. create missing services, then missing pods, in slow-start batches; a failure stops the creations (the job is
+   requeued with back-off by the caller).
+
+A name held by an object the job does not control is reported in the result (``blocked``), not retried here.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cachetools import LRUCache
+
+from mxjob_controller.core.child_builders import build_pod, build_service, template_restart_policy
+from mxjob_controller.core.child_control import POD, SERVICE, ChildControl, ChildKind, Created
+from mxjob_controller.core.children import Children, classify
+from mxjob_controller.core.framework import Framework
+from mxjob_controller.core.job_context import JobContext
+from mxjob_controller.core.labels import child_name, needs_adoption, replica_labels, service_selector
+from mxjob_controller.core.slow_start import slow_start
+from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.runtime.events import WARNING, EventRecorder
+
+log = logging.getLogger(__name__)
+
+SET_TEMPLATE_RESTART_POLICY = "SetPodTemplateRestartPolicy"
+TEMPLATE_RESTART_POLICY_MESSAGE = ("Restart policy in pod template will be overwritten by restart policy in "
+                                   "replica spec")
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    pods: Children
+    services: Children
+    blocked: tuple[tuple[str, str], ...] = ()   # (kind, name) of children whose names objects we do not control hold
+    error: BaseException | None = None      # the first failed write
+
+
+class ChildSync:
+    def __init__(self, framework: Framework, control: ChildControl, pool: WritePool, recorder: EventRecorder, *,
+                 write_timeout: float) -> None:
+        self.framework = framework
+        self.control = control
+        self.pool = pool
+        self.recorder = recorder
+        self.write_timeout = write_timeout
+        self._warned: LRUCache[tuple[str, int], bool] = LRUCache(maxsize=4096)
+        self._warned_lock = threading.Lock()
+
+    def sync(self, ctx: JobContext, pods: Sequence[dict[str, Any]],
+             services: Sequence[dict[str, Any]]) -> SyncResult:
+        spec = ctx.spec
+        replicas = {rtype: spec.replicas[rtype].replicas for rtype in self.framework.replica_types(spec)}
+        pod_children = classify(pods, ctx.uid, ctx.name, replicas)
+        svc_children = classify(services, ctx.uid, ctx.name, replicas)
+        for obj in (*pod_children.unindexed, *svc_children.unindexed):
+            log.info("%s is controlled by the job but its labels name no replica: left alone",
+                     (obj.get("metadata") or {}).get("name"), extra=ctx.extra())
+        upkeep = self._adoptions(ctx, POD, pod_children) + self._adoptions(ctx, SERVICE, svc_children) \
+            + self._deletions(ctx, POD, pod_children) + self._deletions(ctx, SERVICE, svc_children)
+        error = slow_start(upkeep, self.pool, timeout=self.write_timeout,
+                           initial_batch=max(1, len(upkeep))).error if upkeep else None
+        blocked: list[tuple[str, str]] = []
+        for kind, children in ((SERVICE, svc_children), (POD, pod_children)):
+            creations = self._creations(ctx, kind, children)
+            if not creations:
+                continue
+            outcome = slow_start(creations, self.pool, timeout=self.write_timeout)
+            blocked += [(kind.kind, name) for name, created in outcome.results if created is Created.BLOCKED]
+            if outcome.error is not None:
+                skipped = len(creations) - outcome.attempted
+                log.warning("creating %ss stopped at the first failure (%d not attempted): %s", kind.noun, skipped,
+                            outcome.error, extra=ctx.extra())
+                error = error or outcome.error
+                break
+        return SyncResult(pod_children, svc_children, tuple(blocked), error)
+
+    # --- planning ---------------------------------------------------------------------------------------
+
+    def _labels(self, ctx: JobContext, rtype: str, index: int, master: bool = False) -> dict[str, str]:
+        return replica_labels(self.framework.operator_name, self.framework.group_label, ctx.name, rtype, index,
+                              master)
+
+    def _adoptions(self, ctx: JobContext, kind: ChildKind, children: Children) -> list[Callable[[], Any]]:
+        tasks: list[Callable[[], Any]] = []
+        for rtype, index, obj in children.kept():
+            if needs_adoption((obj.get("metadata") or {}).get("labels")):
+                master = kind is POD and self.framework.is_master(ctx.spec, rtype, index)
+                tasks.append(functools.partial(self.control.adopt, ctx, kind, obj, rtype,
+                                               self._labels(ctx, rtype, index, master), ctx.extra(rtype, index)))
+        return tasks
+
+    def _deletions(self, ctx: JobContext, kind: ChildKind, children: Children) -> list[Callable[[], Any]]:
+        return [functools.partial(self.control.delete, ctx, kind, surplus.obj, surplus.replica_type,
+                                  ctx.extra(surplus.replica_type, surplus.index), surplus.why)
+                for surplus in children.excess]
+
+    def _creations(self, ctx: JobContext, kind: ChildKind, children: Children) -> list[Callable[[], Any]]:
+        tasks: list[Callable[[], Any]] = []
+        for rtype, replica_children in children.by_type.items():
+            for index in replica_children.missing:
+                body = self._pod(ctx, rtype, index) if kind is POD else self._service(ctx, rtype, index)
+                tasks.append(functools.partial(self._create, ctx, kind, rtype, index, body))
+        return tasks
+
+    def _create(self, ctx: JobContext, kind: ChildKind, rtype: str, index: int,
+                body: dict[str, Any]) -> tuple[str, Created]:
+        return body["metadata"]["name"], self.control.create(ctx, kind, rtype, index, body)
+
+    def _pod(self, ctx: JobContext, rtype: str, index: int) -> dict[str, Any]:
+        template = self.framework.pod_template(ctx.spec, rtype, index)
+        if template_restart_policy(template):
+            self._warn_template_restart_policy(ctx)
+        master = self.framework.is_master(ctx.spec, rtype, index)
+        return build_pod(template, name=child_name(ctx.name, rtype, index), namespace=ctx.namespace,
+                         labels=self._labels(ctx, rtype, index, master), owner=ctx.owner(),
+                         restart_policy=ctx.spec.replicas[rtype].restart_policy)
+
+    def _service(self, ctx: JobContext, rtype: str, index: int) -> dict[str, Any]:
+        return build_service(name=child_name(ctx.name, rtype, index), namespace=ctx.namespace,
+                             labels=self._labels(ctx, rtype, index),
+                             selector=service_selector(self.framework.operator_name, ctx.name, rtype, index),
+                             owner=ctx.owner(), ports=self.framework.service_ports(ctx.spec, rtype))
+
+    def _warn_template_restart_policy(self, ctx: JobContext) -> None:
+        """One Warning per job generation (upstream warned for every pod it created)."""
+        key = (ctx.uid, ctx.spec.generation)
+        with self._warned_lock:
+            if key in self._warned:
+                return
+            self._warned[key] = True
+        log.warning(TEMPLATE_RESTART_POLICY_MESSAGE, extra=ctx.extra())
+        self.recorder.event(ctx.ref(), WARNING, SET_TEMPLATE_RESTART_POLICY, TEMPLATE_RESTART_POLICY_MESSAGE)

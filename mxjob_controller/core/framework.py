@@ -1,0 +1,100 @@
+"""The seam between the core and a framework (MXNet here): everything the core needs to know about a job kind.
+
+The core never reads a framework's spec directly; it asks through this protocol. A framework supplies its API
+(resource, parse), the order of its replica types, how a replica's pod is wired into the framework's cluster (the
+pod template with its environment), which ports a replica's service exposes, which replica is the job-role master,
+and the rules that turn the replicas' states into the job's state (and the shape of the counts in its status).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mxjob_controller.core.common_types import ReplicaCounts
+from mxjob_controller.core.pod_status import PodFailure, ReplicaState
+from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.runtime.client import Resource
+
+
+class ReplicaSpec(Protocol):
+    """One replica type of a parsed job."""
+
+    @property
+    def type(self) -> str: ...              # canonical: "Worker"
+
+    @property
+    def replicas(self) -> int: ...
+
+    @property
+    def restart_policy(self) -> str: ...    # Always, OnFailure, Never, ExitCode
+
+
+class JobSpec(Protocol):
+    """A parsed, valid job: identity and replica specs (canonical type → spec)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def uid(self) -> str: ...
+
+    @property
+    def generation(self) -> int: ...
+
+    @property
+    def replicas(self) -> Mapping[str, ReplicaSpec]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The framework's reading of its replicas: is the job running, has it succeeded, which failures fail it."""
+
+    running: bool = False
+    succeeded: bool = False
+    failures: tuple[PodFailure, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+
+class Framework(Protocol):
+    resource: Resource      # the job's API resource (group, version, plural, kind)
+    operator_name: str      # the operator-name label value, and the events' source component
+    framework_name: str     # the ``framework`` label of the job metrics
+    group_label: str        # the legacy ``group-name`` label value
+    default_container: str  # the container whose exit code speaks for a pod
+
+    def parse(self, obj: dict[str, Any]) -> tuple[JobSpec | None, list[FieldError]]:
+        """(spec, []) for a valid job object; (None, every problem) otherwise."""
+        ...
+
+    def replica_types(self, job: JobSpec) -> Sequence[str]:
+        """The job's replica types, in the order their children are created."""
+        ...
+
+    def pod_template(self, job: JobSpec, replica_type: str, index: int) -> dict[str, Any]:
+        """A fresh pod template (``metadata`` + ``spec``) for one replica, wired into the framework's cluster; the
+        core adds name, labels, owner and restart policy."""
+        ...
+
+    def service_ports(self, job: JobSpec, replica_type: str) -> list[dict[str, Any]]:
+        """The ports of a replica's headless service."""
+        ...
+
+    def is_master(self, job: JobSpec, replica_type: str, index: int) -> bool:
+        """Whether this replica gets the ``job-role=master`` label."""
+        ...
+
+    def decide(self, job: JobSpec, states: Mapping[str, ReplicaState]) -> Verdict:
+        """The job's state from its replicas' (canonical type → state)."""
+        ...
+
+    def with_replica_counts(self, status: Mapping[str, Any], counts: Mapping[str, ReplicaCounts]) -> dict[str, Any]:
+        """A copy of ``status`` with the per-type counts written in the framework's status shape."""
+        ...

@@ -1,0 +1,129 @@
+"""What a job's pods say, read from their status: counts by phase, failures with exit codes, fresh exits.
+
+Pure functions over pod dicts as the API server sends them. The counting rules are training-operator's
+(``UpdateJobReplicaStatuses``): a Running pod is active, unless it is being deleted (a pod stuck terminating on a
+dead node never reaches Failed, so it counts as failed); Succeeded and Failed pods count as such; Pending pods do
+not count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mxjob_controller.core.common_types import ReplicaCounts
+
+RUNNING, SUCCEEDED, FAILED, PENDING = "Running", "Succeeded", "Failed", "Pending"
+
+# Replica restart policies (kubeflow's ReplicaSpec.restartPolicy).
+RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER, RESTART_EXIT_CODE = "Always", "OnFailure", "Never", "ExitCode"
+
+
+@dataclass(frozen=True, slots=True)
+class PodFailure:
+    """One failed replica pod, and why: the job's failure message is made of these."""
+
+    pod: str
+    replica_type: str
+    index: int
+    exit_code: int | None   # of the framework's container (else the first that failed); None if none terminated
+    reason: str             # e.g. OOMKilled, Error, Evicted
+    message: str = ""
+
+    def describe(self) -> str:
+        """``job-worker-0 exited with code 137 (OOMKilled)``, or ``job-worker-1 failed (Evicted: <message>)``."""
+        if self.exit_code is not None:
+            return f"{self.pod} exited with code {self.exit_code}" + (f" ({self.reason})" if self.reason else "")
+        detail = ": ".join(part for part in (self.reason, self.message) if part)
+        return f"{self.pod} failed" + (f" ({detail})" if detail else "")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """One replica type as its pods show it: counts, and the failures that count against the job."""
+
+    counts: ReplicaCounts = field(default_factory=ReplicaCounts)
+    failures: tuple[PodFailure, ...] = ()
+
+
+def phase(pod: dict[str, Any]) -> str:
+    return (pod.get("status") or {}).get("phase") or PENDING
+
+
+def is_deleting(obj: dict[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def count_pods(pods: Iterable[dict[str, Any]]) -> ReplicaCounts:
+    active = succeeded = failed = 0
+    for pod in pods:
+        current = phase(pod)
+        if current == RUNNING:
+            if is_deleting(pod):
+                failed += 1
+            else:
+                active += 1
+        elif current == SUCCEEDED:
+            succeeded += 1
+        elif current == FAILED:
+            failed += 1
+    return ReplicaCounts(active, succeeded, failed)
+
+
+def terminated_state(pod: dict[str, Any], container: str) -> dict[str, Any] | None:
+    """The ``state.terminated`` of ``container``, if it has terminated."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if isinstance(status, dict) and status.get("name") == container:
+            terminated = (status.get("state") or {}).get("terminated")
+            return terminated if isinstance(terminated, dict) else None
+    return None
+
+
+def failure_of(pod: dict[str, Any], replica_type: str, index: int, container: str) -> PodFailure:
+    """Why ``pod`` failed: its framework container's exit code and reason, else the first container that exited
+    non-zero, else the pod's own reason (an evicted pod has no terminated container)."""
+    name = (pod.get("metadata") or {}).get("name") or ""
+    terminated = terminated_state(pod, container)
+    if terminated is None:
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            state = ((status or {}).get("state") or {}).get("terminated")
+            if isinstance(state, dict) and state.get("exitCode"):
+                terminated = state
+                break
+    if terminated is not None and isinstance(terminated.get("exitCode"), int):
+        return PodFailure(name, replica_type, index, terminated["exitCode"], terminated.get("reason") or "",
+                          terminated.get("message") or "")
+    status = pod.get("status") or {}
+    return PodFailure(name, replica_type, index, None, status.get("reason") or "", status.get("message") or "")
+
+
+def fails_the_job(restart_policy: str, pod: dict[str, Any]) -> bool:
+    """Whether this pod's state is a failure of its replica that the job cannot recover from.
+
+    For now: a Failed pod whose replica does not restart it (``Never``, and ``ExitCode``, whose pods run with
+    ``Never``). Restarts (``ExitCode`` with a retryable code, ``OnFailure``/``Always`` pods that failed anyway) are
+    decided here once the controller performs them.
+    """
+    return phase(pod) == FAILED and restart_policy in (RESTART_NEVER, RESTART_EXIT_CODE)
+
+
+def replica_state(pods_by_index: dict[int, dict[str, Any]], replica_type: str, restart_policy: str,
+                  container: str) -> ReplicaState:
+    """The state of one replica type from its pods (one per index)."""
+    failures = tuple(failure_of(pod, replica_type, index, container)
+                     for index, pod in sorted(pods_by_index.items()) if fails_the_job(restart_policy, pod))
+    return ReplicaState(count_pods(pods_by_index.values()), failures)
+
+
+def newly_exited(old: dict[str, Any], new: dict[str, Any], container: str) -> int | None:
+    """The exit code of ``container`` if it terminated between ``old`` and ``new`` (None otherwise), so an
+    ``ExitedWithCode`` event is recorded once per termination, not on every reconcile."""
+    after = terminated_state(new, container)
+    if after is None or not isinstance(after.get("exitCode"), int):
+        return None
+    before = terminated_state(old, container)
+    if before is not None and before.get("exitCode") == after.get("exitCode") \
+            and before.get("finishedAt") == after.get("finishedAt"):
+        return None
+    return after["exitCode"]

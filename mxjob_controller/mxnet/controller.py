@@ -1,0 +1,165 @@
+"""The MXJob controller: informers, event handlers, work queue, workers and reconciler, assembled.
+
+    controller = MXJobController(client, ControllerOptions(namespaces=("team-a",), threadiness=4,
+                                                             registry=registry)).start()
+    ...
+    controller.stop(deadline=30)
+
+What it watches (per namespace, or cluster-wide when ``namespaces`` is None):
+- MXJobs, as ``kubeflow.org/v1`` (both served versions are one store);
+- pods and services labelled ``training.kubeflow.org/operator-name=mxjob-controller`` (ours), and those carrying
+  only the legacy ``group-name=kubeflow.org`` labels (the old operator's, to adopt). The selectors go to the API
+  server, so nobody else's pods are transferred or cached; both caches are indexed by controller UID.
+
+:meth:`MXJobController.start` returns once every cache has its initial list and the workers run (a reconcile
+before that would see children missing and try to create them again). :meth:`MXJobController.stop` stops taking
+work, lets in-flight reconciles finish, writes queued events and stops every thread, all within one deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from mxjob_controller.core.caches import JobCaches
+from mxjob_controller.core.child_control import POD, SERVICE, ChildKind
+from mxjob_controller.core.framework import Framework
+from mxjob_controller.core.handlers import ChildHandlers, JobHandlers
+from mxjob_controller.core.labels import legacy_selector, owned_selector
+from mxjob_controller.core.metrics import JobMetrics
+from mxjob_controller.core.reconciler import JobReconciler, ReconcilerOptions
+from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.mxnet.framework import MXNetFramework
+from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller_uid_index
+from mxjob_controller.runtime.client import Client
+from mxjob_controller.runtime.clock import Clock
+from mxjob_controller.runtime.controller import Controller
+from mxjob_controller.runtime.events import NORMAL, EventRecorder, ObjectReference
+from mxjob_controller.runtime.expectations import ControllerExpectations
+from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
+from mxjob_controller.runtime.informer_factory import SharedInformerFactory
+from mxjob_controller.runtime.workqueue import RateLimitingQueue
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME = "mxjob-controller"
+EXITED_WITH_CODE = "ExitedWithCode"
+
+
+class CacheSyncTimeoutError(RuntimeError):
+    """The caches did not get their initial lists in time (is the MXJob CRD installed? RBAC?)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerOptions:
+    namespaces: Sequence[str] | None = None      # None: every namespace
+    threadiness: int = 1                         # reconcile workers
+    resync_period: float = 10 * 3600.0           # every job reconciled at least this often (controller-runtime's)
+    registry: CollectorRegistry | None = None    # job, queue and controller metrics; a private one when None
+    clock: Clock | None = None                   # the work queue's and the expectations' time
+    wall: Callable[[], float] = time.time        # the time written into status and events
+    write_threads: int = 8                       # bound on concurrent child writes, all jobs together
+    blocked_retry: float = 30.0                  # re-check of a child name held by an object the job does not control
+    cache_sync_timeout: float = 60.0             # longest wait in start() for the initial lists
+    trace_path: str | os.PathLike[str] | None = None   # a JSON line per reconcile (runtime.reconcile_trace)
+
+
+class MXJobController:
+    def __init__(self, client: Client, options: ControllerOptions | None = None,
+                 framework: Framework | None = None) -> None:
+        self.options = options = options or ControllerOptions()
+        self.framework = framework = framework or MXNetFramework()
+        self.registry = options.registry or CollectorRegistry(auto_describe=True)
+        self.expectations = ControllerExpectations(clock=options.clock)
+        self.recorder = EventRecorder(client, framework.operator_name, wall=options.wall)
+        self.metrics = JobMetrics(self.registry, framework.framework_name)
+        self.pool = WritePool(f"{CONTROLLER_NAME}-writes", options.write_threads)
+        self.factory = SharedInformerFactory(client, transform=drop_managed_fields)
+        # Children caches per kind: ours (operator-name label) and the old operator's (legacy labels only).
+        self._owned: dict[ChildKind, list[SharedInformer]] = {POD: [], SERVICE: []}
+        self._legacy: dict[ChildKind, list[SharedInformer]] = {POD: [], SERVICE: []}
+        self.caches = self._informers(options.namespaces)
+        self.reconciler = JobReconciler(framework, client, self.caches, self.expectations, self.recorder,
+                                        self.metrics, self.pool, ReconcilerOptions(blocked_retry=options.blocked_retry),
+                                        wall=options.wall)
+        self.controller = Controller(CONTROLLER_NAME, self.reconciler, workers=options.threadiness,
+                                     registry=self.registry, clock=options.clock, trace_path=options.trace_path)
+        self._register_handlers()
+
+    @property
+    def queue(self) -> RateLimitingQueue:
+        return self.controller.queue
+
+    # --- assembly ---------------------------------------------------------------------------------------
+
+    def _informers(self, namespaces: Sequence[str] | None) -> JobCaches:
+        scopes: Sequence[str | None] = tuple(namespaces) if namespaces else (None,)
+        indexers = {CONTROLLER_UID_INDEX: controller_uid_index}
+        jobs: list[SharedInformer] = []
+        for namespace in scopes:
+            jobs.append(self.factory.informer(self.framework.resource, namespace=namespace,
+                                              resync_period=self.options.resync_period))
+            for kind in (POD, SERVICE):
+                self._owned[kind].append(self.factory.informer(
+                    kind.resource, namespace=namespace, label_selector=owned_selector(self.framework.operator_name),
+                    resync_period=0, indexers=indexers))
+                self._legacy[kind].append(self.factory.informer(
+                    kind.resource, namespace=namespace, label_selector=legacy_selector(self.framework.group_label),
+                    resync_period=0, indexers=indexers))
+        return JobCaches(jobs, self._owned[POD] + self._legacy[POD], self._owned[SERVICE] + self._legacy[SERVICE])
+
+    def _register_handlers(self) -> None:
+        enqueue = self.controller.queue.add
+        job_handlers = JobHandlers(enqueue)
+        for informer in self.caches.jobs:
+            informer.add_handler(job_handlers.on_add, job_handlers.on_update, job_handlers.on_delete)
+        for kind in (POD, SERVICE):
+            for legacy, informers in ((False, self._owned[kind]), (True, self._legacy[kind])):
+                handlers = ChildHandlers(
+                    kind=self.framework.resource.kind, group=self.framework.resource.group,
+                    resolve_job=self.caches.job, enqueue=enqueue,
+                    expectations=None if legacy else self.expectations, expectation_key=kind.expectation_key,
+                    container=self.framework.default_container, on_exit=self._exited if kind is POD else None)
+                for informer in informers:
+                    informer.add_handler(handlers.on_add, handlers.on_update, handlers.on_delete)
+
+    def _exited(self, job: dict, pod: dict, code: int) -> None:
+        meta = pod.get("metadata") or {}
+        self.recorder.event(ObjectReference.of(job, self.framework.resource.api_version, self.framework.resource.kind),
+                            NORMAL, EXITED_WITH_CODE,
+                            f"Pod: {meta.get('namespace')}.{meta.get('name')} exited with code {code}")
+
+    # --- lifecycle --------------------------------------------------------------------------------------
+
+    def start(self) -> MXJobController:
+        """Start the informers, wait for their initial lists, then the workers; CacheSyncTimeoutError if the caches do
+        not sync within ``cache_sync_timeout`` (everything started is stopped again)."""
+        self.recorder.start()
+        self.pool.start()
+        self.factory.start()
+        if not self.factory.wait_for_cache_sync(self.options.cache_sync_timeout):
+            self.stop(10.0)
+            raise CacheSyncTimeoutError(f"caches not synced within {self.options.cache_sync_timeout:g}s")
+        self.controller.start()
+        log.info("MXJob controller started: %d workers, namespaces %s", self.options.threadiness,
+                 ", ".join(self.options.namespaces) if self.options.namespaces else "all")
+        return self
+
+    def stop(self, deadline: float = 30.0) -> bool:
+        """Stop within ``deadline`` seconds; False if some thread or queued event outlived it."""
+        end = time.monotonic() + deadline
+
+        def left() -> float:
+            return max(0.0, end - time.monotonic())
+
+        clean = self.controller.shutdown_with_drain(left())
+        clean = self.pool.stop(left()) and clean
+        clean = self.recorder.stop(left()) and clean
+        clean = self.factory.stop(left()) and clean
+        log.info("MXJob controller stopped%s", "" if clean else " (some threads outlived the deadline)")
+        return clean

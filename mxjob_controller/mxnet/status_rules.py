@@ -1,0 +1,48 @@
+"""When an MXJob runs, succeeds or fails, from its replicas' states. Pure.
+
+- The *deciding* type: the Tuner for an ``MXTune`` job; else the Scheduler when the job has one; else the Workers
+  (a worker-only job, e.g. BytePS or single-process training); else the Tuner.
+- Running: some replica of the deciding type is running.
+- Succeeded: every replica of the deciding type succeeded (never with zero replicas: a worker-only job with no pods
+  yet is not a finished one, mxnet-operator #32); with ``successPolicy: AllWorkers`` a Scheduler's success also
+  needs every Worker's.
+- Failed: any replica failure the core counts against the job (it comes first: a job with a failed replica has
+  failed, whatever else finished).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mxjob_controller.api.constants import MODE_TUNE, SCHEDULER, SUCCESS_ALL_WORKERS, TUNER, WORKER
+from mxjob_controller.api.view import JobView
+from mxjob_controller.core.framework import Verdict
+from mxjob_controller.core.pod_status import ReplicaState
+
+
+def deciding_type(job: JobView) -> str:
+    if job.job_mode == MODE_TUNE:
+        return TUNER
+    for rtype in (SCHEDULER, WORKER):
+        if rtype in job.replicas:
+            return rtype
+    return TUNER
+
+
+def _all_succeeded(job: JobView, states: Mapping[str, ReplicaState], rtype: str) -> bool:
+    wanted = job.replicas[rtype].replicas if rtype in job.replicas else 0
+    state = states.get(rtype)
+    return wanted > 0 and state is not None and state.counts.succeeded >= wanted
+
+
+def decide(job: JobView, states: Mapping[str, ReplicaState]) -> Verdict:
+    failures = tuple(f for state in states.values() for f in state.failures)
+    if failures:
+        return Verdict(failures=failures)
+    rtype = deciding_type(job)
+    succeeded = _all_succeeded(job, states, rtype)
+    if succeeded and rtype == SCHEDULER and job.success_policy == SUCCESS_ALL_WORKERS and WORKER in job.replicas:
+        succeeded = _all_succeeded(job, states, WORKER)
+    state = states.get(rtype)
+    running = state is not None and state.counts.active > 0
+    return Verdict(running=running, succeeded=succeeded)

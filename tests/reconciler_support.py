@@ -1,0 +1,189 @@
+"""Helpers for the reconciler's end-to-end tests: an embedded API server serving MXJobs, the controller running
+in-process against it over HTTP, MXJob manifests, and reads of what the controller wrote (status, children,
+events, metrics, the server's audit log)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from mxjob_controller.api.crd import mxjob_crd
+from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController
+from mxjob_controller.runtime.client import Client, ClientConfig
+from mxjob_controller.runtime.reconcile_trace import read_trace
+from tests.kubelet_sim import KubeletSim
+from tests.support import Kube, wait_for
+
+DEADLINE = 30.0
+CONTROLLER_AGENT = "mxjob-controller/"   # the controller client's User-Agent prefix, for the audit log
+FRAMEWORK = {"framework": "mxnet"}
+
+
+def jobs_path(namespace: str, name: str = "") -> str:
+    path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs"
+    return f"{path}/{name}" if name else path
+
+
+def container(name: str = "mxnet", image: str = "mxjob/test:1", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "image": image, **extra}
+
+
+def replica(replicas: int, restart_policy: str = "Never", **template: Any) -> dict[str, Any]:
+    spec = {"containers": [container()]}
+    meta = template.pop("metadata", None)
+    spec.update(template)
+    body: dict[str, Any] = {"replicas": replicas, "restartPolicy": restart_policy, "template": {"spec": spec}}
+    if meta:
+        body["template"]["metadata"] = meta
+    return body
+
+
+def mxjob(name: str, namespace: str = "default", *, scheduler: int = 1, server: int = 1, worker: int = 1,
+          job_mode: str | None = None, restart_policy: str = "Never", **spec: Any) -> dict[str, Any]:
+    """An MXJob with the given replica counts (0 leaves a type out)."""
+    specs = {}
+    for rtype, count in (("Scheduler", scheduler), ("Server", server), ("Worker", worker)):
+        if count:
+            specs[rtype] = replica(count, restart_policy)
+    body_spec: dict[str, Any] = {"mxReplicaSpecs": specs, **spec}
+    if job_mode is not None:
+        body_spec["jobMode"] = job_mode
+    return {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": name, "namespace": namespace},
+            "spec": body_spec}
+
+
+class Harness:
+    """One embedded server with the MXJob CRD, controllers started on demand (and stopped at the end)."""
+
+    def __init__(self, apiserver: APIServer, kube: Kube, tmp_path: Path) -> None:
+        self.apiserver = apiserver
+        self.kube = kube
+        self.tmp_path = tmp_path
+        self.kubelet = KubeletSim(kube)
+        self.controllers: list[MXJobController] = []
+        self.clients: list[Client] = []
+        apiserver.create(mxjob_crd())
+        wait_for(lambda: kube.get(jobs_path("default")).ok, timeout=DEADLINE, what="the MXJob API served")
+
+    # --- the controller -----------------------------------------------------------------------------------
+
+    def start(self, *, threadiness: int = 1, namespaces: tuple[str, ...] | None = None,
+              registry: CollectorRegistry | None = None, **options: Any) -> MXJobController:
+        client = Client(ClientConfig(host=self.apiserver.url, qps=-1), component="mxjob-controller")
+        self.clients.append(client)
+        trace = self.tmp_path / f"trace-{len(self.controllers)}.jsonl"
+        controller = MXJobController(client, ControllerOptions(
+            namespaces=namespaces, threadiness=threadiness, registry=registry or CollectorRegistry(),
+            trace_path=trace, **options))
+        self.controllers.append(controller)
+        return controller.start()
+
+    def stop(self, controller: MXJobController) -> None:
+        assert controller.stop(20.0), "the controller did not stop cleanly"
+        self.controllers.remove(controller)
+
+    def close(self) -> None:
+        for controller in list(self.controllers):
+            controller.stop(20.0)
+        for client in self.clients:
+            client.close()
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def reconciles(controller: MXJobController, key: str, since: float = float("-inf")) -> int:
+        """How many reconciles of ``key`` that started after ``since`` (monotonic) have finished."""
+        path = controller.options.trace_path
+        if path is None or not Path(path).exists():
+            return 0
+        return sum(1 for record in read_trace(path) if record["key"] == key and record["start"] > since)
+
+    def settle(self, controller: MXJobController, key: str) -> None:
+        """Make the controller reconcile ``key`` once more (by touching the job) and wait until a reconcile that
+        started after the touch has finished."""
+        namespace, name = key.split("/")
+        since = time.monotonic()
+        self.patch_job(namespace, name, {"metadata": {"annotations": {"test/touch": str(since)}}})
+        wait_for(lambda: self.reconciles(controller, key, since) > 0, timeout=DEADLINE,
+                 what=f"a reconcile of {key}")
+
+    # --- jobs ---------------------------------------------------------------------------------------------
+
+    def create_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        namespace = body["metadata"].get("namespace", "default")
+        reply = self.kube.post(jobs_path(namespace), copy.deepcopy(body))
+        assert reply.status == 201, reply.body
+        return reply.body
+
+    def job(self, namespace: str, name: str) -> dict[str, Any]:
+        reply = self.kube.get(jobs_path(namespace, name))
+        assert reply.ok, reply.body
+        return reply.body
+
+    def patch_job(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        reply = self.kube.patch(jobs_path(namespace, name), patch)
+        assert reply.ok, reply.body
+        return reply.body
+
+    def conditions(self, namespace: str, name: str) -> dict[str, dict[str, Any]]:
+        return {c["type"]: c for c in (self.job(namespace, name).get("status") or {}).get("conditions") or []}
+
+    def wait_condition(self, namespace: str, name: str, ctype: str, status: str = "True",
+                       timeout: float = DEADLINE) -> dict[str, Any]:
+        def found() -> dict[str, Any] | None:
+            cond = self.conditions(namespace, name).get(ctype)
+            return cond if cond is not None and cond.get("status") == status else None
+        return wait_for(found, timeout=timeout, what=f"{namespace}/{name} {ctype}={status}")
+
+    # --- children -----------------------------------------------------------------------------------------
+
+    def children(self, resource: str, namespace: str, job: str) -> list[dict[str, Any]]:
+        reply = self.kube.get(f"/api/v1/namespaces/{namespace}/{resource}",
+                              labelSelector=f"training.kubeflow.org/job-name={job}")
+        assert reply.ok, reply.body
+        return sorted(reply.body["items"], key=lambda o: o["metadata"]["name"])
+
+    def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return self.children("pods", namespace, job)
+
+    def services(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return self.children("services", namespace, job)
+
+    def wait_children(self, namespace: str, job: str, count: int) -> list[dict[str, Any]]:
+        """Wait until the job has ``count`` pods and ``count`` services; the pods."""
+        return wait_for(lambda: len(self.services(namespace, job)) == count and (
+            pods if len(pods := self.pods(namespace, job)) == count else None),
+            timeout=DEADLINE, what=f"{count} pods and services of {namespace}/{job}")
+
+    def run_all(self, namespace: str, job: str) -> None:
+        for pod in self.pods(namespace, job):
+            self.kubelet.run(namespace, pod["metadata"]["name"])
+
+    # --- what the controller wrote ------------------------------------------------------------------------
+
+    def events(self, namespace: str, uid: str | None = None, reason: str | None = None) -> list[dict[str, Any]]:
+        reply = self.kube.get(f"/api/v1/namespaces/{namespace}/events")
+        assert reply.ok, reply.body
+        return [e for e in reply.body["items"]
+                if (uid is None or e["involvedObject"].get("uid") == uid)
+                and (reason is None or e.get("reason") == reason)]
+
+    def writes(self, verb: str, resource: str, since: float | None = None, **filters: Any) -> list[Any]:
+        """The controller's requests of one verb and resource, from the server's audit log."""
+        return self.apiserver.audit.records(verb=verb, resource=resource, user_agent=CONTROLLER_AGENT, since=since,
+                                            **filters)
+
+
+def metric(registry: CollectorRegistry, what: str, namespace: str = "default") -> float:
+    value = registry.get_sample_value(f"training_operator_jobs_{what}_total",
+                                      {"job_namespace": namespace, **FRAMEWORK})
+    return value or 0.0

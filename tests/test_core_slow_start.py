@@ -1,0 +1,113 @@
+"""Slow-start batches on the bounded write pool: doubling batch sizes, parallel within a batch, a stop at the
+first failing batch, a bound on concurrency, named threads, timeouts and a clean stop."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from mxjob_controller.core.slow_start import slow_start
+from mxjob_controller.core.write_pool import PoolStoppedError, WritePool
+
+
+@pytest.fixture
+def pool() -> Iterator[WritePool]:
+    p = WritePool("test-writes", 8).start()
+    yield p
+    assert p.stop(5.0)
+
+
+def ok(value: int) -> Callable[[], int]:
+    return lambda: value
+
+
+def boom(message: str) -> Callable[[], int]:
+    def run() -> int:
+        raise RuntimeError(message)
+    return run
+
+
+@pytest.mark.parametrize(("count", "batches"), [(0, []), (1, [1]), (3, [1, 2]), (7, [1, 2, 4]),
+                                                (10, [1, 2, 4, 3]), (20, [1, 2, 4, 8, 5])])
+def test_batches_double(pool: WritePool, count: int, batches: list[int]) -> None:
+    outcome = slow_start([ok(i) for i in range(count)], pool, timeout=5)
+    assert outcome.batches == batches and outcome.results == list(range(count)) and outcome.error is None
+
+
+def test_the_run_stops_after_the_first_failing_batch(pool: WritePool) -> None:
+    ran: list[int] = []
+    lock = threading.Lock()
+
+    def task(i: int) -> Callable[[], int]:
+        def run() -> int:
+            with lock:
+                ran.append(i)
+            if i == 4:
+                raise RuntimeError("quota exceeded")
+            return i
+        return run
+
+    outcome = slow_start([task(i) for i in range(10)], pool, timeout=5)
+    assert str(outcome.error) == "quota exceeded"
+    assert outcome.attempted == 7 and sorted(ran) == list(range(7))   # batches 1, 2, 4; tasks 7-9 never ran
+    assert outcome.results == [0, 1, 2, 3, 5, 6]
+
+
+def test_a_batch_runs_in_parallel_on_named_threads(pool: WritePool) -> None:
+    barrier = threading.Barrier(4, timeout=5)
+    names: set[str] = set()
+
+    def meet() -> str:
+        barrier.wait()   # only returns if all four run at once
+        names.add(threading.current_thread().name)
+        return "met"
+
+    outcome = slow_start([meet] * 4, pool, timeout=10, initial_batch=4)
+    assert outcome.error is None and outcome.results == ["met"] * 4
+    assert len(names) == 4 and all(n.startswith("test-writes-") for n in names)
+
+
+def test_the_pool_bounds_concurrency() -> None:
+    pool = WritePool("bounded", 2).start()
+    lock = threading.Lock()
+    running = peak = 0
+    release = threading.Event()
+
+    def task() -> None:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        release.wait(0.05)
+        with lock:
+            running -= 1
+
+    outcome = slow_start([task] * 8, pool, timeout=10, initial_batch=8)
+    assert outcome.error is None and peak == 2
+    assert pool.stop(5.0)
+
+
+def test_a_task_past_the_timeout_counts_as_failed(pool: WritePool) -> None:
+    release = threading.Event()
+    outcome = slow_start([lambda: release.wait(5)], pool, timeout=0.1)
+    release.set()
+    assert isinstance(outcome.error, TimeoutError)
+
+
+def test_stop_fails_queued_tasks_and_refuses_new_ones() -> None:
+    pool = WritePool("stopping", 1).start()
+    started, release = threading.Event(), threading.Event()
+    first = pool.submit(lambda: started.set() or release.wait(5))
+    assert started.wait(5)
+    queued = pool.submit(lambda: "never")
+    stopper = threading.Thread(target=pool.stop, args=(5.0,), name="test-stopper")
+    stopper.start()
+    assert queued.wait(5) and isinstance(queued.error, PoolStoppedError)
+    release.set()
+    stopper.join(5)
+    assert first.wait(5) and first.error is None
+    late = pool.submit(lambda: "late")
+    assert late.done and isinstance(late.error, PoolStoppedError)
+    assert not any(t.name.startswith("stopping-") and t.is_alive() for t in threading.enumerate())

@@ -1,0 +1,124 @@
+"""The event recorder against the embedded API server over HTTP: client-go's Event shape and names, repeats as
+PATCHes of one Event, re-creation of an Event deleted meanwhile, retries of server errors, a bounded queue that
+drops instead of blocking, and a stop that writes what is queued."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.runtime.client import Client, ClientConfig
+from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
+from tests.support import Kube
+
+JOB = ObjectReference("kubeflow.org/v1", "MXJob", "default", "my-job", "1234-uid", "7")
+DEADLINE = 20.0
+
+
+@pytest.fixture
+def client(apiserver: APIServer) -> Iterator[Client]:
+    c = Client(ClientConfig(host=apiserver.url, qps=-1), component="events-test", max_retries=0)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def recorder(client: Client) -> Iterator[EventRecorder]:
+    r = EventRecorder(client, "mxjob-controller", retry_delay=0.05).start()
+    yield r
+    r.stop(5.0)
+
+
+def events(kube: Kube, reason: str | None = None) -> list[dict]:
+    reply = kube.get("/api/v1/namespaces/default/events")
+    assert reply.ok, reply.body
+    return [e for e in reply.body["items"] if reason is None or e["reason"] == reason]
+
+
+def test_an_event_has_client_go_shape(kube: Kube, recorder: EventRecorder) -> None:
+    before = time.time()
+    assert recorder.event(JOB, NORMAL, "SuccessfulCreatePod", "Created pod: my-job-worker-0")
+    assert recorder.flush(DEADLINE)
+    [event] = events(kube)
+    assert re.fullmatch(r"my-job\.[0-9a-f]+", event["metadata"]["name"])
+    assert int(event["metadata"]["name"].split(".")[1], 16) / 1e9 >= before - 1
+    assert event["metadata"]["namespace"] == "default"
+    assert event["involvedObject"] == {"kind": "MXJob", "namespace": "default", "name": "my-job", "uid": "1234-uid",
+                                       "apiVersion": "kubeflow.org/v1", "resourceVersion": "7"}
+    assert (event["reason"], event["message"], event["type"], event["count"]) == (
+        "SuccessfulCreatePod", "Created pod: my-job-worker-0", "Normal", 1)
+    assert event["source"] == {"component": "mxjob-controller"}
+    assert event["reportingComponent"] == "mxjob-controller"
+    assert event["firstTimestamp"] == event["lastTimestamp"]
+
+
+def test_repeats_bump_the_count_of_one_event(apiserver: APIServer, kube: Kube, recorder: EventRecorder) -> None:
+    for _ in range(3):
+        recorder.event(JOB, WARNING, "FailedCreatePod", "Error creating: quota exceeded")
+    recorder.event(JOB, WARNING, "FailedCreatePod", "Error creating: another message")
+    assert recorder.flush(DEADLINE)
+    found = sorted(events(kube, "FailedCreatePod"), key=lambda e: e["message"])
+    assert [(e["message"], e["count"]) for e in found] == [
+        ("Error creating: another message", 1), ("Error creating: quota exceeded", 3)]
+    patches = apiserver.audit.records(verb="patch", resource="events", user_agent="mxjob-controller/")
+    assert len(patches) == 2
+
+
+def test_a_repeat_of_a_deleted_event_creates_it_again(kube: Kube, recorder: EventRecorder) -> None:
+    recorder.event(JOB, NORMAL, "MXJobRunning", "MXJob my-job is running.")
+    assert recorder.flush(DEADLINE)
+    [first] = events(kube)
+    assert kube.delete(f"/api/v1/namespaces/default/events/{first['metadata']['name']}").ok
+    recorder.event(JOB, NORMAL, "MXJobRunning", "MXJob my-job is running.")
+    assert recorder.flush(DEADLINE)
+    [again] = events(kube)
+    assert again["metadata"]["name"] == first["metadata"]["name"] and again["count"] == 2
+
+
+def test_server_errors_are_retried(apiserver: APIServer, kube: Kube, recorder: EventRecorder) -> None:
+    rule = apiserver.faults.add(FaultRule(verb="create", resource="events", code=500, count=2))
+    recorder.event(JOB, NORMAL, "ExitedWithCode", "Pod: default.my-job-worker-0 exited with code 0")
+    assert recorder.flush(DEADLINE)
+    assert rule.fired == 2
+    assert [e["reason"] for e in events(kube)] == ["ExitedWithCode"]
+
+
+def test_a_rejected_event_is_dropped_and_the_next_is_written(apiserver: APIServer, kube: Kube,
+                                                             recorder: EventRecorder) -> None:
+    rule = apiserver.faults.add(FaultRule(verb="create", resource="events", code=422, count=1))
+    recorder.event(JOB, NORMAL, "First", "refused by the server")
+    recorder.event(JOB, NORMAL, "Second", "written")
+    assert recorder.flush(DEADLINE)
+    assert rule.fired == 1
+    assert [e["reason"] for e in events(kube)] == ["Second"]
+
+
+def test_a_full_queue_drops_without_blocking(client: Client, kube: Kube) -> None:
+    recorder = EventRecorder(client, "mxjob-controller", queue_size=2)  # not started: nothing drains the queue
+    started = time.monotonic()
+    accepted = [recorder.event(JOB, NORMAL, "Reason", f"message {i}") for i in range(4)]
+    assert time.monotonic() - started < 1.0
+    assert accepted == [True, True, False, False] and recorder.dropped == 2
+    recorder.start()
+    assert recorder.stop(DEADLINE)
+    assert sorted(e["message"] for e in events(kube)) == ["message 0", "message 1"]
+
+
+def test_stop_writes_what_is_queued_then_refuses_more(client: Client, kube: Kube) -> None:
+    recorder = EventRecorder(client, "mxjob-controller").start()
+    for i in range(20):
+        recorder.event(JOB, NORMAL, f"Reason{i}", "queued before stop")
+    assert recorder.stop(DEADLINE)
+    assert len(events(kube)) == 20
+    assert not recorder.event(JOB, NORMAL, "Late", "after stop")
+    assert not any(t.name == "events-mxjob-controller" and t.is_alive() for t in threading.enumerate())
+
+
+def test_unknown_event_types_are_refused(recorder: EventRecorder) -> None:
+    assert not recorder.event(JOB, "Info", "Reason", "not a Kubernetes event type")
