@@ -145,11 +145,7 @@ class Store:
         okey = _okey(obj)
         with self._lock:
             objs = self._objects.get(key, {})
-            old = objs.get(okey)
-            if old is None:
-                raise Missing(okey)
-            if expect_rv is not None and old.rv != expect_rv:
-                raise Conflict(okey)
+            old = _expect(objs, okey, expect_rv)
             if _same_apart_from_rv(old.obj, obj):
                 return old
             entry = self._commit(key, obj)
@@ -164,11 +160,7 @@ class Store:
         """Remove an object; returns its last state with the deletion's resourceVersion."""
         with self._lock:
             objs = self._objects.get(key, {})
-            old = objs.get(okey)
-            if old is None:
-                raise Missing(okey)
-            if expect_rv is not None and old.rv != expect_rv:
-                raise Conflict(okey)
+            old = _expect(objs, okey, expect_rv)
             if expect_uid is not None and old.obj.get("metadata", {}).get("uid") != expect_uid:
                 raise Conflict(okey)
             final = dict(old.obj)
@@ -265,6 +257,16 @@ class Store:
                 for w in ws:
                     w.close(reason)
             self._watchers.clear()
+
+
+def _expect(objs: dict[ObjKey, Entry], okey: ObjKey, expect_rv: int | None) -> Entry:
+    """The stored entry a write replaces: Missing if absent, Conflict if not at ``expect_rv``."""
+    old = objs.get(okey)
+    if old is None:
+        raise Missing(okey)
+    if expect_rv is not None and old.rv != expect_rv:
+        raise Conflict(okey)
+    return old
 
 
 def _okey(obj: dict) -> ObjKey:
