@@ -33,9 +33,11 @@ crd: $(STAMP)
 wheel: $(STAMP)
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
-## image: build the container image (needs a Docker engine)
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' mxjob_controller/__init__.py)
+
+## image: build the container image (needs a Docker engine), tagged latest and with the version the manifests use
 image:
-	docker build -t mxjob-controller:latest .
+	docker build -t mxjob-controller:latest -t mxjob-controller:$(VERSION) .
 
 clean:
 	rm -rf $(VENV) dist build *.egg-info .mxjob-local

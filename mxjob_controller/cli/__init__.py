@@ -6,6 +6,7 @@ import click
 
 from mxjob_controller import __version__
 from mxjob_controller.cli.local import local
+from mxjob_controller.cli.run import run
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "MXJOB"})
@@ -15,5 +16,6 @@ def main() -> None:
 
 
 main.add_command(local)
+main.add_command(run)
 
 __all__ = ["main"]

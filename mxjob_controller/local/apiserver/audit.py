@@ -23,6 +23,7 @@ from typing import IO, Any
 from mxjob_controller.local.apiserver.http import Exchange
 
 DEFAULT_CAPACITY = 100_000
+_VERBS_WITH_SELECTORS = ("list", "watch", "deletecollection")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +41,23 @@ class AuditRecord:
     user_agent: str
     code: int
     elapsed: float        # seconds the server spent on it
+    # Selectors of list, watch and deletecollection (kube's RequestInfo keeps them for authorization: a list or watch
+    # with fieldSelector metadata.name=<n> is authorized as a request for the object <n>).
+    label_selector: str = ""
+    field_selector: str = ""
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["userAgent"] = d.pop("user_agent")
+        d["labelSelector"] = d.pop("label_selector")
+        d["fieldSelector"] = d.pop("field_selector")
         return d
+
+
+def _selectors(verb: str, query: dict[str, str]) -> dict[str, str]:
+    if verb not in _VERBS_WITH_SELECTORS:
+        return {}
+    return {"label_selector": query.get("labelSelector", ""), "field_selector": query.get("fieldSelector", "")}
 
 
 class AuditLog:
@@ -60,7 +73,8 @@ class AuditLog:
         record = AuditRecord(time=time.time() - elapsed, method=info.method, path=info.path, verb=info.verb,
                              group=info.group, version=info.version, resource=info.resource,
                              subresource=info.subresource, namespace=info.namespace, name=info.name,
-                             user_agent=info.user_agent, code=ex.code, elapsed=elapsed)
+                             user_agent=info.user_agent, code=ex.code, elapsed=elapsed,
+                             **_selectors(info.verb, ex.query))
         with self._lock:
             self._records.append(record)
             if self.path is not None:

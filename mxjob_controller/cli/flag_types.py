@@ -1,0 +1,100 @@
+"""Flag value types as the Go operators parse them, so a Deployment's ``args`` written for them keep working.
+
+- :class:`GoDuration`: Go's ``time.ParseDuration`` syntax (``12h``, ``1h30m``, ``90s``, ``500ms``; a bare number
+  other than ``0`` needs a unit), to seconds.
+- :func:`go_bool_option`: a boolean flag Go-style: ``--leader-elect``, ``--leader-elect=true``,
+  ``--json-log-format=false`` (click's own boolean flags refuse ``=value``).
+- :class:`NamespaceList`: one or more namespaces, repeated or comma/space separated, each a valid namespace name.
+- :class:`BindAddress`: ``[host]:port`` or ``0`` (off), checked with the endpoints' own parser.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from mxjob_controller.kube.names import dns1123_label_errors
+from mxjob_controller.runtime.endpoints import parse_bind_address
+
+# Go's unit table (time/format.go), in seconds.
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]+)")
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in ``text``, as Go's ``time.ParseDuration`` reads it; ValueError with Go's wording otherwise."""
+    original, s = text, text.strip()
+    sign = -1.0 if s.startswith("-") else 1.0
+    s = s[1:] if s[:1] in "+-" else s
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError(f'time: invalid duration "{original}"')
+    total, pos = 0.0, 0
+    while pos < len(s):
+        m = _PART.match(s, pos)
+        if m is None:
+            unit_missing = re.fullmatch(r"[\d.]+", s[pos:]) is not None
+            raise ValueError(f'time: missing unit in duration "{original}"' if unit_missing
+                             else f'time: invalid duration "{original}"')
+        whole, frac, unit = m.groups()
+        if not whole and not frac:
+            raise ValueError(f'time: invalid duration "{original}"')
+        if unit not in _UNITS:
+            raise ValueError(f'time: unknown unit "{unit}" in duration "{original}"')
+        total += float(f"{whole or 0}.{frac or 0}") * _UNITS[unit]
+        pos = m.end()
+    return sign * total
+
+
+class GoDuration(click.ParamType):
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        try:
+            seconds = parse_go_duration(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        if seconds < 0:
+            self.fail(f"{value!r} is negative", param, ctx)
+        return seconds
+
+
+class NamespaceList(click.ParamType):
+    """One flag occurrence → a tuple of namespace names (``a,b`` and ``"a b"`` are two)."""
+
+    name = "namespace"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        names = tuple(n for n in re.split(r"[\s,]+", str(value)) if n)
+        for name in names:
+            errors = dns1123_label_errors(name)
+            if errors:
+                self.fail(f"{name!r} is not a valid namespace name: {'; '.join(errors)}", param, ctx)
+        return names
+
+
+class BindAddress(click.ParamType):
+    name = "address"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            parse_bind_address(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        return str(value)
+
+
+def go_bool_option(*decls: str, default: bool, help: str, envvar: str | None = None,
+                   **kwargs: Any) -> Callable[[Any], Any]:
+    """A boolean option taking an optional ``=value``: bare means true, as Go's flag package does."""
+    return click.option(*decls, type=click.BOOL, is_flag=False, flag_value="true", default=default,
+                        show_default=True, metavar="[=BOOL]", help=help, envvar=envvar,
+                        show_envvar=envvar is not None, allow_from_autoenv=envvar is not None, **kwargs)

@@ -1,0 +1,216 @@
+"""``mxjob-controller run``: the operator, as a Deployment (or a person) runs it.
+
+Every flag can also be set by an environment variable named ``MXJOB_`` + the flag in upper case with ``-`` as ``_``
+(``--kube-api-qps`` ↔ ``MXJOB_KUBE_API_QPS``); the flag wins over the variable. The names are written out below
+(and shown by ``--help``), not derived from the command's name as click's ``auto_envvar_prefix`` would
+(``MXJOB_RUN_…``), so renaming or moving the command cannot silently rename them. The Go operators' flags
+``--controller-threads``, ``--resyc-period`` (sic) and ``--enable-gang-scheduling`` still work, with a warning.
+
+Exit codes: 0 after a graceful stop (SIGTERM/SIGINT); 1 when it cannot start (configuration, API server, missing
+CRD or RBAC, busy port) or lost its Lease; 2 for a bad flag value, reported on one line naming the flag. A second
+SIGTERM/SIGINT during the graceful stop exits 1 at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+import click
+from click.core import ParameterSource
+from prometheus_client import disable_created_metrics
+
+from mxjob_controller import __version__
+from mxjob_controller.cli.flag_types import BindAddress, GoDuration, NamespaceList, go_bool_option
+from mxjob_controller.kube.names import dns1123_label_errors, dns1123_subdomain_errors
+from mxjob_controller.logs import LEVELS, setup_logging
+from mxjob_controller.manager.settings import (
+    DEFAULT_BURST,
+    DEFAULT_LEASE_NAME,
+    DEFAULT_QPS,
+    DEFAULT_RESYNC_PERIOD,
+    RunSettings,
+    lease_namespace,
+)
+from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
+
+if TYPE_CHECKING:
+    from mxjob_controller.manager.process import Manager
+
+log = logging.getLogger(__name__)
+
+VOLCANO = "volcano"
+# Where the pod's service account is mounted (read for the Lease namespace and in-cluster credentials).
+service_account_dir = SERVICE_ACCOUNT_DIR
+
+
+class FlagError(click.UsageError):
+    """A usage error shown as one line (``mxjob-controller run: <what is wrong>``), exit code 2."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"mxjob-controller run: {self.format_message()}", err=True)
+
+
+class RunCommand(click.Command):
+    """Reports every usage error as one :class:`FlagError` line naming the flag (and its variable when the bad
+    value came from the environment)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.BadParameter as e:
+            raise FlagError(_describe(e), e.ctx) from None
+        except click.UsageError as e:
+            if isinstance(e, FlagError):
+                raise
+            raise FlagError(e.format_message().replace("\n", " "), e.ctx) from None
+
+
+def _describe(e: click.BadParameter) -> str:
+    param = e.param
+    if not isinstance(param, click.Option) or e.ctx is None:
+        return e.format_message().replace("\n", " ")
+    flag = max(param.opts, key=len)
+    source = e.ctx.get_parameter_source(param.name or "")
+    where = f" (from ${param.envvar})" if source is ParameterSource.ENVIRONMENT and param.envvar else ""
+    return f"invalid value for {flag}{where}: {e.message}".replace("\n", " ")
+
+
+def _deprecated(replacement: str) -> Any:
+    """A callback noting that a deprecated alias was used (logged as a warning once logging is set up)."""
+    def note(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None and ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE:
+            flag = max(param.opts, key=len)
+            ctx.meta.setdefault("deprecations", []).append(f"{flag} is deprecated: use {replacement}")
+            click.echo(f"mxjob-controller run: warning: {flag} is deprecated: use {replacement}", err=True)
+        return value
+    return note
+
+
+def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
+    """A flag and its environment variable (shown in ``--help``)."""
+    return click.option(flag, *names, envvar=envvar, show_envvar=True, **kwargs)
+
+
+@click.command(cls=RunCommand, context_settings={"max_content_width": 120})
+@click.version_option(__version__, "--version", prog_name="mxjob-controller")
+@_option("--kubeconfig", "MXJOB_KUBECONFIG", default=None, metavar="PATH",
+         help="Kubeconfig file (default: $KUBECONFIG, the in-cluster service account, ~/.kube/config).")
+@_option("--master", "MXJOB_MASTER", default=None, metavar="URL",
+         help="API server URL; overrides the kubeconfig's server.")
+@_option("--namespace", "MXJOB_NAMESPACE", "namespaces", multiple=True, type=NamespaceList(),
+         help="Reconcile MXJobs in this namespace only; repeat (or separate with commas) for several. "
+              "Default: every namespace.")
+@_option("--threadiness", "MXJOB_THREADINESS", default=None, type=click.IntRange(min=1),
+         help="Reconcile worker threads (jobs reconciled at once).  [default: 1]")
+@click.option("--controller-threads", default=None, type=click.IntRange(min=1), allow_from_autoenv=False,
+              callback=_deprecated("--threadiness"), help="Deprecated alias of --threadiness (training-operator).")
+@_option("--metrics-bind-address", "MXJOB_METRICS_BIND_ADDRESS", default=":8080", show_default=True,
+         type=BindAddress(), help="Address of /metrics: [host]:port, or 0 to disable.")
+@_option("--health-probe-bind-address", "MXJOB_HEALTH_PROBE_BIND_ADDRESS", default=":8081", show_default=True,
+         type=BindAddress(), help="Address of /healthz and /readyz: [host]:port, or 0 to disable.")
+@go_bool_option("--leader-elect", default=False, envvar="MXJOB_LEADER_ELECT",
+                help="Run as one of several replicas: only the holder of the Lease reconciles.")
+@_option("--leader-election-id", "MXJOB_LEADER_ELECTION_ID", default=DEFAULT_LEASE_NAME, show_default=True,
+         help="Name of the Lease used for leader election.")
+@_option("--leader-election-namespace", "MXJOB_LEADER_ELECTION_NAMESPACE", default=None,
+         help="Namespace of the Lease. Default: $POD_NAMESPACE, else the service account's namespace, "
+              "else 'default'.")
+@_option("--kube-api-qps", "MXJOB_KUBE_API_QPS", default=DEFAULT_QPS, show_default=True, type=float,
+         help="Requests per second to the API server (client-side limit; negative: none).")
+@_option("--kube-api-burst", "MXJOB_KUBE_API_BURST", default=DEFAULT_BURST, show_default=True,
+         type=click.IntRange(min=1), help="Requests allowed in a burst above --kube-api-qps.")
+@_option("--resync-period", "MXJOB_RESYNC_PERIOD", default=None, type=GoDuration(),
+         help="Reconcile every MXJob at least this often, changed or not (Go duration: 12h, 30m; 0: never).  "
+              "[default: 12h]")
+@click.option("--resyc-period", default=None, type=GoDuration(), allow_from_autoenv=False,
+              callback=_deprecated("--resync-period"), help="Deprecated alias of --resync-period (mxnet-operator).")
+@_option("--gang-scheduler-name", "MXJOB_GANG_SCHEDULER_NAME", default=None,
+         help="Gang scheduling: 'volcano', or the scheduler name of scheduler-plugins. Default: off.")
+@go_bool_option("--enable-gang-scheduling", default=None, callback=_deprecated("--gang-scheduler-name=volcano"),
+                help="Deprecated: --enable-gang-scheduling=true means --gang-scheduler-name=volcano (mxnet-operator).")
+@go_bool_option("--json-log-format", default=True, envvar="MXJOB_JSON_LOG_FORMAT",
+                help="Log JSON lines; =false for readable text.")
+@_option("--log-level", "MXJOB_LOG_LEVEL", default="info", show_default=True,
+         type=click.Choice(LEVELS, case_sensitive=False), help="Least severe level logged.")
+@click.pass_context
+def run(ctx: click.Context, **flags: Any) -> None:
+    """Run the MXJob controller against a Kubernetes API server until SIGTERM or SIGINT."""
+    settings = build_settings(ctx, flags)
+    setup_logging(settings.log_level, settings.json_log_format)
+    # Series as Go operators expose them: no ``*_created`` sample beside every counter and histogram.
+    disable_created_metrics()
+    for note in ctx.meta.get("deprecations", []):
+        log.warning(note)
+    # Imported here: the controller (and all it imports) loads only for `run`, not for every other subcommand.
+    from mxjob_controller.manager.process import Manager  # noqa: PLC0415
+
+    manager = Manager(settings, service_account_dir=service_account_dir)
+    _handle_signals(manager)
+    sys.exit(manager.run())
+
+
+def build_settings(ctx: click.Context, flags: dict[str, Any]) -> RunSettings:
+    """Resolve aliases, cross-flag rules and the Lease namespace; :class:`FlagError` on a contradiction."""
+    threadiness = _one_of(flags, "threadiness", "controller_threads", "--threadiness", "--controller-threads", ctx)
+    resync = _one_of(flags, "resync_period", "resyc_period", "--resync-period", "--resyc-period", ctx)
+    gang = (flags["gang_scheduler_name"] or "").strip()
+    if gang.lower() == "none":
+        gang = ""
+    if flags["enable_gang_scheduling"]:
+        if gang and gang != VOLCANO:
+            raise FlagError(f"--enable-gang-scheduling means --gang-scheduler-name={VOLCANO}, which contradicts "
+                            f"--gang-scheduler-name={gang}", ctx)
+        gang = VOLCANO
+    if gang and gang != VOLCANO:
+        errors = dns1123_subdomain_errors(gang)
+        if errors:
+            raise FlagError(f"invalid value for --gang-scheduler-name: {gang!r} is not a valid scheduler name: "
+                            f"{'; '.join(errors)}", ctx)
+    lease_name = flags["leader_election_id"]
+    errors = dns1123_subdomain_errors(lease_name)
+    if errors:
+        raise FlagError(f"invalid value for --leader-election-id: {lease_name!r}: {'; '.join(errors)}", ctx)
+    flag_namespace = flags["leader_election_namespace"]
+    errors = dns1123_label_errors(flag_namespace) if flag_namespace else []
+    if errors:
+        raise FlagError(f"invalid value for --leader-election-namespace: {flag_namespace!r}: {'; '.join(errors)}",
+                        ctx)
+    namespace, _source = lease_namespace(flag_namespace, service_account_dir=service_account_dir)
+    namespaces = tuple(dict.fromkeys(n for group in flags["namespaces"] for n in group))
+    return RunSettings(
+        kubeconfig=flags["kubeconfig"] or None, master=flags["master"] or None, namespaces=namespaces,
+        threadiness=threadiness or 1, metrics_bind_address=flags["metrics_bind_address"],
+        health_probe_bind_address=flags["health_probe_bind_address"], leader_elect=bool(flags["leader_elect"]),
+        leader_election_id=lease_name, leader_election_namespace=namespace, kube_api_qps=flags["kube_api_qps"],
+        kube_api_burst=flags["kube_api_burst"], resync_period=DEFAULT_RESYNC_PERIOD if resync is None else resync,
+        gang_scheduler_name=gang, json_log_format=bool(flags["json_log_format"]),
+        log_level=flags["log_level"].lower())
+
+
+def _one_of(flags: dict[str, Any], name: str, alias: str, flag: str, alias_flag: str, ctx: click.Context) -> Any:
+    """The value of a flag or of its deprecated alias; both given is a contradiction unless they agree."""
+    value, old = flags[name], flags[alias]
+    if value is not None and old is not None and value != old:
+        raise FlagError(f"{alias_flag} (deprecated) and {flag} disagree: give {flag} only", ctx)
+    return value if value is not None else old
+
+
+def _handle_signals(manager: Manager) -> None:
+    """SIGTERM/SIGINT: a graceful stop; a second one while stopping: exit 1 at once."""
+    seen = threading.Event()
+
+    def handle(signum: int, _frame: Any) -> None:
+        if seen.is_set():
+            os._exit(1)
+        seen.set()
+        log.info("received %s: stopping", signal.Signals(signum).name)
+        manager.request_stop()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handle)

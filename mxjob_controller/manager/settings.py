@@ -1,0 +1,69 @@
+"""What ``mxjob-controller run`` was asked to do, validated and resolved: one frozen value the manager runs from.
+
+The command line (``cli/run.py``) builds it; nothing downstream reads flags or the environment again, except the
+one documented fallback chain for the Lease's namespace (:func:`lease_namespace`), which reads the pod's own
+environment and service-account mount.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
+
+DEFAULT_LEASE_NAME = "mxjob-controller"
+DEFAULT_RESYNC_PERIOD = 12 * 3600.0      # the Go mxnet-operator's DefaultResyncPeriod
+DEFAULT_QPS = 20.0                       # training-operator's --kube-api-qps
+DEFAULT_BURST = 30                       # training-operator's --kube-api-burst
+POD_NAMESPACE_ENV = "POD_NAMESPACE"      # set from the downward API by manifests/controller/deployment.yaml
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    kubeconfig: str | None = None
+    master: str | None = None
+    namespaces: tuple[str, ...] = ()            # empty: every namespace
+    threadiness: int = 1
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ":8081"
+    leader_elect: bool = False
+    leader_election_id: str = DEFAULT_LEASE_NAME
+    leader_election_namespace: str = ""         # resolved: never empty once built by the command line
+    kube_api_qps: float = DEFAULT_QPS
+    kube_api_burst: int = DEFAULT_BURST
+    resync_period: float = DEFAULT_RESYNC_PERIOD
+    gang_scheduler_name: str = ""               # "": off; "volcano"; anything else: scheduler-plugins
+    json_log_format: bool = True
+    log_level: str = "info"
+    shutdown_timeout: float = 8.0               # SIGTERM to exit, all included (the pod gets 15 s)
+
+    @property
+    def scope(self) -> str:
+        """How the logs name what is watched."""
+        return ", ".join(self.namespaces) if self.namespaces else "all namespaces"
+
+
+def lease_namespace(flag: str | None, env: Mapping[str, str] | None = None,
+                    service_account_dir: str = SERVICE_ACCOUNT_DIR) -> tuple[str, str]:
+    """The Lease's namespace and where it came from: ``--leader-election-namespace``, else ``$POD_NAMESPACE``, else
+    the mounted service account's ``namespace`` file, else ``default``.
+
+    Why not ``default`` first, as the Go mxnet-operator did: its lock then lived outside the operator's own
+    namespace, where its Role (and an admin's eyes) are.
+    """
+    if flag:
+        return flag, "--leader-election-namespace"
+    env = os.environ if env is None else env
+    if env.get(POD_NAMESPACE_ENV, "").strip():
+        return env[POD_NAMESPACE_ENV].strip(), f"${POD_NAMESPACE_ENV}"
+    path = os.path.join(service_account_dir, "namespace")
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = f.read().strip()
+    except OSError:
+        found = ""
+    if found:
+        return found, path
+    return "default", "the default"

@@ -1,0 +1,194 @@
+"""The end-to-end run, as a user does it: ``mxjob-controller local up`` and ``mxjob-controller run`` as separate
+processes, the install applied with ``kubectl apply -k``, an example MXJob submitted with ``kubectl``, a stand-in
+kubelet moving its pods, and the controller stopped with SIGTERM. Run from the checkout (``test_e2e_run.py``) and
+from an install of the wheel alone (``test_wheel.py``): the same steps, another ``mxjob-controller``.
+
+The run also walks the controller's rarer paths, so that its audit log exercises every permission the manifests
+grant: a pod and a service already holding wanted names (create → 409 → get → adopt by patching labels), a user
+deleting a Pending pod (recreated: the repeated event becomes a PATCH of its count), one injected conflict on the
+status write (re-read with a GET), a scale-down (pod and service deleted), a standby replica watching the Lease and
+taking over when the leader stops.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.kubelet_sim import KubeletSim
+from tests.manifests import INSTALL, INSTALL_NAMESPACE, ROOT, find, render
+from tests.run_process import UA_PREFIX, RunProcess, clean_env
+from tests.support import Kube, Kubectl, wait_for
+
+EXAMPLE = ROOT / "examples" / "mxjob-dist-train.yaml"
+JOB, NS = "mxnet-dist", "default"
+JOB_PATH = f"/apis/kubeflow.org/v1/namespaces/{NS}/mxjobs/{JOB}"
+OPERATOR_LABEL = "training.kubeflow.org/operator-name=mxjob-controller"
+STATUS_CONFLICT = "verb=patch,resource=mxjobs,subresource=status,code=409,count=1"
+
+
+@dataclass
+class Outcome:
+    audit: list[dict[str, Any]] = field(default_factory=list)     # every request the controller made
+    stop_seconds: list[float] = field(default_factory=list)       # SIGTERM to exit, per process
+    handover_seconds: float = 0.0
+    conditions: dict[str, str] = field(default_factory=dict)      # type → status, at the end
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
+
+
+def deployment_args() -> list[str]:
+    """The Deployment's own arguments, with the endpoints on free local ports (several processes, one host)."""
+    args = find(render("install"), "Deployment", "mxjob-controller")["spec"]["template"]["spec"]["containers"][0]
+    out = []
+    for arg in args["args"]:
+        flag = arg.split("=", 1)[0]
+        out.append(f"{flag}=127.0.0.1:0" if flag in ("--metrics-bind-address", "--health-probe-bind-address")
+                   else arg)
+    return out
+
+
+def conditions(kube: Kube) -> dict[str, str]:
+    status = kube.get(JOB_PATH).body.get("status") or {}
+    return {c["type"]: c["status"] for c in status.get("conditions") or ()}
+
+
+def pods(kube: Kube) -> dict[str, dict]:
+    items = kube.get(f"/api/v1/namespaces/{NS}/pods", labelSelector=OPERATOR_LABEL).body["items"]
+    return {p["metadata"]["name"]: p for p in items}
+
+
+def services(kube: Kube) -> set[str]:
+    items = kube.get(f"/api/v1/namespaces/{NS}/services", labelSelector=OPERATOR_LABEL).body["items"]
+    return {s["metadata"]["name"] for s in items}
+
+
+def children(pod_names: set[str]) -> set[str]:
+    return {f"{JOB}-{n}" for n in pod_names}
+
+
+def squatters(job: dict) -> list[dict]:
+    """A pod and a service with names the controller will want, controlled by the job, without its labels."""
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": JOB, "uid": job["metadata"]["uid"],
+             "controller": True, "blockOwnerDeletion": True}
+    meta = {"name": f"{JOB}-worker-1", "namespace": NS, "ownerReferences": [owner]}
+    return [{"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+             "spec": {"restartPolicy": "Never", "containers": [{"name": "mxnet", "image": "python:3.11-slim"}]}},
+            {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+             "spec": {"clusterIP": "None", "ports": [{"name": "mxjob-port", "port": 9091}],
+                      "selector": {"training.kubeflow.org/job-name": JOB}}}]
+
+
+def no_children_of(pid: int) -> bool:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            return False
+    return True
+
+
+def stop(proc: RunProcess, outcome: Outcome) -> None:
+    assert proc.proc is not None and no_children_of(proc.proc.pid), "the controller started a child process"
+    code, seconds = proc.stop(signal.SIGTERM)
+    outcome.stop_seconds.append(seconds)
+    outcome.outputs.append(proc.output())
+    assert code == 0, proc.output()
+    messages = [r["msg"] for r in proc.records()]
+    assert "stopped cleanly" in messages, proc.output()
+    assert not [m for m in messages if m.startswith("threads still running")], proc.output()
+
+
+def run_end_to_end(cli: Sequence[str], tmp_path: Path) -> Outcome:
+    """The whole scenario with ``cli`` as the ``mxjob-controller`` command; what was observed."""
+    outcome = Outcome()
+    kubeconfig, audit_log = tmp_path / "kubeconfig", tmp_path / "audit.jsonl"
+    env = clean_env()
+    up = subprocess.Popen([*cli, "local", "up", "--port", "0", "--kubeconfig-out", str(kubeconfig), "--audit-log",
+                           str(audit_log), "--fault", STATUS_CONFLICT], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
+    leader = standby = None
+    try:
+        wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=60, what="local up's kubeconfig")
+        assert up.poll() is None, up.communicate()
+        kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache")
+        kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+        kubectl.ok("apply", "-k", str(INSTALL), timeout=60)
+        kubectl.ok("create", "-f", str(EXAMPLE))
+        job = kube.get(JOB_PATH).body
+        for obj in squatters(job):
+            kubectl.ok("create", "-f", "-", input=json.dumps(obj))
+
+        run_env = {**env, "POD_NAMESPACE": INSTALL_NAMESPACE}   # as the Deployment's downward API sets it
+        args = [*cli, "run", "--kubeconfig", str(kubeconfig), *deployment_args()]
+        leader = RunProcess([], argv=args, env=run_env).start()
+        leader.wait_running(60)
+        standby = RunProcess([], argv=args, env=run_env).start()
+        standby.wait_log(lambda r: "attempting to acquire the lease" in r.get("msg", ""), what="the standby")
+
+        every = children({"scheduler-0", "server-0", "server-1", "worker-0", "worker-1"})
+        wait_for(lambda: set(pods(kube)) == every and services(kube) == every, timeout=30,
+                 what="5 pods and 5 services, the squatters adopted")
+        wait_for(lambda: conditions(kube).get("Created") == "True", timeout=30, what="Created")
+
+        # A user deletes a Pending pod: it is recreated under the same name.
+        first_uid = pods(kube)[f"{JOB}-worker-0"]["metadata"]["uid"]
+        kubectl.ok("delete", "pod", f"{JOB}-worker-0", "--wait=false")
+        wait_for(lambda: (p := pods(kube).get(f"{JOB}-worker-0")) and p["metadata"]["uid"] != first_uid,
+                 timeout=30, what="worker-0 recreated")
+
+        kubelet = KubeletSim(kube)
+        for name in every:
+            kubelet.run(NS, name)
+        wait_for(lambda: conditions(kube).get("Running") == "True", timeout=30, what="Running")
+
+        kubectl.ok("patch", "mxjob", JOB, "--type", "merge", "-p",
+                   json.dumps({"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 1}}}}))
+        fewer = every - {f"{JOB}-worker-1"}
+        wait_for(lambda: set(pods(kube)) == fewer and services(kube) == fewer, timeout=30,
+                 what="worker-1 and its service deleted")
+
+        kubelet.succeed(NS, f"{JOB}-scheduler-0")
+        wait_for(lambda: conditions(kube).get("Succeeded") == "True", timeout=30, what="Succeeded")
+        outcome.conditions = conditions(kube)
+        assert kube.get(JOB_PATH).body["status"].get("completionTime")
+
+        for path in ("/healthz", "/readyz"):
+            assert leader.get(path) == (200, "ok")
+        for what in ("created", "successful"):
+            outcome.metrics[what] = leader.metric(f"training_operator_jobs_{what}_total", job_namespace=NS,
+                                                  framework="mxnet")
+        outcome.metrics["standby_reconciles"] = standby.metric("controller_runtime_reconcile_total",
+                                                               result="success")
+
+        lease = f"/apis/coordination.k8s.io/v1/namespaces/{INSTALL_NAMESPACE}/leases/mxjob-controller"
+        first_holder = kube.get(lease).body["spec"]["holderIdentity"]
+        sent = time.monotonic()
+        stop(leader, outcome)
+        wait_for(lambda: kube.get(lease).body["spec"].get("holderIdentity") not in ("", first_holder), timeout=10,
+                 what="the standby holding the Lease")
+        outcome.handover_seconds = time.monotonic() - sent
+        standby.wait_running(30)
+        stop(standby, outcome)
+        kube.close()
+    finally:
+        for proc in (leader, standby):
+            if proc is not None:
+                proc.kill()
+        up.send_signal(signal.SIGTERM)
+        up.communicate(timeout=15)
+    assert up.returncode == 0
+    outcome.audit = [line for line in map(json.loads, audit_log.read_text().splitlines())
+                     if line["userAgent"].startswith(UA_PREFIX)]
+    return outcome
+

@@ -1,0 +1,273 @@
+"""``mxjob-controller run``'s flags: defaults, one environment variable per flag (named explicitly), the Go
+operators' deprecated aliases, Go syntax for booleans and durations, one-line errors naming the flag (exit 2), the
+Lease namespace fallback chain, and ``--version``.
+
+Parsing is tested through the real click command (``make_context``) and ``build_settings``; exit codes and the
+one-line rule through the real process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+import pytest
+
+from mxjob_controller import __version__
+from mxjob_controller.cli import flag_types
+from mxjob_controller.cli.flag_types import parse_go_duration
+from mxjob_controller.cli.run import FlagError, build_settings
+from mxjob_controller.manager.settings import RunSettings, lease_namespace
+from tests.run_process import clean_env
+
+
+def env(flag: str) -> str:
+    """The documented convention: ``MXJOB_`` + the flag in capitals, ``-`` as ``_``."""
+    return "MXJOB_" + flag.upper().replace("-", "_")
+
+
+# The module (``mxjob_controller.cli.run`` the attribute is the click command the package re-exports).
+run_cli = importlib.import_module("mxjob_controller.cli.run")
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch, tmp_path):
+    """No MXJOB_* or POD_NAMESPACE from the caller, and no service-account mount."""
+    for name in list(os.environ):
+        if name.startswith("MXJOB_") or name == "POD_NAMESPACE":
+            monkeypatch.delenv(name)
+    monkeypatch.setattr(run_cli, "service_account_dir", str(tmp_path / "no-service-account"))
+
+
+def settings(*args: str) -> RunSettings:
+    ctx = run_cli.run.make_context("run", list(args))
+    return build_settings(ctx, ctx.params)
+
+
+def deprecations(*args: str) -> list[str]:
+    ctx = run_cli.run.make_context("run", list(args))
+    return ctx.meta.get("deprecations", [])
+
+
+def error(*args: str) -> str:
+    with pytest.raises(FlagError) as info:
+        settings(*args)
+    message = info.value.format_message()
+    assert "\n" not in message
+    return message
+
+
+def test_defaults_are_upstream_s():
+    s = settings()
+    assert asdict(s) == asdict(RunSettings(leader_election_namespace="default"))
+    assert (s.metrics_bind_address, s.health_probe_bind_address) == (":8080", ":8081")
+    assert (s.threadiness, s.resync_period, s.json_log_format, s.leader_elect) == (1, 12 * 3600.0, True, False)
+    assert (s.kube_api_qps, s.kube_api_burst, s.leader_election_id) == (20.0, 30, "mxjob-controller")
+    assert s.namespaces == () and s.gang_scheduler_name == ""
+
+
+# flag, environment value, attribute, expected value
+ENV_CASES = [
+    ("kubeconfig", "/etc/kube/config", "kubeconfig", "/etc/kube/config"),
+    ("master", "https://10.0.0.1:6443", "master", "https://10.0.0.1:6443"),
+    ("namespace", "team-a team-b", "namespaces", ("team-a", "team-b")),
+    ("threadiness", "4", "threadiness", 4),
+    ("metrics-bind-address", "127.0.0.1:9090", "metrics_bind_address", "127.0.0.1:9090"),
+    ("health-probe-bind-address", "0", "health_probe_bind_address", "0"),
+    ("leader-elect", "true", "leader_elect", True),
+    ("leader-election-id", "my-lease", "leader_election_id", "my-lease"),
+    ("leader-election-namespace", "ops", "leader_election_namespace", "ops"),
+    ("kube-api-qps", "50.5", "kube_api_qps", 50.5),
+    ("kube-api-burst", "100", "kube_api_burst", 100),
+    ("resync-period", "30m", "resync_period", 1800.0),
+    ("gang-scheduler-name", "volcano", "gang_scheduler_name", "volcano"),
+    ("json-log-format", "false", "json_log_format", False),
+    ("log-level", "DEBUG", "log_level", "debug"),
+]
+
+
+def test_every_flag_is_listed_here_with_its_variable():
+    documented = {f"--{flag}" for flag, *_ in ENV_CASES}
+    options = {max(p.opts, key=len): p for p in run_cli.run.params if isinstance(p, click.Option)}
+    with_env = {flag for flag, p in options.items() if p.envvar}
+    assert with_env == documented
+    assert {flag: options[flag].envvar for flag in documented} == {flag: env(flag[2:]) for flag in documented}
+    assert env("kube-api-qps") == "MXJOB_KUBE_API_QPS"
+    deprecated = {"--controller-threads", "--resyc-period", "--enable-gang-scheduling"}
+    assert set(options) - with_env == deprecated | {"--version"}
+    assert all(not options[f].envvar and not options[f].allow_from_autoenv for f in deprecated)
+
+
+@pytest.mark.parametrize(("flag", "value", "attr", "expected"), ENV_CASES, ids=[c[0] for c in ENV_CASES])
+def test_each_flag_reads_its_environment_variable(monkeypatch, flag, value, attr, expected):
+    monkeypatch.setenv(env(flag), value)
+    assert getattr(settings(), attr) == expected
+
+
+def test_a_flag_wins_over_its_variable(monkeypatch):
+    monkeypatch.setenv("MXJOB_THREADINESS", "4")
+    monkeypatch.setenv("MXJOB_JSON_LOG_FORMAT", "false")
+    s = settings("--threadiness", "2", "--json-log-format")
+    assert (s.threadiness, s.json_log_format) == (2, True)
+
+
+def test_the_command_prefix_is_not_used_for_variables(monkeypatch):
+    monkeypatch.setenv("MXJOB_RUN_THREADINESS", "7")          # what click's auto prefix would have read
+    monkeypatch.setenv("MXJOB_RUN_CONTROLLER_THREADS", "7")
+    assert settings().threadiness == 1
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ((), False), (("--leader-elect",), True), (("--leader-elect=true",), True), (("--leader-elect=false",), False),
+    (("--leader-elect", "--threadiness", "2"), True), (("--leader-elect=0",), False), (("--leader-elect=True",), True),
+])
+def test_booleans_take_go_syntax(args, expected):
+    assert settings(*args).leader_elect is expected
+
+
+def test_json_log_format_false_is_text():
+    assert settings("--json-log-format=false").json_log_format is False
+    assert settings("--json-log-format").json_log_format is True
+
+
+def test_namespaces_repeat_and_split_and_dedupe():
+    assert settings("--namespace", "a", "--namespace", "b,c", "--namespace", "a").namespaces == ("a", "b", "c")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("0", 0.0), ("12h", 43200.0), ("1h30m", 5400.0), ("90s", 90.0), ("1.5h", 5400.0), ("500ms", 0.5),
+    ("2h45m10.5s", 9910.5), ("+5m", 300.0), ("1us", 1e-6), ("1µs", 1e-6), (".5s", 0.5),
+])
+def test_durations_parse_as_go_does(text, seconds):
+    assert parse_go_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("30", 'time: missing unit in duration "30"'), ("", 'time: invalid duration ""'),
+    ("5d", 'time: unknown unit "d" in duration "5d"'), ("h", 'time: invalid duration "h"'),
+    ("1h-5m", 'time: unknown unit "h-" in duration "1h-5m"'),
+])
+def test_bad_durations_get_go_s_message(text, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        parse_go_duration(text)
+
+
+def test_deprecated_aliases_work_and_warn():
+    assert settings("--controller-threads", "3").threadiness == 3
+    assert deprecations("--controller-threads", "3") == ["--controller-threads is deprecated: use --threadiness"]
+    assert settings("--resyc-period", "1h").resync_period == 3600.0
+    assert deprecations("--resyc-period", "1h") == ["--resyc-period is deprecated: use --resync-period"]
+    assert settings("--enable-gang-scheduling").gang_scheduler_name == "volcano"
+    assert settings("--enable-gang-scheduling=true").gang_scheduler_name == "volcano"
+    assert settings("--enable-gang-scheduling=false").gang_scheduler_name == ""
+    assert deprecations("--enable-gang-scheduling") == [
+        "--enable-gang-scheduling is deprecated: use --gang-scheduler-name=volcano"]
+    assert deprecations("--threadiness", "3") == []
+    assert settings("--threadiness", "3", "--controller-threads", "3").threadiness == 3   # agreeing: fine
+
+
+def test_gang_scheduler_names():
+    assert settings("--gang-scheduler-name", "none").gang_scheduler_name == ""
+    assert settings("--gang-scheduler-name", "scheduler-plugins-scheduler").gang_scheduler_name == \
+        "scheduler-plugins-scheduler"
+    assert settings("--gang-scheduler-name", "volcano", "--enable-gang-scheduling").gang_scheduler_name == "volcano"
+
+
+# arguments → what the one-line error must contain
+BAD = [
+    (("--threadiness", "0"), "invalid value for --threadiness: 0 is not in the range x>=1."),
+    (("--threadiness", "many"), "invalid value for --threadiness: 'many' is not a valid integer range."),
+    (("--controller-threads", "0"), "invalid value for --controller-threads:"),
+    (("--kube-api-qps", "fast"), "invalid value for --kube-api-qps: 'fast' is not a valid float."),
+    (("--kube-api-burst", "0"), "invalid value for --kube-api-burst:"),
+    (("--resync-period", "30"), 'invalid value for --resync-period: time: missing unit in duration "30"'),
+    (("--resyc-period", "-1h"), "invalid value for --resyc-period: '-1h' is negative"),
+    (("--metrics-bind-address", "8080"), "invalid value for --metrics-bind-address: bind address '8080'"),
+    (("--health-probe-bind-address", "::1:8081"), "invalid value for --health-probe-bind-address:"),
+    (("--namespace", "Team_A"), "invalid value for --namespace: 'Team_A' is not a valid namespace name"),
+    (("--leader-elect=maybe",), "invalid value for --leader-elect: 'maybe' is not a valid boolean"),
+    (("--json-log-format=nope",), "invalid value for --json-log-format:"),
+    (("--log-level", "trace"), "invalid value for --log-level: 'trace' is not one of"),
+    (("--leader-election-id", "Bad_Name"), "invalid value for --leader-election-id: 'Bad_Name'"),
+    (("--leader-election-namespace", "a.b"), "invalid value for --leader-election-namespace: 'a.b'"),
+    (("--gang-scheduler-name", "Not Valid"), "invalid value for --gang-scheduler-name: 'Not Valid'"),
+    (("--gang-scheduler-name", "kube-batch", "--enable-gang-scheduling"),
+     "--enable-gang-scheduling means --gang-scheduler-name=volcano, which contradicts"),
+    (("--threadiness", "2", "--controller-threads", "3"),
+     "--controller-threads (deprecated) and --threadiness disagree"),
+    (("--no-such-flag",), "No such option '--no-such-flag'."),
+    (("--threadiness",), "Option '--threadiness' requires an argument."),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_values_get_one_line_naming_the_flag(args, expected):
+    assert expected in error(*args)
+
+
+def test_a_bad_variable_is_named(monkeypatch):
+    monkeypatch.setenv("MXJOB_THREADINESS", "zero")
+    assert error().startswith("invalid value for --threadiness (from $MXJOB_THREADINESS): 'zero'")
+
+
+def run_command(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mxjob_controller", "run", *args], capture_output=True, text=True,
+                          timeout=60, env=clean_env(), check=False)
+
+
+def test_the_process_exits_2_with_one_line():
+    for args in (["--threadiness", "0"], ["--bogus"], ["--resync-period=1y"]):
+        done = run_command(*args)
+        assert done.returncode == 2, done
+        assert done.stdout == ""
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("mxjob-controller run: "), done.stderr
+    assert "--threadiness" in run_command("--threadiness", "0").stderr
+
+
+def test_the_deprecation_warning_is_printed_by_the_process(tmp_path):
+    missing = tmp_path / "nope"
+    done = run_command("--controller-threads", "2", "--kubeconfig", str(missing))
+    assert "mxjob-controller run: warning: --controller-threads is deprecated: use --threadiness" in done.stderr
+    assert done.returncode == 1   # then it goes on, and fails on the missing kubeconfig
+    assert f"kubeconfig {missing} does not exist" in done.stderr
+
+
+def test_version():
+    for args in (["run", "--version"], ["--version"]):
+        done = subprocess.run([sys.executable, "-m", "mxjob_controller", *args], capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert (done.returncode, done.stdout) == (0, f"mxjob-controller, version {__version__}\n")
+
+
+def test_lease_namespace_falls_back_in_order(tmp_path: Path):
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    assert lease_namespace("flagged", {"POD_NAMESPACE": "pod-ns"}, str(sa)) == \
+        ("flagged", "--leader-election-namespace")
+    assert lease_namespace(None, {"POD_NAMESPACE": "pod-ns"}, str(sa)) == ("pod-ns", "$POD_NAMESPACE")
+    assert lease_namespace(None, {}, str(sa)) == ("default", "the default")
+    (sa / "namespace").write_text("from-sa\n")
+    assert lease_namespace(None, {}, str(sa)) == ("from-sa", str(sa / "namespace"))
+    assert lease_namespace(None, {"POD_NAMESPACE": " "}, str(sa))[0] == "from-sa"
+    assert lease_namespace("", {"POD_NAMESPACE": "pod-ns"}, str(sa))[0] == "pod-ns"
+
+
+def test_the_command_uses_the_fallback_chain(monkeypatch, tmp_path):
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    (sa / "namespace").write_text("kubeflow")
+    monkeypatch.setattr(run_cli, "service_account_dir", str(sa))
+    assert settings().leader_election_namespace == "kubeflow"
+    monkeypatch.setenv("POD_NAMESPACE", "pod-ns")
+    assert settings().leader_election_namespace == "pod-ns"
+    assert settings("--leader-election-namespace", "ops").leader_election_namespace == "ops"
+
+
+def test_bind_address_type_reuses_the_endpoints_parser():
+    assert flag_types.BindAddress().convert("[::1]:8080", None, None) == "[::1]:8080"

@@ -1,0 +1,195 @@
+"""``manifests/``: every overlay and component renders with ``kubectl kustomize``; every rendered built-in object
+passes ``kubernetes-validate --strict`` for the Kubernetes version we serve; the Deployment is hardened as the
+issue asks and its arguments are flags ``run`` accepts; no ``*`` anywhere in RBAC; and ``kubectl apply -k
+manifests/install`` against ``mxjob-controller local up`` is accepted and stores valid objects."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from mxjob_controller import __version__
+from mxjob_controller.cli.run import run as run_command
+from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
+from tests.manifests import INSTALL_NAMESPACE, MANIFESTS, find, kustomizations, render, render_text
+from tests.support import Kubectl, wait_for
+
+OVERLAYS = ["components/gang-scheduling", "components/servicemonitor", "controller", "crd", "install",
+            "overlays/gang-scheduling", "overlays/high-availability", "overlays/servicemonitor", "rbac"]
+NOT_BUILT_IN = {("monitoring.coreos.com/v1", "ServiceMonitor")}   # CRD kinds: no schema of Kubernetes' own
+RULE_FIELDS = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
+
+
+def test_the_tree_is_what_these_tests_cover():
+    assert kustomizations() == OVERLAYS
+
+
+@pytest.mark.parametrize("directory", OVERLAYS)
+def test_every_overlay_renders_and_every_built_in_object_validates_strictly(directory):
+    docs = render(directory)
+    assert docs
+    for doc in docs:
+        if (doc["apiVersion"], doc["kind"]) in NOT_BUILT_IN:
+            continue
+        try:
+            kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            raise AssertionError(f"manifests/{directory}: {doc['kind']}/{doc['metadata']['name']}: {e}") from None
+
+
+@pytest.mark.parametrize("directory", OVERLAYS)
+def test_no_wildcard_anywhere(directory):
+    for doc in render(directory):
+        for rule in doc.get("rules") or ():
+            for field in RULE_FIELDS:
+                assert not any("*" in value for value in rule.get(field) or ()), \
+                    f"{doc['kind']}/{doc['metadata']['name']}: {field} {rule.get(field)}"
+    assert "'*'" not in render_text(directory) and '"*"' not in render_text(directory)
+
+
+def test_the_install_is_everything_in_one_namespace():
+    docs = render("install")
+    kinds = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+    assert kinds == sorted([
+        ("Namespace", INSTALL_NAMESPACE), ("CustomResourceDefinition", "mxjobs.kubeflow.org"),
+        ("ServiceAccount", "mxjob-controller"), ("ClusterRole", "mxjob-controller"),
+        ("ClusterRoleBinding", "mxjob-controller"), ("Role", "mxjob-controller-leader-election"),
+        ("RoleBinding", "mxjob-controller-leader-election"), ("ClusterRole", "kubeflow-mxjobs-admin"),
+        ("ClusterRole", "kubeflow-mxjobs-edit"), ("ClusterRole", "kubeflow-mxjobs-view"),
+        ("Deployment", "mxjob-controller"), ("Service", "mxjob-controller-metrics")])
+    namespaced = [d for d in docs if d["kind"] in ("ServiceAccount", "Role", "RoleBinding", "Deployment", "Service")]
+    assert {d["metadata"]["namespace"] for d in namespaced} == {INSTALL_NAMESPACE}
+    for binding in (d for d in docs if d["kind"].endswith("Binding")):
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "mxjob-controller",
+                                        "namespace": INSTALL_NAMESPACE}]
+    assert find(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org") == \
+        yaml.load((MANIFESTS / "crd" / "kubeflow.org_mxjobs.yaml").read_text(), Loader=yaml.CSafeLoader)
+
+
+def test_the_image_tag_is_this_version():
+    deployment = find(render("install"), "Deployment", "mxjob-controller")
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"mxjob-controller:{__version__}"
+
+
+def container(docs: list[dict]) -> dict:
+    return find(docs, "Deployment", "mxjob-controller")["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_the_deployment_is_hardened():
+    deployment = find(render("install"), "Deployment", "mxjob-controller")
+    pod = deployment["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    assert pod["serviceAccountName"] == "mxjob-controller"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert isinstance(pod["securityContext"]["runAsUser"], int) and pod["securityContext"]["runAsUser"] > 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    sc = c["securityContext"]
+    assert sc["runAsNonRoot"] is True and sc["runAsUser"] == pod["securityContext"]["runAsUser"]
+    assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]} and sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert ports == {"metrics": 8080, "health": 8081}
+    assert {"cpu", "memory"} <= set(c["resources"]["requests"]) and {"cpu", "memory"} <= set(c["resources"]["limits"])
+    assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in c["env"]
+    assert pod["terminationGracePeriodSeconds"] > 10, "the process stops within 10 s; the pod must let it"
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= pod.get("labels", deployment["spec"]["template"]
+                                                                                  ["metadata"]["labels"]).items()
+
+
+@pytest.mark.parametrize("directory", ["install", "overlays/high-availability", "overlays/gang-scheduling"])
+def test_the_deployment_args_are_flags_run_accepts_with_leader_election_on(directory):
+    docs = render(directory)
+    args = container(docs)["args"]
+    ctx = run_command.make_context("run", list(args))
+    assert ctx.params["leader_elect"] is True
+    assert ctx.params["metrics_bind_address"] == ":8080" and ctx.params["health_probe_bind_address"] == ":8081"
+
+
+def test_high_availability_runs_two_leader_elected_replicas_with_a_budget():
+    docs = render("overlays/high-availability")
+    assert find(docs, "Deployment", "mxjob-controller")["spec"]["replicas"] == 2
+    assert find(docs, "PodDisruptionBudget", "mxjob-controller")["metadata"]["namespace"] == INSTALL_NAMESPACE
+
+
+def test_gang_scheduling_adds_its_rules_and_the_flag():
+    docs = render("overlays/gang-scheduling")
+    assert "--gang-scheduler-name=volcano" in container(docs)["args"]
+    binding = find(docs, "ClusterRoleBinding", "mxjob-controller-gang-scheduling")
+    assert binding["subjects"][0]["namespace"] == INSTALL_NAMESPACE
+
+
+def test_the_metrics_service_and_service_monitor_find_the_pods():
+    docs = render("overlays/servicemonitor")
+    pod_labels = find(docs, "Deployment", "mxjob-controller")["spec"]["template"]["metadata"]["labels"]
+    service = find(docs, "Service", "mxjob-controller-metrics")
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}]
+    monitor = find(docs, "ServiceMonitor", "mxjob-controller")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+
+
+def test_another_namespace_carries_the_bindings_along(tmp_path):
+    """A user overlay that moves the install elsewhere moves the bindings' subjects with it."""
+    overlay = tmp_path / "mine"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": "ml-platform",
+        "resources": [os.path.relpath(MANIFESTS / "install", overlay)]}))
+    done = subprocess.run(["kubectl", "kustomize", str(overlay)], capture_output=True, text=True, timeout=120,
+                          check=True)
+    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    for binding in (d for d in docs if d["kind"].endswith("Binding")):
+        assert binding["subjects"][0]["namespace"] == "ml-platform"
+
+
+# --- kubectl apply -k against local up ------------------------------------------------------------------------
+
+STORED = [("crd", "mxjobs.kubeflow.org", ""), ("serviceaccount", "mxjob-controller", INSTALL_NAMESPACE),
+          ("clusterrole", "mxjob-controller", ""), ("clusterrolebinding", "mxjob-controller", ""),
+          ("role", "mxjob-controller-leader-election", INSTALL_NAMESPACE),
+          ("rolebinding", "mxjob-controller-leader-election", INSTALL_NAMESPACE),
+          ("clusterrole", "kubeflow-mxjobs-edit", ""), ("deployment", "mxjob-controller", INSTALL_NAMESPACE),
+          ("service", "mxjob-controller-metrics", INSTALL_NAMESPACE), ("namespace", INSTALL_NAMESPACE, "")]
+
+
+@pytest.mark.slow
+def test_kubectl_apply_k_install_is_accepted_by_local_up(tmp_path):
+    kubeconfig = tmp_path / "kc" / "config"
+    up = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--port", "0", "--no-crds",
+                           "--kubeconfig-out", str(kubeconfig)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    try:
+        wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=30, what="local up's kubeconfig")
+        assert up.poll() is None, up.communicate()
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        applied = kubectl.ok("apply", "-k", str(MANIFESTS / "install"), timeout=60)
+        assert "customresourcedefinition.apiextensions.k8s.io/mxjobs.kubeflow.org created" in applied
+        assert "deployment.apps/mxjob-controller created" in applied
+        kubectl.ok("wait", "--for", "condition=established", "crd/mxjobs.kubeflow.org", "--timeout", "30s")
+        for kind, name, namespace in STORED:
+            obj = kubectl.json("get", kind, name, *(["-n", namespace] if namespace else []))
+            kubernetes_validate.validate(obj, KUBE_VERSION, strict=True)
+        deployment = kubectl.json("get", "deployment", "mxjob-controller", "-n", INSTALL_NAMESPACE)
+        rendered = find(render("install"), "Deployment", "mxjob-controller")
+        assert deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"] == \
+            rendered["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+        # Applying again changes nothing, as on a cluster.
+        again = kubectl.ok("apply", "-k", str(MANIFESTS / "install"), timeout=60)
+        assert all(line.endswith("unchanged") for line in again.strip().splitlines()), again
+        # And an MXJob is accepted once the CRD is in.
+        example = Path(MANIFESTS.parent / "examples" / "mxjob-single-worker.yaml").read_text()
+        assert "mxjob.kubeflow.org/mxnet-single created" in kubectl.ok("create", "-f", "-", input=example)
+        assert json.loads(kubectl.ok("get", "mxjob", "mxnet-single", "-o", "json"))["kind"] == "MXJob"
+    finally:
+        up.terminate()
+        up.communicate(timeout=15)

@@ -1,0 +1,215 @@
+"""Least privilege: the RBAC evaluator (``tests/rbac.py``) decides as kube's authorizer does, and ``manifests/``
+grants the controller's service account exactly the permissions listed here. That each of them is used, and that
+nothing the controller requests is denied, is proven from the audit log of the end-to-end run
+(``test_e2e_run.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from mxjob_controller.local.apiserver.audit import AuditRecord
+from tests.manifests import INSTALL_NAMESPACE, render
+from tests.rbac import Permission, Policy, Request, ServiceAccount, audit_report
+
+BOT = ServiceAccount("ops", "bot")
+OTHER = ServiceAccount("ops", "other")
+STRANGER = ServiceAccount("elsewhere", "bot")
+
+POLICY = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: reader}
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [get, list]}
+- {apiGroups: [kubeflow.org], resources: [mxjobs/status], verbs: [patch]}
+- {apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], resourceNames: [mxjobs.kubeflow.org],
+   verbs: [get]}
+- {apiGroups: ["*"], resources: ["*/scale"], verbs: [update]}
+- {nonResourceURLs: [/healthz, /metrics/*], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: reader}
+subjects: [{kind: ServiceAccount, name: bot, namespace: ops}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: leases, namespace: team-a}
+rules:
+- {apiGroups: [coordination.k8s.io], resources: [leases], verbs: [create]}
+- {apiGroups: [coordination.k8s.io], resources: [leases], resourceNames: [l1], verbs: [get, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: leases, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: leases}
+subjects: [{kind: ServiceAccount, name: bot, namespace: ops}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: view}
+aggregationRule:
+  clusterRoleSelectors: [{matchLabels: {agg: view}}]
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: view-jobs, labels: {agg: view}}
+rules: [{apiGroups: [kubeflow.org], resources: [mxjobs], verbs: [get, list, watch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: view-more, labels: {agg: view}}
+aggregationRule:
+  clusterRoleSelectors: [{matchExpressions: [{key: agg, operator: In, values: [more]}]}]
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: more-source, labels: {agg: more}}
+rules: [{apiGroups: [""], resources: [services], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: view, namespace: team-b}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects: [{kind: Group, name: "system:serviceaccounts:ops", apiGroup: rbac.authorization.k8s.io}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: by-user, namespace: team-c}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: leases}
+subjects: [{kind: User, name: "system:serviceaccount:ops:other", apiGroup: rbac.authorization.k8s.io}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: leases, namespace: team-c}
+rules: [{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [list]}]
+"""
+
+
+@pytest.fixture(scope="module")
+def policy() -> Policy:
+    return Policy.from_documents(yaml.safe_load_all(POLICY))
+
+
+def req(verb: str, group: str, resource: str, namespace: str = "", name: str = "", subresource: str = "",
+        field_selector: str = "", path: str = "") -> Request:
+    return Request(verb, group, resource, subresource, namespace, name, field_selector, path)
+
+
+CASES = [
+    # (who, request, allowed, why)
+    (BOT, req("get", "", "pods", "any", "p"), True, "ClusterRoleBinding: every namespace"),
+    (BOT, req("list", "", "pods"), True, "cluster-wide list through a ClusterRoleBinding"),
+    (BOT, req("watch", "", "pods", "any"), False, "verb not granted"),
+    (BOT, req("get", "apps", "pods", "any", "p"), False, "other group"),
+    (BOT, req("get", "", "pods", "any", "p", subresource="log"), False, "pods does not cover pods/log"),
+    (BOT, req("patch", "kubeflow.org", "mxjobs", "any", "j"), False, "mxjobs/status does not cover mxjobs"),
+    (BOT, req("patch", "kubeflow.org", "mxjobs", "any", "j", subresource="status"), True, "subresource rule"),
+    (BOT, req("update", "apps", "deployments", "any", "d", subresource="scale"), True, "*/scale and group *"),
+    (BOT, req("update", "apps", "deployments", "any", "d"), False, "*/scale is not the parent"),
+    (BOT, req("get", "apiextensions.k8s.io", "customresourcedefinitions", name="mxjobs.kubeflow.org"), True,
+     "resourceNames"),
+    (BOT, req("get", "apiextensions.k8s.io", "customresourcedefinitions", name="tfjobs.kubeflow.org"), False,
+     "another name"),
+    (BOT, req("list", "apiextensions.k8s.io", "customresourcedefinitions"), False, "a list has no name"),
+    (BOT, req("create", "coordination.k8s.io", "leases", "team-a"), True, "RoleBinding: in its namespace"),
+    (BOT, req("create", "coordination.k8s.io", "leases", "team-b"), False, "RoleBinding: not elsewhere"),
+    (BOT, req("get", "coordination.k8s.io", "leases", "team-a", "l1"), True, "named lease"),
+    (BOT, req("get", "coordination.k8s.io", "leases", "team-a", "l2"), False, "other lease"),
+    (BOT, req("watch", "coordination.k8s.io", "leases", "team-a", field_selector="metadata.name=l1"), True,
+     "a watch pinned to a name is a request for that name"),
+    (BOT, req("watch", "coordination.k8s.io", "leases", "team-a", field_selector="metadata.name!=l1"), False,
+     "only = pins a name"),
+    (BOT, req("watch", "coordination.k8s.io", "leases", "team-a"), False, "an unpinned watch"),
+    (BOT, req("get", "", "", path="/healthz"), True, "non-resource URL"),
+    (BOT, req("get", "", "", path="/metrics/extra"), True, "non-resource URL prefix"),
+    (BOT, req("get", "", "", path="/readyz"), False, "unlisted URL"),
+    (BOT, req("list", "kubeflow.org", "mxjobs", "team-b"), True, "aggregated ClusterRole via a Group"),
+    (BOT, req("get", "", "services", "team-b", "s"), True, "aggregation chains"),
+    (BOT, req("list", "kubeflow.org", "mxjobs", "team-a"), False, "RoleBinding to a ClusterRole: its namespace only"),
+    (BOT, req("list", "kubeflow.org", "mxjobs"), False, "...and never cluster-wide"),
+    (STRANGER, req("get", "", "pods", "any", "p"), False, "same name, other namespace"),
+    (STRANGER, req("list", "kubeflow.org", "mxjobs", "team-b"), False, "group of another namespace"),
+    (OTHER, req("list", "coordination.k8s.io", "leases", "team-c"), True, "User subject"),
+    (OTHER, req("get", "", "pods", "any", "p"), False, "not bound"),
+]
+
+
+@pytest.mark.parametrize(("who", "request_", "allowed", "why"), CASES, ids=[c[3] for c in CASES])
+def test_the_evaluator_decides_as_kube_does(policy, who, request_, allowed, why):
+    assert policy.allows(who, request_) is allowed, why
+
+
+def test_the_report_names_denied_requests_and_unused_permissions(policy):
+    used = [req("get", "", "pods", "a", "p"), req("patch", "kubeflow.org", "mxjobs", "a", "j", "status"),
+            req("delete", "", "pods", "a", "p")]
+    report = audit_report(policy, BOT, used, exceptions={
+        Permission("ClusterRole/reader", "", "/healthz", "get"): "probed by the kubelet, not by us"})
+    assert report.denied == [used[2]]
+    unused = {str(p) for p in report.unused}
+    assert "list pods (ClusterRole/reader)" in unused
+    assert "get pods (ClusterRole/reader)" not in unused
+    assert "get /healthz (ClusterRole/reader)" not in unused, "a documented exception"
+    assert "get customresourcedefinitions.apiextensions.k8s.io[mxjobs.kubeflow.org] (ClusterRole/reader)" in unused
+
+
+def test_records_become_requests():
+    record = AuditRecord(time=0, method="GET", path="/apis/coordination.k8s.io/v1/namespaces/k/leases", verb="watch",
+                         group="coordination.k8s.io", version="v1", resource="leases", subresource="", namespace="k",
+                         name="", user_agent="x", code=200, elapsed=0, field_selector="metadata.name=mxjob-controller")
+    assert Request.of_audit(record).authorized_name == "mxjob-controller"
+
+
+# --- the project's RBAC ---------------------------------------------------------------------------------------
+
+CONTROLLER = ServiceAccount(INSTALL_NAMESPACE, "mxjob-controller")
+CR, LE = "ClusterRole/mxjob-controller", f"Role/{INSTALL_NAMESPACE}/mxjob-controller-leader-election"
+GANG = "ClusterRole/mxjob-controller-gang-scheduling"
+
+
+def perms(role: str, group: str, resource: str, verbs: str, name: str = "") -> set[Permission]:
+    return {Permission(role, group, resource, verb, name) for verb in verbs.split()}
+
+
+GRANTED = (perms(CR, "apiextensions.k8s.io", "customresourcedefinitions", "get", "mxjobs.kubeflow.org")
+           | perms(CR, "kubeflow.org", "mxjobs", "get list watch")
+           | perms(CR, "kubeflow.org", "mxjobs/status", "patch")
+           | perms(CR, "", "pods", "get list watch create patch delete")
+           | perms(CR, "", "services", "get list watch create patch delete")
+           | perms(CR, "", "events", "create patch")
+           | perms(LE, "coordination.k8s.io", "leases", "create")
+           | perms(LE, "coordination.k8s.io", "leases", "get update watch", "mxjob-controller"))
+
+GANG_GRANTED = (perms(GANG, "scheduling.volcano.sh", "podgroups", "get list watch create patch delete")
+                | perms(GANG, "scheduling.x-k8s.io", "podgroups", "get list watch create patch delete")
+                | perms(GANG, "scheduling.k8s.io", "priorityclasses", "list watch"))
+
+
+def test_the_controller_is_granted_exactly_this():
+    assert Policy.from_documents(render("install")).permissions(CONTROLLER) == GRANTED
+
+
+def test_gang_scheduling_adds_exactly_this():
+    assert Policy.from_documents(render("overlays/gang-scheduling")).permissions(CONTROLLER) == GRANTED | GANG_GRANTED
+
+
+def test_user_roles_aggregate_into_kubeflow_s():
+    docs = render("install")
+    policy = Policy.from_documents(docs)
+    labels = {d["metadata"]["name"]: d["metadata"].get("labels", {}) for d in docs if d["kind"] == "ClusterRole"}
+    assert labels["kubeflow-mxjobs-admin"]["rbac.authorization.kubeflow.org/aggregate-to-kubeflow-admin"] == "true"
+    assert labels["kubeflow-mxjobs-edit"]["rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit"] == "true"
+    assert labels["kubeflow-mxjobs-view"]["rbac.authorization.kubeflow.org/aggregate-to-kubeflow-view"] == "true"
+    admin = {(p.resource, p.verb) for rule in policy.roles["ClusterRole/kubeflow-mxjobs-admin"].rules
+             for p in rule.permissions("")}
+    assert ("mxjobs", "deletecollection") in admin and ("mxjobs/status", "get") in admin
+    assert ("mxjobs/status", "patch") not in admin, "status is the controller's to write"
+    view = {(p.resource, p.verb) for rule in policy.roles["ClusterRole/kubeflow-mxjobs-view"].rules
+            for p in rule.permissions("")}
+    assert view == {("mxjobs", "get"), ("mxjobs", "list"), ("mxjobs", "watch"), ("mxjobs/status", "get")}
+    assert not any(b.role_name.startswith("kubeflow-mxjobs") for b in policy.bindings), "bound by Kubeflow, not us"

@@ -1,0 +1,154 @@
+"""What the container image holds, proven without Docker: the Dockerfile's builder steps, done here.
+
+The wheel is built from exactly the files the Dockerfile copies into its builder stage, and installed alone into a
+virtualenv of its own (dependencies from the package index, as ``pip install`` in the image gets them). From that
+install, as the image runs it: ``mxjob-controller --version``, and the end-to-end run (``tests/e2e.py``) with that
+install's ``mxjob-controller`` for both ``local up`` and ``run``.
+
+The virtualenv with the dependencies is cached under ``.mxjob-local/`` keyed by the dependency list and the Python
+version (rebuilding it costs most of this test); the project's own wheel is always rebuilt and force-reinstalled.
+"""
+
+from __future__ import annotations
+
+import configparser
+import fcntl
+import hashlib
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from mxjob_controller import __version__
+from tests.e2e import run_end_to_end
+from tests.manifests import ROOT, find, render
+from tests.test_e2e_run import check
+
+pytestmark = pytest.mark.slow
+
+CACHE = ROOT / ".mxjob-local"
+
+
+def builder_sources(dockerfile: Path) -> list[str]:
+    """The paths the builder stage copies from the build context (``COPY a b ./`` → a, b)."""
+    sources, stage = [], 0
+    for line in dockerfile.read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["FROM"]:
+            stage += 1
+        elif stage == 1 and words[:1] == ["COPY"] and not any(w.startswith("--from") for w in words):
+            sources.extend(words[1:-1])
+    return sources
+
+
+def dependency_key() -> str:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    requires = config["options"]["install_requires"]
+    return hashlib.sha256(f"{sys.version}\n{requires}".encode()).hexdigest()[:16]
+
+
+def pip(python: Path, *args: str, timeout: float = 600) -> None:
+    done = subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, f"pip {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    context = tmp_path_factory.mktemp("docker-context")
+    sources = builder_sources(ROOT / "Dockerfile")
+    assert sources == ["pyproject.toml", "setup.cfg", "README.md", "mxjob_controller"]
+    for source in sources:
+        src, dst = ROOT / source, context / source
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(src, dst)
+    dist = tmp_path_factory.mktemp("dist")
+    pip(Path(sys.executable), "wheel", "--no-deps", "--wheel-dir", str(dist), str(context))
+    wheels = list(dist.glob("*.whl"))
+    assert [w.name for w in wheels] == [f"mxjob_controller-{__version__}-py3-none-any.whl"]
+    return wheels[0]
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path) -> Path:
+    """A virtualenv holding the wheel (forced in) and its dependencies (cached); its ``bin`` directory."""
+    CACHE.mkdir(exist_ok=True)
+    home = CACHE / f"wheel-venv-{dependency_key()}"
+    with open(CACHE / "wheel-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)        # other test runs on this checkout wait for us
+        if not (home / "ready").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            venv.EnvBuilder(with_pip=True, clear=True).create(home)
+            pip(home / "bin" / "python", "install", "--quiet", str(wheel))
+            (home / "ready").touch()
+        pip(home / "bin" / "python", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel))
+    return home / "bin"
+
+
+def test_the_wheel_holds_the_package_and_its_data_only(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "mxjob_controller/data/crds/kubeflow.org_mxjobs.yaml" in names
+    assert "mxjob_controller/cli/run.py" in names
+    assert not [n for n in names if n.startswith(("tests/", "hack/", "manifests/")) or "__pycache__" in n]
+    entry_points = zipfile.ZipFile(wheel).read(f"mxjob_controller-{__version__}.dist-info/entry_points.txt").decode()
+    assert "mxjob-controller = mxjob_controller.cli:main" in entry_points
+
+
+def test_the_install_runs_from_itself_not_from_the_checkout(installed, tmp_path):
+    where = subprocess.run([str(installed / "python"), "-c", "import mxjob_controller as m; print(m.__file__)"],
+                           capture_output=True, text=True, timeout=60, cwd=tmp_path, check=True).stdout.strip()
+    assert where.startswith(str(installed.parent)) and not where.startswith(str(ROOT / "mxjob_controller"))
+    for args in (["--version"], ["run", "--version"]):
+        done = subprocess.run([str(installed / "mxjob-controller"), *args], capture_output=True, text=True,
+                              timeout=60, cwd=tmp_path, check=False)
+        assert (done.returncode, done.stdout) == (0, f"mxjob-controller, version {__version__}\n")
+
+
+def test_end_to_end_from_the_install(installed, tmp_path):
+    """The image's command, from the wheel's install alone: the whole end-to-end run, RBAC audit included."""
+    check(run_end_to_end([str(installed / "mxjob-controller")], tmp_path))
+
+
+def stages(dockerfile: Path) -> list[list[list[str]]]:
+    """The Dockerfile's stages, each a list of instructions (words), continuation lines joined."""
+    text = dockerfile.read_text().replace("\\\n", " ")
+    out: list[list[list[str]]] = []
+    for line in text.splitlines():
+        words = line.split()
+        if not words or words[0].startswith("#") or (words[0] == "ARG" and not out):
+            continue
+        if words[0] == "FROM":
+            out.append([])
+        out[-1].append(words)
+    return out
+
+
+def test_the_dockerfile_is_multi_stage_slim_non_root_and_runs_the_controller():
+    builder, final = stages(ROOT / "Dockerfile")
+    assert builder[0][-2:] == ["AS", "builder"] and final[0] == ["FROM", "${PYTHON_IMAGE}"]
+    base = next(line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("ARG PYTHON_IMAGE"))
+    assert base.split("=", 1)[1].startswith("python:3.11-slim")
+    run_lines = [" ".join(w) for w in final if w[0] == "RUN"]
+    assert not any(tool in line for line in run_lines for tool in ("apt-get", "apk", "gcc", "pip install", "wheel ."))
+    copies = [w for w in final if w[0] == "COPY"]
+    assert copies == [["COPY", "--from=builder", "/opt/mxjob-controller", "/opt/mxjob-controller"]]
+    user = next(w for w in final if w[0] == "USER")[1]
+    uid, gid = (int(x) for x in user.split(":"))
+    assert uid > 0 and gid > 0
+    assert next(w for w in final if w[0] == "ENTRYPOINT") == ["ENTRYPOINT", '["mxjob-controller",', '"run"]']
+    pod = find(render("install"), "Deployment", "mxjob-controller")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsUser"] == uid, "the Deployment runs the image's user"
+
+
+def test_dockerignore_lets_through_exactly_what_the_builder_copies():
+    patterns = [p for p in (ROOT / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")]
+    assert patterns[0] == "*"
+    included = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
+    assert included == set(builder_sources(ROOT / "Dockerfile"))
