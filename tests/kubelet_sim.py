@@ -2,8 +2,9 @@
 
 The embedded API server runs no kubelet, so a pod stays ``Pending`` forever unless a test says otherwise. This
 helper writes what a kubelet would: ``phase``, ``startTime``, the ``Ready`` condition and one ``containerStatuses``
-entry per container (running, or terminated with an exit code and a reason such as ``OOMKilled``), through the
-pod's ``status`` subresource with a merge patch, over HTTP like any client.
+entry per container (running with a ``restartCount``, or terminated with an exit code and a reason such as
+``OOMKilled``), an eviction (Failed, no terminated container) or a lost node (phase ``Unknown``), through the pod's
+``status`` subresource with a merge patch, over HTTP like any client.
 """
 
 from __future__ import annotations
@@ -56,16 +57,17 @@ class KubeletSim:
             "containerStatuses": statuses})
 
     def finish(self, namespace: str, name: str, exit_code: int = 0, reason: str = "",
-               container: str | None = None) -> dict[str, Any]:
+               container: str | None = None, started_at: str | None = None,
+               finished_at: str | None = None) -> dict[str, Any]:
         """``container`` (default: every container) terminated with ``exit_code``: phase Succeeded when the code is
-        0, else Failed."""
+        0, else Failed. ``started_at`` / ``finished_at``: the containers' run (default: now)."""
         pod = self.pod(namespace, name)
         now = now_rfc3339()
         statuses = []
         for c in pod["spec"]["containers"]:
             code = exit_code if container in (None, c["name"]) else 0
             terminated = {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
-                          "startedAt": now, "finishedAt": now}
+                          "startedAt": started_at or now, "finishedAt": finished_at or now}
             statuses.append(_container_status(c, {"terminated": terminated}, False))
         return self._patch_status(namespace, name, {
             "phase": "Succeeded" if exit_code == 0 else "Failed", "startTime": now,
@@ -75,8 +77,14 @@ class KubeletSim:
     def succeed(self, namespace: str, name: str) -> dict[str, Any]:
         return self.finish(namespace, name, 0)
 
-    def fail(self, namespace: str, name: str, exit_code: int = 1, reason: str = "Error") -> dict[str, Any]:
-        return self.finish(namespace, name, exit_code, reason)
+    def fail(self, namespace: str, name: str, exit_code: int = 1, reason: str = "Error",
+             **times: str) -> dict[str, Any]:
+        return self.finish(namespace, name, exit_code, reason, **times)
+
+    def lose(self, namespace: str, name: str) -> dict[str, Any]:
+        """Phase Unknown, as a pod whose node stopped reporting is left."""
+        return self._patch_status(namespace, name, {"phase": "Unknown", "reason": "NodeLost",
+                                                    "message": "the node stopped reporting"})
 
     def evict(self, namespace: str, name: str, message: str = "The node was low on resource: memory.") -> dict:
         """Failed without a terminated container, as an eviction leaves a pod."""

@@ -173,7 +173,7 @@ def test_pod_template_schema_comes_from_kubernetes() -> None:
 def test_status_schema_carries_both_replica_status_maps() -> None:
     status = at(schema_of(mxjob_crd()), "status")
     assert set(status["properties"]) == {"conditions", "replicaStatuses", "mxReplicaStatuses", "startTime",
-                                         "completionTime", "lastReconcileTime"}
+                                         "completionTime", "lastReconcileTime", "restartCount", "replicaHistory"}
     assert at(status, "replicaStatuses") == at(status, "mxReplicaStatuses") | {
         "description": at(status, "replicaStatuses")["description"]}
     assert at(status, "conditions", "items")["required"] == ["type", "status"]

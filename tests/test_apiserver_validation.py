@@ -322,7 +322,9 @@ def test_invalid_object_is_422_with_kube_field_paths(gadgets, case: Case):
     for path, message in case.messages.items():
         assert got[path] == message
     kind = body["kind"]
-    assert reply.body["message"].startswith(f'{kind} "{body["metadata"]["name"]}" is invalid: ')
+    group = body["apiVersion"].rpartition("/")[0]
+    qualified = f"{kind}.{group}" if group else kind  # apimachinery's GroupKind: Deployment.apps, Pod
+    assert reply.body["message"].startswith(f'{qualified} "{body["metadata"]["name"]}" is invalid: ')
     assert reply.body["details"]["kind"] == kind
 
 

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from mxjob_controller.local.apiserver.faults import FaultRule
+from tests.gang_support import install, volcano_crd
 from tests.kubelet_sim import KubeletSim
 from tests.run_process import LOCAL_PORTS, UA_PREFIX, RunProcess, clean_env, install_mxjob_crd, mxjob
 from tests.support import Kube, wait_for
@@ -93,6 +94,33 @@ def test_a_missing_crd_exits_1_saying_how_to_install_it(apiserver, kubeconfig):
     requests = apiserver.audit.records(user_agent=UA_PREFIX)
     assert [(r.verb, r.resource, r.name, r.code) for r in requests] == [
         ("get", "customresourcedefinitions", "mxjobs.kubeflow.org", 404)]
+
+
+def test_gang_scheduling_without_the_podgroup_crd_exits_1_naming_it(apiserver, kubeconfig):
+    install_mxjob_crd(apiserver)
+    proc = RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS, "--gang-scheduler-name", "volcano"]).start()
+    try:
+        assert proc.wait_exit(30) == 1
+    finally:
+        proc.kill()
+    errors = [r for r in proc.records() if r["level"] == "error"]
+    assert len(errors) == 1, proc.output()
+    assert "podgroups.scheduling.volcano.sh" in errors[0]["msg"]
+    assert "Traceback" not in proc.output()
+
+
+def test_gang_scheduling_with_volcano_creates_a_podgroup(apiserver, kube, kubeconfig):
+    install_mxjob_crd(apiserver)
+    install(kube, volcano_crd())
+    assert kube.post(MXJOBS.format(ns="default"), mxjob("gang")).status == 201
+    with RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS, "--enable-gang-scheduling"]) as proc:
+        proc.wait_running()
+        path = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/gang"
+        wait_for(lambda: kube.get(path).status == 200, timeout=20, what="the job's PodGroup")
+        group = kube.get(path).body
+        assert group["spec"]["minMember"] == 1  # the single-worker example: every replica
+        assert group["metadata"]["ownerReferences"][0]["kind"] == "MXJob"
+        assert pods_of(kube, "default") == []  # Volcano has not admitted the gang yet
 
 
 def test_a_forbidden_crd_check_says_rbac_is_missing(apiserver, kubeconfig):

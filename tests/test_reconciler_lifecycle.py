@@ -76,7 +76,8 @@ def run_sixteen_jobs(h: Harness, namespace: str, threadiness: int) -> tuple[dict
     controller = h.start(threadiness=threadiness, namespaces=(namespace,))
     for i in range(16):
         scheduler, server, worker, extra, _ = SHAPES[i % 4]
-        h.create_job(mxjob(f"job-{i}", namespace, scheduler=scheduler, server=server, worker=worker, **extra))
+        h.create_job(mxjob(f"job-{i}", namespace, scheduler=scheduler, server=server, worker=worker,
+                           cleanPodPolicy="None", **extra))   # the pods stay, to be compared
     for i in range(16):
         scheduler, server, worker, _, _ = SHAPES[i % 4]
         h.wait_children(namespace, f"job-{i}", scheduler + server + worker)

@@ -34,7 +34,7 @@ def status_writes(h: Harness, since: float | None = None) -> list:
 
 def test_running_then_succeeded_with_times_and_counts_in_the_same_write(h: Harness) -> None:
     controller = h.start()
-    h.create_job(mxjob("j", scheduler=1, server=2, worker=4))
+    h.create_job(mxjob("j", scheduler=1, server=2, worker=4, cleanPodPolicy="None"))   # pods kept to finish them
     h.wait_children(NS, "j", 7)
     created = h.wait_condition(NS, "j", "Created")
     assert (created["reason"], created["message"]) == ("MXJobCreated", "MXJob j is created.")
@@ -129,7 +129,7 @@ def test_an_evicted_pod_is_named_with_its_reason(h: Harness) -> None:
 def test_running_never_comes_back_after_succeeded(h: Harness) -> None:
     """training-operator #1650."""
     controller = h.start()
-    h.create_job(mxjob("j", scheduler=1, server=1, worker=1))
+    h.create_job(mxjob("j", scheduler=1, server=1, worker=1, cleanPodPolicy="None"))
     h.wait_children(NS, "j", 3)
     h.run_all(NS, "j")
     h.wait_condition(NS, "j", "Running")
@@ -199,7 +199,8 @@ def test_an_invalid_job_is_left_alone_and_logged_once(h: Harness, caplog: pytest
     for _ in range(3):
         h.settle(controller, f"{NS}/j")
     assert not h.pods(NS, "j") and not h.services(NS, "j")
-    assert "status" not in h.job(NS, "j") or not h.job(NS, "j")["status"]
+    failed = h.conditions(NS, "j")["Failed"]   # the validation failure (tests/test_reconciler_finish.py)
+    assert failed["reason"] == "MXJobFailedValidation" and list(h.conditions(NS, "j")) == ["Failed"]
     invalid = [r for r in caplog.records if "job is invalid" in r.getMessage()]
     assert len(invalid) == 1 and "spec.mxReplicaSpecs.Scheduler.replicas" in invalid[0].getMessage()
     assert (invalid[0].job_namespace, invalid[0].job_name) == (NS, "j")  # type: ignore[attr-defined]

@@ -14,6 +14,10 @@ Schema choices (served identically as ``v1``, the storage version, and ``v1beta1
   the validator's.
 - Run-policy fields exist inline in ``spec`` (mxnet-operator) and under ``spec.runPolicy``
   (training-operator). ``status`` is a subresource; ``kubectl get`` shows the last condition as State.
+- ``spec.runPolicy.managedBy`` is immutable, as batch/v1 Job's and training-operator's: a CEL transition rule on
+  ``spec`` (where it also catches the field being added or removed, which a rule on the field itself cannot see),
+  failing as ``spec.runPolicy.managedBy: Invalid value: field is immutable``. The embedded API server evaluates
+  rules of this form (``local/apiserver/validation/transition_rules.py``).
 """
 
 from __future__ import annotations
@@ -124,9 +128,14 @@ def run_policy_properties() -> dict[str, Any]:
     }
 
 
+#: ``managedBy`` may not be set, changed or removed after creation (optional selections: an absent field is none).
+MANAGED_BY_IMMUTABLE = {"rule": "self.?runPolicy.?managedBy == oldSelf.?runPolicy.?managedBy",
+                        "message": "field is immutable", "fieldPath": ".runPolicy.managedBy"}
+
+
 def spec_schema() -> dict[str, Any]:
     run_policy = run_policy_properties()
-    return {"type": "object", "required": ["mxReplicaSpecs"], "properties": {
+    properties = {
         "jobMode": _enum(JOB_MODES, "MXTrain needs Scheduler, Server and Worker replicas; MXTune needs "
                                     "TunerTracker, TunerServer and Tuner; unset requires none in particular."),
         "mxReplicaSpecs": {
@@ -139,7 +148,9 @@ def spec_schema() -> dict[str, Any]:
         "successPolicy": _enum(SUCCESS_POLICIES, '"" (the default rules) or AllWorkers (succeed only when every '
                                                  'Worker has).'),
         **{name: run_policy[name] for name in INLINE_RUN_POLICY_FIELDS},
-    }}
+    }
+    return {"type": "object", "required": ["mxReplicaSpecs"], "properties": properties,
+            "x-kubernetes-validations": [dict(MANAGED_BY_IMMUTABLE)]}
 
 
 def status_schema() -> dict[str, Any]:
@@ -153,6 +164,10 @@ def status_schema() -> dict[str, Any]:
         "selector": _string(),
     }}
     statuses = {"type": "object", "additionalProperties": replica_status}
+    replica_record = {"type": "object", "properties": {   # core/restarts.py ReplicaRecord
+        "podUID": _string(), "started": {"type": "boolean"}, "containerRestarts": _int(),
+        "unknownSince": _time(""), "restarts": _int(), "nextRestartTime": _time(""), "restarting": {"type": "boolean"},
+    }}
     return {"type": "object", "description": "Observed state, written by the controller.", "properties": {
         "conditions": {"type": "array", "items": condition,
                        "description": "Created, Running, Restarting, Succeeded, Failed, Suspended; the last "
@@ -163,6 +178,11 @@ def status_schema() -> dict[str, Any]:
         "startTime": _time("When the controller first acknowledged the job."),
         "completionTime": _time("When the job finished."),
         "lastReconcileTime": _time("When the controller last reconciled the job."),
+        "restartCount": _int("Restarts counted against backoffLimit: container restarts of OnFailure/Always pods "
+                             "and the controller's own pod restarts."),
+        "replicaHistory": _described({"type": "object", "additionalProperties": replica_record},
+                                     "What the controller remembers about each replica index (<type>-<index>, "
+                                     "e.g. worker-0) to decide restarts across its own restarts."),
     }}
 
 

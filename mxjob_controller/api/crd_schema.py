@@ -123,7 +123,7 @@ def structural_problems(schema: Any, path: str = "openAPIV3Schema") -> list[str]
     if not isinstance(schema, dict):
         return [f"{path}: not an object"]
     problems = [f"{path}: keyword {k} is not allowed" for k in schema
-                if k not in _KEPT and k not in ("description", "default", "nullable")]
+                if k not in _KEPT and k not in ("description", "default", "nullable", "x-kubernetes-validations")]
     if not schema.get("type") and not schema.get("x-kubernetes-int-or-string") \
             and not schema.get("x-kubernetes-preserve-unknown-fields"):
         problems.append(f"{path}: type must not be empty")

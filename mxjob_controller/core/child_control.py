@@ -114,16 +114,19 @@ class ChildControl:
         return Created.EXISTS
 
     def delete(self, ctx: JobContext, kind: ChildKind, obj: dict[str, Any], replica_type: str,
-               extra: dict[str, Any], why: str) -> None:
+               extra: dict[str, Any], why: str, *, force: bool = False) -> None:
+        """``force``: grace period 0, for a pod whose node is gone (no kubelet will confirm a graceful deletion),
+        sent even when a graceful deletion is already under way."""
         meta = obj.get("metadata") or {}
         name = meta.get("name") or ""
-        if is_deleting(obj):
+        if is_deleting(obj) and not force:
             log.debug("%s %s is already being deleted", kind.noun, name, extra=extra)
             return
         key = kind.expectation_key(ctx.key, replica_type)
         self.expectations.raise_expectations(key, dels=1)
         try:
-            self.client.delete(kind.resource, name, ctx.namespace, precondition_uid=meta.get("uid"))
+            self.client.delete(kind.resource, name, ctx.namespace, precondition_uid=meta.get("uid"),
+                               grace_period_seconds=0 if force else None)
         except (NotFound, Conflict):
             self.expectations.lower_expectations(key, dels=1)
             log.info("%s %s is already gone (or replaced): nothing to delete", kind.noun, name, extra=extra)

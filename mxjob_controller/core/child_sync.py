@@ -9,6 +9,8 @@ One pass, from the informer cache:
    requeued with back-off by the caller).
 
 A name held by an object the job does not control is reported in the result (``blocked``), not retried here.
+Creations can be held back (``create=False``: a gang scheduler has not admitted the job yet); adoption and
+deletion of the surplus still run. A ``pod_decorator`` gets each new pod's template last (gang membership).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from mxjob_controller.runtime.events import WARNING, EventRecorder
 
 log = logging.getLogger(__name__)
 
+PodDecorator = Callable[[JobContext, str, dict[str, Any]], None]   # (job, replica type, pod template), in place
+
 SET_TEMPLATE_RESTART_POLICY = "SetPodTemplateRestartPolicy"
 TEMPLATE_RESTART_POLICY_MESSAGE = ("Restart policy in pod template will be overwritten by restart policy in "
                                    "replica spec")
@@ -49,8 +53,9 @@ class SyncResult:
 
 class ChildSync:
     def __init__(self, framework: Framework, control: ChildControl, pool: WritePool, recorder: EventRecorder, *,
-                 write_timeout: float) -> None:
+                 write_timeout: float, pod_decorator: PodDecorator | None = None) -> None:
         self.framework = framework
+        self.pod_decorator = pod_decorator
         self.control = control
         self.pool = pool
         self.recorder = recorder
@@ -59,7 +64,7 @@ class ChildSync:
         self._warned_lock = threading.Lock()
 
     def sync(self, ctx: JobContext, pods: Sequence[dict[str, Any]],
-             services: Sequence[dict[str, Any]]) -> SyncResult:
+             services: Sequence[dict[str, Any]], *, create: bool = True) -> SyncResult:
         spec = ctx.spec
         replicas = {rtype: spec.replicas[rtype].replicas for rtype in self.framework.replica_types(spec)}
         pod_children = classify(pods, ctx.uid, ctx.name, replicas)
@@ -73,7 +78,7 @@ class ChildSync:
                            initial_batch=max(1, len(upkeep))).error if upkeep else None
         blocked: list[tuple[str, str]] = []
         for kind, children in ((SERVICE, svc_children), (POD, pod_children)):
-            creations = self._creations(ctx, kind, children)
+            creations = self._creations(ctx, kind, children) if create else []
             if not creations:
                 continue
             outcome = slow_start(creations, self.pool, timeout=self.write_timeout)
@@ -122,6 +127,8 @@ class ChildSync:
         template = self.framework.pod_template(ctx.spec, rtype, index)
         if template_restart_policy(template):
             self._warn_template_restart_policy(ctx)
+        if self.pod_decorator is not None:
+            self.pod_decorator(ctx, rtype, template)
         master = self.framework.is_master(ctx.spec, rtype, index)
         return build_pod(template, name=child_name(ctx.name, rtype, index), namespace=ctx.namespace,
                          labels=self._labels(ctx, rtype, index, master), owner=ctx.owner(),

@@ -40,6 +40,12 @@ def is_finished(conditions: Conditions | None) -> bool:
     return is_true(conditions, SUCCEEDED) or is_true(conditions, FAILED)
 
 
+def is_suspended(conditions: Conditions | None) -> bool:
+    """The job is suspended (``runPolicy.suspend``) and its status says so: it has no pods, its deadline does not
+    run and its TTL does not apply (``core/suspend.py`` sets and clears the condition)."""
+    return is_true(conditions, SUSPENDED)
+
+
 def _excluded_by(ctype: str) -> str | None:
     return {RUNNING: RESTARTING, RESTARTING: RUNNING}.get(ctype)
 

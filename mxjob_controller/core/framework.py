@@ -31,6 +31,47 @@ class ReplicaSpec(Protocol):
     def restart_policy(self) -> str: ...    # Always, OnFailure, Never, ExitCode
 
 
+class SchedulingPolicySpec(Protocol):
+    """Gang-scheduling hints of a job (``runPolicy.schedulingPolicy``): what its PodGroup asks for."""
+
+    @property
+    def min_available(self) -> int | None: ...
+
+    @property
+    def queue(self) -> str: ...
+
+    @property
+    def min_resources(self) -> Mapping[str, int | str]: ...
+
+    @property
+    def priority_class(self) -> str: ...
+
+    @property
+    def schedule_timeout_seconds(self) -> int | None: ...
+
+
+class RunPolicySpec(Protocol):
+    """Kubeflow's common run policy, as the core reads it (defaults applied)."""
+
+    @property
+    def suspend(self) -> bool: ...
+
+    @property
+    def scheduling_policy(self) -> SchedulingPolicySpec | None: ...
+
+    @property
+    def clean_pod_policy(self) -> str: ...                    # All, Running, None (core/cleanup.py)
+
+    @property
+    def ttl_seconds_after_finished(self) -> int | None: ...   # core/ttl.py
+
+    @property
+    def active_deadline_seconds(self) -> int | None: ...      # core/deadlines.py
+
+    @property
+    def backoff_limit(self) -> int | None: ...                # core/backoff.py
+
+
 class JobSpec(Protocol):
     """A parsed, valid job: identity and replica specs (canonical type → spec)."""
 
@@ -48,6 +89,9 @@ class JobSpec(Protocol):
 
     @property
     def replicas(self) -> Mapping[str, ReplicaSpec]: ...
+
+    @property
+    def run_policy(self) -> RunPolicySpec: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +113,7 @@ class Framework(Protocol):
     framework_name: str     # the ``framework`` label of the job metrics
     group_label: str        # the legacy ``group-name`` label value
     default_container: str  # the container whose exit code speaks for a pod
+    managers: tuple[str, ...]  # the ``runPolicy.managedBy`` values that mean "this controller" (core/managed_by.py)
 
     def parse(self, obj: dict[str, Any]) -> tuple[JobSpec | None, list[FieldError]]:
         """(spec, []) for a valid job object; (None, every problem) otherwise."""

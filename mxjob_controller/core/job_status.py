@@ -6,7 +6,10 @@
 - Success: ``Succeeded`` (``<Kind>Succeeded``), ``Running`` turns False, every active count moves to succeeded
   and ``completionTime`` is set, all in the same write.
 - Failure: ``Failed`` (``<Kind>Failed``) with a message naming each failed pod, its exit code and termination
-  reason, and ``completionTime``, in the same write.
+  reason, and ``completionTime``, in the same write; or, when no replica failed, with the job-level reason given
+  (backoff limit, deadline).
+- ``Restarting`` (``<Kind>Restarting``) while replicas restart; ``Running`` replaces it once every recreated pod
+  runs.
 - ``lastReconcileTime`` moves only together with a real change, so an idle resync computes an equal status and
   writes nothing.
 - A finished job's status is returned as it is.
@@ -38,14 +41,26 @@ def succeeded_message(kind: str, name: str) -> str:
     return f"{kind} {name} is successfully completed."
 
 
-def failure_message(kind: str, name: str, failures: Sequence[PodFailure]) -> str:
-    """``MXJob j has failed because 1 Worker replica(s) failed: j-worker-0 exited with code 137 (OOMKilled).``"""
+def _replicas_failed(failures: Sequence[PodFailure]) -> str:
+    """``1 Worker replica(s) failed: j-worker-0 exited with code 137 (OOMKilled)``"""
     per_type: dict[str, int] = {}
     for failure in failures:
         per_type[failure.replica_type] = per_type.get(failure.replica_type, 0) + 1
     counted = ", ".join(f"{n} {rtype}" for rtype, n in per_type.items())
     details = "; ".join(f.describe() for f in failures)
-    return f"{kind} {name} has failed because {counted} replica(s) failed: {details}."
+    return f"{counted} replica(s) failed: {details}"
+
+
+def failure_message(kind: str, name: str, failures: Sequence[PodFailure]) -> str:
+    """``MXJob j has failed because 1 Worker replica(s) failed: j-worker-0 exited with code 137 (OOMKilled).``"""
+    return f"{kind} {name} has failed because {_replicas_failed(failures)}."
+
+
+def restarting_message(kind: str, name: str, failures: Sequence[PodFailure]) -> str:
+    """``MXJob j is restarting because 1 Worker replica(s) failed: j-worker-0 exited with code 137 (OOMKilled).``"""
+    if not failures:
+        return f"{kind} {name} is restarting."
+    return f"{kind} {name} is restarting because {_replicas_failed(failures)}."
 
 
 def blocked_message(kind: str, name: str, blocked: Sequence[str]) -> str:
@@ -56,9 +71,12 @@ def blocked_message(kind: str, name: str, blocked: Sequence[str]) -> str:
 
 def next_status(old: Mapping[str, Any] | None, *, kind: str, name: str, counts: Mapping[str, ReplicaCounts],
                 verdict: Verdict, now: str, render_counts: RenderCounts,
-                blocked: Sequence[str] = ()) -> dict[str, Any]:
+                blocked: Sequence[str] = (), job_failure: str = "", restarting: str = "",
+                fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The status to write (``old`` is not modified). ``blocked``: descriptions (``pod "j-worker-0"``) of children
-    whose names are taken by objects the job does not control."""
+    whose names are taken by objects the job does not control. ``job_failure``: why the job as a whole fails
+    (backoff limit, deadline), unless a replica failed or it succeeded. ``restarting``: the ``Restarting`` message
+    while replicas restart (it holds ``Running`` off). ``fields``: other status fields to set (None removes one)."""
     old = dict(old or {})
     conditions = old.get("conditions") or []
     if cond.is_finished(conditions):
@@ -79,10 +97,20 @@ def next_status(old: Mapping[str, Any] | None, *, kind: str, name: str, counts: 
         conditions = cond.set_condition(conditions, cond.SUCCEEDED, cond.TRUE, f"{kind}Succeeded",
                                         succeeded_message(kind, name), now)
         status.setdefault("completionTime", now)
+    elif job_failure:
+        conditions = cond.set_condition(conditions, cond.FAILED, cond.TRUE, f"{kind}Failed", job_failure, now)
+        status.setdefault("completionTime", now)
+    elif restarting:
+        conditions = cond.set_condition(conditions, cond.RESTARTING, cond.TRUE, f"{kind}Restarting", restarting, now)
     elif verdict.running:
         conditions = cond.set_condition(conditions, cond.RUNNING, cond.TRUE, f"{kind}Running",
                                         running_message(kind, name), now)
     status["conditions"] = conditions
+    for key, value in (fields or {}).items():
+        if value is None:
+            status.pop(key, None)
+        else:
+            status[key] = value
     status = render_counts(status, final_counts)
     if status != old:
         status["lastReconcileTime"] = now

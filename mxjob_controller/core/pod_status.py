@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mxjob_controller.core.common_types import ReplicaCounts
+from mxjob_controller.core.exit_codes import is_retryable_exit
 
 RUNNING, SUCCEEDED, FAILED, PENDING = "Running", "Succeeded", "Failed", "Pending"
 
@@ -80,6 +81,13 @@ def terminated_state(pod: dict[str, Any], container: str) -> dict[str, Any] | No
     return None
 
 
+def exit_code(pod: dict[str, Any], container: str) -> int | None:
+    """The exit code of ``container`` if it has terminated (None: still running, or never terminated)."""
+    terminated = terminated_state(pod, container)
+    code = terminated.get("exitCode") if terminated is not None else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
 def failure_of(pod: dict[str, Any], replica_type: str, index: int, container: str) -> PodFailure:
     """Why ``pod`` failed: its framework container's exit code and reason, else the first container that exited
     non-zero, else the pod's own reason (an evicted pod has no terminated container)."""
@@ -98,21 +106,25 @@ def failure_of(pod: dict[str, Any], replica_type: str, index: int, container: st
     return PodFailure(name, replica_type, index, None, status.get("reason") or "", status.get("message") or "")
 
 
-def fails_the_job(restart_policy: str, pod: dict[str, Any]) -> bool:
-    """Whether this pod's state is a failure of its replica that the job cannot recover from.
-
-    For now: a Failed pod whose replica does not restart it (``Never``, and ``ExitCode``, whose pods run with
-    ``Never``). Restarts (``ExitCode`` with a retryable code, ``OnFailure``/``Always`` pods that failed anyway) are
-    decided here once the controller performs them.
-    """
-    return phase(pod) == FAILED and restart_policy in (RESTART_NEVER, RESTART_EXIT_CODE)
+def fails_the_job(restart_policy: str, pod: dict[str, Any], container: str) -> bool:
+    """Whether this pod's state is a failure of its replica that the job cannot recover from: a Failed pod under
+    ``Never``, or under ``ExitCode`` when its ``container`` exited with a permanent code (:mod:`exit_codes`).
+    Retryable ``ExitCode`` failures and ``OnFailure``/``Always`` pods that failed anyway are restarted instead
+    (:mod:`restarts`)."""
+    if phase(pod) != FAILED:
+        return False
+    if restart_policy == RESTART_NEVER:
+        return True
+    if restart_policy == RESTART_EXIT_CODE:
+        return not is_retryable_exit(exit_code(pod, container))
+    return False
 
 
 def replica_state(pods_by_index: dict[int, dict[str, Any]], replica_type: str, restart_policy: str,
                   container: str) -> ReplicaState:
     """The state of one replica type from its pods (one per index)."""
     failures = tuple(failure_of(pod, replica_type, index, container)
-                     for index, pod in sorted(pods_by_index.items()) if fails_the_job(restart_policy, pod))
+                     for index, pod in sorted(pods_by_index.items()) if fails_the_job(restart_policy, pod, container))
     return ReplicaState(count_pods(pods_by_index.values()), failures)
 
 

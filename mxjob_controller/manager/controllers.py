@@ -40,5 +40,6 @@ ControllerFactory = Callable[[Client, RunSettings, CollectorRegistry], ManagedCo
 def new_controller(client: Client, settings: RunSettings, registry: CollectorRegistry) -> ManagedController:
     """The MXJob controller, scoped and sized by the flags, reporting on the process's registry."""
     options = ControllerOptions(namespaces=settings.namespaces or None, threadiness=settings.threadiness,
-                                resync_period=settings.resync_period, registry=registry)
+                                resync_period=settings.resync_period, registry=registry,
+                                gang_scheduler_name=settings.gang_scheduler_name or None)
     return MXJobController(client, options)

@@ -34,6 +34,7 @@ from mxjob_controller.manager import controllers
 from mxjob_controller.manager.controllers import ControllerFactory, ManagedController
 from mxjob_controller.manager.crd_check import StartupError, check_mxjob_crd
 from mxjob_controller.manager.settings import RunSettings
+from mxjob_controller.mxnet.controller import PodGroupAPIMissingError
 from mxjob_controller.runtime.client import Client, ClientConfig, ConfigError, load_config
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
 from mxjob_controller.runtime.endpoints import Endpoints
@@ -110,9 +111,6 @@ class Manager:
         self._clients.append(client)
         log.info("mxjob-controller %s: API server %s (%s), watching %s, %d worker(s)", __version__, config.host,
                  config.source, s.scope, s.threadiness)
-        if s.gang_scheduler_name:
-            log.warning("gang scheduling is not in this version yet: --gang-scheduler-name=%s is ignored",
-                        s.gang_scheduler_name)
         return config, client
 
     def _endpoints(self, registry: CollectorRegistry) -> Endpoints:
@@ -161,6 +159,9 @@ class Manager:
             controller = factory(client, self.settings, registry)
             self._controller = controller
             controller.start()
+        except PodGroupAPIMissingError as e:
+            self._fail(str(e))  # the message says which CRD to install: no traceback needed
+            return
         except Exception as e:
             log.exception("the controller failed to start")
             self._fail(f"the controller failed to start: {e}")

@@ -9,7 +9,10 @@ What it watches (per namespace, or cluster-wide when ``namespaces`` is None):
 - MXJobs, as ``kubeflow.org/v1`` (both served versions are one store);
 - pods and services labelled ``training.kubeflow.org/operator-name=mxjob-controller`` (ours), and those carrying
   only the legacy ``group-name=kubeflow.org`` labels (the old operator's, to adopt). The selectors go to the API
-  server, so nobody else's pods are transferred or cached; both caches are indexed by controller UID.
+  server, so nobody else's pods are transferred or cached; both caches are indexed by controller UID;
+- with gang scheduling (``gang_scheduler_name``): the chosen scheduler's PodGroups carrying our operator label, and
+  PriorityClasses (cluster-wide; their values order replicas for ``minResources``). :meth:`MXJobController.start`
+  first checks that the PodGroup API is served (:class:`PodGroupAPIMissingError` names the CRD to install).
 
 :meth:`MXJobController.start` returns once every cache has its initial list and the workers run (a reconcile
 before that would see children missing and try to create them again). :meth:`MXJobController.stop` stops taking
@@ -29,9 +32,14 @@ from prometheus_client import CollectorRegistry
 from mxjob_controller.core.caches import JobCaches
 from mxjob_controller.core.child_control import POD, SERVICE, ChildKind
 from mxjob_controller.core.framework import Framework
+from mxjob_controller.core.gang import GangScheduling, PodGroupHandlers
 from mxjob_controller.core.handlers import ChildHandlers, JobHandlers
 from mxjob_controller.core.labels import legacy_selector, owned_selector
+from mxjob_controller.core.managed_by import managed_elsewhere
 from mxjob_controller.core.metrics import JobMetrics
+from mxjob_controller.core.podgroups import PodGroupFlavor, flavor_for
+from mxjob_controller.core.podgroups.api_check import PodGroupAPIMissingError, require_podgroup_api
+from mxjob_controller.core.priority_classes import PRIORITY_CLASSES, PriorityClasses
 from mxjob_controller.core.reconciler import JobReconciler, ReconcilerOptions
 from mxjob_controller.core.write_pool import WritePool
 from mxjob_controller.mxnet.framework import MXNetFramework
@@ -51,6 +59,9 @@ CONTROLLER_NAME = "mxjob-controller"
 EXITED_WITH_CODE = "ExitedWithCode"
 
 
+__all__ = ["CacheSyncTimeoutError", "ControllerOptions", "MXJobController", "PodGroupAPIMissingError"]
+
+
 class CacheSyncTimeoutError(RuntimeError):
     """The caches did not get their initial lists in time (is the MXJob CRD installed? RBAC?)."""
 
@@ -67,6 +78,7 @@ class ControllerOptions:
     blocked_retry: float = 30.0                  # re-check of a child name held by an object the job does not control
     cache_sync_timeout: float = 60.0             # longest wait in start() for the initial lists
     trace_path: str | os.PathLike[str] | None = None   # a JSON line per reconcile (runtime.reconcile_trace)
+    gang_scheduler_name: str | None = None       # None, "" or "none": off; "volcano"; else scheduler-plugins' name
 
 
 class MXJobController:
@@ -84,9 +96,12 @@ class MXJobController:
         self._owned: dict[ChildKind, list[SharedInformer]] = {POD: [], SERVICE: []}
         self._legacy: dict[ChildKind, list[SharedInformer]] = {POD: [], SERVICE: []}
         self.caches = self._informers(options.namespaces)
+        self.client = client
+        self.flavor: PodGroupFlavor | None = flavor_for(options.gang_scheduler_name)
+        self.gang = self._gang(self.flavor, options.namespaces) if self.flavor is not None else None
         self.reconciler = JobReconciler(framework, client, self.caches, self.expectations, self.recorder,
                                         self.metrics, self.pool, ReconcilerOptions(blocked_retry=options.blocked_retry),
-                                        wall=options.wall)
+                                        wall=options.wall, gang=self.gang)
         self.controller = Controller(CONTROLLER_NAME, self.reconciler, workers=options.threadiness,
                                      registry=self.registry, clock=options.clock, trace_path=options.trace_path)
         self._register_handlers()
@@ -113,6 +128,15 @@ class MXJobController:
                     resync_period=0, indexers=indexers))
         return JobCaches(jobs, self._owned[POD] + self._legacy[POD], self._owned[SERVICE] + self._legacy[SERVICE])
 
+    def _gang(self, flavor: PodGroupFlavor, namespaces: Sequence[str] | None) -> GangScheduling:
+        scopes: Sequence[str | None] = tuple(namespaces) if namespaces else (None,)
+        podgroups = [self.factory.informer(flavor.resource, namespace=namespace, resync_period=0,
+                                           label_selector=owned_selector(self.framework.operator_name))
+                     for namespace in scopes]
+        priorities = PriorityClasses(self.factory.informer(PRIORITY_CLASSES, resync_period=0))
+        return GangScheduling(flavor, self.framework, self.client, podgroups, priorities, self.recorder,
+                              self.expectations)
+
     def _register_handlers(self) -> None:
         enqueue = self.controller.queue.add
         job_handlers = JobHandlers(enqueue)
@@ -127,8 +151,16 @@ class MXJobController:
                     container=self.framework.default_container, on_exit=self._exited if kind is POD else None)
                 for informer in informers:
                     informer.add_handler(handlers.on_add, handlers.on_update, handlers.on_delete)
+        if self.gang is not None:
+            podgroup_handlers = PodGroupHandlers(kind=self.framework.resource.kind, group=self.framework.resource.group,
+                                                 resolve_job=self.caches.job, enqueue=enqueue,
+                                                 expectations=self.expectations)
+            for informer in self.gang.podgroups:
+                informer.add_handler(podgroup_handlers.on_add, podgroup_handlers.on_update, podgroup_handlers.on_delete)
 
     def _exited(self, job: dict, pod: dict, code: int) -> None:
+        if managed_elsewhere(job, self.framework.managers) is not None:
+            return   # another controller's job: not a single write from us
         meta = pod.get("metadata") or {}
         self.recorder.event(ObjectReference.of(job, self.framework.resource.api_version, self.framework.resource.kind),
                             NORMAL, EXITED_WITH_CODE,
@@ -138,7 +170,10 @@ class MXJobController:
 
     def start(self) -> MXJobController:
         """Start the informers, wait for their initial lists, then the workers; CacheSyncTimeoutError if the caches do
-        not sync within ``cache_sync_timeout`` (everything started is stopped again)."""
+        not sync within ``cache_sync_timeout`` (everything started is stopped again). With gang scheduling,
+        :class:`PodGroupAPIMissingError` first if the cluster does not serve the scheduler's PodGroups."""
+        if self.flavor is not None:
+            require_podgroup_api(self.client, self.flavor, timeout=self.options.cache_sync_timeout)
         self.recorder.start()
         self.pool.start()
         self.factory.start()

@@ -25,6 +25,7 @@ class MXNetFramework:
     framework_name = FRAMEWORK_NAME
     group_label = c.GROUP
     default_container = c.DEFAULT_CONTAINER_NAME
+    managers = c.MANAGED_BY_OURS
 
     def parse(self, obj: dict[str, Any]) -> tuple[JobView | None, list[FieldError]]:
         return parse_job(obj)

@@ -81,7 +81,10 @@ STALE_OBJECT = "the object has been modified; please apply your changes to the l
 
 
 def invalid(res: Resource, name: str, causes: Iterable[Cause]) -> StatusError:
-    """422 Invalid: ``<Kind> "<name>" is invalid: <field>: <message>, ...`` with one cause per error."""
+    """422 Invalid: ``<Kind>[.<group>] "<name>" is invalid: <field>: <message>, ...``, one cause per error.
+
+    The kind is group-qualified as apimachinery's GroupKind prints it (``Deployment.apps``, ``MXJob.kubeflow.org``;
+    bare for the core group); kubectl builds its own line from ``details.kind``."""
     causes = list(causes)
     summary = ", ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
     if len(causes) > 1:
@@ -91,7 +94,8 @@ def invalid(res: Resource, name: str, causes: Iterable[Cause]) -> StatusError:
         details["group"] = res.group
     details["kind"] = res.kind
     details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]
-    return StatusError(422, "Invalid", f'{res.kind} "{name}" is invalid: {summary}', details)
+    kind = f"{res.kind}.{res.group}" if res.group else res.kind
+    return StatusError(422, "Invalid", f'{kind} "{name}" is invalid: {summary}', details)
 
 
 def invalid_options(kind: str, causes: Iterable[Cause]) -> StatusError:

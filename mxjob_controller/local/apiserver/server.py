@@ -26,6 +26,7 @@ from mxjob_controller.local.apiserver.faults import FaultInjector
 from mxjob_controller.local.apiserver.gc import GarbageCollector
 from mxjob_controller.local.apiserver.http import APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
+from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
 from mxjob_controller.local.apiserver.kinds.pods import PodStrategy
 from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
@@ -36,7 +37,6 @@ from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST, Request
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
-from mxjob_controller.local.apiserver.strategy import Strategy
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.kubeconfig import kubeconfig_for, write_kubeconfig
 
@@ -83,7 +83,7 @@ class APIServer:
             builtin.NAMESPACES.storage_key: NamespaceStrategy(),
             builtin.CRDS.storage_key: CRDStrategy(self.registry, self._write_crd_status, self._purge_crd),
         }
-        self.rest = REST(self.store, strategies, Strategy())
+        self.rest = REST(self.store, strategies, CustomResourceStrategy())
         self.rest.lookup = self._lookup
         patchers.install(self.rest)  # JSON patch and strategic merge patch
         self.rest.table_converter = tables.convert

@@ -1,0 +1,140 @@
+"""What happens to a job once its ``Succeeded`` or ``Failed`` condition is written: its children are cleaned up as
+``cleanPodPolicy`` says (:mod:`cleanup`), then ``ttlSecondsAfterFinished`` deletes the job itself (:mod:`ttl`).
+
+Thin I/O around those pure decisions. Guarantees:
+
+- cleanup deletes each child once: it works from the cache, skips what is already being deleted, and the caller
+  waits for the expectations of earlier deletions before calling again; a child already gone is no error and no
+  event (``ChildControl.delete``);
+- the TTL deletion happens through a delayed requeue of the job (``Result.after``), never a sleep; it is
+  preconditioned on the job's UID (a new job of the same name is never deleted), recorded as ``SuccessfulDeleteJob``
+  and counted in ``jobs_deleted_total`` only once the API has accepted it;
+- a finished job with nothing left to clean and no TTL makes no API call and records no event.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mxjob_controller.core import conditions as cond
+from mxjob_controller.core.child_control import POD, SERVICE, ChildControl, ChildKind
+from mxjob_controller.core.cleanup import cleanup_plan
+from mxjob_controller.core.job_context import JobContext
+from mxjob_controller.core.labels import replica_of
+from mxjob_controller.core.metrics import JobMetrics
+from mxjob_controller.core.slow_start import slow_start
+from mxjob_controller.core.status_writer import StatusWriter
+from mxjob_controller.core.ttl import TTLAction, ttl_decision
+from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.kube.timefmt import parse_time, rfc3339
+from mxjob_controller.runtime.client import Client, Conflict, NotFound
+from mxjob_controller.runtime.controller import DONE, Result
+from mxjob_controller.runtime.events import NORMAL, EventRecorder
+
+log = logging.getLogger(__name__)
+
+SUCCESSFUL_DELETE_JOB = "SuccessfulDeleteJob"
+_MIN_REQUEUE = 0.05   # a due time that the clocks' rounding puts a hair in the future is looked at again, not lost
+
+
+class FinishedJobs:
+    def __init__(self, client: Client, control: ChildControl, pool: WritePool, recorder: EventRecorder,
+                 metrics: JobMetrics, status: StatusWriter, *, wall: Callable[[], float], write_timeout: float) -> None:
+        self.client = client
+        self.control = control
+        self.pool = pool
+        self.recorder = recorder
+        self.metrics = metrics
+        self.status = status
+        self.wall = wall
+        self.write_timeout = write_timeout
+
+    def handle(self, ctx: JobContext, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]],
+               extra: dict[str, Any]) -> Result:
+        """Clean up, then apply the TTL; raises the first failed deletion (the job is retried with back-off)."""
+        error = self.clean(ctx, pods, services)
+        if error is not None:
+            raise error
+        return self.expire(ctx, extra)
+
+    # --- cleanPodPolicy ---------------------------------------------------------------------------------
+
+    def clean(self, ctx: JobContext, pods: Sequence[dict[str, Any]],
+              services: Sequence[dict[str, Any]]) -> BaseException | None:
+        policy = ctx.spec.run_policy.clean_pod_policy
+        plan = cleanup_plan(policy, pods, services)
+        why = f"the job has finished (cleanPodPolicy {policy})"
+        tasks = self._deletions(ctx, POD, plan.pods, why) + self._deletions(ctx, SERVICE, plan.services, why)
+        if not tasks:
+            return None
+        log.info("cleaning up %d pods and %d services (cleanPodPolicy %s)", len(plan.pods), len(plan.services),
+                 policy, extra=ctx.extra())
+        return slow_start(tasks, self.pool, timeout=self.write_timeout, initial_batch=len(tasks)).error
+
+    def _deletions(self, ctx: JobContext, kind: ChildKind, objs: Sequence[dict[str, Any]],
+                   why: str) -> list[Callable[[], Any]]:
+        tasks: list[Callable[[], Any]] = []
+        for obj in objs:
+            replica = replica_of((obj.get("metadata") or {}).get("labels"))
+            if replica is None:
+                continue   # labels naming no replica: its deletion could not be matched to an expectation
+            rtype, index = replica
+            tasks.append(functools.partial(self.control.delete, ctx, kind, obj, rtype, ctx.extra(rtype, index), why))
+        return tasks
+
+    # --- ttlSecondsAfterFinished ------------------------------------------------------------------------
+
+    def expire(self, ctx: JobContext, extra: dict[str, Any]) -> Result:
+        status = ctx.obj.get("status") or {}
+        policy = ctx.spec.run_policy
+        suspended = policy.suspend or cond.is_suspended(status.get("conditions"))
+        now = self.wall()
+        decision = ttl_decision(now, parse_time(status.get("completionTime")), policy.ttl_seconds_after_finished,
+                                suspended)
+        if decision.action is TTLAction.SET_COMPLETION_TIME:
+            written = self._set_completion_time(ctx, rfc3339(now), extra)
+            if written is None:
+                return DONE   # gone, or no longer finished: nothing to expire
+            decision = ttl_decision(now, parse_time(written), policy.ttl_seconds_after_finished, suspended)
+        if decision.action is TTLAction.KEEP:
+            return DONE
+        if decision.action is TTLAction.WAIT:
+            if decision.skewed:
+                log.warning("the job finished in the future (%s): the clocks disagree; its deletion is deferred "
+                            "until %gs after that", status.get("completionTime"), policy.ttl_seconds_after_finished,
+                            extra=extra)
+            return Result.after(max(decision.wait, _MIN_REQUEUE))
+        self._delete_job(ctx, extra)
+        return DONE
+
+    def _set_completion_time(self, ctx: JobContext, now: str, extra: dict[str, Any]) -> str | None:
+        """Give a finished job without ``completionTime`` one (kubeflow/common #170); the time stored, or None."""
+        def desired(job: dict[str, Any]) -> dict[str, Any] | None:
+            status = dict(job.get("status") or {})
+            if not cond.is_finished(status.get("conditions")):
+                return None
+            status.setdefault("completionTime", now)
+            return status
+
+        write = self.status.update(ctx.obj, desired, extra)
+        if write is None:
+            return None
+        if write.written:
+            log.info("the finished job had no completionTime: set to %s", now, extra=extra)
+        return write.after.get("completionTime") or now
+
+    def _delete_job(self, ctx: JobContext, extra: dict[str, Any]) -> None:
+        resource = ctx.framework.resource
+        try:
+            self.client.delete(resource, ctx.name, ctx.namespace, precondition_uid=ctx.uid,
+                               propagation_policy="Background")
+        except (NotFound, Conflict):
+            log.info("the job is already gone (or replaced): nothing to delete", extra=extra)
+            return
+        log.info("deleted the job: ttlSecondsAfterFinished (%ss) has passed",
+                 ctx.spec.run_policy.ttl_seconds_after_finished, extra=extra)
+        self.metrics.deleted(ctx.namespace)
+        self.recorder.event(ctx.ref(), NORMAL, SUCCESSFUL_DELETE_JOB, f"Deleted job: {ctx.name}")
