@@ -33,6 +33,7 @@ JOB, NS = "mxnet-dist", "default"
 JOB_PATH = f"/apis/kubeflow.org/v1/namespaces/{NS}/mxjobs/{JOB}"
 OPERATOR_LABEL = "training.kubeflow.org/operator-name=mxjob-controller"
 STATUS_CONFLICT = "verb=patch,resource=mxjobs,subresource=status,code=409,count=1"
+TTL_SECONDS = 3
 
 
 @dataclass
@@ -125,6 +126,9 @@ def run_end_to_end(cli: Sequence[str], tmp_path: Path) -> Outcome:
         kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
         kubectl.ok("apply", "-k", str(INSTALL), timeout=60)
         kubectl.ok("create", "-f", str(EXAMPLE))
+        # Deleted by the controller 3 s after it finishes (the only path that deletes an MXJob).
+        kubectl.ok("patch", "mxjob", JOB, "--type", "merge", "-p",
+                   json.dumps({"spec": {"runPolicy": {"ttlSecondsAfterFinished": TTL_SECONDS}}}))
         job = kube.get(JOB_PATH).body
         for obj in squatters(job):
             kubectl.ok("create", "-f", "-", input=json.dumps(obj))
@@ -162,10 +166,11 @@ def run_end_to_end(cli: Sequence[str], tmp_path: Path) -> Outcome:
         wait_for(lambda: conditions(kube).get("Succeeded") == "True", timeout=30, what="Succeeded")
         outcome.conditions = conditions(kube)
         assert kube.get(JOB_PATH).body["status"].get("completionTime")
+        wait_for(lambda: kube.get(JOB_PATH).status == 404, timeout=30, what="the job deleted by its TTL")
 
         for path in ("/healthz", "/readyz"):
             assert leader.get(path) == (200, "ok")
-        for what in ("created", "successful"):
+        for what in ("created", "successful", "deleted"):
             outcome.metrics[what] = leader.metric(f"training_operator_jobs_{what}_total", job_namespace=NS,
                                                   framework="mxnet")
         outcome.metrics["standby_reconciles"] = standby.metric("controller_runtime_reconcile_total",

@@ -252,6 +252,18 @@ class Policy:
         return {p for _binding, role in self.grants(sa) for rule in role.rules for p in rule.permissions(role.ref)}
 
 
+#: What every cluster grants every authenticated client: kube-apiserver's bootstrap ``system:discovery`` role
+#: (discovery, version, health and OpenAPI documents). Add it to a policy of manifests with ``BOOTSTRAP``.
+BOOTSTRAP: tuple[dict[str, Any], ...] = (
+    {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole", "metadata": {"name": "system:discovery"},
+     "rules": [{"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz",
+                                    "/openapi", "/openapi/*", "/version", "/version/"], "verbs": ["get"]}]},
+    {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "system:discovery"},
+     "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": "system:discovery"},
+     "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": "system:authenticated"}]},
+)
+
+
 @dataclass
 class AuditReport:
     denied: list[Request]

@@ -26,7 +26,7 @@ EXCEPTIONS: dict[Permission, str] = {}
 
 def check(outcome) -> None:
     assert outcome.conditions == {"Created": "True", "Running": "False", "Succeeded": "True"}
-    assert outcome.metrics == {"created": 1.0, "successful": 1.0, "standby_reconciles": None}
+    assert outcome.metrics == {"created": 1.0, "successful": 1.0, "deleted": 1.0, "standby_reconciles": None}
     assert all(seconds < 10 for seconds in outcome.stop_seconds), outcome.stop_seconds
     assert outcome.handover_seconds < 2.0, f"handover took {outcome.handover_seconds:.2f}s"
     report = audit_report(Policy.from_documents(render("install")), CONTROLLER,

@@ -177,7 +177,7 @@ def perms(role: str, group: str, resource: str, verbs: str, name: str = "") -> s
 
 
 GRANTED = (perms(CR, "apiextensions.k8s.io", "customresourcedefinitions", "get", "mxjobs.kubeflow.org")
-           | perms(CR, "kubeflow.org", "mxjobs", "get list watch")
+           | perms(CR, "kubeflow.org", "mxjobs", "get list watch delete")
            | perms(CR, "kubeflow.org", "mxjobs/status", "patch")
            | perms(CR, "", "pods", "get list watch create patch delete")
            | perms(CR, "", "services", "get list watch create patch delete")
