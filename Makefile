@@ -5,13 +5,16 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint unit bench demo image wheel crd clean
+.PHONY: venv test lint bench demo image wheel crd clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
+
+## venv: create .venv with the package (editable) and its test and lint tools
+venv: $(STAMP)
 
 ## test: lint, then the whole test suite (what CI runs)
 test: lint
@@ -38,6 +41,11 @@ VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' mxjob_controller/__in
 ## image: build the container image (needs a Docker engine), tagged latest and with the version the manifests use
 image:
 	docker build -t mxjob-controller:latest -t mxjob-controller:$(VERSION) .
+
+## demo: run a real MXJob on this machine (needs the local kubelet, which is not built yet)
+demo:
+	@echo "make demo is not built yet: it needs a local kubelet that runs pod containers as processes." >&2
+	@exit 1
 
 clean:
 	rm -rf $(VENV) dist build *.egg-info .mxjob-local
