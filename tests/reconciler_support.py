@@ -74,7 +74,8 @@ class Harness:
 
     def start(self, *, threadiness: int = 1, namespaces: tuple[str, ...] | None = None,
               registry: CollectorRegistry | None = None, **options: Any) -> MXJobController:
-        client = Client(ClientConfig(host=self.apiserver.url, qps=-1), component="mxjob-controller")
+        client = Client(ClientConfig(host=self.apiserver.url, qps=-1), component="mxjob-controller",
+                        program="mxjob-controller")
         self.clients.append(client)
         trace = self.tmp_path / f"trace-{len(self.controllers)}.jsonl"
         controller = MXJobController(client, ControllerOptions(

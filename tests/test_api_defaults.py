@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from mxjob_controller.api import apply_defaults, parse_job
+from mxjob_controller.api.constants import MANAGED_BY_OURS
 from mxjob_controller.api.status import ReplicaCounts, condition, replica_counts, with_replica_counts
+from mxjob_controller.core.managed_by import managed_elsewhere
 
 PORT = {"name": "mxjob-port", "containerPort": 9091}
 
@@ -138,11 +140,9 @@ def test_parse_job_normalises_and_types_everything() -> None:
     assert list(view.replicas) == ["TunerTracker", "TunerServer", "Tuner"]
     assert [(r.replicas, r.restart_policy, r.tvm_label, r.port) for r in view.replicas.values()] == [
         (1, "Never", "", 9000), (1, "Never", "gpu-rpc", 9091), (1, "Never", "from-annotation", 9091)]
-    assert view.child_name("TunerServer", 0) == "j-tunerserver-0"
-    assert view.total_replicas == 3
     policy = view.run_policy
-    assert (policy.clean_pod_policy, policy.backoff_limit, policy.suspend, policy.managed_here) == ("None", 2, True,
-                                                                                                     True)
+    assert (policy.clean_pod_policy, policy.backoff_limit, policy.suspend, policy.managed_by) == ("None", 2, True,
+                                                                                                   None)
     assert policy.scheduling_policy is not None
     assert (policy.scheduling_policy.min_available, policy.scheduling_policy.queue) == (3, "q")
     assert view.success_policy == "AllWorkers"
@@ -171,18 +171,27 @@ def test_parse_job_defaults_run_policy() -> None:
     assert view.success_policy == ""
 
 
-@pytest.mark.parametrize(("managed_by", "ours"), [
-    (None, True),
-    ("kubeflow.org/mxjob-controller", True),
-    ("kubeflow.org/training-operator", True),
-    ("kueue.x-k8s.io/multikueue", False),
-    ("example.com/my-dispatcher", False),
+@pytest.mark.parametrize(("managed_by", "handed_to"), [
+    (None, None),
+    ("kubeflow.org/mxjob-controller", None),
+    ("kubeflow.org/training-operator", None),
+    ("kueue.x-k8s.io/multikueue", "kueue.x-k8s.io/multikueue"),
+    ("example.com/my-dispatcher", "example.com/my-dispatcher"),
+    # malformed: no hand-over (nobody can claim a value the API refuses); the job is ours, and invalid
+    ("", None),
+    ("me", None),
+    ("Example.com/x", None),
+    ("example.com/a b", None),
+    ("example.com/" + "x" * 60, None),
 ])
-def test_managed_by_decides_who_reconciles(managed_by, ours) -> None:
+def test_managed_by_decides_who_reconciles(managed_by: str | None, handed_to: str | None) -> None:
     run_policy = {} if managed_by is None else {"managedBy": managed_by}
-    view, errors = parse_job(job({"Worker": rspec()}, runPolicy=run_policy))
-    assert not errors
-    assert view is not None and view.run_policy.managed_here is ours
+    obj = job({"Worker": rspec()}, runPolicy=run_policy)
+    assert managed_elsewhere(obj, MANAGED_BY_OURS) == handed_to
+    view, errors = parse_job(obj)
+    well_formed = managed_by is None or handed_to is not None or managed_by in MANAGED_BY_OURS
+    assert (view is not None, not errors) == (well_formed, well_formed), [str(e) for e in errors]
+    assert well_formed or {e.field for e in errors} == {"spec.runPolicy.managedBy"}
 
 
 def test_parse_job_returns_every_error_and_no_view() -> None:

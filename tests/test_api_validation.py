@@ -193,6 +193,25 @@ def test_messages_read_like_kube() -> None:
     ]
 
 
+@pytest.mark.parametrize(("value", "messages"), [
+    ("", ["Required value"]),
+    ("me", ['Invalid value: "me": must be a domain-prefixed path (such as "acme.io/foo")']),
+    ("/x", ['Invalid value: "/x": must be a domain-prefixed path (such as "acme.io/foo")']),
+    ("Acme.io/x", ['Invalid value: "Acme.io": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
+                   "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+                   "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]"
+                   "([-a-z0-9]*[a-z0-9])?)*')"]),
+    ("acme.io/a b", ['Invalid value: "a b": Invalid path (regex used for validation is '
+                     "'[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')"]),
+    ("acme.io/" + "x" * 56, ["Too long: may not be more than 63 bytes"]),
+])
+def test_managed_by_messages_are_batch_jobs(value: str, messages: list[str]) -> None:
+    """batch/v1 Job's rule and words (apimachinery's IsDomainPrefixedPath, then at most 63 characters)."""
+    job = train_job()
+    job["spec"]["runPolicy"] = {"managedBy": value}
+    assert [str(e) for e in validate_job(job)] == [f"spec.runPolicy.managedBy: {m}" for m in messages]
+
+
 def test_every_problem_is_reported_at_once() -> None:
     job = train_job("9lives")
     job["spec"]["jobMode"] = "MXTune"

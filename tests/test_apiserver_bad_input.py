@@ -114,3 +114,132 @@ def test_wrong_types_in_metadata_are_rejected_not_crashing(kube):
 def test_bad_query_parameters(kube):
     assert kube.get(CMS, limit="ten").status == 400
     assert kube.get(CMS, watch="true", resourceVersion="abc").status == 400
+
+
+# --- YAML bodies: values kube keeps as strings, and values JSON cannot carry ---------------------------------
+
+GADGETS = "/apis/example.com/v1/namespaces/default/gadgets"
+
+
+def _gadget_crd() -> dict:
+    """A CRD whose spec keeps whatever it is given (x-kubernetes-preserve-unknown-fields)."""
+    schema = {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}]}}
+
+
+def _post_yaml(kube, path: str, text: str):
+    return kube.request("POST", path, raw_body=text.encode(), content_type="application/yaml")
+
+
+def test_yaml_dates_in_a_custom_resource_stay_strings(kube):
+    assert kube.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", _gadget_crd()).status == 201
+    reply = _post_yaml(kube, GADGETS, "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n"
+                                      "spec:\n  day: 2020-01-01\n  at: 2020-01-01T10:20:30Z\n"
+                                      "  tagged: !!timestamp 2021-02-03\n")
+    assert reply.status == 201, reply.body
+    assert reply.body["spec"] == {"day": "2020-01-01", "at": "2020-01-01T10:20:30Z", "tagged": "2021-02-03"}
+    got = kube.get(f"{GADGETS}/g")
+    assert got.status == 200 and got.body["spec"]["day"] == "2020-01-01"
+    listed = kube.get(GADGETS)
+    assert listed.status == 200 and [i["spec"]["at"] for i in listed.body["items"]] == ["2020-01-01T10:20:30Z"]
+
+
+def test_yaml_dates_in_a_configmap_stay_strings(kube):
+    reply = _post_yaml(kube, CMS, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dated\n"
+                                  "data:\n  since: 2020-01-01\n")
+    assert reply.status == 201, reply.body
+    assert kube.get(f"{CMS}/dated").body["data"] == {"since": "2020-01-01"}
+    assert kube.get(CMS).status == 200
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_yaml_values_json_cannot_carry_are_400_and_nothing_is_stored(kube, value):
+    assert kube.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", _gadget_crd()).status == 201
+    reply = _post_yaml(kube, GADGETS, f"apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n"
+                                      f"spec:\n  x: {value}\n")
+    assert reply.status == 400 and reply.body["reason"] == "BadRequest"
+    assert kube.get(GADGETS).body["items"] == []
+
+
+def test_yaml_binary_set_and_non_string_keys_become_json(kube):
+    assert kube.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", _gadget_crd()).status == 201
+    reply = _post_yaml(kube, GADGETS, "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n"
+                                      "spec:\n  blob: !!binary aGVsbG8=\n  keys: !!set {a, b}\n"
+                                      "  byNumber: {2: two, 2.5: half, true: yes}\n")
+    assert reply.status == 201, reply.body
+    assert reply.body["spec"] == {"blob": "hello", "keys": {"a": None, "b": None},
+                                  "byNumber": {"2": "two", "2.5": "half", "true": True}}
+    assert kube.get(f"{GADGETS}/g").body["spec"] == reply.body["spec"]
+
+
+def test_json_nan_and_infinity_are_not_json(kube):
+    for token in (b"NaN", b"Infinity", b"-Infinity"):
+        body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"n","annotations":{"a":' + token + b"}}}"
+        reply = kube.request("POST", CMS, raw_body=body, content_type="application/json")
+        assert reply.status == 400 and reply.body["reason"] == "BadRequest"
+    kube.post(CMS, configmap("p"))
+    reply = kube.request("PATCH", f"{CMS}/p", raw_body=b'{"metadata":{"labels":{"a":NaN}}}',
+                         content_type="application/merge-patch+json")
+    assert reply.status == 400
+    assert kube.get(CMS).status == 200
+
+
+# --- framing: lengths that would make the server read forever ------------------------------------------------
+
+def _exchange(apiserver, raw: bytes) -> bytes:
+    """Send ``raw``, keep the socket open for writing, and read until the server closes (10 s at most)."""
+    with socket.create_connection((apiserver.host, apiserver.port), timeout=10) as s:
+        s.sendall(raw)
+        chunks = []
+        while True:
+            data = s.recv(65536)
+            if not data:
+                return b"".join(chunks)
+            chunks.append(data)
+
+
+@pytest.mark.parametrize("length", ["-1", "-100", "+5", "1_0", " 7x"])
+def test_a_bad_content_length_is_400_and_closes(apiserver, kube, length):
+    answer = _exchange(apiserver, f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                  f"Content-Length: {length}\r\n\r\n{{}}".encode())
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert b"Connection: close" in answer
+    assert kube.post(CMS, configmap("after")).status == 201
+
+
+@pytest.mark.parametrize("size", [b"-5", b"-0x5", b"zz", b"+5"])
+def test_a_bad_chunk_size_is_400_and_closes(apiserver, kube, size):
+    answer = _exchange(apiserver, f"POST {CMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                  f"Transfer-Encoding: chunked\r\n\r\n".encode() + size + b"\r\n{}\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert b"Connection: close" in answer
+    assert kube.get(CMS).body["items"] == []
+
+
+# --- query parameters kube takes as they are -----------------------------------------------------------------
+
+def test_a_negative_limit_lists_everything_as_kube_does(kube):
+    """kube-apiserver paginates only for limit > 0 (storage's ``hasLimit``); a negative limit is no limit."""
+    for name in ("a", "b", "c"):
+        kube.post(CMS, configmap(name))
+    for limit in ("-1", "-50", "0"):
+        reply = kube.get(CMS, limit=limit)
+        assert reply.status == 200, reply.body
+        assert [i["metadata"]["name"] for i in reply.body["items"]] == ["a", "b", "c"]
+        assert "continue" not in reply.body["metadata"]
+
+
+def test_a_negative_watch_timeout_ends_the_watch_at_once(apiserver, kube):
+    """kube's watch handler arms its timer with the duration given: a negative one has already fired."""
+    import time
+
+    kube.post(CMS, configmap("a"))
+    started = time.monotonic()
+    events = list(kube.watch(CMS, timeout=10, timeoutSeconds=-5))
+    assert time.monotonic() - started < 5
+    assert events == []

@@ -310,3 +310,63 @@ def test_deleting_a_crd_removes_its_objects(kube):
     assert kube.get(WIDGETS).status == 404
     kube.post(CRDS, widget_crd())
     assert kube.get(WIDGETS).body["items"] == []
+
+
+def _always_overtaken(apiserver, name: str, limit: int = 500):
+    """Make every write of configmap ``name`` lose its compare-and-swap: between the request's read and its write
+    (while the schema is checked) another writer commits. It stops after ``limit`` so a broken server still ends."""
+    check = apiserver.rest.schema_validator
+    overtaken = [0]
+
+    def racing_check(rt, obj, ctx):
+        if rt.plural == "configmaps" and (obj.get("metadata") or {}).get("name") == name and overtaken[0] < limit:
+            overtaken[0] += 1
+            current = apiserver.store.get(rt.storage_key, ("default", name))
+            other = json.loads(current.raw)
+            other["data"] = {"overtaken": str(overtaken[0])}
+            apiserver.store.update(rt.storage_key, other, expect_rv=current.rv)
+        return check(rt, obj, ctx)
+
+    apiserver.rest.schema_validator = racing_check
+    return overtaken
+
+
+def test_update_without_resource_version_gives_up_as_kube_does(apiserver, kube):
+    """An unconditional update retries lost compare-and-swaps, but not forever: kube's storage retries until the
+    request deadline, then answers 504 Timeout."""
+    kube.post(CMS, configmap("c"))
+    overtaken = _always_overtaken(apiserver, "c")
+    reply = kube.put(f"{CMS}/c", configmap("c", {"mine": "yes"}))
+    assert reply.status == 504, reply.body
+    assert reply.body["reason"] == "Timeout"
+    assert reply.body["message"] == ("Timeout: request did not complete within requested timeout - "
+                                     "context deadline exceeded")
+    assert overtaken[0] == 64
+    reply = kube.patch(f"{CMS}/c", {"data": {"mine": "yes"}})
+    assert reply.status == 504 and reply.body["reason"] == "Timeout"
+    assert overtaken[0] == 128
+    assert "mine" not in kube.get(f"{CMS}/c").body["data"]
+
+
+def test_a_status_write_that_keeps_losing_is_logged(apiserver, caplog):
+    """The server's own status writes (namespaces, CRDs) give up after 16 lost races, and say so."""
+    created = apiserver.create(configmap("s"))
+    rt = apiserver.resource_for(created)
+    real_get = apiserver.store.get
+
+    def overtaken_get(key, okey):
+        current = real_get(key, okey)
+        if key == rt.storage_key and okey == ("default", "s") and current is not None:
+            other = json.loads(current.raw)
+            other["data"] = {"n": other["metadata"]["resourceVersion"]}
+            apiserver.store.update(key, other, expect_rv=current.rv)  # another writer wins the race
+        return current
+
+    apiserver.store.get = overtaken_get
+    try:
+        with caplog.at_level("WARNING", logger="mxjob_controller.local.apiserver.rest"):
+            assert apiserver.rest.update_status(rt, ("default", "s"), {"phase": "x"}) is False
+    finally:
+        del apiserver.store.get
+    assert any("gave up writing the status of configmaps default/s after 16" in r.getMessage()
+               for r in caplog.records), caplog.text

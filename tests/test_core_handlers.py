@@ -1,5 +1,6 @@
 """The informer event handlers, fed objects as an informer delivers them (tombstones included), with real
-expectations: which job a child wakes, which expectations it satisfies, and when ``ExitedWithCode`` fires."""
+expectations: which job a child wakes and which expectations it satisfies. Handlers write nothing (``ExitedWithCode``
+is the reconcile's: tests/test_reconciler_status.py)."""
 
 from __future__ import annotations
 
@@ -32,13 +33,11 @@ def pod(rv: str = "1", *, kind: str = "MXJob", uid: str = "job-uid", api_version
 class Fixture:
     def __init__(self, observe: bool = True) -> None:
         self.queued: list[str] = []
-        self.exits: list[tuple[str, int]] = []
         self.expectations = ControllerExpectations()
         self.jobs = {"ns/j": JOB}
         self.handlers = ChildHandlers(
             kind="MXJob", group="kubeflow.org", resolve_job=self.jobs.get, enqueue=self.queued.append,
-            expectations=self.expectations if observe else None, expectation_key=pods_key, container="mxnet",
-            on_exit=lambda job, p, code: self.exits.append((p["metadata"]["name"], code)))
+            expectations=self.expectations if observe else None, expectation_key=pods_key)
         self.key = pods_key("ns/j", "Worker")
 
     def pending(self) -> tuple[int, int] | None:
@@ -99,12 +98,6 @@ def test_a_controller_change_queues_both_jobs(f: Fixture) -> None:
     moved["metadata"]["ownerReferences"][0].update(name="k", uid="k-uid")
     f.handlers.on_update(pod("1"), moved)
     assert f.queued == ["ns/j", "ns/k"]
-
-
-def test_exited_with_code_fires_once_per_termination(f: Fixture) -> None:
-    f.handlers.on_update(pod("1"), pod("2", exit_code=137))
-    f.handlers.on_update(pod("2", exit_code=137), pod("3", exit_code=137))
-    assert f.exits == [("j-worker-0", 137)]
 
 
 def test_unlabelled_children_queue_without_observing(f: Fixture) -> None:

@@ -1,4 +1,4 @@
-"""Reading pods (counts, failures, fresh exits) and computing the job status to write: pure functions."""
+"""Reading pods (counts, failures, terminations) and computing the job status to write: pure functions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from mxjob_controller.api.status import ReplicaCounts, with_replica_counts
 from mxjob_controller.core.framework import Verdict
 from mxjob_controller.core.job_status import failure_message, next_status
-from mxjob_controller.core.pod_status import PodFailure, count_pods, failure_of, newly_exited, replica_state
+from mxjob_controller.core.pod_status import PodFailure, count_pods, failure_of, replica_state, termination
 
 NOW, LATER = "2024-01-01T00:00:00Z", "2024-01-01T01:00:00Z"
 
@@ -62,16 +62,15 @@ def test_which_failed_pods_fail_the_job(policy: str, fails: bool) -> None:
     assert bool(state.failures) is fails
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), [
-    (pod(phase="Running"), pod(phase="Failed", exit_code=137), 137),
-    (pod(phase="Running"), pod(phase="Succeeded", exit_code=0), 0),
-    (pod(phase="Failed", exit_code=137), pod(phase="Failed", exit_code=137), None),    # already seen
-    (pod(phase="Failed", exit_code=1), pod(phase="Failed", exit_code=1, finished_at=LATER), 1),  # exited again
-    (pod(phase="Running"), pod(phase="Running"), None),
-    (pod(phase="Running"), pod(phase="Failed", exit_code=2, container="sidecar"), None),  # not the framework's
+@pytest.mark.parametrize(("obj", "expected"), [
+    (pod(phase="Running"), None),
+    (pod(phase="Failed", exit_code=137), (137, NOW)),
+    (pod(phase="Succeeded", exit_code=0), (0, NOW)),
+    (pod(phase="Failed", exit_code=1, finished_at=LATER), (1, LATER)),       # exited again: another termination
+    (pod(phase="Failed", exit_code=2, container="sidecar"), None),           # not the framework's container
 ])
-def test_newly_exited(old: dict, new: dict, expected: int | None) -> None:
-    assert newly_exited(old, new, "mxnet") == expected
+def test_a_termination_is_its_exit_code_and_finish_time(obj: dict, expected: tuple[int, str] | None) -> None:
+    assert termination(obj, "mxnet") == expected
 
 
 # --- the status ------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController, PodGroupAPIMissingError
 from mxjob_controller.runtime.client import Client, ClientConfig
 from tests import gang_support as gs
@@ -204,6 +205,32 @@ def test_the_podgroup_is_deleted_once_when_the_job_finishes(h: Harness, volcano:
         ("Deleted PodGroup: j", 1)]
 
 
+def test_a_podgroup_that_cannot_be_deleted_does_not_hold_back_the_cleanup(apiserver: APIServer, h: Harness,
+                                                                         volcano: gs.PodGroups) -> None:
+    """The finished job's PodGroup delete keeps failing: its pods and services are cleaned up all the same (here by
+    a later pass: the first pod delete fails once), the failure is reported (a Warning) and retried with back-off
+    until the delete goes through."""
+    rule = apiserver.faults.add(FaultRule(verb="delete", resource="podgroups", code=500))
+    apiserver.faults.add(FaultRule(verb="delete", resource="pods", code=500, count=1))
+    controller = h.start(gang_scheduler_name="volcano")
+    h.create_job(mxjob("j", scheduler=1, server=1, worker=1))
+    volcano.wait(NS, "j")
+    volcano.set_phase(NS, "j", "Running")
+    h.wait_children(NS, "j", 3)
+    h.run_all(NS, "j")
+    h.wait_condition(NS, "j", "Running")
+    h.kubelet.succeed(NS, "j-scheduler-0")
+    h.wait_condition(NS, "j", "Succeeded")
+    wait_for(lambda: not h.pods(NS, "j") and not h.services(NS, "j"), timeout=DEADLINE,
+             what="pods and services cleaned up while the PodGroup delete fails")
+    assert rule.fired >= 1 and volcano.get(NS, "j") is not None
+    assert controller.recorder.flush(DEADLINE)
+    uid = h.job(NS, "j")["metadata"]["uid"]
+    assert h.events(NS, uid, "FailedDeletePodGroup")
+    apiserver.faults.clear()
+    volcano.wait_gone(NS, "j")   # retried (with back-off) once the API accepts it
+
+
 def test_suspending_deletes_the_podgroup_and_resuming_makes_it_again(h: Harness, volcano: gs.PodGroups) -> None:
     h.start(gang_scheduler_name="volcano")
     h.create_job(mxjob("j", scheduler=0, server=0, worker=2))
@@ -244,7 +271,8 @@ def test_scheduler_plugins_podgroup_and_pods(h: Harness) -> None:
 
 
 def test_start_refuses_gang_scheduling_without_the_podgroup_crd(apiserver: APIServer, h: Harness) -> None:
-    client = Client(ClientConfig(host=apiserver.url, qps=-1), component="mxjob-controller")
+    client = Client(ClientConfig(host=apiserver.url, qps=-1), component="mxjob-controller",
+                    program="mxjob-controller")
     ours = ("mxjob-controller", "informer-", "events-")
     before = {t for t in threading.enumerate() if t.name.startswith(ours)}
     try:

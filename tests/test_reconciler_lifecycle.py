@@ -214,7 +214,8 @@ def test_a_lost_event_delays_a_job_only_until_its_expectations_expire(h: Harness
 
 def test_start_fails_cleanly_when_the_caches_cannot_sync(apiserver: APIServer) -> None:
     """No MXJob CRD: the job informer cannot list, start() says so and leaves no thread behind."""
-    client = Client(ClientConfig(host=apiserver.url, qps=-1), component="mxjob-controller")
+    client = Client(ClientConfig(host=apiserver.url, qps=-1), component="mxjob-controller",
+                    program="mxjob-controller")
     controller = MXJobController(client, ControllerOptions(cache_sync_timeout=1.0, registry=CollectorRegistry()))
     try:
         with pytest.raises(CacheSyncTimeoutError):

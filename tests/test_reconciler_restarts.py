@@ -7,6 +7,7 @@ recreated."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,6 +143,31 @@ def test_restarts_of_one_index_back_off_0_10_20_seconds_across_a_controller_rest
     wait_replaced(h, "j-worker-0", uid)
     assert h.job(NS, "j")["status"]["restartCount"] == 3
     assert "Failed" not in h.conditions(NS, "j")
+
+
+def test_a_restart_never_comes_before_its_back_off_on_a_clock_with_sub_seconds(h: Harness) -> None:
+    """The failure policy judges with the exact time, not the whole seconds the status stores: a restart decided at
+    x.6 s with a 10 s back-off is due at x+11 s (status times are whole seconds, never earlier than the back-off),
+    and does not happen 10 s later (x+10.6 s)."""
+    ft = FakeTime(epoch=float(int(time.time())) + 0.6)
+    controller = h.start(**ft.options())
+    h.create_job(mxjob("j", scheduler=0, server=0, worker=1, restart_policy="ExitCode"))
+    [pod] = h.wait_children(NS, "j", 1)
+    uid = pod["metadata"]["uid"]
+    for restarts in (1, 2):
+        h.kubelet.run(NS, "j-worker-0")
+        h.wait_condition(NS, "j", "Running")
+        h.kubelet.fail(NS, "j-worker-0", exit_code=137, reason="OOMKilled")
+        record = wait_for(lambda n=restarts: (r := history(h, "j").get("worker-0") or {}).get("restarts") == n and r,
+                          timeout=DEADLINE, what=f"restart {restarts} decided")
+        if restarts == 1:
+            uid = wait_replaced(h, "j-worker-0", uid)     # the first restart: at once
+    assert record["nextRestartTime"] == rfc3339(math.ceil(ft.wall() + 10))
+    ft.step(10)
+    h.settle(controller, f"{NS}/j")
+    assert uid_of(h, "j-worker-0") == uid                 # 10 s passed, but the stored due time has not
+    ft.step(0.5)
+    wait_replaced(h, "j-worker-0", uid)
 
 
 # --- backoffLimit ----------------------------------------------------------------------------------------

@@ -5,15 +5,18 @@ change (an idle resync writes nothing), conflicts re-read and recomputed, and in
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mxjob_controller.core.status_writer import StatusWriter
 from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.mxnet.framework import MXJOBS
 from mxjob_controller.runtime.client import Client, ClientConfig
 from tests.reconciler_support import DEADLINE, Harness, jobs_path, metric, mxjob
@@ -115,6 +118,54 @@ def test_a_failed_replica_fails_the_job_naming_pod_code_and_reason(h: Harness) -
     assert [(e["message"], e["count"]) for e in h.events(NS, uid, "ExitedWithCode")] == [
         ("Pod: default.j-worker-1 exited with code 137", 1)]
     assert metric(controller.registry, "failed") == 1 and metric(controller.registry, "successful") == 0
+
+
+def test_exited_with_code_once_per_termination_by_the_reconcile(h: Harness) -> None:
+    """Written by a reconcile worker (informer → queue → reconcile → writes), once per pod termination: not again on
+    a resync, nor after a controller restart; a replacement pod's exit is another termination."""
+    controller = h.start()
+    threads: list[str] = []
+
+    def watch_recorder(c: MXJobController) -> None:
+        record = c.recorder.event
+
+        def event(ref: Any, event_type: str, reason: str, message: str) -> bool:
+            if reason == "ExitedWithCode":
+                threads.append(threading.current_thread().name)
+            return record(ref, event_type, reason, message)
+        c.recorder.event = event   # type: ignore[method-assign]
+
+    watch_recorder(controller)
+    key = f"{NS}/j"
+    h.create_job(mxjob("j", scheduler=0, server=0, worker=2, restart_policy="ExitCode"))
+    pods = h.wait_children(NS, "j", 2)
+    h.run_all(NS, "j")
+    h.wait_condition(NS, "j", "Running")
+    uid = h.job(NS, "j")["metadata"]["uid"]
+
+    def exits(c: MXJobController) -> list[tuple[str, int]]:
+        assert c.recorder.flush(DEADLINE)
+        return sorted((e["message"], e["count"]) for e in h.events(NS, uid, "ExitedWithCode"))
+
+    done = ("Pod: default.j-worker-1 exited with code 0", 1)
+    h.kubelet.succeed(NS, "j-worker-1")                       # the job runs on
+    wait_for(lambda: exits(controller) == [done], timeout=DEADLINE, what="the exit recorded")
+    for _ in range(3):
+        h.settle(controller, key)
+    assert exits(controller) == [done]
+    h.stop(controller)
+    controller = h.start()                                    # its first look reports nothing it did not see happen
+    watch_recorder(controller)
+    for _ in range(2):
+        h.settle(controller, key)
+    assert exits(controller) == [done]
+    old = next(p["metadata"]["uid"] for p in pods if p["metadata"]["name"] == "j-worker-0")
+    h.kubelet.fail(NS, "j-worker-0", exit_code=137, reason="OOMKilled")   # retryable: replaced at once
+    wait_for(lambda: any(p["metadata"]["name"] == "j-worker-0" and p["metadata"]["uid"] != old
+                         for p in h.pods(NS, "j")), timeout=DEADLINE, what="j-worker-0 replaced")
+    wait_for(lambda: exits(controller) == [("Pod: default.j-worker-0 exited with code 137", 1), done],
+             timeout=DEADLINE, what="the second exit recorded")
+    assert threads and all(name.startswith("mxjob-controller-worker-") for name in threads), threads
 
 
 def test_an_evicted_pod_is_named_with_its_reason(h: Harness) -> None:
@@ -225,7 +276,8 @@ def test_the_status_writer_refuses_to_write_over_a_newer_job(h: Harness) -> None
         seen.append(obj["metadata"]["resourceVersion"])
         return {**(obj.get("status") or {}), "startTime": "2024-01-01T00:00:00Z"}
 
-    client = Client(ClientConfig(host=h.apiserver.url, qps=-1), component="mxjob-controller")
+    client = Client(ClientConfig(host=h.apiserver.url, qps=-1), component="mxjob-controller",
+                    program="mxjob-controller")
     try:
         write = StatusWriter(client, MXJOBS).update(job, desired)
     finally:

@@ -124,6 +124,23 @@ def test_suspend_a_running_job_then_resume_it(h: Harness) -> None:
     assert metric(controller.registry, "created") == 1
 
 
+def test_suspending_keeps_the_counts_the_go_operator_wrote(h: Harness) -> None:
+    """A job whose status the Go mxnet-operator wrote (counts only under ``mxReplicaStatuses``) keeps its succeeded
+    and failed counts when suspended: the same reader as everywhere else, not ``replicaStatuses`` alone."""
+    h.create_job(suspended(mxjob("j", scheduler=0, server=0, worker=3)))
+    go_status = {"conditions": [{"type": "Created", "status": "True", "reason": "MXJobCreated",
+                                 "message": "MXJob j is created.", "lastUpdateTime": rfc3339(T0),
+                                 "lastTransitionTime": rfc3339(T0)}],
+                 "mxReplicaStatuses": {"Worker": {"active": 1, "succeeded": 1, "failed": 1}},
+                 "startTime": rfc3339(T0)}
+    reply = h.kube.patch(jobs_path(NS, "j") + "/status", {"status": go_status})
+    assert reply.ok, reply.body
+    h.start()
+    h.wait_condition(NS, "j", "Suspended")
+    status = h.job(NS, "j")["status"]
+    assert status["replicaStatuses"] == status["mxReplicaStatuses"] == {"Worker": {"succeeded": 1, "failed": 1}}
+
+
 def test_the_deadline_counts_from_the_resume(h: Harness) -> None:
     wall = Wall(T0)
     controller = h.start(wall=wall)

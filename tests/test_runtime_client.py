@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -48,6 +49,7 @@ from mxjob_controller.runtime.client import (
     load_kubeconfig,
     user_agent,
 )
+from mxjob_controller.runtime.client.api import default_program
 from mxjob_controller.runtime.client.errors import error_for_response
 from tests.support import configmap, pod, wait_for
 
@@ -56,8 +58,25 @@ REPO = Path(__file__).resolve().parent.parent
 
 def make_client(url: str, component: str = "tests", **config: object) -> Client:
     max_retries = int(config.pop("max_retries", 0))  # type: ignore[call-overload]
+    program = config.pop("program", None)
     settings: dict = {"qps": -1, **config}
-    return Client(ClientConfig(host=url, **settings), component=component, max_retries=max_retries)
+    return Client(ClientConfig(host=url, **settings), component=component, program=program,  # type: ignore[arg-type]
+                  max_retries=max_retries)
+
+
+def in_thread(name: str, call) -> tuple[threading.Thread, list]:
+    """Run ``call`` on a named daemon thread; the list receives its result or the exception it raised."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except Exception as e:  # handed to the test
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread, outcome
 
 
 @pytest.fixture
@@ -164,15 +183,6 @@ def test_delete_options_reach_the_server(client):
         client.get(CONFIGMAPS, "c1", "default")
 
 
-def test_delete_collection_by_label(client):
-    for i in range(4):
-        client.create(CONFIGMAPS, configmap(f"c{i}", labels={"group": "a" if i % 2 else "b"}))
-    out = client.delete_collection(CONFIGMAPS, "default", label_selector="group=a")
-    assert sorted(o["metadata"]["name"] for o in out["items"]) == ["c1", "c3"]
-    left = client.list(CONFIGMAPS, "default")
-    assert sorted(o["metadata"]["name"] for o in left["items"]) == ["c0", "c2"]
-
-
 # --- typed errors ---------------------------------------------------------------------------------------
 
 def test_typed_errors_from_real_server_answers(client):
@@ -265,6 +275,60 @@ def test_cancel_interrupts_a_retry_wait(apiserver):
     assert time.monotonic() - started < 5
 
 
+def test_a_retry_after_beyond_the_deadline_is_not_waited_for(apiserver):
+    """A server answering Retry-After: 600 must not park the caller for 600 s (ten times over)."""
+    retrying = make_client(apiserver.url, max_retries=10)
+    rule = apiserver.faults.add(FaultRule(verb="create", resource="configmaps", code=429, retry_after=600))
+    started = time.monotonic()
+    writer, outcome = in_thread("test-writer", lambda: retrying.create(CONFIGMAPS, configmap("c1")))
+    writer.join(10)
+    assert not writer.is_alive(), "the write is still waiting on the server's Retry-After"
+    assert isinstance(outcome[0], TooManyRequests) and outcome[0].retry_after == 600
+    assert time.monotonic() - started < 5 and rule.fired == 1   # given up at once, nothing re-sent
+
+    # Within the deadline, the server's wait is honoured; the retries stop when the next would pass it.
+    apiserver.faults.remove(rule)
+    apiserver.faults.add(FaultRule(verb="get", resource="configmaps", code=503, retry_after=1))
+    started = time.monotonic()
+    with pytest.raises(ServiceUnavailable):
+        retrying.get(CONFIGMAPS, "x", "default", deadline=2.5)
+    assert 1.9 < time.monotonic() - started < 3.0   # two waits of 1 s fit in 2.5 s, a third would not
+
+
+def test_close_ends_a_retry_wait_and_every_write_verb_takes_cancel(apiserver):
+    retrying = make_client(apiserver.url, max_retries=3)
+    apiserver.faults.add(FaultRule(verb="get", resource="configmaps", code=503, retry_after=30, count=1))
+    reader, outcome = in_thread("test-reader", lambda: retrying.get(CONFIGMAPS, "x", "default", deadline=120))
+    wait_for(apiserver.faults.events, what="the 503 answered")
+    started = time.monotonic()
+    retrying.close()
+    reader.join(5)
+    assert not reader.is_alive() and isinstance(outcome[0], Cancelled)
+    assert time.monotonic() - started < 1
+
+    writer = make_client(apiserver.url, max_retries=3)
+    writer.create(CONFIGMAPS, configmap("c1"))
+    apiserver.faults.add(FaultRule(verb=("create", "update", "patch", "delete"), resource="configmaps", code=429,
+                                   retry_after=30))
+    current = writer.get(CONFIGMAPS, "c1", "default")
+    calls = {
+        "create": lambda cancel: writer.create(CONFIGMAPS, configmap("c2"), cancel=cancel),
+        "update": lambda cancel: writer.update(CONFIGMAPS, current, cancel=cancel),
+        "update_status": lambda cancel: writer.update_status(CONFIGMAPS, current, cancel=cancel),
+        "patch": lambda cancel: writer.patch(CONFIGMAPS, "c1", {"data": {"a": "b"}}, "default", cancel=cancel),
+        "delete": lambda cancel: writer.delete(CONFIGMAPS, "c1", "default", cancel=cancel),
+    }
+    for verb, call in calls.items():
+        cancel = threading.Event()
+        answered = len(apiserver.faults.events())
+        thread, outcome = in_thread(f"test-{verb}", lambda call=call, cancel=cancel: call(cancel))
+        wait_for(lambda answered=answered: len(apiserver.faults.events()) > answered, what=f"the {verb} answered")
+        cancel.set()
+        thread.join(5)
+        assert not thread.is_alive() and isinstance(outcome[0], Cancelled), (verb, outcome)
+    writer.close()
+
+
 def test_a_slow_answer_is_a_read_timeout_raised_once(apiserver):
     impatient = make_client(apiserver.url, timeout=0.3)
     rule = apiserver.faults.add(FaultRule(verb="get", resource="configmaps", latency=1.0, count=2))
@@ -298,11 +362,12 @@ def test_pagination_with_limit_and_continue(apiserver, client):
     assert [len(p) for p in pages] == [10, 10, 5]
     assert [name for p in pages for name in p] == [f"c{i:02d}" for i in range(25)]
 
-    apiserver.audit.clear()
-    everything = client.list_all(CONFIGMAPS, "default", page_size=7)
+    pager = make_client(apiserver.url, program="pager")  # its own user agent: its requests alone are counted
+    everything = pager.list_all(CONFIGMAPS, "default", page_size=7)
     assert [o["metadata"]["name"] for o in everything["items"]] == [f"c{i:02d}" for i in range(25)]
     assert everything["metadata"]["resourceVersion"] == page["metadata"]["resourceVersion"]
-    wait_for(lambda: len(apiserver.audit.records(verb="list", resource="configmaps")) == 4, what="4 list requests")
+    wait_for(lambda: len(apiserver.audit.records(verb="list", resource="configmaps", user_agent="pager/")) == 4,
+             what="4 list requests")
 
 
 def test_list_all_falls_back_to_a_full_list_when_its_snapshot_expires(apiserver, client):
@@ -383,13 +448,13 @@ def test_token_bucket_arithmetic():
     now = [0.0]
     bucket = TokenBucket(qps=10, burst=2, now=lambda: now[0])
     assert [bucket.reserve() for _ in range(4)] == pytest.approx([0.0, 0.0, 0.1, 0.2])
-    with pytest.raises(RateLimitTimeout):
-        bucket.reserve(timeout=0.25)       # would need 0.3 s: refused, and nothing taken
+    assert bucket.reserve(max_wait=0.25) is None   # would need 0.3 s: refused, and nothing taken
     now[0] = 0.3
     assert bucket.reserve() == pytest.approx(0.0)
     now[0] = 100.0                         # a long pause saves at most `burst` tokens
     assert [bucket.reserve() for _ in range(3)] == pytest.approx([0.0, 0.0, 0.1])
-    assert not bucket.try_acquire()
+    bucket.give_back()                     # the last caller gave up: its token serves the next one
+    assert bucket.reserve() == pytest.approx(0.1)
 
 
 def test_client_rate_is_bounded_by_qps_and_burst(apiserver):
@@ -415,23 +480,48 @@ def test_client_rate_is_bounded_by_qps_and_burst(apiserver):
             assert j - i + 1 <= 5 + 20 * (times[j] - t) + 1
 
 
-def test_rate_limit_wait_timeout_sends_nothing(apiserver):
-    bucket = TokenBucket(qps=1, burst=1)
-    assert bucket.acquire(timeout=0.1) == 0.0
+def test_a_rate_limit_wait_past_the_deadline_sends_nothing(apiserver):
+    slow = make_client(apiserver.url, qps=0.5, burst=1)
+    slow.list(CONFIGMAPS, "default")              # the burst
     started = time.monotonic()
     with pytest.raises(RateLimitTimeout):
-        bucket.acquire(timeout=0.1)
-    assert time.monotonic() - started < 0.05
+        slow.list(CONFIGMAPS, "default", deadline=0.5)   # the next token is 2 s away
+    assert time.monotonic() - started < 0.3       # refused at once, not after waiting
+    wait_for(lambda: apiserver.audit.records(verb="list", resource="configmaps"), what="the first list's record")
+    assert len(apiserver.audit.records(verb="list", resource="configmaps")) == 1
+
+
+def test_a_rate_limit_wait_ends_on_cancel_and_on_close(apiserver):
+    slow = make_client(apiserver.url, qps=0.2, burst=1)
+    slow.list(CONFIGMAPS, "default")              # the burst
+    cancel = threading.Event()
+    waiting, outcome = in_thread("test-token-wait", lambda: slow.list(CONFIGMAPS, "default", cancel=cancel))
+    time.sleep(0.1)
+    cancel.set()
+    waiting.join(2)
+    assert not waiting.is_alive() and isinstance(outcome[0], Cancelled)
+
+    waiting, outcome = in_thread("test-token-wait-close", lambda: slow.list(CONFIGMAPS, "default"))
+    time.sleep(0.1)
+    slow.close()                                  # no cancel given: the client's close ends the wait
+    waiting.join(2)
+    assert not waiting.is_alive() and isinstance(outcome[0], Cancelled)
+    with pytest.raises(Cancelled, match="closed"):
+        slow.list(CONFIGMAPS, "default")          # a closed client sends nothing
 
 
 # --- identity and configuration -----------------------------------------------------------------------------
 
-def test_user_agent_names_the_component(apiserver):
-    named = make_client(apiserver.url, component="job-controller")
+def test_user_agent_names_the_program_given_and_the_component(apiserver):
+    named = Client(ClientConfig(host=apiserver.url, qps=-1), component="job-controller", program="my-operator",
+                   version="1.2.3")
     named.list(CONFIGMAPS, "default")
     agents = {r.user_agent for r in wait_for(lambda: apiserver.audit.records(verb="list", resource="configmaps"))}
-    assert agents == {user_agent("job-controller")}
-    assert agents.pop().startswith("mxjob-controller/0.1.0 (") and user_agent("x").endswith(") x")
+    assert agents == {user_agent("job-controller", "my-operator", "1.2.3")}
+    assert re.fullmatch(r"my-operator/1\.2\.3 \([a-z]+/\w+\) job-controller", agents.pop())
+    # Without a name, client-go's defaults: the running program (pytest here) and version "unknown".
+    assert user_agent("x") == user_agent("x", default_program(), "unknown")
+    assert user_agent().startswith("pytest/unknown (") and user_agent("x").endswith(") x")
 
 
 def test_kubeconfig_from_the_fixture_reaches_the_server(apiserver, kubeconfig):

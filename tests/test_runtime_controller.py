@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import random
 import threading
 import time
@@ -275,6 +276,42 @@ def test_shutdown_with_drain_gives_up_at_its_deadline():
     release.set()
     wait_for(lambda: not [t for t in threading.enumerate() if t.name.startswith("stuck-worker-")],
              what="the stuck worker exits once its reconcile returns")
+
+
+def open_paths() -> set[str]:
+    """What this process has open, as the kernel sees it."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass  # closed meanwhile
+    return found
+
+
+def test_the_trace_file_is_closed_even_when_a_reconcile_outlives_the_shutdown(tmp_path: Path):
+    trace = tmp_path / "trace.jsonl"
+    release = threading.Event()
+    entered = threading.Event()
+
+    def reconcile(key):
+        if key == "ns/stuck":
+            entered.set()
+            release.wait(10)
+        return DONE
+
+    controller = Controller("traced", reconcile, workers=1, trace_path=trace).start()
+    controller.queue.add("ns/quick")
+    wait_for(lambda: trace.exists() and read_trace(trace), what="the quick key traced")
+    controller.queue.add("ns/stuck")
+    assert entered.wait(10)
+    assert str(trace) in open_paths()
+    assert controller.shutdown_with_drain(0.2) is False
+    assert str(trace) not in open_paths(), "the trace file is still open"
+    release.set()
+    wait_for(lambda: not [t for t in threading.enumerate() if t.name.startswith("traced-worker-")],
+             what="the stuck worker exits once its reconcile returns")
+    assert [r["key"] for r in read_trace(trace)] == ["ns/quick"]  # the late reconcile is not recorded
 
 
 def test_worker_threads_are_named_and_a_controller_starts_once():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -192,6 +193,53 @@ def test_stop_closes_the_port_and_joins_the_named_thread(endpoints_started):
     assert not [t for t in threading.enumerate() if t.name == "endpoints-metrics"]
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_requests_run_on_named_threads_and_stop_waits_for_them_within_its_deadline(endpoints_started):
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_check() -> bool:
+        entered.set()
+        return release.wait(10)
+
+    endpoints = Endpoints(new_registry(), metrics_address="0", probe_address="127.0.0.1:0",
+                          readiness={"slow": slow_check})
+    endpoints_started.append(endpoints.start())
+    assert endpoints.probe_server is not None
+    url = endpoints.probe_server.url
+    idle = http.client.HTTPConnection("127.0.0.1", endpoints.probe_server.port, timeout=10)
+    idle.request("GET", "/healthz")                 # a keep-alive connection, left open and idle
+    assert idle.getresponse().read() == b"ok"
+    answers: list = []
+    prober = threading.Thread(target=lambda: answers.append(fetch(url, "/readyz")), name="test-prober")
+    prober.start()
+    assert entered.wait(10)
+    serving = sorted(t.name for t in threading.enumerate() if t.name.startswith("endpoints-probes-request-"))
+    assert len(serving) == 2, serving               # the idle connection's thread and the probe's
+
+    started = time.monotonic()
+    assert endpoints.stop(0.5) is False             # the probe is still being answered
+    assert 0.4 < time.monotonic() - started < 2
+    release.set()
+    prober.join(10)
+    assert answers and answers[0][::2] == (200, "ok")   # a request in progress still gets its answer
+    wait_for(lambda: not [t for t in threading.enumerate() if t.name.startswith("endpoints-probes")],
+             what="every thread of the server gone")
+    idle.close()
+
+
+def test_stop_ends_idle_keep_alive_connections_at_once(endpoints_started):
+    endpoints = Endpoints(new_registry(), metrics_address="127.0.0.1:0", probe_address="0").start()
+    endpoints_started.append(endpoints)
+    assert endpoints.metrics_server is not None
+    idle = http.client.HTTPConnection("127.0.0.1", endpoints.metrics_server.port, timeout=10)
+    idle.request("GET", "/metrics")
+    assert idle.getresponse().status == 200
+    started = time.monotonic()
+    assert endpoints.stop(5)                        # not held for the connection's 10 s idle timeout
+    assert time.monotonic() - started < 1.5
+    assert not [t for t in threading.enumerate() if t.name.startswith("endpoints-metrics")]
+    idle.close()
 
 
 @pytest.mark.parametrize(("address", "parsed"), [

@@ -23,7 +23,8 @@ DEADLINE = 20.0
 
 @pytest.fixture
 def client(apiserver: APIServer) -> Iterator[Client]:
-    c = Client(ClientConfig(host=apiserver.url, qps=-1), component="events-test", max_retries=0)
+    c = Client(ClientConfig(host=apiserver.url, qps=-1), component="events-test", program="events-test",
+               max_retries=0)
     yield c
     c.close()
 
@@ -66,7 +67,7 @@ def test_repeats_bump_the_count_of_one_event(apiserver: APIServer, kube: Kube, r
     found = sorted(events(kube, "FailedCreatePod"), key=lambda e: e["message"])
     assert [(e["message"], e["count"]) for e in found] == [
         ("Error creating: another message", 1), ("Error creating: quota exceeded", 3)]
-    patches = apiserver.audit.records(verb="patch", resource="events", user_agent="mxjob-controller/")
+    patches = apiserver.audit.records(verb="patch", resource="events", user_agent="events-test/")
     assert len(patches) == 2
 
 

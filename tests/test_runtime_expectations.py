@@ -40,7 +40,7 @@ def test_gate_stays_closed_until_every_creation_is_observed(exp):
     key = pods_key(JOB, "Worker")
     assert key == ExpectationKey(JOB, "pods", "worker") and str(key) == "default/mnist/worker/pods"
     assert exp.satisfied(key) and exp.job_satisfied(JOB)  # no record: nothing to wait for
-    exp.expect_creations(key, 2)
+    exp.raise_expectations(key, adds=2)
     assert not exp.satisfied(key) and not exp.job_satisfied(JOB)
     exp.creation_observed(key)
     assert exp.pending(key) == (1, 0)
@@ -51,7 +51,7 @@ def test_gate_stays_closed_until_every_creation_is_observed(exp):
 
 def test_gate_opens_when_the_record_expires_after_5_minutes(exp, clock):
     key = pods_key(JOB, "worker")
-    exp.expect_creations(key, 1)
+    exp.raise_expectations(key, adds=1)
     clock.step(EXPECTATIONS_TTL - 0.5)
     assert not exp.job_satisfied(JOB)
     clock.step(0.5)
@@ -62,9 +62,9 @@ def test_gate_opens_when_the_record_expires_after_5_minutes(exp, clock):
 
 def test_time_left_is_until_the_last_unfulfilled_record_expires(exp, clock):
     assert exp.time_left(JOB) == 0.0
-    exp.expect_creations(pods_key(JOB, "Worker"), 1)
+    exp.raise_expectations(pods_key(JOB, "Worker"), adds=1)
     clock.step(100)
-    exp.expect_creations(services_key(JOB, "Worker"), 1)
+    exp.raise_expectations(services_key(JOB, "Worker"), adds=1)
     clock.step(50)
     assert exp.time_left(JOB) == pytest.approx(EXPECTATIONS_TTL - 50)
     exp.creation_observed(services_key(JOB, "Worker"))
@@ -77,12 +77,12 @@ def test_gate_is_the_and_of_every_key_of_the_job(exp):
     keys = [pods_key(JOB, "worker"), services_key(JOB, "worker"), pods_key(JOB, "server"),
             services_key(JOB, "server"), pods_key(JOB, "scheduler")]
     for key in keys:
-        exp.expect_creations(key, 1)
+        exp.raise_expectations(key, adds=1)
     for key in keys[:-1]:
         exp.creation_observed(key)
         # training-operator OR-ed these: any one satisfied key opened the gate
         assert not exp.job_satisfied(JOB), f"open with {keys[-1]} still pending"
-    exp.expect_creations(pods_key("default/other", "worker"), 5)  # another job's records do not count
+    exp.raise_expectations(pods_key("default/other", "worker"), adds=5)  # another job's records do not count
     exp.creation_observed(keys[-1])
     assert exp.job_satisfied(JOB)
     assert not exp.job_satisfied("default/other")
@@ -90,7 +90,7 @@ def test_gate_is_the_and_of_every_key_of_the_job(exp):
 
 def test_deletions_and_raise_lower(exp):
     key = pods_key(JOB, "worker")
-    exp.expect_deletions(key, 2)
+    exp.raise_expectations(key, dels=2)
     exp.raise_expectations(key, adds=1)
     assert exp.pending(key) == (1, 2)
     exp.deletion_observed(key)
@@ -102,7 +102,7 @@ def test_deletions_and_raise_lower(exp):
 
 def test_observations_beyond_expectations_are_no_credit(exp):
     key = pods_key(JOB, "worker")
-    exp.expect_creations(key, 1)
+    exp.raise_expectations(key, adds=1)
     exp.creation_observed(key)
     exp.creation_observed(key)  # a stray event: must not pre-pay the next creation
     exp.raise_expectations(key, adds=1)
@@ -113,7 +113,7 @@ def test_observations_beyond_expectations_are_no_credit(exp):
 
 def test_raise_on_a_stale_record_starts_a_fresh_one(exp, clock):
     key = pods_key(JOB, "worker")
-    exp.expect_creations(key, 3)
+    exp.raise_expectations(key, adds=3)
     clock.step(EXPECTATIONS_TTL)
     assert exp.satisfied(key)
     exp.raise_expectations(key, adds=1)  # client-go ignored this, leaving the new creation unguarded
@@ -126,7 +126,7 @@ def test_raise_on_a_stale_record_starts_a_fresh_one(exp, clock):
 
 def test_raise_keeps_a_live_records_expiry(exp, clock):
     key = pods_key(JOB, "worker")
-    exp.expect_creations(key, 1)
+    exp.raise_expectations(key, adds=1)
     clock.step(200)
     exp.raise_expectations(key, adds=1)
     clock.step(100)
@@ -135,9 +135,9 @@ def test_raise_keeps_a_live_records_expiry(exp, clock):
 
 def test_delete_expectations_removes_every_record_of_the_job_only(exp):
     for rtype in ("worker", "server", "scheduler"):
-        exp.expect_creations(pods_key(JOB, rtype), 1)
-        exp.expect_creations(services_key(JOB, rtype), 1)
-    exp.expect_creations(pods_key("default/other", "worker"), 1)
+        exp.raise_expectations(pods_key(JOB, rtype), adds=1)
+        exp.raise_expectations(services_key(JOB, rtype), adds=1)
+    exp.raise_expectations(pods_key("default/other", "worker"), adds=1)
     assert exp.record_count() == 7
     exp.delete_expectations(JOB)
     assert exp.record_count() == 1
@@ -147,7 +147,7 @@ def test_delete_expectations_removes_every_record_of_the_job_only(exp):
 
 def test_jobs_never_deleted_still_leave_after_the_expiry(exp, clock):
     for i in range(100):
-        exp.expect_creations(pods_key(f"default/job-{i}", "worker"), 1)
+        exp.raise_expectations(pods_key(f"default/job-{i}", "worker"), adds=1)
     clock.step(EXPECTATIONS_TTL)
     assert exp.record_count() == 0
 
@@ -155,7 +155,7 @@ def test_jobs_never_deleted_still_leave_after_the_expiry(exp, clock):
 def test_thread_safe_under_concurrent_raise_and_observe(exp):
     keys = [pods_key(JOB, f"type-{i}") for i in range(4)]
     for key in keys:
-        exp.expect_creations(key, 0)
+        exp.raise_expectations(key)
 
     def churn(key: ExpectationKey) -> None:
         for _ in range(2000):
@@ -289,7 +289,7 @@ def test_gate_follows_creations_seen_by_watches_across_pods_and_services(apiserv
                 (PODS, owned_pod, "server", 1), (SERVICES, owned_service, "server", 1)]
         for path, _, rtype, n in plan:
             key = pods_key(JOB, rtype) if path == PODS else services_key(JOB, rtype)
-            exp.expect_creations(key, n)
+            exp.raise_expectations(key, adds=n)
         created = {PODS: 0, SERVICES: 0}
         for path, make, rtype, n in plan:
             for i in range(n):
@@ -301,7 +301,7 @@ def test_gate_follows_creations_seen_by_watches_across_pods_and_services(apiserv
         assert exp.job_satisfied(JOB)
 
         # A creation the cache never reports: the gate reopens only when the record expires.
-        exp.expect_creations(pods_key(JOB, "worker"), 1)
+        exp.raise_expectations(pods_key(JOB, "worker"), adds=1)
         assert not exp.job_satisfied(JOB)
         clock.step(EXPECTATIONS_TTL)
         assert exp.job_satisfied(JOB)
@@ -317,7 +317,7 @@ def test_a_deletion_missed_by_the_watch_counts_when_it_arrives_as_a_tombstone(ap
     key = pods_key(JOB, "worker")
     observer = Observer(apiserver.url, PODS, exp, "pods", None)
     observer.wait_handled("ADDED", 2)
-    exp.expect_deletions(key, 2)
+    exp.raise_expectations(key, dels=2)
     assert kube.delete(f"{PODS}/mnist-worker-0", gracePeriodSeconds=0).status == 200
     observer.wait_handled("DELETED", 1)
     assert exp.pending(key) == (0, 1)
@@ -343,8 +343,8 @@ def test_no_record_remains_after_1000_job_create_delete_cycles(apiserver, kube):
             name = f"job-{i}"
             assert kube.post(JOBS, configmap(name)).status == 201
             # What the controller does on reconcile: expect, then create (its ADDED event arrives later).
-            exp.expect_creations(pods_key(f"default/{name}", "worker"), 1)
-            exp.expect_creations(services_key(f"default/{name}", "worker"), 1)  # a service never created
+            exp.raise_expectations(pods_key(f"default/{name}", "worker"), adds=1)
+            exp.raise_expectations(services_key(f"default/{name}", "worker"), adds=1)  # a service never created
             assert kube.post(PODS, owned_pod(name, "worker", 0)).status == 201
             assert kube.delete(f"{JOBS}/{name}").status == 200
             assert kube.delete(f"{PODS}/{name}-worker-0", gracePeriodSeconds=0).status == 200  # as GC would

@@ -17,15 +17,15 @@ import pytest
 
 from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.local.apiserver.rest import MERGE_PATCH, Request
-from mxjob_controller.runtime.cache_backoff import Backoff, BackoffPolicy
+from mxjob_controller.runtime.backoff import Backoff, BackoffPolicy
 from mxjob_controller.runtime.cache_keys import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
+    controller_ref,
     controller_uid_index,
     label_index,
     object_key,
-    split_key,
 )
 from mxjob_controller.runtime.cache_store import Indexer
 from mxjob_controller.runtime.client import CONFIGMAPS, NAMESPACES, PODS, Client, ClientConfig, Resource
@@ -520,7 +520,7 @@ def test_indexer_keeps_indexes_consistent():
     assert sorted(store.index_keys("job", "x")) == ["n/a", "n/b"]
     store.upsert({"metadata": {"name": "a", "namespace": "n", "labels": {"job": "y"}}})
     assert store.index_keys("job", "x") == ["n/b"] and store.index_keys("job", "y") == ["n/a"]
-    assert store.delete("n/b") is not None and store.index_values("job") == ["y"]
+    assert store.delete("n/b") is not None and store.index_keys("job", "x") == []
 
     def broken(obj: dict) -> list[str]:
         raise ValueError("bad index function")
@@ -533,7 +533,26 @@ def test_indexer_keeps_indexes_consistent():
         store.add_indexers({"ok": label_index("other")})
     store.replace([a])
     assert store.keys() == ["n/a"] and store.by_index("ok", "x") == [a]
-    assert split_key("n/a") == ("n", "a") and split_key("cluster-wide") == ("", "cluster-wide")
+
+
+def test_only_a_controller_reference_that_is_boolean_true_controls():
+    """kube decodes ``controller`` as a bool: "true" or 1 is not a controller. The cache's index and the core's
+    ownership checks read the reference through one function, so they cannot disagree."""
+    def owned(controller: object, uid: str = "u1") -> dict:
+        return {"metadata": {"name": "p", "namespace": "n",
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "u0"},
+                                                 {"apiVersion": "v1", "kind": "X", "name": "y", "uid": uid,
+                                                  "controller": controller}]}}
+
+    assert controller_uid_index(owned(True)) == ["u1"] and controller_ref(owned(True))["name"] == "y"
+    for not_true in ("true", 1, "yes", None, False):
+        assert controller_uid_index(owned(not_true)) == [], not_true
+        assert controller_ref(owned(not_true)) is None
+    assert controller_uid_index({"metadata": {"name": "p"}}) == []
+
+    from mxjob_controller.core import ownership
+    assert ownership.controller_ref is controller_ref
+    assert ownership.is_controlled_by(owned(True), "u1") and not ownership.is_controlled_by(owned("true"), "u1")
 
 
 def test_backoff_doubles_with_jitter_caps_and_resets():

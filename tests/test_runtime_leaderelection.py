@@ -14,6 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.runtime.backoff import Backoff, BackoffPolicy
 from mxjob_controller.runtime.client import ClientConfig
 from mxjob_controller.runtime.clock import FakeClock
 from mxjob_controller.runtime.leaderelection import (
@@ -23,6 +24,7 @@ from mxjob_controller.runtime.leaderelection import (
     default_identity,
     leader_election_client,
 )
+from mxjob_controller.runtime.lease_watch import LeaseWatch
 from tests.support import Kube, wait_for
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/mxjob-controller"
@@ -248,6 +250,55 @@ def test_validity_is_judged_by_local_observation_whatever_the_lease_times_say(ap
     assert spec["holderIdentity"] == c.identity
     assert spec["leaseTransitions"] == 5
     assert spec["leaseDurationSeconds"] == 15
+
+
+@pytest.mark.parametrize("fault", [dict(code=410), dict(watch_seconds=0.001)], ids=["expired", "ends-at-once"])
+def test_the_lease_watch_backs_off_instead_of_reconnecting_in_a_loop(apiserver, fault):
+    """A watch refused with 410 again and again, or one the server ends at once, is reopened after the reflector's
+    back-off (here a fixed 10 s), not in a tight loop; the first 410 restarts at once, as a reflector relists."""
+    rule = apiserver.faults.add(FaultRule(verb="watch", resource="leases", **fault))
+    client = leader_election_client(ClientConfig(host=apiserver.url), "watch-test")
+    releases: list[float] = []
+    watch = LeaseWatch(client, "default", "mxjob-controller", lambda: releases.append(time.monotonic()),
+                       thread_name="test-lease", backoff=Backoff(BackoffPolicy(initial=10, cap=10, jitter=0)))
+    try:
+        watch.start()
+        opened_at_once = 2 if fault.get("code") == 410 else 1
+        wait_for(lambda: rule.matched >= opened_at_once, what="the watch opened")
+        time.sleep(0.3)
+        assert rule.matched == opened_at_once, f"{rule.matched} watches in 0.3 s"
+        assert [t.name for t in threading.enumerate() if t.name == "test-lease-watch"]
+    finally:
+        started = time.monotonic()
+        assert watch.stop(5)
+        assert time.monotonic() - started < 1  # the back-off wait ends with the stop
+        client.close()
+    assert releases == []
+
+
+def test_the_lease_watch_reports_a_release_and_a_deletion(apiserver, kube: Kube):
+    client = leader_election_client(ClientConfig(host=apiserver.url), "watch-test")
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "mxjob-controller", "namespace": "default"},
+             "spec": {"holderIdentity": "someone", "leaseDurationSeconds": 15}}
+    assert kube.post("/apis/coordination.k8s.io/v1/namespaces/default/leases", lease).ok
+    releases: list[float] = []
+    watch = LeaseWatch(client, "default", "mxjob-controller", lambda: releases.append(time.monotonic()),
+                       thread_name="test-lease").start()
+    try:
+        wait_for(lambda: watch.events >= 1, what="the Lease's ADDED event")
+        assert releases == []
+        held = kube.get(LEASE).body
+        held["spec"]["holderIdentity"] = ""
+        written = time.monotonic()
+        assert kube.put(LEASE, held).ok
+        wait_for(lambda: len(releases) == 1, what="the release seen")
+        assert releases[0] - written < 0.5
+        assert kube.delete(LEASE).ok
+        wait_for(lambda: len(releases) == 2, what="the deletion seen")
+    finally:
+        assert watch.stop(5)
+        client.close()
 
 
 def test_config_is_checked_as_client_go_checks_it():

@@ -13,6 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from mxjob_controller.runtime.clock import FakeClock
+from mxjob_controller.runtime.controller import Controller
 from mxjob_controller.runtime.workqueue import (
     BucketRateLimiter,
     DelayingQueue,
@@ -283,6 +284,55 @@ def test_shutdown_stops_the_timer_thread_and_drops_waiting_items(clock):
     q.add_after("y", 0)
     with pytest.raises(QueueShutDownError):
         q.get(timeout=1)
+
+
+def test_the_timer_thread_starts_with_the_first_delayed_add_only():
+    """A queue (or a controller) created and never used for delays leaves no thread behind."""
+    q = DelayingQueue("lazy")
+    q.add("now")
+    q.add_after("now-too", 0)
+    assert not [t for t in threading.enumerate() if t.name == "workqueue-delay:lazy"]
+    Controller("never-started", lambda key: None)  # builds its rate-limited queue
+    assert not [t for t in threading.enumerate() if t.name.startswith("workqueue-delay:never-started")]
+    q.add_after("later", 60)
+    assert [t for t in threading.enumerate() if t.name == "workqueue-delay:lazy"]
+    assert q.shutdown(timeout=5)
+    assert not [t for t in threading.enumerate() if t.name == "workqueue-delay:lazy"]
+    assert DelayingQueue("unused").shutdown(timeout=0)  # nothing to stop
+
+
+class StallingClock(FakeClock):
+    """A fake clock that stalls the timer thread (and only it) inside ``now()`` until released: a timer thread
+    stuck where the queue cannot interrupt it."""
+
+    def __init__(self) -> None:
+        super().__init__(T0)
+        self.stall = threading.Event()
+        self.stalled = threading.Event()
+        self.release = threading.Event()
+
+    def now(self) -> float:
+        if self.stall.is_set() and threading.current_thread().name.startswith("workqueue-delay:"):
+            self.stalled.set()
+            self.release.wait(30)
+        return super().now()
+
+
+@pytest.mark.parametrize("how", ["shutdown", "shutdown_with_drain"])
+def test_shutdown_waits_for_a_stuck_timer_thread_no_longer_than_its_deadline(how):
+    clock = StallingClock()
+    q = DelayingQueue(f"stuck-{how}", clock=clock)
+    q.add_after("x", 5)
+    settled(clock, T0 + 5)
+    clock.stall.set()
+    clock.step(1)  # wakes the timer, which stalls reading the time
+    assert clock.stalled.wait(10)
+    started = time.monotonic()
+    assert getattr(q, how)(timeout=0.3) is False
+    assert time.monotonic() - started < 1.5  # not a fixed 5 s
+    clock.release.set()
+    wait_for(lambda: not [t for t in threading.enumerate() if t.name == f"workqueue-delay:stuck-{how}"],
+             what="the timer thread ends once released")
 
 
 # -- rate limiting -----------------------------------------------------------------------------------------------

@@ -72,7 +72,6 @@ MANAGED_BY_SELF = "kubeflow.org/mxjob-controller"
 MANAGED_BY_TRAINING_OPERATOR = "kubeflow.org/training-operator"
 MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 MANAGED_BY_OURS = (MANAGED_BY_SELF, MANAGED_BY_TRAINING_OPERATOR)
-MANAGED_BY_MAX_LENGTH = 63
 
 # --- run policy fields -----------------------------------------------------------------------------------
 

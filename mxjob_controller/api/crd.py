@@ -35,7 +35,6 @@ from mxjob_controller.api.constants import (
     JOB_MODES,
     KIND,
     LIST_KIND,
-    MANAGED_BY_MAX_LENGTH,
     PLURAL,
     RESTART_POLICIES,
     SHORT_NAMES,
@@ -46,6 +45,7 @@ from mxjob_controller.api.constants import (
 )
 from mxjob_controller.api.crd_schema import structural
 from mxjob_controller.api.quantity import QUANTITY_PATTERN
+from mxjob_controller.core import managed_by
 
 CRD_FILE = f"{GROUP}_{PLURAL}.yaml"
 MANIFEST_PATH = f"manifests/crd/{CRD_FILE}"
@@ -121,7 +121,7 @@ def run_policy_properties() -> dict[str, Any]:
         "backoffLimit": _int("Fail the job after this many retries.", minimum=0),
         "schedulingPolicy": scheduling_policy_schema(),
         "suspend": _described({"type": "boolean"}, "While true the job has no running pods."),
-        "managedBy": _described({"type": "string", "maxLength": MANAGED_BY_MAX_LENGTH},
+        "managedBy": _described({"type": "string", "maxLength": managed_by.MAX_LENGTH},
                                 "Who reconciles the job: unset, kubeflow.org/mxjob-controller or "
                                 "kubeflow.org/training-operator mean this controller; any other domain-prefixed "
                                 "path (e.g. kueue.x-k8s.io/multikueue) leaves the job to that controller."),

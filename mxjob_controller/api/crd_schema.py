@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from mxjob_controller.api.quantity import QUANTITY_PATTERN
+from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube import k8s_schemas
 
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
@@ -143,8 +144,8 @@ def structural_problems(schema: Any, path: str = "openAPIV3Schema") -> list[str]
     if list_type == "set" and items.get("type") not in _SCALARS:
         problems.append(f"{path}: a set needs scalar items")
     for name, sub in (schema.get("properties") or {}).items():
-        problems += structural_problems(sub, f"{path}.properties[{name}]")
+        problems += structural_problems(sub, fe.key_child(fe.child(path, "properties"), name))
     for key in ("items", "additionalProperties"):
         if isinstance(schema.get(key), dict):
-            problems += structural_problems(schema[key], f"{path}.{key}")
+            problems += structural_problems(schema[key], fe.child(path, key))
     return problems

@@ -16,7 +16,6 @@ Defaulting is total: malformed input is copied as it is (validation reports it),
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from mxjob_controller.api.constants import (
@@ -28,11 +27,12 @@ from mxjob_controller.api.constants import (
     DEFAULT_RESTART_POLICY,
 )
 from mxjob_controller.api.replica_types import canonical_type
+from mxjob_controller.kube.jsoncopy import deep_copy
 
 
 def apply_defaults(job: dict[str, Any]) -> dict[str, Any]:
     """A defaulted deep copy of ``job``; the argument is not modified."""
-    out = copy.deepcopy(job)
+    out = deep_copy(job)
     spec = out.get("spec")
     if not isinstance(spec, dict):
         return out

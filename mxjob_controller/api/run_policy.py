@@ -20,14 +20,12 @@ from mxjob_controller.api.constants import (
     CLEAN_POD_POLICIES,
     DEFAULT_CLEAN_POD_POLICY,
     INLINE_RUN_POLICY_FIELDS,
-    MANAGED_BY_MAX_LENGTH,
-    MANAGED_BY_OURS,
     RUN_POLICY_FIELDS,
 )
 from mxjob_controller.api.quantity import QUANTITY_HINT, is_quantity
+from mxjob_controller.core import managed_by
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
-from mxjob_controller.kube.names import dns1123_subdomain_errors
 
 INLINE_PATH = "spec"
 NESTED_PATH = "spec.runPolicy"
@@ -55,12 +53,7 @@ class RunPolicy:
     backoff_limit: int | None = None
     scheduling_policy: SchedulingPolicy | None = None
     suspend: bool = False
-    managed_by: str | None = None
-
-    @property
-    def managed_here(self) -> bool:
-        """Whether this controller reconciles the job: unset, our name, or training-operator's (drop-in)."""
-        return self.managed_by in (None, "", *MANAGED_BY_OURS)
+    managed_by: str | None = None   # who reconciles the job is decided before parsing: core/managed_by.py
 
 
 # --- reading ---------------------------------------------------------------------------------------------
@@ -169,16 +162,8 @@ def _values_errors(policy: dict, path: str) -> list[FieldError]:
 
 
 def _managed_by_errors(value: Any, path: str) -> list[FieldError]:
-    """A domain-prefixed path of at most 63 characters, as batch/v1 Job's ``managedBy``."""
-    errs = checks.string_errors(value, path)
-    if errs:
-        return errs
-    if len(value) > MANAGED_BY_MAX_LENGTH:
-        errs.append(fe.too_long(path, MANAGED_BY_MAX_LENGTH))
-    domain, slash, rest = value.partition("/")
-    if not slash or not rest or dns1123_subdomain_errors(domain):
-        errs.append(fe.invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")'))
-    return errs
+    """A string the hand-over rule accepts (core/managed_by.py: batch/v1 Job's ``managedBy`` format)."""
+    return checks.string_errors(value, path) or managed_by.value_errors(value, path)
 
 
 def run_policy_errors(spec: Mapping[str, Any]) -> list[FieldError]:

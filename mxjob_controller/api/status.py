@@ -12,12 +12,12 @@ Status fields: ``conditions`` (type, status, reason, message, lastUpdateTime, la
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from mxjob_controller.api.replica_types import canonical_type
 from mxjob_controller.core.common_types import ReplicaCounts, condition
+from mxjob_controller.kube.jsoncopy import deep_copy
 
 __all__ = ["MX_REPLICA_STATUSES", "REPLICA_STATUSES", "TIME_FIELDS", "ReplicaCounts", "condition", "replica_counts",
            "with_replica_counts"]
@@ -41,8 +41,8 @@ def replica_counts(status: Mapping[str, Any] | None) -> dict[str, ReplicaCounts]
 
 def with_replica_counts(status: Mapping[str, Any] | None, counts: Mapping[str, ReplicaCounts]) -> dict[str, Any]:
     """A copy of ``status`` with both replica-status maps set to ``counts`` (separate, equal dicts)."""
-    out = copy.deepcopy(dict(status or {}))
+    out = deep_copy(dict(status or {}))
     rendered = {rtype: c.to_dict() for rtype, c in counts.items()}
     out[REPLICA_STATUSES] = rendered
-    out[MX_REPLICA_STATUSES] = copy.deepcopy(rendered)
+    out[MX_REPLICA_STATUSES] = deep_copy(rendered)
     return out

@@ -46,6 +46,7 @@ from mxjob_controller.api.constants import (
 from mxjob_controller.api.replica_types import canonical_type
 from mxjob_controller.api.run_policy import run_policy_errors
 from mxjob_controller.api.template_schema import pod_template_schema_errors
+from mxjob_controller.core.labels import child_name
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.names import DNS1035_LABEL_MAX, dns1035_label_errors
@@ -98,7 +99,7 @@ def _replica_counts(specs: Any) -> dict[str, int]:
 
 def longest_child_name(job_name: str, counts: Mapping[str, int]) -> str:
     """The longest ``<job>-<type>-<index>`` name the job's pods and Services will have."""
-    names = [f"{job_name}-{t.lower()}-{n - 1}" for t, n in counts.items()]
+    names = [child_name(job_name, t, n - 1) for t, n in counts.items()]
     return max(names, key=len, default=job_name)
 
 

@@ -7,7 +7,6 @@ change the object it was given (the input dict is never modified).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -25,6 +24,7 @@ from mxjob_controller.api.replica_types import canonical_order
 from mxjob_controller.api.run_policy import RunPolicy, run_policy_of
 from mxjob_controller.api.validation import validate_job
 from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kube.jsoncopy import deep_copy
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +38,9 @@ class ReplicaView:
     port: int            # the ``mxjob-port`` of the MXNet container
     _template: dict[str, Any] = field(repr=False)
 
-    @property
-    def name_part(self) -> str:
-        """The type as child names and DMLC roles spell it: ``worker``."""
-        return self.type.lower()
-
     def pod_template(self) -> dict[str, Any]:
         """A fresh copy of the defaulted pod template, the caller's to modify."""
-        return copy.deepcopy(self._template)
+        return deep_copy(self._template)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,21 +54,13 @@ class JobView:
     run_policy: RunPolicy
     success_policy: str
 
-    def child_name(self, rtype: str, index: int) -> str:
-        """``<job>-<type>-<index>``: the name of a replica's pod and of its Service."""
-        return f"{self.name}-{self.replicas[rtype].name_part}-{index}"
-
-    @property
-    def total_replicas(self) -> int:
-        return sum(r.replicas for r in self.replicas.values())
-
 
 def parse_job(job: Mapping[str, Any]) -> tuple[JobView | None, list[FieldError]]:
     """(view, []) for a valid job; (None, every problem) otherwise. ``job`` is not modified."""
     errs = validate_job(job)
     if errs:
         return None, errs
-    defaulted = apply_defaults(dict(job))
+    defaulted = apply_defaults({"metadata": job.get("metadata"), "spec": job.get("spec")})   # not the status
     meta = defaulted.get("metadata") or {}
     spec = defaulted["spec"]
     specs = spec["mxReplicaSpecs"]

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mxjob_controller.runtime.backoff import exponential_delay
+
 BACKOFF_LIMIT_MESSAGE = "Job {name} has failed because it has reached the specified backoff limit"
 
 
@@ -29,8 +31,7 @@ class CrashLoopBackoff:
         (since the last reset): 0, 10, 20, 40 … up to ``cap``."""
         if restarts_before <= 0:
             return 0.0
-        # Doubling stops well before the float grows: 2**40 * 10 s is far past any sensible cap.
-        return min(self.cap, self.initial * 2.0 ** min(restarts_before - 1, 40))
+        return exponential_delay(self.initial, restarts_before - 1, self.cap)
 
     def resets(self, ran_for: float | None) -> bool:
         """Whether a pod that ran ``ran_for`` seconds before it failed (None: unknown) resets the sequence."""

@@ -9,7 +9,6 @@ exactly that pod and exposes the ports the framework names.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from mxjob_controller.core.pod_status import RESTART_EXIT_CODE, RESTART_NEVER
@@ -27,7 +26,10 @@ def template_restart_policy(template: dict[str, Any]) -> str:
 
 def build_pod(template: dict[str, Any], *, name: str, namespace: str, labels: dict[str, str],
               owner: dict[str, Any], restart_policy: str) -> dict[str, Any]:
-    """The pod to create; ``template`` is not modified."""
+    """The pod to create; ``template`` is not modified.
+
+    The pod shares the template's nested values (nothing is copied twice on the hot path): pass a template of the
+    caller's own, as ``Framework.pod_template`` hands out, and do not change it afterwards."""
     tmeta = template.get("metadata") or {}
     metadata: dict[str, Any] = {"name": name, "namespace": namespace,
                                 "labels": {**(tmeta.get("labels") or {}), **labels},
@@ -36,7 +38,7 @@ def build_pod(template: dict[str, Any], *, name: str, namespace: str, labels: di
         metadata["annotations"] = dict(tmeta["annotations"])
     if tmeta.get("finalizers"):
         metadata["finalizers"] = list(tmeta["finalizers"])
-    spec = copy.deepcopy(template.get("spec") or {})
+    spec = dict(template.get("spec") or {})
     spec["restartPolicy"] = pod_restart_policy(restart_policy)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 

@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from cachetools import LRUCache
 
 from mxjob_controller.core.child_builders import build_pod, build_service, template_restart_policy
 from mxjob_controller.core.child_control import POD, SERVICE, ChildControl, ChildKind, Created
@@ -30,6 +27,7 @@ from mxjob_controller.core.children import Children, classify
 from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.labels import child_name, needs_adoption, replica_labels, service_selector
+from mxjob_controller.core.once import OncePerGeneration
 from mxjob_controller.core.slow_start import slow_start
 from mxjob_controller.core.write_pool import WritePool
 from mxjob_controller.runtime.events import WARNING, EventRecorder
@@ -60,8 +58,7 @@ class ChildSync:
         self.pool = pool
         self.recorder = recorder
         self.write_timeout = write_timeout
-        self._warned: LRUCache[tuple[str, int], bool] = LRUCache(maxsize=4096)
-        self._warned_lock = threading.Lock()
+        self._warned = OncePerGeneration()
 
     def sync(self, ctx: JobContext, pods: Sequence[dict[str, Any]],
              services: Sequence[dict[str, Any]], *, create: bool = True) -> SyncResult:
@@ -142,10 +139,7 @@ class ChildSync:
 
     def _warn_template_restart_policy(self, ctx: JobContext) -> None:
         """One Warning per job generation (upstream warned for every pod it created)."""
-        key = (ctx.uid, ctx.spec.generation)
-        with self._warned_lock:
-            if key in self._warned:
-                return
-            self._warned[key] = True
+        if not self._warned.first(ctx.uid, ctx.spec.generation):
+            return
         log.warning(TEMPLATE_RESTART_POLICY_MESSAGE, extra=ctx.extra())
         self.recorder.event(ctx.ref(), WARNING, SET_TEMPLATE_RESTART_POLICY, TEMPLATE_RESTART_POLICY_MESSAGE)

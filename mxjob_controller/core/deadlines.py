@@ -18,10 +18,5 @@ def deadline_at(start_time: float | None, active_deadline_seconds: int | None) -
     return start_time + active_deadline_seconds
 
 
-def past_deadline(now: float, start_time: float | None, active_deadline_seconds: int | None) -> bool:
-    due = deadline_at(start_time, active_deadline_seconds)
-    return due is not None and now >= due
-
-
 def deadline_message(name: str) -> str:
     return DEADLINE_MESSAGE.format(name=name)

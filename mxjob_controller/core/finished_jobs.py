@@ -25,6 +25,7 @@ from mxjob_controller.core.cleanup import cleanup_plan
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.labels import replica_of
 from mxjob_controller.core.metrics import JobMetrics
+from mxjob_controller.core.requeue import requeue_in
 from mxjob_controller.core.slow_start import slow_start
 from mxjob_controller.core.status_writer import StatusWriter
 from mxjob_controller.core.ttl import TTLAction, ttl_decision
@@ -37,7 +38,6 @@ from mxjob_controller.runtime.events import NORMAL, EventRecorder
 log = logging.getLogger(__name__)
 
 SUCCESSFUL_DELETE_JOB = "SuccessfulDeleteJob"
-_MIN_REQUEUE = 0.05   # a due time that the clocks' rounding puts a hair in the future is looked at again, not lost
 
 
 class FinishedJobs:
@@ -106,7 +106,7 @@ class FinishedJobs:
                 log.warning("the job finished in the future (%s): the clocks disagree; its deletion is deferred "
                             "until %gs after that", status.get("completionTime"), policy.ttl_seconds_after_finished,
                             extra=extra)
-            return Result.after(max(decision.wait, _MIN_REQUEUE))
+            return requeue_in(decision.wait)
         self._delete_job(ctx, extra)
         return DONE
 

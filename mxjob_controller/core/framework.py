@@ -143,3 +143,8 @@ class Framework(Protocol):
     def with_replica_counts(self, status: Mapping[str, Any], counts: Mapping[str, ReplicaCounts]) -> dict[str, Any]:
         """A copy of ``status`` with the per-type counts written in the framework's status shape."""
         ...
+
+    def replica_counts(self, status: Mapping[str, Any] | None) -> dict[str, ReplicaCounts]:
+        """The per-type counts a status holds (canonical type → counts), in any shape the framework's writers (this
+        controller, the operators it replaces) put them: what :meth:`with_replica_counts` writes, read back."""
+        ...

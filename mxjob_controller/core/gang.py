@@ -30,17 +30,20 @@ from typing import Any
 
 from cachetools import LRUCache
 
+from mxjob_controller.core.child_control import describe
 from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.gang_request import ReplicaTemplate, gang_request
+from mxjob_controller.core.handlers import JobOwner, ResolveJob
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.labels import job_labels, missing_labels
-from mxjob_controller.core.ownership import api_group, controller_ref, is_controlled_by
+from mxjob_controller.core.once import OncePerGeneration
+from mxjob_controller.core.ownership import is_controlled_by
 from mxjob_controller.core.pod_status import is_deleting
 from mxjob_controller.core.podgroups import PodGroupFlavor, same_spec
 from mxjob_controller.core.priority_classes import PriorityClasses
 from mxjob_controller.kube.patch.merge import create_merge_patch
 from mxjob_controller.runtime.cache_keys import object_key
-from mxjob_controller.runtime.client import AlreadyExists, ApiError, Client, Conflict, NotFound
+from mxjob_controller.runtime.client import AlreadyExists, Client, Conflict, NotFound
 from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder
 from mxjob_controller.runtime.expectations import ControllerExpectations, ExpectationKey, last_known_state
 from mxjob_controller.runtime.informer import SharedInformer
@@ -70,10 +73,6 @@ class GangState:
     error: BaseException | None = None  # a failed PodGroup write: pods wait, the job is retried
 
 
-def _message(error: BaseException) -> str:
-    return error.message if isinstance(error, ApiError) and error.message else str(error)
-
-
 class GangScheduling:
     def __init__(self, flavor: PodGroupFlavor, framework: Framework, client: Client,
                  podgroups: Sequence[SharedInformer], priorities: PriorityClasses, recorder: EventRecorder,
@@ -87,7 +86,7 @@ class GangScheduling:
         self.expectations = expectations
         self._lock = threading.Lock()
         self._patched: LRUCache[str, tuple[str, dict[str, Any]]] = LRUCache(maxsize=4096)  # uid → (rv, spec)
-        self._warned: LRUCache[tuple[str, int], bool] = LRUCache(maxsize=4096)
+        self._warned = OncePerGeneration()
 
     # --- reads ------------------------------------------------------------------------------------------
 
@@ -147,7 +146,7 @@ class GangScheduling:
         except Exception as e:
             self.expectations.lower_expectations(key, adds=1)
             log.warning("creating podgroup %s failed: %s", ctx.name, e, extra=ctx.extra())
-            self.recorder.event(ctx.ref(), WARNING, "FailedCreatePodGroup", f"Error creating: {_message(e)}")
+            self.recorder.event(ctx.ref(), WARNING, "FailedCreatePodGroup", f"Error creating: {describe(e)}")
             raise
         log.info("created %s podgroup %s (minMember %s)", self.flavor.name, ctx.name,
                  body["spec"].get("minMember"), extra=ctx.extra())
@@ -198,11 +197,8 @@ class GangScheduling:
         self.flavor.decorate(template, ctx.name, replica_type)
 
     def _warn_scheduler_name(self, ctx: JobContext) -> None:
-        key = (ctx.uid, ctx.spec.generation)
-        with self._lock:
-            if key in self._warned:
-                return
-            self._warned[key] = True
+        if not self._warned.first(ctx.uid, ctx.spec.generation):
+            return
         log.warning(TEMPLATE_SCHEDULER_NAME_MESSAGE, extra=ctx.extra())
         self.recorder.event(ctx.ref(), WARNING, SET_TEMPLATE_SCHEDULER_NAME, TEMPLATE_SCHEDULER_NAME_MESSAGE)
 
@@ -226,7 +222,7 @@ class GangScheduling:
         except Exception as e:
             self.expectations.lower_expectations(key, dels=1)
             log.warning("deleting podgroup %s failed: %s", ctx.name, e, extra=ctx.extra())
-            self.recorder.event(ctx.ref(), WARNING, "FailedDeletePodGroup", f"Error deleting: {_message(e)}")
+            self.recorder.event(ctx.ref(), WARNING, "FailedDeletePodGroup", f"Error deleting: {describe(e)}")
             raise
         log.info("deleted podgroup %s (the job %s)", ctx.name, "finished" if finished else "is suspended",
                  extra=ctx.extra())
@@ -235,31 +231,18 @@ class GangScheduling:
         self.recorder.event(ctx.ref(), NORMAL, "SuccessfulDeletePodGroup", f"Deleted PodGroup: {ctx.name}")
 
 
-ResolveJob = Callable[[str], "dict[str, Any] | None"]
-
-
 class PodGroupHandlers:
     """For the PodGroup informer: a change of a job's group queues the job; its creation and deletion are marked
     observed on the job's expectations. A group is mapped to its job by its controller reference only."""
 
     def __init__(self, *, kind: str, group: str, resolve_job: ResolveJob, enqueue: Callable[[str], None],
                  expectations: ControllerExpectations) -> None:
-        self.kind = kind
-        self.group = group
-        self.resolve_job = resolve_job
+        self.owner = JobOwner(kind=kind, group=group, resolve_job=resolve_job)
         self.enqueue = enqueue
         self.expectations = expectations
 
-    def _job_key(self, obj: dict[str, Any]) -> str | None:
-        ref = controller_ref(obj)
-        if ref is None or ref.get("kind") != self.kind or api_group(ref.get("apiVersion") or "") != self.group:
-            return None
-        key = f"{(obj.get('metadata') or {}).get('namespace') or ''}/{ref.get('name')}"
-        job = self.resolve_job(key)
-        return key if job is not None and (job.get("metadata") or {}).get("uid") == ref.get("uid") else None
-
     def on_add(self, obj: dict[str, Any]) -> None:
-        key = self._job_key(obj)
+        key = self.owner.job_key(obj)
         if key is not None:
             self.expectations.creation_observed(podgroup_key(key))
             self.enqueue(key)
@@ -267,13 +250,13 @@ class PodGroupHandlers:
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get("resourceVersion"):
             return
-        key = self._job_key(new)
+        key = self.owner.job_key(new)
         if key is not None:
             self.enqueue(key)
 
     def on_delete(self, obj: Any) -> None:
         last = last_known_state(obj)
-        key = self._job_key(last)
+        key = self.owner.job_key(last)
         if key is not None:
             self.expectations.deletion_observed(podgroup_key(key))
             self.enqueue(key)

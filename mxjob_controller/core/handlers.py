@@ -2,9 +2,13 @@
 expectations observed.
 
 A child is mapped to its job through its *controller* reference only (kind and API group of the framework's job,
-then the cached job of that name with the same UID): a pod of a TFJob with the same name as ours never wakes our
-job (training-operator #1796). Creations and deletions of children are marked observed on the job's expectations
-(deletions seen only as tombstones too), keyed by the child's replica type label.
+then the cached job of that name with the same UID: :class:`JobOwner`): a pod of a TFJob with the same name as ours
+never wakes our job (training-operator #1796). Creations and deletions of children are marked observed on the job's
+expectations (deletions seen only as tombstones too), keyed by the child's replica type label.
+
+Handlers only queue keys and mark expectations: every write (status, children, events such as ``ExitedWithCode``)
+is the reconcile's, so data flows informer → queue → reconcile → writes, and a slow write never holds up the
+informer's delivery.
 
 Handlers of the legacy caches (children the old operator made, before adoption) only queue the job: their objects
 leave that cache when adopted, which is not a deletion, and enter ours, which is the creation adoption expects.
@@ -18,7 +22,6 @@ from typing import Any
 
 from mxjob_controller.core.labels import replica_of
 from mxjob_controller.core.ownership import api_group, controller_ref
-from mxjob_controller.core.pod_status import newly_exited
 from mxjob_controller.runtime.cache_keys import deletion_key, object_key
 from mxjob_controller.runtime.expectations import ControllerExpectations, ExpectationKey, last_known_state
 
@@ -27,7 +30,6 @@ log = logging.getLogger(__name__)
 Enqueue = Callable[[str], None]
 ResolveJob = Callable[[str], "dict[str, Any] | None"]
 ExpectationKeyFor = Callable[[str, str], ExpectationKey]
-OnExit = Callable[[dict[str, Any], dict[str, Any], int], None]   # (job, pod, exit code)
 
 
 class JobHandlers:
@@ -46,32 +48,44 @@ class JobHandlers:
         self.enqueue(deletion_key(obj))
 
 
-class ChildHandlers:
-    """For one children informer (pods or services)."""
+class JobOwner:
+    """Which job of ours controls an object (a pod, a service, a PodGroup): the one its controller reference names,
+    if that reference is to the framework's kind and API group, and only while the cache holds a job of that name
+    with the reference's UID (a job re-created under the same name is another job)."""
 
-    def __init__(self, *, kind: str, group: str, resolve_job: ResolveJob, enqueue: Enqueue,
-                 expectations: ControllerExpectations | None, expectation_key: ExpectationKeyFor,
-                 container: str = "", on_exit: OnExit | None = None) -> None:
+    def __init__(self, *, kind: str, group: str, resolve_job: ResolveJob) -> None:
         self.kind = kind
         self.group = group
         self.resolve_job = resolve_job
-        self.enqueue = enqueue
-        self.expectations = expectations   # None: a legacy cache, whose events are never observations
-        self.expectation_key = expectation_key
-        self.container = container
-        self.on_exit = on_exit
 
-    def _job_key(self, obj: dict[str, Any]) -> tuple[str, str] | None:
-        """(job key, job uid) of the child's controller, if it is a job of our kind."""
+    def reference(self, obj: dict[str, Any]) -> tuple[str, str] | None:
+        """(job key, job UID) the object's controller reference names, if it is a job of our kind."""
         ref = controller_ref(obj)
         if ref is None or ref.get("kind") != self.kind or api_group(ref.get("apiVersion") or "") != self.group:
             return None
         namespace = (obj.get("metadata") or {}).get("namespace") or ""
         return f"{namespace}/{ref.get('name')}", ref.get("uid") or ""
 
-    def _job(self, key: str, uid: str) -> dict[str, Any] | None:
+    def is_cached(self, key: str, uid: str) -> bool:
+        """Whether the cache holds the job ``key`` with that UID."""
         job = self.resolve_job(key)
-        return job if job is not None and (job.get("metadata") or {}).get("uid") == uid else None
+        return job is not None and (job.get("metadata") or {}).get("uid") == uid
+
+    def job_key(self, obj: dict[str, Any]) -> str | None:
+        """The key of the cached job controlling ``obj``; None when there is none."""
+        owner = self.reference(obj)
+        return owner[0] if owner is not None and self.is_cached(*owner) else None
+
+
+class ChildHandlers:
+    """For one children informer (pods or services)."""
+
+    def __init__(self, *, kind: str, group: str, resolve_job: ResolveJob, enqueue: Enqueue,
+                 expectations: ControllerExpectations | None, expectation_key: ExpectationKeyFor) -> None:
+        self.owner = JobOwner(kind=kind, group=group, resolve_job=resolve_job)
+        self.enqueue = enqueue
+        self.expectations = expectations   # None: a legacy cache, whose events are never observations
+        self.expectation_key = expectation_key
 
     def _observe(self, key: str, obj: dict[str, Any], created: bool) -> None:
         if self.expectations is None:
@@ -86,36 +100,28 @@ class ChildHandlers:
             self.expectations.deletion_observed(exp_key)
 
     def on_add(self, obj: dict[str, Any]) -> None:
-        owner = self._job_key(obj)
+        owner = self.owner.reference(obj)
         if owner is None:
             return
         self._observe(owner[0], obj, created=True)
-        if self._job(*owner) is not None:
+        if self.owner.is_cached(*owner):
             self.enqueue(owner[0])
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if old is new or (old.get("metadata") or {}).get("resourceVersion") == \
                 (new.get("metadata") or {}).get("resourceVersion"):
             return  # a resync: the job's own resync covers it
-        before, after = self._job_key(old), self._job_key(new)
-        if before is not None and before != after and self._job(*before) is not None:
+        before, after = self.owner.reference(old), self.owner.reference(new)
+        if before is not None and before != after and self.owner.is_cached(*before):
             self.enqueue(before[0])
-        if after is None:
-            return
-        job = self._job(*after)
-        if job is None:
-            return
-        if self.on_exit is not None:
-            code = newly_exited(old, new, self.container)
-            if code is not None:
-                self.on_exit(job, new, code)
-        self.enqueue(after[0])
+        if after is not None and self.owner.is_cached(*after):
+            self.enqueue(after[0])
 
     def on_delete(self, obj: Any) -> None:
         last = last_known_state(obj)
-        owner = self._job_key(last)
+        owner = self.owner.reference(last)
         if owner is None:
             return
         self._observe(owner[0], last, created=False)
-        if self._job(*owner) is not None:
+        if self.owner.is_cached(*owner):
             self.enqueue(owner[0])

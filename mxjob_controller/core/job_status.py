@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ from mxjob_controller.core import conditions as cond
 from mxjob_controller.core.common_types import ReplicaCounts
 from mxjob_controller.core.framework import Verdict
 from mxjob_controller.core.pod_status import PodFailure
+from mxjob_controller.kube.jsoncopy import deep_copy
 
 RenderCounts = Callable[[Mapping[str, Any], Mapping[str, ReplicaCounts]], dict[str, Any]]
 
@@ -80,9 +80,9 @@ def next_status(old: Mapping[str, Any] | None, *, kind: str, name: str, counts: 
     old = dict(old or {})
     conditions = old.get("conditions") or []
     if cond.is_finished(conditions):
-        return copy.deepcopy(old)
+        return deep_copy(old)
     final_counts = dict(counts)
-    status = copy.deepcopy(old)
+    status = deep_copy(old)
     conditions = cond.set_condition(conditions, cond.CREATED, cond.TRUE, f"{kind}Created",
                                     created_message(kind, name), now)
     conditions = cond.set_message(conditions, cond.CREATED, blocked_message(kind, name, blocked) if blocked

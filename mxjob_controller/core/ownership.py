@@ -2,20 +2,17 @@
 
 Only the *controller* ownerReference counts (``controller: true``), and it is matched by UID: a pod named like
 ours, labelled like ours, but controlled by another object (a TFJob, a re-created job of the same name) is not
-ours, whatever its kind or name say.
+ours, whatever its kind or name say. The controller reference is read by the runtime's ``controller_ref``, the
+function the informers' controller-uid index uses too, so the cache and the core never disagree on it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mxjob_controller.runtime.cache_keys import controller_ref
 
-def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """The ownerReference with ``controller: true``, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
+__all__ = ["api_group", "controller_ref", "controller_reference", "controller_uid", "is_controlled_by"]
 
 
 def controller_uid(obj: dict[str, Any]) -> str | None:

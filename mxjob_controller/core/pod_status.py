@@ -1,4 +1,4 @@
-"""What a job's pods say, read from their status: counts by phase, failures with exit codes, fresh exits.
+"""What a job's pods say, read from their status: counts by phase, failures with exit codes, terminations.
 
 Pure functions over pod dicts as the API server sends them. The counting rules are training-operator's
 (``UpdateJobReplicaStatuses``): a Running pod is active, unless it is being deleted (a pod stuck terminating on a
@@ -128,14 +128,11 @@ def replica_state(pods_by_index: dict[int, dict[str, Any]], replica_type: str, r
     return ReplicaState(count_pods(pods_by_index.values()), failures)
 
 
-def newly_exited(old: dict[str, Any], new: dict[str, Any], container: str) -> int | None:
-    """The exit code of ``container`` if it terminated between ``old`` and ``new`` (None otherwise), so an
-    ``ExitedWithCode`` event is recorded once per termination, not on every reconcile."""
-    after = terminated_state(new, container)
-    if after is None or not isinstance(after.get("exitCode"), int):
+def termination(pod: dict[str, Any], container: str) -> tuple[int, str] | None:
+    """(exit code, ``finishedAt``) of ``container``'s current termination, None while it has not terminated: the
+    identity of one exit, so an ``ExitedWithCode`` event is recorded once per termination, not on every reconcile
+    (a container restarted and terminated again has another ``finishedAt``)."""
+    code = exit_code(pod, container)
+    if code is None:
         return None
-    before = terminated_state(old, container)
-    if before is not None and before.get("exitCode") == after.get("exitCode") \
-            and before.get("finishedAt") == after.get("finishedAt"):
-        return None
-    return after["exitCode"]
+    return code, str((terminated_state(pod, container) or {}).get("finishedAt") or "")

@@ -4,10 +4,13 @@ threads at once.
     job gone                  → forget its expectations
     managed by another        → nothing at all: no write of any kind (``runPolicy.managedBy``, core/managed_by.py)
     being deleted             → nothing (the garbage collector removes its children)
+    (from here on, every pass)  one ``ExitedWithCode`` event per pod termination not reported yet
+                                (core/exit_reports.py)
     invalid                   → ``Failed`` (``<Kind>FailedValidation``, every field error), one Warning event, no
                                 pods, no retry; a fixed spec undoes it (core/validation_failure.py)
     Succeeded or Failed       → clean up per ``cleanPodPolicy``, then ``ttlSecondsAfterFinished`` deletes the job
-                                (core/finished_jobs.py); with gang scheduling its PodGroup is deleted, once
+                                (core/finished_jobs.py); with gang scheduling its PodGroup is deleted, once (a
+                                failed delete is retried with back-off, and does not hold the cleanup back)
     expectations unsatisfied  → wait; requeued after the expectations' lifetime, so a lost event cannot stall it
     suspended                 → delete its pods, services and PodGroup; status ``Suspended`` (core/suspend.py)
     gang scheduling           → create or update its PodGroup first; no pod before the scheduler admits the gang
@@ -22,19 +25,20 @@ threads at once.
 
 A failed write re-raises after the status is written, so the controller requeues the job with back-off; a blocked
 name requeues it after ``blocked_retry`` seconds (the object holding the name is not watched).
+
+Hot path: a pass parses its job once (:class:`ParsedJob`; again only for a job re-read after a write conflict) and
+computes the status once (the status that decides whether to create pods is the one written, unless a name was
+blocked meanwhile); the failure policy judges with the exact time, the status stores whole seconds.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from cachetools import LRUCache
 
 from mxjob_controller.core import conditions as cond
 from mxjob_controller.core import suspend
@@ -42,6 +46,7 @@ from mxjob_controller.core.caches import JobCaches
 from mxjob_controller.core.child_control import ChildControl
 from mxjob_controller.core.child_sync import ChildSync
 from mxjob_controller.core.children import Children, classify
+from mxjob_controller.core.exit_reports import ExitReports
 from mxjob_controller.core.failure_policy import PolicyOutcome, evaluate, with_lost_replicas
 from mxjob_controller.core.finished_jobs import FinishedJobs
 from mxjob_controller.core.framework import Framework, JobSpec
@@ -50,7 +55,9 @@ from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.job_status import next_status, restarting_message
 from mxjob_controller.core.managed_by import managed_elsewhere
 from mxjob_controller.core.metrics import JobMetrics
+from mxjob_controller.core.once import OncePerGeneration
 from mxjob_controller.core.pod_status import replica_state
+from mxjob_controller.core.requeue import requeue_in
 from mxjob_controller.core.restart_actions import delete_due
 from mxjob_controller.core.restarts import forget_pods, slots_of
 from mxjob_controller.core.status_writer import StatusWrite, StatusWriter
@@ -62,7 +69,7 @@ from mxjob_controller.core.validation_failure import (
 )
 from mxjob_controller.core.write_pool import WritePool
 from mxjob_controller.kube.field_errors import FieldError
-from mxjob_controller.kube.timefmt import parse_time, rfc3339
+from mxjob_controller.kube.timefmt import rfc3339
 from mxjob_controller.runtime.client import Client
 from mxjob_controller.runtime.controller import DONE, Result
 from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
@@ -71,7 +78,27 @@ from mxjob_controller.runtime.expectations import ControllerExpectations
 log = logging.getLogger(__name__)
 
 _TRANSITION_EVENTS = {cond.RUNNING: NORMAL, cond.SUCCEEDED: NORMAL, cond.FAILED: WARNING, cond.RESTARTING: WARNING}
-_MIN_REQUEUE = 0.05   # a due time the clocks' rounding puts a hair in the future is looked at again, not lost
+
+
+class ParsedJob:
+    """The parsed spec of the job a status is computed from. One reconcile parses its cached job once; a job
+    re-read after a write conflict (a new object, whose spec may have changed) is parsed afresh.
+
+    Used by one reconcile, on one thread."""
+
+    __slots__ = ("errors", "framework", "job", "spec")
+
+    def __init__(self, framework: Framework, job: dict[str, Any]) -> None:
+        self.framework = framework
+        self.job = job
+        self.spec, self.errors = framework.parse(job)
+
+    def of(self, job: dict[str, Any]) -> JobSpec | None:
+        """The spec of ``job``, parsed only if it is not the object parsed last."""
+        if job is not self.job:
+            self.job = job
+            self.spec, self.errors = self.framework.parse(job)
+        return self.spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +127,8 @@ class JobReconciler:
         self.status = StatusWriter(client, framework.resource, self.options.status_attempts)
         self.finished = FinishedJobs(client, self.children.control, pool, recorder, metrics, self.status, wall=wall,
                                      write_timeout=self.options.write_timeout)
-        self._invalid_logged: LRUCache[tuple[str, int], bool] = LRUCache(maxsize=4096)
-        self._lock = threading.Lock()
+        self.exits = ExitReports(recorder, framework.default_container)
+        self._invalid_logged = OncePerGeneration()
 
     def __call__(self, key: Hashable) -> Result:
         return self.reconcile(str(key))
@@ -122,32 +149,39 @@ class JobReconciler:
         if meta.get("deletionTimestamp"):
             log.debug("job is being deleted: nothing to do", extra=extra)
             return DONE
-        spec, errors = self.framework.parse(obj)
+        self.exits.report(ObjectReference.of(obj, self.framework.resource.api_version, self.framework.resource.kind),
+                          self.caches.pods(meta.get("uid") or ""))
+        parsed = ParsedJob(self.framework, obj)
+        spec = parsed.spec
         if spec is None:
-            self._log_invalid_once(meta, errors, extra)
-            return self._invalid(obj, extra)
+            self._log_invalid_once(meta, parsed.errors, extra)
+            return self._invalid(parsed, extra)
         status = obj.get("status") or {}
         if cond.is_finished(status.get("conditions")) and not failed_validation(status, self.framework.resource.kind):
-            if self.gang is not None:
-                self.gang.release(JobContext(key, obj, spec, self.framework), finished=True)
-            return self._finished(key, obj, spec, extra)
+            return self._finished(JobContext(key, obj, spec, self.framework), extra)
         if not self.expectations.job_satisfied(key):
             log.info("waiting for the cache to show the job's earlier writes", extra=extra)
             # Events mark expectations observed and requeue the job; this is the safety net for a lost one.
             return Result.after(max(self.expectations.time_left(key), 0.1))
         ctx = JobContext(key, obj, spec, self.framework)
         if spec.run_policy.suspend:
-            return self._suspend(ctx, extra)
+            return self._suspend(ctx, parsed, extra)
         gang = self.gang.sync(ctx) if self.gang is not None else None
         pods, services = self.caches.pods(ctx.uid), self.caches.services(ctx.uid)
         now = self.wall()
-        ending = self._ends(pods, rfc3339(now), obj)   # nothing is created for a job this pass will finish
+        expected = self._desired(parsed, pods, (), now, obj)
+        ending = expected is not None and cond.is_finished(expected.get("conditions"))   # then nothing is created
         synced = self.children.sync(ctx, pods, services, create=(gang is None or not gang.holds_pods) and not ending)
-        desired = functools.partial(self._desired, pods, synced.blocked, rfc3339(now))
+
+        def desired(job: dict[str, Any]) -> dict[str, Any] | None:
+            if job is obj and not synced.blocked:
+                return expected   # computed above from the same object, pods and time
+            return self._desired(parsed, pods, synced.blocked, now, job)
+
         write = self.status.update(obj, desired, extra)
         if write is not None and write.written:
             self._record(ctx, write, synced.blocked)
-        result = self._after_write(ctx, write, pods, services, now, extra)
+        result = self._after_write(ctx, parsed, write, pods, services, now, extra)
         if synced.error is not None:
             raise synced.error
         if gang is not None and gang.error is not None:
@@ -156,7 +190,7 @@ class JobReconciler:
             return _soonest(result, Result.after(self.options.blocked_retry))
         return result
 
-    def _suspend(self, ctx: JobContext, extra: dict[str, Any]) -> Result:
+    def _suspend(self, ctx: JobContext, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """A suspended job: its children and PodGroup deleted, its status saying so."""
         replicas = {rtype: ctx.spec.replicas[rtype].replicas for rtype in self.framework.replica_types(ctx.spec)}
         error = suspend.delete_children(ctx, self.children.control, self.children.pool, self.caches.pods(ctx.uid),
@@ -166,7 +200,7 @@ class JobReconciler:
                 self.gang.release(ctx, finished=False)
             except Exception as e:   # the status is written all the same; the job is retried
                 error = error or e
-        desired = functools.partial(self._desired, (), (), rfc3339(self.wall()))
+        desired = functools.partial(self._desired, parsed, (), (), self.wall())
         write = self.status.update(ctx.obj, desired, extra)
         if write is not None and write.written:
             self._record(ctx, write, ())
@@ -176,11 +210,12 @@ class JobReconciler:
 
     # --- status -----------------------------------------------------------------------------------------
 
-    def _desired(self, pods: Sequence[dict[str, Any]], blocked: Sequence[tuple[str, str]], now: str,
-                 job: dict[str, Any]) -> dict[str, Any] | None:
-        """The status ``job`` (as cached, or as re-read after a conflict) should have; None if it must not be
-        written (invalid or finished by now)."""
-        spec, _ = self.framework.parse(job)
+    def _desired(self, parsed: ParsedJob, pods: Sequence[dict[str, Any]], blocked: Sequence[tuple[str, str]],
+                 at: float, job: dict[str, Any]) -> dict[str, Any] | None:
+        """The status ``job`` (as cached, or as re-read after a conflict) should have at ``at`` (Unix time); None
+        if it must not be written (invalid or finished by now)."""
+        spec = parsed.of(job)
+        now = rfc3339(at)   # what the status says; the failure policy judges with the exact time
         kind = self.framework.resource.kind
         old = without_validation_failure(job.get("status"), kind)   # a fixed spec is reconciled afresh
         if spec is None or cond.is_finished(old.get("conditions")):
@@ -188,12 +223,13 @@ class JobReconciler:
         types = self.framework.replica_types(spec)
         if spec.run_policy.suspend:   # its pods go on purpose: their absence is no replica lost (forget_pods)
             return forget_pods(suspend.suspended_status(old, kind=kind, name=spec.name, types=types, now=now,
+                                                        counts=self.framework.replica_counts(old),
                                                         render_counts=self.framework.with_replica_counts))
         old = suspend.resumed_status(old, kind=kind, name=spec.name, now=now)
         children = classify(pods, spec.uid, spec.name, {t: spec.replicas[t].replicas for t in types})
         states = {t: replica_state(dict(children.by_type[t].kept), t, spec.replicas[t].restart_policy,
                                    self.framework.default_container) for t in types}
-        policy = self._policy(spec, children, old, now)
+        policy = self._policy(spec, children, old, at)
         plan = policy.plan
         verdict = self.framework.decide(spec, with_lost_replicas(states, plan.vanished))
         return next_status(old, kind=self.framework.resource.kind, name=spec.name,
@@ -206,55 +242,62 @@ class JobReconciler:
 
     # --- failure policy, finished and invalid jobs (issue 9) ---------------------------------------------
 
-    def _policy(self, spec: JobSpec, children: Children, status: dict[str, Any], now: str) -> PolicyOutcome:
+    def _policy(self, spec: JobSpec, children: Children, status: dict[str, Any], now: float) -> PolicyOutcome:
         types = self.framework.replica_types(spec)
         slots = slots_of({t: children.by_type[t].kept for t in types}, {t: spec.replicas[t].replicas for t in types},
                          {t: spec.replicas[t].restart_policy for t in types})
-        return evaluate(job_name=spec.name, run_policy=spec.run_policy, slots=slots, status=status,
-                        now=parse_time(now) or self.wall(), container=self.framework.default_container)
+        return evaluate(job_name=spec.name, run_policy=spec.run_policy, slots=slots, status=status, now=now,
+                        container=self.framework.default_container)
 
-    def _ends(self, pods: Sequence[dict[str, Any]], now: str, job: dict[str, Any]) -> bool:
-        """Whether this pass's status write will finish the job (then no pod is created for it)."""
-        status = self._desired(pods, (), now, job)
-        return status is not None and cond.is_finished(status.get("conditions"))
-
-    def _after_write(self, ctx: JobContext, write: StatusWrite | None, pods: Sequence[dict[str, Any]],
-                     services: Sequence[dict[str, Any]], now: float, extra: dict[str, Any]) -> Result:
+    def _after_write(self, ctx: JobContext, parsed: ParsedJob, write: StatusWrite | None,
+                     pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]], now: float,
+                     extra: dict[str, Any]) -> Result:
         """Act on the status as stored: clean up a job it finished, or carry out the restarts it recorded; then
         a delayed requeue for the next due time."""
-        if write is None:
+        spec = parsed.spec   # of the job the write was computed from (re-read after a conflict, maybe)
+        if write is None or spec is None:
             return DONE   # gone, invalid or finished meanwhile: its own event brings it back
-        stored = JobContext(ctx.key, write.job, ctx.spec, self.framework)
+        stored = JobContext(ctx.key, write.job, spec, self.framework)
         if cond.is_finished(write.after.get("conditions")):
             return self.finished.handle(stored, pods, services, extra)
-        types = self.framework.replica_types(ctx.spec)
-        children = classify(pods, ctx.uid, ctx.name, {t: ctx.spec.replicas[t].replicas for t in types})
-        policy = self._policy(ctx.spec, children, write.after, rfc3339(now))
+        types = self.framework.replica_types(spec)
+        children = classify(pods, spec.uid, spec.name, {t: spec.replicas[t].replicas for t in types})
+        policy = self._policy(spec, children, write.after, now)
         error = delete_due(stored, self.children.control, self.children.pool, policy.plan.due,
                            timeout=self.options.write_timeout)
         if error is not None:
             raise error
         wake = policy.wake_at
-        return DONE if wake is None else Result.after(max(wake - now, _MIN_REQUEUE))
+        return DONE if wake is None else requeue_in(wake - now)
 
-    def _finished(self, key: str, obj: dict[str, Any], spec: JobSpec, extra: dict[str, Any]) -> Result:
-        if not self.expectations.job_satisfied(key):
+    def _finished(self, ctx: JobContext, extra: dict[str, Any]) -> Result:
+        """A finished job: its PodGroup released, its children cleaned up, its TTL applied. A PodGroup that cannot
+        be deleted does not hold the cleanup back: the error is raised after it (a retry with back-off)."""
+        release_error: Exception | None = None
+        if self.gang is not None:
+            try:
+                self.gang.release(ctx, finished=True)
+            except Exception as e:   # logged and reported as an event by release()
+                release_error = e
+        if not self.expectations.job_satisfied(ctx.key):
             log.info("waiting for the cache to show the job's earlier writes", extra=extra)
-            return Result.after(max(self.expectations.time_left(key), 0.1))
-        ctx = JobContext(key, obj, spec, self.framework)
-        return self.finished.handle(ctx, self.caches.pods(ctx.uid), self.caches.services(ctx.uid), extra)
+            return Result.after(max(self.expectations.time_left(ctx.key), 0.1))
+        result = self.finished.handle(ctx, self.caches.pods(ctx.uid), self.caches.services(ctx.uid), extra)
+        if release_error is not None:
+            raise release_error
+        return result
 
-    def _invalid(self, obj: dict[str, Any], extra: dict[str, Any]) -> Result:
+    def _invalid(self, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """Record the validation failure in the status (once per distinct set of errors); never retried."""
+        obj = parsed.job
         kind = self.framework.resource.kind
         name = (obj.get("metadata") or {}).get("name") or ""
         now = rfc3339(self.wall())
 
         def desired(job: dict[str, Any]) -> dict[str, Any] | None:
-            spec, errors = self.framework.parse(job)
-            if spec is not None:
+            if parsed.of(job) is not None:
                 return None   # fixed meanwhile: its update event brings it back
-            return invalid_status(job.get("status"), kind=kind, name=name, errors=errors, now=now)
+            return invalid_status(job.get("status"), kind=kind, name=name, errors=parsed.errors, now=now)
 
         write = self.status.update(obj, desired, extra)
         if write is None or not write.written:
@@ -290,11 +333,8 @@ class JobReconciler:
                                     f"by {ctx.kind} {ctx.name}")
 
     def _log_invalid_once(self, meta: dict[str, Any], errors: Sequence[FieldError], extra: dict[str, Any]) -> None:
-        key = (meta.get("uid") or "", meta.get("generation") or 0)
-        with self._lock:
-            if key in self._invalid_logged:
-                return
-            self._invalid_logged[key] = True
+        if not self._invalid_logged.first(meta.get("uid") or "", meta.get("generation") or 0):
+            return
         log.warning("job is invalid, not reconciled: %s", "; ".join(str(e) for e in errors), extra=extra)
 
 

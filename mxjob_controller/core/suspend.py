@@ -19,7 +19,6 @@ guarded by expectations and reported as ``SuccessfulDelete<Kind>``).
 
 from __future__ import annotations
 
-import copy
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -32,9 +31,8 @@ from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.job_status import RenderCounts, created_message
 from mxjob_controller.core.slow_start import slow_start
 from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.runtime.events import NORMAL
-
-REPLICA_STATUSES = "replicaStatuses"   # kubeflow's common JobStatus field, read back for the kept counts
 
 
 def suspended_message(kind: str, name: str) -> str:
@@ -45,32 +43,32 @@ def resumed_message(kind: str, name: str) -> str:
     return f"{kind} {name} is resumed."
 
 
-def _counts_of(status: Mapping[str, Any], types: Sequence[str]) -> dict[str, ReplicaCounts]:
-    raw = status.get(REPLICA_STATUSES)
-    raw = raw if isinstance(raw, dict) else {}
+def _kept_counts(counts: Mapping[str, ReplicaCounts], types: Sequence[str]) -> dict[str, ReplicaCounts]:
+    """Every type's counts with nothing active: a suspended job keeps what succeeded and failed."""
     out: dict[str, ReplicaCounts] = {}
     for rtype in types:
-        counts = raw.get(rtype) if isinstance(raw.get(rtype), dict) else {}
-        out[rtype] = ReplicaCounts(0, int(counts.get("succeeded") or 0), int(counts.get("failed") or 0))
+        known = counts.get(rtype) or ReplicaCounts()
+        out[rtype] = ReplicaCounts(0, known.succeeded, known.failed)
     return out
 
 
 def suspended_status(old: Mapping[str, Any] | None, *, kind: str, name: str, types: Sequence[str], now: str,
-                     render_counts: RenderCounts) -> dict[str, Any]:
-    """The status of a suspended job (``old`` is not modified); a finished job's is returned as it is."""
+                     counts: Mapping[str, ReplicaCounts], render_counts: RenderCounts) -> dict[str, Any]:
+    """The status of a suspended job (``old`` is not modified); a finished job's is returned as it is. ``counts``:
+    the counts ``old`` holds, as the framework reads them (``Framework.replica_counts``)."""
     old = dict(old or {})
     conditions = old.get("conditions") or []
     if cond.is_finished(conditions):
-        return copy.deepcopy(old)
+        return deep_copy(old)
     message = suspended_message(kind, name)
     conditions = cond.set_condition(conditions, cond.CREATED, cond.TRUE, f"{kind}Created",
                                     created_message(kind, name), now)
     if cond.is_true(conditions, cond.RUNNING):
         conditions = cond.set_condition(conditions, cond.RUNNING, cond.FALSE, f"{kind}Suspended", message, now)
     conditions = cond.set_condition(conditions, cond.SUSPENDED, cond.TRUE, f"{kind}Suspended", message, now)
-    status = copy.deepcopy(old)
+    status = deep_copy(old)
     status["conditions"] = conditions
-    status = render_counts(status, _counts_of(old, types))
+    status = render_counts(status, _kept_counts(counts, types))
     if status != old:
         status["lastReconcileTime"] = now
     return status
@@ -78,7 +76,7 @@ def suspended_status(old: Mapping[str, Any] | None, *, kind: str, name: str, typ
 
 def resumed_status(old: Mapping[str, Any] | None, *, kind: str, name: str, now: str) -> dict[str, Any]:
     """``old`` with the job resumed if it was suspended (``Suspended`` False, ``startTime`` now); else a copy."""
-    status = copy.deepcopy(dict(old or {}))
+    status = deep_copy(dict(old or {}))
     conditions = status.get("conditions") or []
     if not cond.is_suspended(conditions) or cond.is_finished(conditions):
         return status

@@ -10,12 +10,12 @@ time), after which the job is reconciled like a new one.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mxjob_controller.core import conditions as cond
 from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kube.jsoncopy import deep_copy
 
 REASON_SUFFIX = "FailedValidation"
 
@@ -44,7 +44,7 @@ def invalid_status(old: Mapping[str, Any] | None, *, kind: str, name: str, error
                    now: str) -> dict[str, Any] | None:
     """The status of an invalid job (``old`` is not modified); None when the job had finished before its spec
     became invalid (a finished job stays as it finished)."""
-    status = copy.deepcopy(dict(old or {}))
+    status = deep_copy(dict(old or {}))
     conditions = status.get("conditions") or []
     if cond.is_finished(conditions) and not failed_validation(status, kind):
         return None
@@ -65,7 +65,7 @@ def invalid_status(old: Mapping[str, Any] | None, *, kind: str, name: str, error
 
 def without_validation_failure(old: Mapping[str, Any] | None, kind: str) -> dict[str, Any]:
     """``old`` with its validation failure (and the completion time it set) removed, for a spec now valid."""
-    status = copy.deepcopy(dict(old or {}))
+    status = deep_copy(dict(old or {}))
     if not failed_validation(status, kind):
         return status
     status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != cond.FAILED]

@@ -90,6 +90,12 @@ def child(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
+def child_prefix(path: str) -> str:
+    """What ``child(path, key)`` puts before a string key, for a loop over many keys that builds it once:
+    ``child_prefix(path) + key == child(path, key)``."""
+    return f"{path}." if path else ""
+
+
 def key_child(path: str, key: str) -> str:
     """A map key in a path, as kube writes it: ``metadata.labels[app]``."""
     return f"{path}[{key}]"

@@ -14,7 +14,6 @@ _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
 _ENV_VAR_FMT = "[-._a-zA-Z][-._a-zA-Z0-9]*"
-_C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
 
 _DNS1123_LABEL = re.compile("^" + _DNS1123_LABEL_FMT + "$")
 _DNS1123_SUBDOMAIN = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + "$")
@@ -22,7 +21,6 @@ _DNS1035_LABEL = re.compile("^" + _DNS1035_LABEL_FMT + "$")
 _QUALIFIED_NAME = re.compile("^" + _QUALIFIED_NAME_FMT + "$")
 _LABEL_VALUE = re.compile("^" + _LABEL_VALUE_FMT + "$")
 _ENV_VAR = re.compile("^" + _ENV_VAR_FMT + "$")
-_C_IDENTIFIER = re.compile("^" + _C_IDENTIFIER_FMT + "$")
 _IANA_SVC_NAME = re.compile("^[-a-z0-9]+$")
 _HAS_LETTER = re.compile("[a-z]")
 
@@ -160,20 +158,3 @@ def env_var_name_errors(value: str) -> list[str]:
     elif value.startswith(".."):
         errs.append("must not start with '..'")
     return errs
-
-
-def c_identifier_errors(value: str) -> list[str]:
-    if _C_IDENTIFIER.match(value):
-        return []
-    return [_regex_msg(
-        "a valid C identifier must start with alphabetic character or '_', followed by a string of "
-        "alphanumeric characters or '_'",
-        _C_IDENTIFIER_FMT, ("my_name", "MY_NAME", "MyName"))]
-
-
-def is_dns1123_label(value: str) -> bool:
-    return not dns1123_label_errors(value)
-
-
-def is_dns1035_label(value: str) -> bool:
-    return not dns1035_label_errors(value)

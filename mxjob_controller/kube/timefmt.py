@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 
 def now_rfc3339() -> str:
     """The current time as metav1.Time serialises it (second precision, ``Z``)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return rfc3339(time.time())
 
 
 def rfc3339(ts: float) -> str:
+    """A Unix timestamp as metav1.Time serialises it (second precision, ``Z``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 

@@ -31,10 +31,14 @@ from prometheus_client import CollectorRegistry
 from mxjob_controller import __version__
 from mxjob_controller.logs import register_secret
 from mxjob_controller.manager import controllers
-from mxjob_controller.manager.controllers import ControllerFactory, ManagedController
+from mxjob_controller.manager.controllers import (
+    ControllerFactory,
+    ManagedController,
+    PodGroupAPIMissingError,
+    StartCancelledError,
+)
 from mxjob_controller.manager.crd_check import StartupError, check_mxjob_crd
 from mxjob_controller.manager.settings import RunSettings
-from mxjob_controller.mxnet.controller import PodGroupAPIMissingError
 from mxjob_controller.runtime.client import Client, ClientConfig, ConfigError, load_config
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
 from mxjob_controller.runtime.endpoints import Endpoints
@@ -43,7 +47,9 @@ from mxjob_controller.runtime.registry import new_registry
 
 log = logging.getLogger(__name__)
 
+PROGRAM = "mxjob-controller"  # the User-Agent's program: the server's audit log names us by it
 LOST_DRAIN = 2.0              # seconds in-flight reconciles get after the Lease was lost
+FAILED_START_STOP = 5.0       # seconds a controller that failed to start gets to stop what it started
 _RELEASE_BUDGET = 2.0         # seconds kept, out of the shutdown budget, for releasing the Lease
 _ENDPOINTS_BUDGET = 1.0       # ... and for stopping the endpoints
 _WAIT_SLICE = 0.5             # the main thread's wait; signals are handled between slices
@@ -107,7 +113,7 @@ class Manager:
         if config.token is not None:
             register_secret(config.token())
         register_secret(config.password)
-        client = Client(config, component="controller")
+        client = Client(config, component="controller", program=PROGRAM, version=__version__)
         self._clients.append(client)
         log.info("mxjob-controller %s: API server %s (%s), watching %s, %d worker(s)", __version__, config.host,
                  config.source, s.scope, s.threadiness)
@@ -135,7 +141,7 @@ class Manager:
                                             name="controller-runner", daemon=True)
             self._runner.start()
             return
-        election_client = leader_election_client(config, "leader-election")
+        election_client = leader_election_client(config, "leader-election", program=PROGRAM, version=__version__)
         self._clients.append(election_client)
         election = LeaderElectionConfig(s.leader_election_id, s.leader_election_namespace)
         log.info("leader election on Lease %s/%s as %s", election.namespace, election.lease_name, election.identity)
@@ -153,18 +159,28 @@ class Manager:
     # --- the controller, while we lead ---------------------------------------------------------------
 
     def _lead(self, client: Client, registry: CollectorRegistry, until: threading.Event) -> None:
-        """Build and start the controller, run it until ``until`` is set, then drain it. Runs on its own thread."""
+        """Build and start the controller, run it until ``until`` is set, then drain it. Runs on its own thread.
+
+        ``until`` also cancels the start (the caches' initial lists can take up to a minute): a stop requested
+        meanwhile starts no worker. A start that fails or is cancelled is stopped before this returns."""
         factory = self._factory or controllers.new_controller
+        controller: ManagedController | None = None
         try:
             controller = factory(client, self.settings, registry)
             self._controller = controller
-            controller.start()
+            controller.start(cancel=until)
+        except StartCancelledError:
+            log.info("stop requested while the controller was starting: no reconcile was started")
+            self._stop_unstarted(controller)
+            return
         except PodGroupAPIMissingError as e:
             self._fail(str(e))  # the message says which CRD to install: no traceback needed
+            self._stop_unstarted(controller)
             return
         except Exception as e:
             log.exception("the controller failed to start")
             self._fail(f"the controller failed to start: {e}")
+            self._stop_unstarted(controller)
             return
         log.info("controller running", extra={"controller": controllers.CONTROLLER_NAME})
         while not until.wait(60.0):
@@ -175,6 +191,12 @@ class Manager:
         log.info("controller stopping: no new reconciles; in-flight ones get %.1fs", budget)
         if not controller.stop(budget):
             log.warning("the controller did not stop within %.1fs", budget)
+
+    @staticmethod
+    def _stop_unstarted(controller: ManagedController | None) -> None:
+        """Stop whatever threads a failed start left behind (a no-op for one that cleaned up after itself)."""
+        if controller is not None and not controller.stop(FAILED_START_STOP):
+            log.warning("the controller that failed to start did not stop within %.1fs", FAILED_START_STOP)
 
     def _leadership_ended(self) -> None:
         elector = self._elector

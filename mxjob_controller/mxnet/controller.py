@@ -15,7 +15,8 @@ What it watches (per namespace, or cluster-wide when ``namespaces`` is None):
   first checks that the PodGroup API is served (:class:`PodGroupAPIMissingError` names the CRD to install).
 
 :meth:`MXJobController.start` returns once every cache has its initial list and the workers run (a reconcile
-before that would see children missing and try to create them again). :meth:`MXJobController.stop` stops taking
+before that would see children missing and try to create them again); a failed or cancelled start stops what it
+started before it raises. :meth:`MXJobController.stop` stops taking
 work, lets in-flight reconciles finish, writes queued events and stops every thread, all within one deadline.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +37,6 @@ from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.gang import GangScheduling, PodGroupHandlers
 from mxjob_controller.core.handlers import ChildHandlers, JobHandlers
 from mxjob_controller.core.labels import legacy_selector, owned_selector
-from mxjob_controller.core.managed_by import managed_elsewhere
 from mxjob_controller.core.metrics import JobMetrics
 from mxjob_controller.core.podgroups import PodGroupFlavor, flavor_for
 from mxjob_controller.core.podgroups.api_check import PodGroupAPIMissingError, require_podgroup_api
@@ -47,7 +48,7 @@ from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller
 from mxjob_controller.runtime.client import Client
 from mxjob_controller.runtime.clock import Clock
 from mxjob_controller.runtime.controller import Controller
-from mxjob_controller.runtime.events import NORMAL, EventRecorder, ObjectReference
+from mxjob_controller.runtime.events import EventRecorder
 from mxjob_controller.runtime.expectations import ControllerExpectations
 from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 from mxjob_controller.runtime.informer_factory import SharedInformerFactory
@@ -56,14 +57,20 @@ from mxjob_controller.runtime.workqueue import RateLimitingQueue
 log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "mxjob-controller"
-EXITED_WITH_CODE = "ExitedWithCode"
+FAILED_START_STOP = 10.0   # seconds a failed or cancelled start may take to stop what it started
+_SYNC_SLICE = 0.1          # how often a start waiting for its caches looks at its cancel event
 
 
-__all__ = ["CacheSyncTimeoutError", "ControllerOptions", "MXJobController", "PodGroupAPIMissingError"]
+__all__ = ["CacheSyncTimeoutError", "ControllerOptions", "MXJobController", "PodGroupAPIMissingError",
+           "StartCancelledError"]
 
 
 class CacheSyncTimeoutError(RuntimeError):
     """The caches did not get their initial lists in time (is the MXJob CRD installed? RBAC?)."""
+
+
+class StartCancelledError(RuntimeError):
+    """A stop was requested while the controller was starting: it stopped again, no worker ran."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +154,7 @@ class MXJobController:
                 handlers = ChildHandlers(
                     kind=self.framework.resource.kind, group=self.framework.resource.group,
                     resolve_job=self.caches.job, enqueue=enqueue,
-                    expectations=None if legacy else self.expectations, expectation_key=kind.expectation_key,
-                    container=self.framework.default_container, on_exit=self._exited if kind is POD else None)
+                    expectations=None if legacy else self.expectations, expectation_key=kind.expectation_key)
                 for informer in informers:
                     informer.add_handler(handlers.on_add, handlers.on_update, handlers.on_delete)
         if self.gang is not None:
@@ -158,32 +164,48 @@ class MXJobController:
             for informer in self.gang.podgroups:
                 informer.add_handler(podgroup_handlers.on_add, podgroup_handlers.on_update, podgroup_handlers.on_delete)
 
-    def _exited(self, job: dict, pod: dict, code: int) -> None:
-        if managed_elsewhere(job, self.framework.managers) is not None:
-            return   # another controller's job: not a single write from us
-        meta = pod.get("metadata") or {}
-        self.recorder.event(ObjectReference.of(job, self.framework.resource.api_version, self.framework.resource.kind),
-                            NORMAL, EXITED_WITH_CODE,
-                            f"Pod: {meta.get('namespace')}.{meta.get('name')} exited with code {code}")
-
     # --- lifecycle --------------------------------------------------------------------------------------
 
-    def start(self) -> MXJobController:
-        """Start the informers, wait for their initial lists, then the workers; CacheSyncTimeoutError if the caches do
-        not sync within ``cache_sync_timeout`` (everything started is stopped again). With gang scheduling,
-        :class:`PodGroupAPIMissingError` first if the cluster does not serve the scheduler's PodGroups."""
-        if self.flavor is not None:
-            require_podgroup_api(self.client, self.flavor, timeout=self.options.cache_sync_timeout)
-        self.recorder.start()
-        self.pool.start()
-        self.factory.start()
-        if not self.factory.wait_for_cache_sync(self.options.cache_sync_timeout):
-            self.stop(10.0)
-            raise CacheSyncTimeoutError(f"caches not synced within {self.options.cache_sync_timeout:g}s")
-        self.controller.start()
+    def start(self, cancel: threading.Event | None = None) -> MXJobController:
+        """Start the informers, wait for their initial lists, then the workers.
+
+        Raises (after stopping everything it started, within :data:`FAILED_START_STOP` seconds):
+        :class:`PodGroupAPIMissingError` first, with gang scheduling, if the cluster does not serve the scheduler's
+        PodGroups; :class:`CacheSyncTimeoutError` if the caches do not sync within ``cache_sync_timeout``;
+        :class:`StartCancelledError` within :data:`_SYNC_SLICE` seconds of ``cancel`` being set while it waits (a
+        stop requested during start-up: no worker is started)."""
+        cancel = cancel if cancel is not None else threading.Event()
+        try:
+            if self.flavor is not None:
+                require_podgroup_api(self.client, self.flavor, timeout=self.options.cache_sync_timeout)
+            self.recorder.start()
+            self.pool.start()
+            self.factory.start()
+            if not self._wait_for_caches(cancel):
+                raise CacheSyncTimeoutError(f"caches not synced within {self.options.cache_sync_timeout:g}s")
+            if cancel.is_set():
+                raise StartCancelledError("stop requested while the controller was starting")
+            self.controller.start()
+        except BaseException:
+            self.stop(FAILED_START_STOP)
+            raise
         log.info("MXJob controller started: %d workers, namespaces %s", self.options.threadiness,
                  ", ".join(self.options.namespaces) if self.options.namespaces else "all")
         return self
+
+    def _wait_for_caches(self, cancel: threading.Event) -> bool:
+        """Wait for every cache's initial list in slices of :data:`_SYNC_SLICE` seconds, so that ``cancel`` ends
+        the wait at once (StartCancelledError); False (the laggards logged) once ``cache_sync_timeout`` passed."""
+        deadline = time.monotonic() + self.options.cache_sync_timeout
+        for informer in self.factory.informers():
+            while informer.started and not informer.has_synced():
+                if cancel.is_set():
+                    raise StartCancelledError("stop requested while the caches were syncing")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return self.factory.wait_for_cache_sync(0.0)
+                informer.wait_for_cache_sync(min(_SYNC_SLICE, left))
+        return True
 
     def stop(self, deadline: float = 30.0) -> bool:
         """Stop within ``deadline`` seconds; False if some thread or queued event outlived it."""

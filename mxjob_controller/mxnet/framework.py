@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mxjob_controller.api import constants as c
-from mxjob_controller.api.status import ReplicaCounts, with_replica_counts
+from mxjob_controller.api.status import ReplicaCounts, replica_counts, with_replica_counts
 from mxjob_controller.api.view import JobView, parse_job
 from mxjob_controller.core.framework import Verdict
 from mxjob_controller.core.pod_status import ReplicaState
@@ -47,3 +47,6 @@ class MXNetFramework:
 
     def with_replica_counts(self, status: Mapping[str, Any], counts: Mapping[str, ReplicaCounts]) -> dict[str, Any]:
         return with_replica_counts(status, counts)
+
+    def replica_counts(self, status: Mapping[str, Any] | None) -> dict[str, ReplicaCounts]:
+        return replica_counts(status)   # replicaStatuses, else the Go mxnet-operator's mxReplicaStatuses

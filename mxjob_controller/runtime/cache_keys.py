@@ -43,27 +43,24 @@ def deletion_key(obj: dict[str, Any] | DeletedFinalStateUnknown) -> str:
     return obj.key if isinstance(obj, DeletedFinalStateUnknown) else object_key(obj)
 
 
-def split_key(key: str) -> tuple[str, str]:
-    """``"ns/name"`` → ``("ns", "name")``; ``"name"`` → ``("", "name")``."""
-    namespace, sep, name = key.partition("/")
-    if not sep:
-        return "", key
-    if not namespace or not name or "/" in name:
-        raise ValueError(f"unexpected key format: {key!r}")
-    return namespace, name
-
-
 def namespace_index(obj: dict[str, Any]) -> list[str]:
     namespace = (obj.get("metadata") or {}).get("namespace")
     return [namespace] if namespace else []
 
 
-def controller_uid_index(obj: dict[str, Any]) -> list[str]:
-    """The uid of the object's controller (the ownerReference with ``controller: true``), if any."""
+def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The object's controller: its ownerReference with ``controller: true`` (apimachinery's ``GetControllerOf``).
+    Only the boolean true counts; any other value (``"true"``, 1) is no controller, as kube's decoder sees it."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("uid"):
-            return [ref["uid"]]
-    return []
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def controller_uid_index(obj: dict[str, Any]) -> list[str]:
+    """The uid of the object's controller (see :func:`controller_ref`), if any."""
+    ref = controller_ref(obj)
+    return [ref["uid"]] if ref is not None and ref.get("uid") else []
 
 
 def label_index(label: str) -> IndexFunc:

@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any, Protocol
 
-from mxjob_controller.runtime.cache_backoff import Backoff
+from mxjob_controller.runtime.backoff import Backoff
 from mxjob_controller.runtime.client import (
     ApiError,
     Cancelled,
@@ -40,7 +40,7 @@ from mxjob_controller.runtime.client import (
 log = logging.getLogger(__name__)
 
 ADDED, MODIFIED, DELETED, BOOKMARK = "ADDED", "MODIFIED", "DELETED", "BOOKMARK"
-_SHORT_WATCH = 1.0  # a watch that ends this fast without a single event counts as a failure (client-go's too)
+SHORT_WATCH = 1.0  # a watch that ends this fast without a single event counts as a failure (client-go's too)
 
 
 class ReflectorSink(Protocol):
@@ -185,7 +185,7 @@ class Reflector:
             with self._watch_lock:
                 self._watch = None
             stream.close()
-        if not self._stop.is_set() and events == 0 and time.monotonic() - started < _SHORT_WATCH:
+        if not self._stop.is_set() and events == 0 and time.monotonic() - started < SHORT_WATCH:
             raise _ShortWatch(f"watch closed after {time.monotonic() - started:.3f}s without any event")
         log.debug("%s: watch ended after %d events; resuming from %s", self.name, events,
                   self.last_sync_resource_version)

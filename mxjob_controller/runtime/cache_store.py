@@ -124,12 +124,6 @@ class Indexer:
         with self._lock:
             return list(self._index_keys(index, value))
 
-    def index_values(self, index: str) -> list[str]:
-        """Every value present in ``index``."""
-        with self._lock:
-            self._require(index)
-            return list(self._indices[index])
-
     def indexers(self) -> dict[str, IndexFunc]:
         with self._lock:
             return dict(self._indexers)

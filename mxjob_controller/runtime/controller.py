@@ -1,7 +1,7 @@
 """The worker loop: N named threads drain a rate-limited work queue and reconcile one key at a time
 (controller-runtime's ``Controller``).
 
-    controller = Controller("mxjob", reconcile, workers=4, registry=registry)
+    controller = Controller("myjob", reconcile, workers=4, registry=registry)
     informer.add_handler(on_add=lambda obj: controller.queue.add(object_key(obj)), ...)
     controller.start()
     ...
@@ -110,15 +110,17 @@ class Controller:
         return self
 
     def shutdown_with_drain(self, timeout: float) -> bool:
-        """Stop taking work, let in-flight reconciles finish, join the workers; False if one outlived
-        ``timeout`` (it is a daemon thread, so it cannot keep the process alive).
+        """Stop taking work, let in-flight reconciles finish, join the workers and the queue's timer thread; False
+        if one outlived ``timeout`` (they are daemon threads, so they cannot keep the process alive).
 
         Keys still queued are dropped (the queue is shut down): after a restart or a leader change the informers'
-        initial list queues every object again.
+        initial list queues every object again. The trace file is closed either way: a reconcile that outlives
+        the deadline is no longer recorded.
         """
         deadline = time.monotonic() + timeout
         self._stopping.set()
-        self.queue.shutdown()  # wakes idle workers; in-flight ones finish and see _stopping
+        # Wakes idle workers (in-flight ones finish and see _stopping) and stops the queue's timer thread.
+        timer_stopped = self.queue.shutdown(timeout=timeout)
         with self._lock:
             threads = list(self._threads)
         for thread in threads:
@@ -128,9 +130,9 @@ class Controller:
         if stuck:
             log.warning("controller %s: reconciles still running after %.1fs: %s", self.name, timeout,
                         ", ".join(stuck))
-        if self._trace is not None and not stuck:
+        if self._trace is not None:
             self._trace.close()
-        return not stuck
+        return not stuck and timer_stopped
 
     @property
     def stopping(self) -> bool:

@@ -19,15 +19,18 @@ What each path answers (controller-runtime's and kube's conventions; any status 
   skips one.
 
 A check is a callable returning True when healthy; returning False or raising makes it fail (the exception's text
-is logged, never sent: probes are unauthenticated). Each server runs on a named thread and answers each request on
-a short-lived thread with a socket timeout, so a slow client cannot block a probe.
+is logged, never sent: probes are unauthenticated). Each server runs on a named thread and answers each connection on
+a short-lived named thread with a socket timeout, so a slow client cannot block a probe; stopping is bounded by
+its timeout, waits for the requests in progress and ends idle keep-alive connections.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -45,6 +48,7 @@ Route = Callable[[str, dict[str, list[str]], Mapping[str, str]], Reply]  # (subp
 TEXT = "text/plain; charset=utf-8"
 _REQUEST_TIMEOUT = 10.0                 # seconds a client may take to send its request
 _JOIN_TIMEOUT = 5.0
+_POLL_INTERVAL = 0.2                    # seconds the server's thread takes at most to see a stop
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -150,12 +154,19 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """Answers each connection on its own named thread (``<name>-request-<n>``), and knows them all, so a stop can
+    end idle keep-alive connections and wait for the requests in progress."""
+
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, host: str, port: int, routes: Mapping[str, Route]) -> None:
+    def __init__(self, name: str, host: str, port: int, routes: Mapping[str, Route]) -> None:
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.name = name
         self.routes = dict(routes)
+        self._connections: dict[threading.Thread, socket.socket] = {}
+        self._connections_lock = threading.Lock()
+        self._connection_ids = itertools.count(1)
         super().__init__((host, port), _Handler)
 
     def dispatch(self, path: str, query: dict[str, list[str]], headers: Mapping[str, str]) -> Reply:
@@ -164,19 +175,50 @@ class _Server(ThreadingHTTPServer):
                 return route(path[len(prefix) + 1:], query, headers)
         return 404, TEXT, b"404 page not found\n"
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(target=self._serve_connection, args=(request, client_address),
+                                  name=f"{self.name}-request-{next(self._connection_ids)}", daemon=True)
+        with self._connections_lock:
+            self._connections[thread] = request
+        thread.start()
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self._connections_lock:
+                self._connections.pop(threading.current_thread(), None)
+
+    def connection_threads(self) -> list[threading.Thread]:
+        with self._connections_lock:
+            return list(self._connections)
+
+    def end_connections(self) -> list[threading.Thread]:
+        """Stop reading from every connection (an idle keep-alive ends at once; a request in progress still gets
+        its answer); the threads serving them."""
+        with self._connections_lock:
+            connections = dict(self._connections)
+        for sock in connections.values():
+            try:
+                sock.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+        return list(connections)
+
 
 class EndpointServer:
     """One HTTP server on ``bind_address`` serving ``routes`` (path prefix -> route) on a thread named
-    ``endpoints-<name>``."""
+    ``endpoints-<name>``, each connection on a thread named ``endpoints-<name>-request-<n>``."""
 
     def __init__(self, name: str, bind_address: str, routes: Mapping[str, Route]) -> None:
         parsed = parse_bind_address(bind_address)
         if parsed is None:
             raise ValueError(f"endpoint server {name}: bind address {bind_address!r} disables it")
         self.name = name
-        self._server = _Server(parsed[0], parsed[1], routes)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name=f"endpoints-{name}", daemon=True)
+        self._server = _Server(f"endpoints-{name}", parsed[0], parsed[1], routes)
+        self._server.timeout = _POLL_INTERVAL  # handle_request() returns this often when idle
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name=f"endpoints-{name}", daemon=True)
 
     @property
     def port(self) -> int:
@@ -194,14 +236,31 @@ class EndpointServer:
         log.info("serving %s on %s", ", ".join(self._server.routes), self.url)
         return self
 
+    def _serve(self) -> None:
+        # Not serve_forever(): its shutdown() waits without a timeout. This loop sees the stop within a poll.
+        while not self._stop.is_set():
+            try:
+                self._server.handle_request()
+            except (OSError, ValueError):
+                if not self._stop.is_set():
+                    raise
+                return  # the socket was closed under us by a stop that gave up waiting
+
     def stop(self, timeout: float = _JOIN_TIMEOUT) -> bool:
-        """Stop accepting, close the socket, join the thread; False if it outlived ``timeout``."""
-        if self._thread.is_alive():
-            self._server.shutdown()
-        self._server.server_close()
+        """Stop accepting, close the socket, end idle connections, and join the server's thread and the requests
+        in progress, all within ``timeout``; False if one of them outlived it."""
+        deadline = time.monotonic() + timeout
+        self._stop.set()
         if self._thread.ident is not None:
             self._thread.join(timeout)
-        return not self._thread.is_alive()
+        self._server.server_close()
+        for thread in self._server.end_connections():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        left = [t.name for t in self._server.connection_threads() if t.is_alive()]
+        if left:
+            log.warning("endpoint server %s: requests still in progress after %.1fs: %s", self.name, timeout,
+                        ", ".join(left))
+        return not self._thread.is_alive() and not left
 
 
 class Endpoints:

@@ -1,7 +1,7 @@
 """Kubernetes Events about objects, written the way client-go's ``record.EventRecorder`` writes them.
 
-    recorder = EventRecorder(client, component="mxjob-controller").start()
-    recorder.event(ObjectReference.of(job, "kubeflow.org/v1", "MXJob"), NORMAL, "SuccessfulCreatePod",
+    recorder = EventRecorder(client, component="my-operator").start()
+    recorder.event(ObjectReference.of(job, "example.com/v1", "MyJob"), NORMAL, "SuccessfulCreatePod",
                    "Created pod: my-job-worker-0")
     ...
     recorder.stop(timeout=5)   # writes what is queued, within the deadline

@@ -91,17 +91,6 @@ class ControllerExpectations:
 
     # -- setting --------------------------------------------------------------------------------------------------
 
-    def set_expectations(self, key: ExpectationKey, adds: int, dels: int) -> None:
-        """Expect exactly ``adds`` creations and ``dels`` deletions from now on, forgetting earlier ones."""
-        with self._lock:
-            self._put(key, _Record(max(adds, 0), max(dels, 0), self._clock.now()))
-
-    def expect_creations(self, key: ExpectationKey, adds: int) -> None:
-        self.set_expectations(key, adds, 0)
-
-    def expect_deletions(self, key: ExpectationKey, dels: int) -> None:
-        self.set_expectations(key, 0, dels)
-
     def raise_expectations(self, key: ExpectationKey, adds: int = 0, dels: int = 0) -> None:
         """Expect ``adds`` more creations and ``dels`` more deletions. A live record keeps its expiry time (as in
         client-go); a missing or expired one is replaced by a new record of just these counts."""
@@ -170,13 +159,15 @@ class ControllerExpectations:
             return max(left, default=0.0)
 
     def pending(self, key: ExpectationKey) -> tuple[int, int] | None:
-        """(creations, deletions) still expected for ``key``; None if it has no live record."""
+        """(creations, deletions) still expected for ``key``; None if it has no live record. The read that shows
+        what each observation lowered (the core's handler tests rest on it)."""
         with self._lock:
             record = self._live(key)
             return None if record is None else (record.adds, record.dels)
 
     def record_count(self) -> int:
-        """Records held, expired ones excluded (jobs expire whole): for tests and a memory gauge."""
+        """Records held, expired ones excluded (jobs expire whole): how a test (or a memory gauge) sees that
+        deleted and expired jobs leave nothing behind."""
         with self._lock:
             self._jobs.expire()
             return sum(len(records) for records in self._jobs.values())

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mxjob_controller.runtime.cache_backoff import Backoff, BackoffPolicy
+from mxjob_controller.runtime.backoff import Backoff, BackoffPolicy
 from mxjob_controller.runtime.cache_keys import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,

@@ -1,7 +1,7 @@
 """Shared informers for a whole process (client-go's ``SharedInformerFactory``).
 
     factory = SharedInformerFactory(client, namespace=args.namespace, transform=drop_managed_fields)
-    pods = factory.informer(PODS, label_selector="app.kubernetes.io/managed-by=mxjob-controller")
+    pods = factory.informer(PODS, label_selector="app.kubernetes.io/managed-by=my-operator")
     pods.add_handler(on_add=..., on_delete=...)
     factory.start()
     if not factory.wait_for_cache_sync(timeout=60): ...
@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 
 from mxjob_controller.kube.selectors import parse_field_selector, parse_label_selector
-from mxjob_controller.runtime.cache_backoff import BackoffPolicy
+from mxjob_controller.runtime.backoff import BackoffPolicy
 from mxjob_controller.runtime.cache_keys import IndexFunc
 from mxjob_controller.runtime.client import Client, Resource
 from mxjob_controller.runtime.informer import SharedInformer, Transform

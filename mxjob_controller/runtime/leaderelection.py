@@ -1,7 +1,7 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's protocol (``tools/leaderelection``).
 
-    elector = LeaderElector(leader_election_client(config, "mxjob-controller"),
-                            LeaderElectionConfig("mxjob-controller", namespace="kubeflow"),
+    elector = LeaderElector(leader_election_client(config, "leader-election", program="my-operator"),
+                            LeaderElectionConfig("my-operator", namespace="operators"),
                             on_started_leading=start_controllers, on_stopped_leading=exit_non_zero,
                             registry=registry).start()
     ...
@@ -133,13 +133,13 @@ class LeaderElectionConfig:
         return int(self.lease_duration)
 
 
-def leader_election_client(config: ClientConfig, component: str, renew_deadline: float = DEFAULT_RENEW_DEADLINE
-                           ) -> Client:
+def leader_election_client(config: ClientConfig, component: str, renew_deadline: float = DEFAULT_RENEW_DEADLINE,
+                           *, program: str | None = None, version: str | None = None) -> Client:
     """A client for the elector alone: no retries on Retry-After (a renewal must fail fast, not sleep past its
     deadline), a connect timeout within the renew deadline, and its own token bucket, so a busy controller
-    sharing the process cannot starve the renewals."""
+    sharing the process cannot starve the renewals. ``program``/``version`` name the caller (see ``user_agent``)."""
     return Client(config.with_overrides(connect_timeout=min(config.connect_timeout, renew_deadline)),
-                  component=component, max_retries=0)
+                  component=component, program=program, version=version, max_retries=0)
 
 
 class LeaseRecord(NamedTuple):
@@ -302,7 +302,7 @@ class LeaderElector:
         watch = None
         if self.config.watch_releases:
             watch = LeaseWatch(self.client, self.config.namespace, self.config.lease_name, self._poke,
-                               retry_period=self.config.retry_period, thread_name=self._thread.name).start()
+                               thread_name=self._thread.name).start()
         try:
             while True:
                 acquired = self._try_acquire_or_renew(self._clock.now() + self.config.renew_deadline)

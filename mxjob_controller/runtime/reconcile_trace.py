@@ -21,7 +21,8 @@ from typing import Any
 
 
 class ReconcileTrace:
-    """Appends one JSON line per reconcile to ``path`` (thread-safe)."""
+    """Appends one JSON line per reconcile to ``path`` (thread-safe). After :meth:`close` (the controller's
+    shutdown), records are dropped: a worker that outlived the shutdown cannot keep the file open."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kube.field_errors import FieldError, child, child_prefix
 from mxjob_controller.kube.schema.nodes import Node, Walk
 
 
@@ -36,7 +36,7 @@ class CompiledSchema:
             w.run_rules()
         unknown = w.unknown
         if self.sort_unknown:
-            prefix = f"{path}.metadata." if path else "metadata."
+            prefix = child_prefix(child(path, "metadata"))
             meta = [p for p in unknown if p.startswith(prefix)]
             unknown = meta + sorted(p for p in unknown if not p.startswith(prefix))
         return Result(dedupe(w.errors), unknown)

@@ -19,7 +19,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kube.field_errors import FieldError, child_prefix
+from mxjob_controller.kube.field_errors import child as child_path
 from mxjob_controller.kube.schema import messages
 from mxjob_controller.kube.schema.formats import parse_quantity
 
@@ -286,7 +287,7 @@ class ObjectNode(Node):
             for key, default, nullable in self.defaults:
                 if key not in value or (value[key] is None and not nullable):
                     value[key] = copy_json(default)
-        prefix = path + "." if path else ""
+        prefix = child_prefix(path)
         props = self.props
         additional = self.additional
         drop: list[str] | None = None
@@ -388,17 +389,17 @@ class ArrayNode(Node):
                     elif item is None and node.has_default and w.defaults:
                         value[i] = copy_json(node.default)
                     else:
-                        w.bad_type(node.type_error(item, f"{path}[{i}]"))
+                        w.bad_type(node.type_error(item, child_path(path, i)))
             else:
                 for i, item in enumerate(value):
                     if item is None:
                         if node.nullable:
                             continue
                         if not (node.has_default and w.defaults):
-                            w.bad_type(node.type_error(None, f"{path}[{i}]"))
+                            w.bad_type(node.type_error(None, child_path(path, i)))
                             continue
                         value[i] = copy_json(node.default)
-                    node.walk(value[i], f"{path}[{i}]", w)
+                    node.walk(value[i], child_path(path, i), w)
         if self.min_items is not None and len(value) < self.min_items:
             w.errors.append(messages.too_few_items(path, len(value), self.min_items))
         if self.max_items is not None and len(value) > self.max_items:

@@ -269,7 +269,7 @@ class Deleter:
                 raise errors.not_found(rt.resource, name) from None
             strategy.after_delete(entry.obj)
             return DeleteOutcome(entry, True, rt.return_deleted_object)
-        raise errors.internal("too many conflicts deleting the object")
+        raise errors.write_outlasted()
 
     def _write(self, rt: ResourceType, obj: dict, current: Entry, opts: DeleteOptions) -> Entry:
         if opts.dry_run:
@@ -314,7 +314,7 @@ class Deleter:
                 return DeleteOutcome(self._write(rt, obj, current, opts), False, True)
             except Conflict:
                 continue
-        raise errors.internal("too many conflicts deleting the namespace")
+        raise errors.write_outlasted()
 
 
 def _namespace_wants(opts: DeleteOptions, finalizer: str, current: set[str]) -> bool:

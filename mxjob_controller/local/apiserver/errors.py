@@ -124,11 +124,6 @@ def unsupported_media_type(content_type: str) -> StatusError:
                        "media types include: application/json, application/yaml")
 
 
-def not_acceptable(accept: str) -> StatusError:
-    return StatusError(406, "NotAcceptable", f"only the following media types are accepted: "
-                       f"application/json, application/yaml (requested {accept!r})")
-
-
 def too_large(limit: int) -> StatusError:
     return StatusError(413, "RequestEntityTooLarge",
                        f"Request entity too large: limit is {limit}")
@@ -157,13 +152,20 @@ def too_many_requests(retry_after: int, message: str = "") -> StatusError:
                        {"retryAfterSeconds": retry_after}, {"Retry-After": str(retry_after)})
 
 
+def timeout(message: str) -> StatusError:
+    """504 Timeout, as apimachinery's ``NewTimeoutError`` builds it (an empty ``details``)."""
+    return StatusError(504, "Timeout", f"Timeout: {message}", {})
+
+
+def write_outlasted() -> StatusError:
+    """A write that kept losing to concurrent writers. kube-apiserver's storage retries such conflicts until the
+    request's deadline, then answers this; here the retries are counted instead of timed."""
+    return timeout("request did not complete within requested timeout - context deadline exceeded")
+
+
 def internal(message: str) -> StatusError:
     return StatusError(500, "InternalError", f"Internal error occurred: {message}",
                        {"causes": [{"message": message}]})
-
-
-def service_unavailable(message: str = "the server is currently unable to handle the request") -> StatusError:
-    return StatusError(503, "ServiceUnavailable", message)
 
 
 def success_status(res: Resource, name: str, uid: str) -> dict[str, Any]:

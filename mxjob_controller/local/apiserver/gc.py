@@ -11,9 +11,9 @@ It follows ``metadata.ownerReferences``:
   (kube retries it the same way). Owners seen deleted are remembered (kube's absentOwnerCache), so the dependents
   of a custom resource still go when its CRD went with it.
 
-The dependency graph is an index by owner uid, kept current from ``Store.add_commit_hook`` (one event at a time,
-never a scan). The hook only records and queues; the work (reads, patches, deletes through the REST layer, so
-with every rule a client's request gets) happens on one thread, ``apiserver-gc``.
+The dependency graph is an index by owner uid, kept current from ``Store.add_commit_hook`` (one event at a time, in
+commit order, never a scan). The hook only records and queues; the work (reads, patches, deletes through the REST
+layer, so with every rule a client's request gets) happens on one thread, ``apiserver-gc``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import MERGE_PATCH, REST, Request
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import DELETED, Entry, Event
-from mxjob_controller.local.apiserver.workqueue import Park, WorkQueue
+from mxjob_controller.local.apiserver.workqueue import ControllerQueue, Park
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class GarbageCollector:
         self._owners: dict[ObjRef, tuple[dict, ...]] = {}        # dependent -> its ownerReferences
         self._dependents: dict[str, dict[ObjRef, dict]] = {}      # owner uid -> dependent -> the reference
         self._absent: OrderedDict[str, None] = OrderedDict()     # uids of owners seen deleted
-        self._queue: WorkQueue[WorkItem] = WorkQueue("apiserver-gc", self._work)
+        self._queue: ControllerQueue[WorkItem] = ControllerQueue("apiserver-gc", self._work)
         store.add_commit_hook(self._on_commit)
         registry.add_listener(self._queue.unpark)
 
@@ -82,8 +82,9 @@ class GarbageCollector:
     def start(self) -> None:
         self._queue.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._queue.stop(timeout)
+    def stop(self, timeout: float = 5.0) -> bool:
+        """False if the work in hand did not end within ``timeout`` seconds."""
+        return self._queue.stop(timeout)
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """True once nothing is queued or in progress (references to unserved kinds wait and do not count)."""

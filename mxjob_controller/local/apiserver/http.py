@@ -11,7 +11,9 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import select
+import selectors
 import socket
 import threading
 import time
@@ -33,6 +35,9 @@ log = logging.getLogger(__name__)
 _DRAIN_LIMIT = 64 * 1024 * 1024  # read and discard an oversized body up to this, so the client sees the 413
 _MAX_HEADER_LINE = 65536  # http.client's limits
 _MAX_HEADERS = 100
+# Go's net/http reads lengths as ParseUint (decimal) and chunk sizes as hex digits: no sign, no "0x", no "_".
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
+_CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
 
 
 @dataclass(slots=True)
@@ -70,6 +75,13 @@ Observer = Callable[[Exchange, float], None]
 
 
 class APIHTTPServer(ThreadingHTTPServer):
+    """The listening socket, its accept loop, and one tracked thread per connection.
+
+    Stopping is bounded and in kube-apiserver's order: :meth:`stop_accepting`, then :meth:`drain` (watches end,
+    idle keep-alives are closed, requests in progress finish and answer ``Connection: close``; whatever is still
+    running at the deadline has its socket shut and is reported).
+    """
+
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256
@@ -78,31 +90,88 @@ class APIHTTPServer(ThreadingHTTPServer):
         self.app = app
         self.observers: list[Observer] = []
         self.bookmark_interval = 60.0
-        self.stopping = threading.Event()
-        self._conns: set[socket.socket] = set()
+        self.stopping = threading.Event()  # connections: finish what is in progress, take nothing new
+        self._accepting_ends = threading.Event()
+        self._conns: dict[socket.socket, bool] = {}  # each connection's socket: is a request in progress?
+        self._conn_threads: set[threading.Thread] = set()
         self._conns_lock = threading.Lock()
         self._conn_ids = itertools.count(1)
         super().__init__(address, _Handler)
 
+    # --- accepting ----------------------------------------------------------------------------------------
+
+    def serve(self, poll_interval: float = 0.1) -> None:
+        """Accept connections until :meth:`stop_accepting` (seen within ``poll_interval``)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self, selectors.EVENT_READ)
+            while not self._accepting_ends.is_set():
+                if selector.select(poll_interval) and not self._accepting_ends.is_set():
+                    self._handle_request_noblock()
+                self.service_actions()
+
+    def stop_accepting(self) -> None:
+        self._accepting_ends.set()
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        t = threading.Thread(target=self.process_request_thread, args=(request, client_address),
+        t = threading.Thread(target=self._connection, args=(request, client_address),
                              name=f"apiserver-conn-{next(self._conn_ids)}", daemon=True)
+        with self._conns_lock:
+            self._conn_threads.add(t)
         t.start()
+
+    def _connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self._conns_lock:
+                self._conn_threads.discard(threading.current_thread())
+
+    # --- connections --------------------------------------------------------------------------------------
 
     def track(self, sock: socket.socket, add: bool) -> None:
         with self._conns_lock:
-            (self._conns.add if add else self._conns.discard)(sock)
+            if add:
+                self._conns[sock] = False
+            else:
+                self._conns.pop(sock, None)
 
-    def close_connections(self) -> None:
-        """Unblock every connection thread (idle keep-alives and watches) so shutdown is prompt."""
-        self.stopping.set()
+    def set_busy(self, sock: socket.socket, busy: bool) -> None:
         with self._conns_lock:
-            conns = list(self._conns)
-        for sock in conns:
+            if sock in self._conns:
+                self._conns[sock] = busy
+
+    def drain(self, timeout: float) -> list[str]:
+        """Let every connection end within ``timeout`` seconds; the names of the threads still running after.
+
+        Watches and log streams end at once, idle keep-alives are closed, and requests in progress get most of
+        the time to answer; then the sockets of those left are shut (their threads end at their next read or
+        write) and they get the rest.
+        """
+        deadline = time.monotonic() + timeout
+        forced = min(0.5, timeout / 4)  # the part of the time kept for the threads whose sockets are shut
+        self.stopping.set()
+        self._shut(busy_too=False)
+        left = self._join(deadline - forced)
+        if left:
+            self._shut(busy_too=True)
+            left = self._join(deadline)
+        return sorted(t.name for t in left)
+
+    def _shut(self, busy_too: bool) -> None:
+        with self._conns_lock:
+            socks = [sock for sock, busy in self._conns.items() if busy_too or not busy]
+        for sock in socks:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def _join(self, deadline: float) -> list[threading.Thread]:
+        with self._conns_lock:
+            threads = list(self._conn_threads)
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        return [t for t in threads if t.is_alive()]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -157,6 +226,15 @@ class _Handler(BaseHTTPRequestHandler):
     # --- one exchange ---------------------------------------------------------------------------------
 
     def _serve(self) -> None:
+        self.server.set_busy(self.connection, True)
+        try:
+            self._exchange()
+        finally:
+            self.server.set_busy(self.connection, False)
+            if self.server.stopping.is_set():
+                self.close_connection = True
+
+    def _exchange(self) -> None:
         started = time.monotonic()
         split = urlsplit(self.path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
@@ -172,6 +250,8 @@ class _Handler(BaseHTTPRequestHandler):
             log.exception("internal error serving %s %s", self.command, self.path)
             resp = _status_response(errors.internal(f"{type(e).__name__}: {e}"))
         ex.code = resp.code
+        if self.server.stopping.is_set():
+            self.close_connection = True  # the server is going: this is the connection's last answer
         try:
             if resp.stream is not None:
                 self._stream_watch(resp.stream, resp)
@@ -200,11 +280,10 @@ class _Handler(BaseHTTPRequestHandler):
         length_text = self.headers.get("Content-Length")
         if not length_text:
             return b""
-        try:
-            length = int(length_text)
-        except ValueError:
+        if not _CONTENT_LENGTH.fullmatch(length_text):  # never read(-1): that waits for the client to close
             self.close_connection = True
-            raise errors.bad_request(f"invalid Content-Length {length_text!r}") from None
+            raise errors.bad_request(f"invalid Content-Length {length_text!r}")
+        length = int(length_text)
         if length > MAX_BODY_BYTES:
             self._discard(length)
             raise errors.too_large(MAX_BODY_BYTES)
@@ -224,11 +303,11 @@ class _Handler(BaseHTTPRequestHandler):
         parts, total = [], 0
         while True:
             line = self.rfile.readline(1024)
-            try:
-                size = int(line.split(b";")[0].strip() or b"0", 16)
-            except ValueError:
+            size_text = line.split(b";")[0].strip()
+            if not _CHUNK_SIZE.fullmatch(size_text):  # a negative size would read(-1): until the client closes
                 self.close_connection = True
-                raise errors.bad_request("malformed chunked request body") from None
+                raise errors.bad_request("malformed chunked request body")
+            size = int(size_text, 16)
             if size == 0:
                 while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
                     pass

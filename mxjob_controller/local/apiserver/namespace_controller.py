@@ -25,7 +25,7 @@ from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST, Request
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import DELETED, Event
-from mxjob_controller.local.apiserver.workqueue import WorkQueue
+from mxjob_controller.local.apiserver.workqueue import ControllerQueue
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +51,15 @@ class NamespaceController:
         self._key = namespaces_key
         self._lock = threading.Lock()
         self._terminating: set[str] = set()
-        self._queue: WorkQueue[str] = WorkQueue("apiserver-namespaces", self._sync)
+        self._queue: ControllerQueue[str] = ControllerQueue("apiserver-namespaces", self._sync)
         store.add_commit_hook(self._on_commit)
 
     def start(self) -> None:
         self._queue.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._queue.stop(timeout)
+    def stop(self, timeout: float = 5.0) -> bool:
+        """False if the work in hand did not end within ``timeout`` seconds."""
+        return self._queue.stop(timeout)
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         return self._queue.wait_idle(timeout)

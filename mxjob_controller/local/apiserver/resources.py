@@ -46,10 +46,6 @@ class ResourceType:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
-    def group_version(self) -> tuple[str, str]:
-        return (self.group, self.version)
-
-    @property
     def storage_key(self) -> str:
         return f"{self.group}/{self.plural}"
 

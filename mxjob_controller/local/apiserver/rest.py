@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,10 +37,13 @@ from mxjob_controller.local.apiserver.errors import Cause, StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import Conflict, Exists, Missing, ObjKey, Store, TooOld
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
-from mxjob_controller.local.apiserver.validation import field_validation
+from mxjob_controller.local.apiserver.validation import field_validation, strict_json
 from mxjob_controller.local.apiserver.validation.meta import validate_object_meta
 from mxjob_controller.local.apiserver.validation.strict_json import loads_with_duplicates
+from mxjob_controller.local.apiserver.validation.yaml_body import loads_yaml
 from mxjob_controller.local.apiserver.watch import Entry, Event, Watcher
+
+log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a JSON request body
 MERGE_PATCH = "application/merge-patch+json"
@@ -48,6 +52,8 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+WRITE_ATTEMPTS = 64  # compare-and-swap attempts of a write without a resourceVersion before it gives up
+STATUS_ATTEMPTS = 16  # the same, for the server's own status writes
 
 
 @dataclass(slots=True)
@@ -178,7 +184,7 @@ class REST:
             if ctype in ("", "application/json", "*/*"):
                 obj, duplicates = loads_with_duplicates(req.body or b"null")
             elif ctype in ("application/yaml", "application/x-yaml"):
-                obj = yaml.safe_load(req.body)
+                obj = loads_yaml(req.body)
             else:
                 raise errors.unsupported_media_type(ctype)
         except (ValueError, yaml.YAMLError) as e:
@@ -313,7 +319,7 @@ class REST:
         match = self._matcher(req)
         key = req.rt.storage_key
         namespace = req.namespace if req.rt.namespaced else None
-        limit = _int_param(req.query, "limit", 0)
+        limit = _int_param(req.query, "limit", 0)  # kube pages only for limit > 0: a negative one is no limit
         token = req.query.get("continue", "")
         if token:
             rv, start = _decode_continue(token)
@@ -334,7 +340,7 @@ class REST:
         remaining = 0
         for kv in items:
             if match(kv[1].obj):
-                if limit and len(selected) >= limit:
+                if limit > 0 and len(selected) >= limit:
                     remaining += 1
                 else:
                     selected.append(kv)
@@ -355,7 +361,9 @@ class REST:
         match = self._matcher(req)
         rv_param = req.query.get("resourceVersion", "")
         since = None if rv_param in ("", "0") else _parse_rv(rv_param)
-        timeout = float(_int_param(req.query, "timeoutSeconds", 0)) or 1800.0
+        seconds = _int_param(req.query, "timeoutSeconds", 0)
+        # kube arms the watch's timer with what is given: 0 means its default, a negative time has already passed.
+        timeout = 1800.0 if seconds == 0 else max(float(seconds), 0.0)
         namespace = req.namespace if req.rt.namespaced else None
         rt = req.rt
         table = _wants_table(req.accept) and self.table_converter is not None
@@ -443,7 +451,7 @@ class REST:
         self._stamp_identity(req, obj)
         rv_text = (obj.get("metadata") or {}).get("resourceVersion")
         want_rv = _parse_rv(rv_text) if rv_text else None
-        while True:
+        for _attempt in range(WRITE_ATTEMPTS):
             current = self._get_entry(req)
             if want_rv is not None and want_rv != current.rv:
                 raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT)
@@ -453,6 +461,7 @@ class REST:
             except Conflict:
                 if want_rv is not None:
                     raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT) from None
+        raise errors.write_outlasted()
 
     def _patch(self, req: Request) -> Response:
         if (req.subresource and req.subresource != "status") or (
@@ -468,10 +477,10 @@ class REST:
         if len(req.body) > MAX_BODY_BYTES:
             raise errors.too_large(MAX_BODY_BYTES)
         try:
-            patch = json.loads(req.body or b"null")
+            patch = strict_json.loads(req.body or b"null")
         except ValueError as e:
             raise errors.bad_request("invalid JSON patch") from e
-        for _attempt in range(64):
+        for _attempt in range(WRITE_ATTEMPTS):
             current = self._get_entry(req)
             working = deep_copy(current.obj)
             working["apiVersion"] = req.rt.api_version
@@ -491,7 +500,7 @@ class REST:
                 return self._write_update(req, patched, current)
             except Conflict:
                 continue
-        raise errors.internal("too many conflicts applying the patch")
+        raise errors.write_outlasted()
 
     def _write_update(self, req: Request, new: dict, current: Entry, duplicates: Sequence[str] = ()) -> Response:
         """Shared tail of update and patch: strategy, validation, CAS write, finalizer-driven removal."""
@@ -520,20 +529,27 @@ class REST:
         strategy.after_commit(entry.obj, old, ctx)
         return self._object_response(req, entry, 200, ctx)
 
-    def update_status(self, rt: ResourceType, okey: ObjKey, status: dict) -> None:
-        """A server-internal status write (controllers inside the server), retried on conflict."""
-        for _ in range(16):
+    def update_status(self, rt: ResourceType, okey: ObjKey, status: dict) -> bool:
+        """A server-internal status write (controllers inside the server), retried on conflict.
+
+        True once written (or the object is gone); False, with a warning, when every attempt lost to another
+        writer: the status was not written.
+        """
+        for _ in range(STATUS_ATTEMPTS):
             current = self.store.get(rt.storage_key, okey)
             if current is None:
-                return
+                return True
             new = dict(current.obj)
             new["status"] = status
             new["metadata"] = dict(current.obj["metadata"])
             try:
                 self.store.update(rt.storage_key, new, expect_rv=current.rv)
-                return
+                return True
             except (Conflict, Missing):
                 continue
+        log.warning("gave up writing the status of %s %s after %d conflicting attempts", rt.resource.qualified,
+                    "/".join(part for part in okey if part), STATUS_ATTEMPTS)
+        return False
 
     # --- delete (the semantics are in deletion.py) -------------------------------------------------------
 

@@ -46,6 +46,10 @@ _ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+def _remaining(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
 def version_info() -> dict[str, str]:
     major, minor = KUBE_VERSION.split(".")
     return {
@@ -116,27 +120,39 @@ class APIServer:
         self.faults.start()
         self.gc.start()
         self.namespace_controller.start()
-        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.1},
+        self._thread = threading.Thread(target=self._http.serve, kwargs={"poll_interval": 0.1},
                                         name="apiserver-http", daemon=True)
         self._thread.start()
         log.info("embedded API server listening on %s", self.url)
         return self
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop within about ``timeout`` seconds: no new connections, requests in progress may finish, then the
+        built-in controllers. True if every thread ended; False (and a warning naming them) otherwise."""
         http, self._http = self._http, None
         if http is None:
-            return
-        http.shutdown()
-        self.faults.stop()
-        self.store.close_watchers()
-        http.close_connections()
-        http.server_close()
+            return True
+        deadline = time.monotonic() + timeout
+        left: list[str] = []
+        http.stop_accepting()
+        self.faults.stop()  # injected delays end now
         if self._thread is not None:
-            self._thread.join(timeout)
-        self.gc.stop(timeout)
-        self.namespace_controller.stop(timeout)
+            self._thread.join(_remaining(deadline))  # no connection is accepted after this
+            if self._thread.is_alive():
+                left.append(self._thread.name)
+        self.store.close_watchers()
+        left += http.drain(_remaining(deadline))
+        http.server_close()
+        for controller, name in ((self.gc, "garbage collector"), (self.namespace_controller, "namespace controller")):
+            if not controller.stop(_remaining(deadline)):
+                left.append(name)
         self.audit.close()
-        log.info("embedded API server stopped")
+        if left:
+            log.warning("embedded API server stopped with threads still running after %.1fs: %s", timeout,
+                        ", ".join(left))
+        else:
+            log.info("embedded API server stopped")
+        return not left
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Wait until the garbage collector and namespace controller have nothing left to do; False on timeout."""

@@ -4,13 +4,17 @@ It plays etcd plus kube-apiserver's watch cache:
 - one global resourceVersion, strictly increasing across every kind, bumped by each committed write;
 - compare-and-swap writes (``expect_rv``), so concurrent updates conflict instead of overwriting;
 - per-kind bounded history for watch resumption and consistent paginated lists;
-- watchers registered atomically with their backlog, so none misses or duplicates an event.
+- watchers registered atomically with their backlog, so none misses or duplicates an event;
+- commit hooks called in commit order (under the lock), so what they index follows the store exactly;
+- only what JSON can carry is stored: each object is encoded at commit time, and one that cannot be is refused
+  whole (:class:`Unserialisable`) before anything changes.
 
 Objects are plain dicts and are never mutated once stored: readers may hand them out without copying.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,8 +28,11 @@ from mxjob_controller.local.apiserver.watch import (
     History,
     Matcher,
     Watcher,
+    encode_json,
     now,
 )
+
+log = logging.getLogger(__name__)
 
 ObjKey = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
 
@@ -40,6 +47,10 @@ class Exists(Exception):  # noqa: N818
 
 class Missing(Exception):  # noqa: N818
     """Update or delete of a key that is absent."""
+
+
+class Unserialisable(ValueError):  # noqa: N818
+    """A write of an object JSON cannot encode (a date, NaN, ...): refused, the store is unchanged."""
 
 
 class TooOld(Exception):  # noqa: N818
@@ -131,9 +142,7 @@ class Store:
                 raise Exists(okey)
             entry = self._commit(key, obj)
             objs[okey] = entry
-            ev = Event(ADDED, entry.rv, entry, None, now())
-            self._publish(key, ev)
-        self._run_hooks(key, ev)
+            self._publish(key, Event(ADDED, entry.rv, entry, None, now()))
         return entry
 
     def update(self, key: str, obj: dict, expect_rv: int | None) -> Entry:
@@ -150,9 +159,7 @@ class Store:
                 return old
             entry = self._commit(key, obj)
             objs[okey] = entry
-            ev = Event(MODIFIED, entry.rv, entry, old, now())
-            self._publish(key, ev)
-        self._run_hooks(key, ev)
+            self._publish(key, Event(MODIFIED, entry.rv, entry, old, now()))
         return entry
 
     def delete(self, key: str, okey: ObjKey, expect_rv: int | None = None,
@@ -167,15 +174,19 @@ class Store:
             final["metadata"] = dict(old.obj.get("metadata", {}))
             entry = self._commit(key, final)
             del objs[okey]
-            ev = Event(DELETED, entry.rv, entry, old, now())
-            self._publish(key, ev)
-        self._run_hooks(key, ev)
+            self._publish(key, Event(DELETED, entry.rv, entry, old, now()))
         return entry
 
     def _commit(self, key: str, obj: dict) -> Entry:
-        self._rv += 1
-        obj.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
-        return Entry(obj, self._rv)
+        """The next version of ``obj``, encoded; Unserialisable (nothing changed) if JSON cannot carry it."""
+        rv = self._rv + 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
+        try:
+            raw = encode_json(obj)
+        except (TypeError, ValueError) as e:
+            raise Unserialisable(f"cannot store {key} object: {e}") from e
+        self._rv = rv
+        return Entry(obj, rv, raw)
 
     def _hist(self, key: str) -> History:
         hist = self._history.get(key)
@@ -184,20 +195,27 @@ class Store:
         return hist
 
     def _publish(self, key: str, ev: Event) -> None:
+        """Record, tell the watchers, then the hooks: all under the lock, so in commit order."""
         self._hist(key).append(ev)
         watchers = self._watchers.get(key)
         if watchers:
             for w in list(watchers):
                 if not w.offer(ev):
                     watchers.discard(w)
-
-    def _run_hooks(self, key: str, ev: Event) -> None:
-        for hook in list(self._hooks):
-            hook(key, ev)
+        for hook in self._hooks:
+            try:
+                hook(key, ev)
+            except Exception:  # the write is committed: a hook's bug must not fail it, nor skip the others
+                log.exception("commit hook %r failed on %s event of %s", hook, ev.type, key)
 
     def add_commit_hook(self, hook: CommitHook) -> None:
-        """Call ``hook(key, event)`` after every committed write, outside the lock, on the writer's thread."""
-        self._hooks.append(hook)
+        """Call ``hook(key, event)`` for every committed write, on the writer's thread, under the store's lock.
+
+        Hooks therefore see the writes in commit order, never two at once. A hook must only record and queue:
+        no blocking, no write to the store, and no lock that is held elsewhere while waiting for the store's.
+        """
+        with self._lock:
+            self._hooks = [*self._hooks, hook]
 
     # --- watch ----------------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from mxjob_controller.kube import jsonpath, printers
 from mxjob_controller.kube.gofmt import go_float
-from mxjob_controller.kube.timefmt import parse_time
+from mxjob_controller.kube.timefmt import parse_time, rfc3339
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.watch import Entry
 
@@ -64,8 +64,7 @@ def _default_columns() -> tuple[printers.Column, ...]:
 def _default_row(obj: dict, now: float) -> tuple[list, None]:
     meta = obj.get("metadata") or {}
     created = parse_time(meta.get("creationTimestamp"))
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)) if created is not None \
-        else "0001-01-01T00:00:00Z"
+    stamp = rfc3339(created) if created is not None else "0001-01-01T00:00:00Z"
     return [meta.get("name", ""), stamp], None
 
 

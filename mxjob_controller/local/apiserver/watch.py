@@ -21,20 +21,30 @@ from dataclasses import dataclass
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 
 
+def encode_json(obj: dict) -> bytes:
+    """An object as the server sends it: compact JSON. Raises ValueError/TypeError for what JSON cannot carry
+    (NaN, infinities, non-JSON types), so nothing unservable is ever encoded."""
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+
+
 class Entry:
-    """One stored version of an object. ``obj`` is never mutated once stored; ``raw`` is its JSON."""
+    """One version of an object. ``obj`` is never mutated once stored; ``raw`` is its JSON.
+
+    The store gives every entry it keeps its ``raw`` at commit time (so a stored object can always be served);
+    entries built for an answer only (dry runs) encode lazily.
+    """
 
     __slots__ = ("_raw", "obj", "rv")
 
-    def __init__(self, obj: dict, rv: int) -> None:
+    def __init__(self, obj: dict, rv: int, raw: bytes | None = None) -> None:
         self.obj = obj
         self.rv = rv
-        self._raw: bytes | None = None
+        self._raw = raw
 
     @property
     def raw(self) -> bytes:
         if self._raw is None:
-            self._raw = json.dumps(self.obj, separators=(",", ":")).encode()
+            self._raw = encode_json(self.obj)
         return self._raw
 
 
@@ -94,7 +104,7 @@ class Watcher:
         self.id = next(self._ids)
         self.key = key
         self.matcher = matcher
-        self._queue: queue.Queue[Event] = queue.Queue(maxsize=max_queue)
+        self._queue: queue.Queue[Event | None] = queue.Queue(maxsize=max_queue)  # None: wake up, closed
         self.closed = threading.Event()
         self.overflowed = False
         self.close_reason = ""
@@ -113,6 +123,7 @@ class Watcher:
             return False
 
     def next(self, timeout: float) -> Event | None:
+        """The next event, or None after ``timeout`` seconds or as soon as the watcher is closed."""
         try:
             return self._queue.get(timeout=timeout)
         except queue.Empty:
@@ -125,6 +136,10 @@ class Watcher:
         if not self.closed.is_set():
             self.close_reason = reason
             self.closed.set()
+            try:
+                self._queue.put_nowait(None)  # wake a reader waiting in next(): its stream ends now
+            except queue.Full:
+                pass  # the reader has events to take: it sees ``closed`` after them
 
     def translate(self, event: Event) -> tuple[str, Entry] | None:
         """Apply this watcher's filter the way kube's watch cache does.

@@ -1,25 +1,31 @@
-"""A small de-duplicating work queue with one named worker thread, for the server's built-in controllers.
+"""The work queue of the server's built-in controllers (garbage collector, namespace controller).
 
-The garbage collector and the namespace controller react to commit hooks, which run on the writer's thread
-and must never block: they only ``add`` keys here. The worker does the work later, one key at a time.
+It is the runtime's rate-limited queue (:mod:`mxjob_controller.runtime.workqueue`, client-go's semantics: a key
+queued several times is handled once, a key added while it is handled is handled again afterwards, a failed key
+is retried with exponential backoff) driven by one named worker thread. Commit hooks run under the store's lock
+and must never block: they only ``add`` keys here; the worker does the work later, one key at a time.
 
-Guarantees (those of client-go's workqueue that the controllers rely on):
-- a key queued several times before it is processed is processed once;
-- a key added while it is being processed is processed again afterwards (no lost wake-up);
-- a failed key is retried with exponential backoff; a key that raises :class:`Park` waits for ``unpark()``
-  (e.g. an owner kind that is not served yet: retried when the served kinds change);
-- ``wait_idle`` tells tests when nothing is queued, delayed or running.
+What it adds, because only these controllers need it:
+
+- parking: a handler that raises :class:`Park` has its key wait, without backoff, until :meth:`ControllerQueue.unpark`
+  (an owner whose kind is not served yet waits for the served kinds to change, as kube's garbage collector does);
+- :meth:`ControllerQueue.wait_idle`: true once no key is queued, waiting for a retry, or being handled (parked
+  keys do not count), so tests and ``APIServer.wait_idle`` know the controllers are done.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import threading
 import time
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
+
+from mxjob_controller.runtime.workqueue import (
+    ItemExponentialFailureRateLimiter,
+    QueueShutDownError,
+    RateLimitingQueue,
+)
 
 log = logging.getLogger(__name__)
 
@@ -35,21 +41,23 @@ class Park(Exception):  # noqa: N818 - a signal, not an error
     """Raised by a handler: this key cannot make progress until ``unpark()`` (not an error, no backoff)."""
 
 
-class WorkQueue(Generic[K]):
+_DONE, _PARKED, _FAILED = "done", "parked", "failed"
+
+
+class ControllerQueue(Generic[K]):
+    """A rate-limited work queue handled by one thread named ``name``; start it once, stop it once."""
+
     def __init__(self, name: str, handle: Callable[[K], None]) -> None:
         self.name = name
         self._handle = handle
+        self._queue = RateLimitingQueue(name, rate_limiter=ItemExponentialFailureRateLimiter(_BACKOFF_BASE,
+                                                                                             _BACKOFF_MAX))
         self._cond = threading.Condition()
-        self._ready: list[K] = []
-        self._queued: set[K] = set()
-        self._running: set[K] = set()
-        self._dirty: set[K] = set()  # added again while running
-        self._delayed: list[tuple[float, int, K]] = []
-        self._delayed_keys: set[K] = set()
+        self._pending: set[K] = set()  # queued, waiting for a retry, or being handled
+        self._handling: K | None = None
+        self._added_while_handled = False
         self._parked: set[K] = set()
-        self._failures: dict[K, int] = {}
-        self._seq = itertools.count()
-        self._stopping = False
+        self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
     # --- producers (any thread, never blocks for long) ------------------------------------------------
@@ -57,20 +65,10 @@ class WorkQueue(Generic[K]):
     def add(self, key: K) -> None:
         with self._cond:
             self._parked.discard(key)
-            if key in self._running:
-                self._dirty.add(key)
-            elif key not in self._queued:
-                self._queued.add(key)
-                self._ready.append(key)
-                self._cond.notify_all()
-
-    def add_after(self, key: K, delay: float) -> None:
-        with self._cond:
-            if key in self._delayed_keys:
-                return
-            self._delayed_keys.add(key)
-            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._seq), key))
-            self._cond.notify_all()
+            self._pending.add(key)
+            if key == self._handling:
+                self._added_while_handled = True
+        self._queue.add(key)
 
     def unpark(self) -> None:
         """Retry every parked key (the condition they waited on may have changed)."""
@@ -85,29 +83,34 @@ class WorkQueue(Generic[K]):
         with self._cond:
             if self._thread is not None:
                 return
-            self._stopping = False
             self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Drop what is queued, let the key in hand finish for up to ``timeout`` seconds; False if it did not."""
+        deadline = time.monotonic() + timeout
+        self._stopping.set()
+        self._queue.shutdown()  # wakes the worker; the queue's timer thread (retries) ends at once
         with self._cond:
-            self._stopping = True
-            thread, self._thread = self._thread, None
-            self._cond.notify_all()
-        if thread is not None:
-            thread.join(timeout)
-            if thread.is_alive():
-                log.warning("%s did not stop within %.1fs", self.name, timeout)
+            thread = self._thread
+        if thread is None:
+            return True
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            log.warning("%s did not stop within %.1fs", self.name, timeout)
+            return False
+        return True
 
     def idle(self) -> bool:
         with self._cond:
-            return not (self._ready or self._running or self._delayed)
+            return not self._pending
 
     def wait_idle(self, timeout: float) -> bool:
-        """Block until nothing is queued, delayed or running (parked keys do not count); False on timeout."""
+        """Block until nothing is queued, waiting for a retry, or handled (parked keys do not count); False on
+        timeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._ready or self._running or self._delayed:
+            while self._pending:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -120,61 +123,46 @@ class WorkQueue(Generic[K]):
 
     # --- the worker -----------------------------------------------------------------------------------
 
-    def _next(self) -> K | None:
-        with self._cond:
-            while not self._stopping:
-                now = time.monotonic()
-                while self._delayed and self._delayed[0][0] <= now:
-                    _, _, key = heapq.heappop(self._delayed)
-                    self._delayed_keys.discard(key)
-                    if key not in self._queued and key not in self._running:
-                        self._queued.add(key)
-                        self._ready.append(key)
-                    elif key in self._running:
-                        self._dirty.add(key)
-                if self._ready:
-                    key = self._ready.pop(0)
-                    self._queued.discard(key)
-                    self._running.add(key)
-                    return key
-                wait = _MAX_WAIT if not self._delayed else min(_MAX_WAIT, self._delayed[0][0] - now)
-                self._cond.wait(max(wait, 0.001))
-            return None
-
-    def _done(self, key: K, retry_in: float | None, park: bool) -> None:
-        with self._cond:
-            self._running.discard(key)
-            if park:
-                self._parked.add(key)
-            if key in self._dirty:
-                self._dirty.discard(key)
-                self._parked.discard(key)
-                if key not in self._queued:
-                    self._queued.add(key)
-                    self._ready.append(key)
-            elif retry_in is not None and key not in self._delayed_keys:
-                self._delayed_keys.add(key)
-                heapq.heappush(self._delayed, (time.monotonic() + retry_in, next(self._seq), key))
-            self._cond.notify_all()
-
     def _run(self) -> None:
-        while True:
-            key = self._next()
-            if key is None:
-                return
-            retry_in: float | None = None
-            park = False
+        while not self._stopping.is_set():
             try:
-                self._handle(key)
-                self._failures.pop(key, None)
-            except Park:
-                park = True
-                self._failures.pop(key, None)
-            except Exception:
-                n = self._failures.get(key, 0) + 1
-                self._failures[key] = n
-                retry_in = min(_BACKOFF_BASE * (2 ** (n - 1)), _BACKOFF_MAX)
-                level = logging.WARNING if n in (_WARN_AFTER, _WARN_AFTER * 4) else logging.DEBUG
-                log.log(level, "%s: %r failed (attempt %d), retrying in %.3fs", self.name, key, n, retry_in,
-                        exc_info=True)
-            self._done(key, retry_in, park)
+                key = self._queue.get(_MAX_WAIT)
+            except TimeoutError:
+                continue
+            except QueueShutDownError:
+                return
+            try:
+                if not self._stopping.is_set():
+                    self._handle_one(key)
+            finally:
+                self._queue.done(key)
+
+    def _handle_one(self, key: K) -> None:
+        with self._cond:
+            self._handling, self._added_while_handled = key, False
+        outcome = self._call(key)
+        with self._cond:
+            again = self._added_while_handled
+            self._handling = None
+            if outcome == _PARKED and not again:
+                self._parked.add(key)
+            if outcome != _FAILED and not again:
+                self._pending.discard(key)
+            self._cond.notify_all()
+        if outcome != _FAILED:
+            self._queue.forget(key)
+        elif not again:  # added again meanwhile: the queue hands it out once more at once, that is the retry
+            self._queue.add_rate_limited(key)
+
+    def _call(self, key: K) -> str:
+        try:
+            self._handle(key)
+            return _DONE
+        except Park:
+            return _PARKED
+        except Exception:
+            attempt = self._queue.num_requeues(key) + 1
+            level = logging.WARNING if attempt in (_WARN_AFTER, _WARN_AFTER * 4) else logging.DEBUG
+            log.log(level, "%s: %r failed (attempt %d), retrying with backoff", self.name, key, attempt,
+                    exc_info=True)
+            return _FAILED

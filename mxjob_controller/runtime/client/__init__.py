@@ -1,7 +1,8 @@
 """API access: a thin, thread-safe client over the official ``kubernetes`` client's transport.
 
     config = load_config(kubeconfig=path)                # or in-cluster, or $KUBECONFIG, or ~/.kube/config
-    client = Client(config, component="job-controller")  # one per process, shared by every thread
+    client = Client(config, component="job-controller",  # one per process, shared by every thread
+                    program="my-operator", version="1.2.0")  # the User-Agent: my-operator/1.2.0 (linux/amd64) ...
     pod = client.get(PODS, "p1", "default")              # plain dicts in and out
     page = client.list(PODS, "default", label_selector="app=x", limit=100)
     for event in client.watch(PODS, "default", resource_version=rv, timeout_seconds=300): ...
@@ -49,8 +50,8 @@ from mxjob_controller.runtime.client.resource import (
     SERVICES,
     Resource,
 )
-from mxjob_controller.runtime.client.tokenbucket import TokenBucket
 from mxjob_controller.runtime.client.watch import WatchStream
+from mxjob_controller.runtime.token_bucket import TokenBucket
 
 __all__ = [
     "CONFIGMAPS", "CRDS", "EVENTS", "LEASES", "NAMESPACES", "NODES", "PODS", "SECRETS", "SERVICES",

@@ -5,18 +5,28 @@ configured from ``kubernetes.client.Configuration``), always with ``_preload_con
 ever deserialized into a model: bodies are JSON-decoded into dicts once, by us.
 
 Guarantees (one :class:`Client` is meant to be shared by every thread of a process):
-- thread-safe: the pool manager and the token bucket are; nothing else is mutable after construction;
+- thread-safe: the pool manager and the token bucket are; nothing else is mutable after construction but the
+  closed flag;
 - every request, watches and retries included, first takes a token from the client's bucket (``qps``/``burst``);
 - every request has a connect and a read timeout (watches: the server-side timeout plus a margin);
+- every call has an overall ``deadline`` (seconds; default :data:`DEADLINE_FACTOR` times its read timeout, for a
+  watch times the client's ordinary timeout) covering its rate-limit wait, its attempts and its retry waits. No
+  wait goes past it: a token that would come later raises :class:`RateLimitTimeout` at once, and so does the
+  server's error when its ``Retry-After`` would;
 - a 429 or 5xx response carrying ``Retry-After`` is retried after that many seconds, up to ``max_retries`` times
-  (client-go's default is 10); every other failure is raised at once as its typed error (see ``errors``).
+  (client-go's default is 10) and within the deadline; every other failure is raised at once as its typed error
+  (see ``errors``);
+- no wait is a bare sleep: every one ends at once, with :class:`Cancelled`, when the caller's ``cancel`` event is
+  set, and within :data:`_CLOSE_POLL` seconds when :meth:`Client.close` is called. A closed client sends nothing.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -24,20 +34,20 @@ from typing import Any
 
 import urllib3
 
-from mxjob_controller import __version__
 from mxjob_controller.runtime.client._kube import ApiException, Configuration, RESTClientObject
 from mxjob_controller.runtime.client.config import DEFAULT_BURST, DEFAULT_QPS, ClientConfig
 from mxjob_controller.runtime.client.errors import (
     ApiError,
     Cancelled,
     Gone,
+    RateLimitTimeout,
     ReadTimeout,
     TransportError,
     error_for_response,
 )
 from mxjob_controller.runtime.client.resource import Resource
-from mxjob_controller.runtime.client.tokenbucket import TokenBucket
 from mxjob_controller.runtime.client.watch import WatchStream
+from mxjob_controller.runtime.token_bucket import TokenBucket
 
 log = logging.getLogger(__name__)
 
@@ -51,27 +61,49 @@ PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
 DEFAULT_PAGE_SIZE = 500          # client-go's pager.defaultPageSize
 DEFAULT_WATCH_TIMEOUT = 1800     # kube-apiserver's --min-request-timeout, when the caller sets none
 WATCH_READ_MARGIN = 30.0         # seconds of silence tolerated beyond the server-side watch timeout
+DEADLINE_FACTOR = 2.0            # a call's default deadline, in read timeouts: one slow attempt plus retries
+_CLOSE_POLL = 0.1                # how soon close() ends a wait that also watches a caller's cancel event
 
 Query = Mapping[str, Any]
 
 
-def user_agent(component: str = "", program: str = "mxjob-controller", version: str = __version__) -> str:
-    """``mxjob-controller/0.1.0 (linux/amd64) job-controller``: who is calling, in the server's audit log."""
+def default_program() -> str:
+    """The running program's name, as client-go's ``DefaultUserAgent`` takes it from ``os.Args[0]``: the script's
+    file name, or the package of ``python -m <package>``; "unknown" when there is none."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name:
+        return spec.name.removesuffix(".__main__")
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if script.startswith("-"):  # python -c: no program file
+        script = ""
+    return script.removesuffix(".py") or "unknown"
+
+
+def user_agent(component: str = "", program: str | None = None, version: str | None = None) -> str:
+    """``<program>/<version> (linux/amd64) <component>``: who is calling, in the server's audit log.
+
+    The caller names itself (``program``, ``version``); without them, client-go's defaults: the running program's
+    name (:func:`default_program`) and version "unknown"."""
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-    agent = f"{program}/{version} ({platform.system().lower()}/{arch})"
+    agent = f"{program or default_program()}/{version or 'unknown'} ({platform.system().lower()}/{arch})"
     return f"{agent} {component}" if component else agent
 
 
 class Client:
-    """One API server, one connection pool, one rate limit: share an instance between threads."""
+    """One API server, one connection pool, one rate limit: share an instance between threads.
 
-    def __init__(self, config: ClientConfig, component: str = "", *, max_retries: int = 10) -> None:
+    ``program`` and ``version`` name the calling program in the User-Agent (see :func:`user_agent`), unless the
+    configuration sets a whole ``user_agent``."""
+
+    def __init__(self, config: ClientConfig, component: str = "", *, program: str | None = None,
+                 version: str | None = None, max_retries: int = 10) -> None:
         self.config = config
-        self.user_agent = config.user_agent or user_agent(component)
+        self.user_agent = config.user_agent or user_agent(component, program, version)
         self.max_retries = max(0, max_retries)
         qps = config.qps if config.qps != 0 else DEFAULT_QPS
         burst = config.burst if config.burst > 0 else DEFAULT_BURST
         self.rate_limiter: TokenBucket | None = TokenBucket(qps, burst) if qps > 0 else None
+        self._closed = threading.Event()
         self._rest = RESTClientObject(self._transport_configuration(config), pools_size=4,
                                       maxsize=config.max_connections)
 
@@ -94,8 +126,14 @@ class Client:
         return cfg
 
     def close(self) -> None:
-        """Drop pooled connections; later requests open new ones (closing is for tidy shutdowns)."""
+        """End every wait in progress (rate limit, Retry-After) with :class:`Cancelled`, refuse later requests,
+        and drop pooled connections. Streams already open are left to their readers to close."""
+        self._closed.set()
         self._rest.pool_manager.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
 
     def __enter__(self) -> Client:
         return self
@@ -107,10 +145,14 @@ class Client:
 
     def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
                 content_type: str = "application/json", timeout: float | None = None,
-                cancel: threading.Event | None = None) -> Any:
-        """Send one request and return its decoded JSON body (None when empty); raise a typed error."""
-        resp = self._send(method, path, query, body, content_type, (self.config.connect_timeout,
-                                                                      timeout or self.config.timeout), cancel)
+                deadline: float | None = None, cancel: threading.Event | None = None) -> Any:
+        """Send one request and return its decoded JSON body (None when empty); raise a typed error.
+
+        ``timeout``: the read timeout of each attempt (default: the configuration's); ``deadline``: seconds the
+        whole call may take, waits and retries included (default: :data:`DEADLINE_FACTOR` read timeouts)."""
+        read_timeout = timeout or self.config.timeout
+        ends = time.monotonic() + (deadline if deadline is not None else DEADLINE_FACTOR * read_timeout)
+        resp = self._send(method, path, query, body, content_type, read_timeout, ends, cancel)
         try:
             data = resp.data
         except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as e:
@@ -127,13 +169,18 @@ class Client:
             raise TransportError(f"{method} {path}: the response is not JSON: {data[:200]!r}") from e
 
     def _send(self, method: str, path: str, query: Query | None, body: Any, content_type: str,
-              timeout: tuple[float, float], cancel: threading.Event | None) -> Any:
-        """The 2xx urllib3 response, unread; retries as the server asks (Retry-After), else raises."""
+              read_timeout: float, ends: float, cancel: threading.Event | None, *, stream: bool = False) -> Any:
+        """The 2xx urllib3 response, unread; retries as the server asks (Retry-After) while ``ends`` (monotonic)
+        allows, else raises. A ``stream`` keeps its read timeout whole; other attempts read until ``ends`` at most."""
         params = _query_params(query)
         attempt = 0
         while True:
-            if self.rate_limiter is not None:
-                self.rate_limiter.acquire(timeout=self.config.timeout, cancel=cancel)
+            if self._closed.is_set():
+                raise Cancelled(f"{method} {path}: the client is closed")
+            self._take_token(method, path, ends, cancel)
+            left = max(ends - time.monotonic(), 0.001)
+            timeout = (self.config.connect_timeout if stream else min(self.config.connect_timeout, left),
+                       read_timeout if stream else min(read_timeout, left))
             headers = {"Accept": "application/json", "User-Agent": self.user_agent, "Content-Type": content_type}
             auth = self.config.authorization()
             if auth:
@@ -151,10 +198,15 @@ class Client:
                 wait = _retry_wait(err)
                 if wait is None or attempt >= self.max_retries:
                     raise err from None
+                if time.monotonic() + wait > ends:
+                    log.info("%s %s: %d %s; the server asks to retry in %gs, past this call's deadline: giving up",
+                             method, path, err.code, err.reason, wait)
+                    raise err from None
                 attempt += 1
                 log.info("%s %s: %d %s, retrying in %gs as the server asks (retry %d of %d)", method, path,
                          err.code, err.reason, wait, attempt, self.max_retries)
-                self._pause(wait, cancel)
+                if self._wait(wait, cancel):
+                    raise Cancelled(f"{method} {path}: cancelled while waiting to retry") from None
                 continue
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 cause = e.reason if isinstance(e, urllib3.exceptions.MaxRetryError) else e
@@ -164,50 +216,79 @@ class Client:
             log.debug("%s %s -> %d (%.1f ms)", method, path, resp.status, (time.monotonic() - started) * 1000)
             return resp
 
-    @staticmethod
-    def _pause(seconds: float, cancel: threading.Event | None) -> None:
+    def _take_token(self, method: str, path: str, ends: float, cancel: threading.Event | None) -> None:
+        """Wait for the rate limiter's permission to send, within ``ends``."""
+        bucket = self.rate_limiter
+        if bucket is None:
+            return
+        left = max(0.0, ends - time.monotonic())
+        wait = bucket.reserve(max_wait=left)
+        if wait is None:
+            raise RateLimitTimeout(f"{method} {path}: the client rate limiter (qps={bucket.qps:g}, "
+                                   f"burst={bucket.burst}) cannot grant a request within the {left:.3f}s left")
+        if wait > 0 and self._wait(wait, cancel):
+            bucket.give_back()
+            raise Cancelled(f"{method} {path}: cancelled while waiting for the client rate limiter")
+
+    def _wait(self, seconds: float, cancel: threading.Event | None) -> bool:
+        """Wait ``seconds``; True as soon as ``cancel`` is set or the client is closed (then stop waiting)."""
         if cancel is None:
-            time.sleep(seconds)
-        elif cancel.wait(seconds):
-            raise Cancelled("cancelled while waiting to retry")
+            return self._closed.wait(seconds)
+        ends = time.monotonic() + seconds
+        while True:
+            left = ends - time.monotonic()
+            if left <= 0:
+                return cancel.is_set() or self._closed.is_set()
+            # One event can be waited on at a time: the caller's, in slices that also look at ours.
+            if cancel.wait(min(left, _CLOSE_POLL)) or self._closed.is_set():
+                return True
 
     # --- reads ------------------------------------------------------------------------------------------
+    # Every verb takes ``timeout`` (read timeout of each attempt), ``deadline`` (the whole call) and ``cancel``.
 
     def get(self, resource: Resource, name: str, namespace: str | None = None, *,
-            subresource: str | None = None, timeout: float | None = None) -> dict[str, Any]:
-        return self.request("GET", resource.path(_ns(resource, namespace), name, subresource), timeout=timeout)
+            subresource: str | None = None, timeout: float | None = None, deadline: float | None = None,
+            cancel: threading.Event | None = None) -> dict[str, Any]:
+        return self.request("GET", resource.path(_ns(resource, namespace), name, subresource), timeout=timeout,
+                            deadline=deadline, cancel=cancel)
 
     def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
              field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
-             resource_version: str | None = None, timeout: float | None = None,
+             resource_version: str | None = None, timeout: float | None = None, deadline: float | None = None,
              cancel: threading.Event | None = None) -> dict[str, Any]:
         """One page: ``metadata.continue`` is set when more remain (pass it back as ``continue_token``)."""
         query = {"labelSelector": label_selector, "fieldSelector": field_selector, "limit": limit,
                  "continue": continue_token, "resourceVersion": resource_version}
         return self.request("GET", resource.path(_ns(resource, namespace, allow_all=True)), query=query,
-                            timeout=timeout, cancel=cancel)
+                            timeout=timeout, deadline=deadline, cancel=cancel)
 
     def list_all(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
                  field_selector: str | None = None, page_size: int = DEFAULT_PAGE_SIZE, timeout: float | None = None,
-                 cancel: threading.Event | None = None) -> dict[str, Any]:
-        """Every item, fetched ``page_size`` at a time, as one list at one resourceVersion.
+                 deadline: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
+        """Every item, fetched ``page_size`` at a time, as one list at one resourceVersion. ``deadline`` covers
+        every page together (default: each page has the default deadline of one call).
 
         All pages come from the snapshot of the first (continue tokens pin it). If that snapshot expires midway
         (410), the pages read so far are dropped and one unpaginated list is made instead, as client-go's pager
         does with ``FullListIfExpired``.
         """
-        kwargs: dict[str, Any] = {"label_selector": label_selector, "field_selector": field_selector,
-                                  "timeout": timeout, "cancel": cancel}
+        ends = None if deadline is None else time.monotonic() + deadline
+
+        def page_of(**args: Any) -> dict[str, Any]:
+            left = None if ends is None else ends - time.monotonic()
+            return self.list(resource, namespace, label_selector=label_selector, field_selector=field_selector,
+                             timeout=timeout, deadline=left, cancel=cancel, **args)
+
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
             try:
-                page = self.list(resource, namespace, limit=page_size or None, continue_token=token, **kwargs)
+                page = page_of(limit=page_size or None, continue_token=token)
             except Gone:
                 if token is None:
                     raise
                 log.info("list of %s: the paginated snapshot expired, listing everything at once", resource)
-                page = self.list(resource, namespace, **kwargs)
+                page = page_of()
                 items = []
                 token = None
             items.extend(page.get("items") or [])
@@ -220,11 +301,12 @@ class Client:
     def watch(self, resource: Resource, namespace: str | None = None, *, resource_version: str | None = None,
               label_selector: str | None = None, field_selector: str | None = None,
               timeout_seconds: int | None = None, allow_bookmarks: bool = False, read_timeout: float | None = None,
-              cancel: threading.Event | None = None) -> WatchStream:
+              deadline: float | None = None, cancel: threading.Event | None = None) -> WatchStream:
         """Open a watch; iterate the returned stream for events, close it to stop (from any thread).
 
         ``resource_version`` None or "0" starts with synthetic ADDED events for every current object; a
         version from a list or an event resumes just after it (410 :class:`Expired` if the server forgot it).
+        ``deadline`` bounds the opening only (waits and retries before the stream starts), not the stream.
         """
         server_timeout = timeout_seconds or DEFAULT_WATCH_TIMEOUT
         query = {"watch": True, "resourceVersion": resource_version, "labelSelector": label_selector,
@@ -232,42 +314,45 @@ class Client:
                  "allowWatchBookmarks": True if allow_bookmarks else None}
         path = resource.path(_ns(resource, namespace, allow_all=True))
         read = read_timeout if read_timeout is not None else server_timeout + WATCH_READ_MARGIN
-        resp = self._send("GET", path, query, None, "application/json", (self.config.connect_timeout, read), cancel)
+        ends = time.monotonic() + (deadline if deadline is not None else DEADLINE_FACTOR * self.config.timeout)
+        resp = self._send("GET", path, query, None, "application/json", read, ends, cancel, stream=True)
         return WatchStream(resp, f"watch {path}")
 
     # --- writes -----------------------------------------------------------------------------------------
 
     def create(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
-               dry_run: bool = False, field_manager: str | None = None,
-               timeout: float | None = None) -> dict[str, Any]:
+               dry_run: bool = False, field_manager: str | None = None, timeout: float | None = None,
+               deadline: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
         path = resource.path(_ns(resource, namespace, obj))
         return self.request("POST", path, query=_write_query(dry_run, field_manager), body=dict(obj),
-                            timeout=timeout)
+                            timeout=timeout, deadline=deadline, cancel=cancel)
 
     def update(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
-               dry_run: bool = False, field_manager: str | None = None,
-               timeout: float | None = None) -> dict[str, Any]:
+               dry_run: bool = False, field_manager: str | None = None, timeout: float | None = None,
+               deadline: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
         """PUT the whole object; its ``metadata.resourceVersion`` (if set) makes it conditional (409 Conflict)."""
-        return self._put(resource, obj, namespace, None, dry_run, field_manager, timeout)
+        return self._put(resource, obj, namespace, None, dry_run, field_manager, timeout, deadline, cancel)
 
     def update_status(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
-                      dry_run: bool = False, field_manager: str | None = None,
-                      timeout: float | None = None) -> dict[str, Any]:
+                      dry_run: bool = False, field_manager: str | None = None, timeout: float | None = None,
+                      deadline: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
         """PUT to the ``status`` subresource: only the status changes, whatever else the body says."""
-        return self._put(resource, obj, namespace, "status", dry_run, field_manager, timeout)
+        return self._put(resource, obj, namespace, "status", dry_run, field_manager, timeout, deadline, cancel)
 
     def _put(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None, subresource: str | None,
-             dry_run: bool, field_manager: str | None, timeout: float | None) -> dict[str, Any]:
+             dry_run: bool, field_manager: str | None, timeout: float | None, deadline: float | None,
+             cancel: threading.Event | None) -> dict[str, Any]:
         name = (obj.get("metadata") or {}).get("name")
         if not name:
             raise ValueError(f"update of {resource.qualified}: the object has no metadata.name")
         path = resource.path(_ns(resource, namespace, obj), name, subresource)
         return self.request("PUT", path, query=_write_query(dry_run, field_manager), body=dict(obj),
-                            timeout=timeout)
+                            timeout=timeout, deadline=deadline, cancel=cancel)
 
     def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
               patch_type: str = "merge", subresource: str | None = None, field_manager: str | None = None,
-              force: bool | None = None, dry_run: bool = False, timeout: float | None = None) -> dict[str, Any]:
+              force: bool | None = None, dry_run: bool = False, timeout: float | None = None,
+              deadline: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
         """Patch with ``patch_type`` "merge" (RFC 7386), "json" (RFC 6902, a list of operations), "strategic"
         (built-in kinds only) or "apply" (server-side apply; needs ``field_manager``)."""
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
@@ -284,12 +369,14 @@ class Client:
             query["force"] = force
         path = resource.path(_ns(resource, namespace), name, subresource)
         body = list(patch) if isinstance(patch, list) else dict(patch)
-        return self.request("PATCH", path, query=query, body=body, content_type=content_type, timeout=timeout)
+        return self.request("PATCH", path, query=query, body=body, content_type=content_type, timeout=timeout,
+                            deadline=deadline, cancel=cancel)
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
                propagation_policy: str | None = None, precondition_uid: str | None = None,
                precondition_resource_version: str | None = None, grace_period_seconds: int | None = None,
-               dry_run: bool = False, timeout: float | None = None) -> dict[str, Any]:
+               dry_run: bool = False, timeout: float | None = None, deadline: float | None = None,
+               cancel: threading.Event | None = None) -> dict[str, Any]:
         """Delete with DeleteOptions; returns what the server answers (the object, or a Success Status).
 
         Preconditions make it conditional: 409 Conflict if the object's uid or resourceVersion differs (e.g. the
@@ -300,17 +387,8 @@ class Client:
                if v is not None}
         if pre:
             opts["preconditions"] = pre
-        return self.request("DELETE", resource.path(_ns(resource, namespace), name), body=opts, timeout=timeout)
-
-    def delete_collection(self, resource: Resource, namespace: str | None = None, *,
-                          label_selector: str | None = None, field_selector: str | None = None,
-                          propagation_policy: str | None = None, grace_period_seconds: int | None = None,
-                          dry_run: bool = False, timeout: float | None = None) -> dict[str, Any]:
-        """Delete every object the selectors match (in ``namespace``); returns the list of deleted objects."""
-        opts = _delete_options(propagation_policy, grace_period_seconds, dry_run)
-        query = {"labelSelector": label_selector, "fieldSelector": field_selector}
-        return self.request("DELETE", resource.path(_ns(resource, namespace, allow_all=True)), query=query,
-                            body=opts, timeout=timeout)
+        return self.request("DELETE", resource.path(_ns(resource, namespace), name), body=opts, timeout=timeout,
+                            deadline=deadline, cancel=cancel)
 
 
 def _ns(resource: Resource, namespace: str | None, obj: Mapping[str, Any] | None = None,

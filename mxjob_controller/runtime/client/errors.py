@@ -32,11 +32,12 @@ class ReadTimeout(TransportError):
 
 
 class RateLimitTimeout(KubeError):
-    """The client-side token bucket could not grant a request within its wait timeout; nothing was sent."""
+    """The client-side token bucket could not grant a request within the call's deadline; nothing was sent."""
 
 
 class Cancelled(KubeError):
-    """The caller's cancel event was set while the request waited (for a token or before a retry)."""
+    """The caller's cancel event was set, or the client closed, while the request waited (for a token or before a
+    retry); or the client was already closed. Nothing more was sent."""
 
 
 class ApiError(KubeError):

@@ -3,8 +3,9 @@ without a hot loop.
 
 Guarantees: an item given to :meth:`DelayingQueue.add_after` is added once its time comes, never before (by the
 queue's clock). If it is already waiting, the earliest of the two times wins and it is added once. A named timer
-thread keeps the waiting items in a heap ordered by time; it stops (and is joined) on shutdown, dropping what still
-waits, as client-go does.
+thread keeps the waiting items in a heap ordered by time; it starts with the first delayed add (a queue that never
+delays, or is never used, costs no thread) and stops on shutdown, dropping what still waits, as client-go does.
+Shutting down waits for the timer thread no longer than the caller's ``timeout``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+import time
 from collections.abc import Hashable
 
 from prometheus_client import CollectorRegistry
@@ -21,7 +23,7 @@ from mxjob_controller.runtime.workqueue.queue import WorkQueue
 
 # The timer thread re-checks at least this often (clock seconds): insurance, as client-go's 10 s heartbeat.
 MAX_WAIT = 10.0
-_JOIN_TIMEOUT = 5.0
+DEFAULT_SHUTDOWN_TIMEOUT = 5.0  # how long shutdown() waits for the timer thread when the caller names no deadline
 
 _Entry = tuple[float, int, Hashable]  # (ready at, insertion order to break ties FIFO, item)
 
@@ -36,10 +38,9 @@ class DelayingQueue(WorkQueue):
         self._waiting: list[_Entry] = []  # a heap; entries superseded by an earlier time stay until popped
         self._waiting_by_item: dict[Hashable, _Entry] = {}  # the live entry of each waiting item
         self._order = itertools.count()
-        self._timer_stopped = False
-        self._timer = threading.Thread(target=self._run_timer, name=f"workqueue-delay:{name or id(self)}",
-                                       daemon=True)
-        self._timer.start()
+        # Set without the lock, so a stop is seen even if the timer thread is stuck holding it.
+        self._timer_stop = threading.Event()
+        self._timer: threading.Thread | None = None  # started by the first delayed add
 
     def add_after(self, item: Hashable, delay: float) -> None:
         """Add ``item`` after ``delay`` seconds (at once if ``delay <= 0``); counts as a retry in the metrics."""
@@ -51,8 +52,12 @@ class DelayingQueue(WorkQueue):
             return
         entry = (self.clock.now() + delay, next(self._order), item)
         with self._timer_cond:
-            if self._timer_stopped:
+            if self._timer_stop.is_set():
                 return
+            if self._timer is None:
+                self._timer = threading.Thread(target=self._run_timer, name=f"workqueue-delay:{self.name or id(self)}",
+                                               daemon=True)
+                self._timer.start()
             known = self._waiting_by_item.get(item)
             if known is not None and known[0] <= entry[0]:
                 return  # already due no later than that
@@ -65,26 +70,39 @@ class DelayingQueue(WorkQueue):
             if self._waiting[0] is entry:
                 self._timer_cond.notify()  # the timer sleeps until an older, later head: wake it
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> bool:
+        """Shut down (see :meth:`WorkQueue.shutdown`) and stop the timer thread, waiting for it at most
+        ``timeout`` seconds; False if it was still running then."""
         super().shutdown()
-        self._stop_timer()
+        return self._stop_timer(timeout)
 
     def shutdown_with_drain(self, timeout: float) -> bool:
-        self._stop_timer()
-        return super().shutdown_with_drain(timeout)
+        """As :meth:`WorkQueue.shutdown_with_drain`, the timer's stop included in ``timeout``."""
+        deadline = time.monotonic() + timeout
+        timer_stopped = self._stop_timer(timeout)
+        return super().shutdown_with_drain(max(0.0, deadline - time.monotonic())) and timer_stopped
 
-    def _stop_timer(self) -> None:
-        with self._timer_cond:
-            self._timer_stopped = True
-            self._waiting.clear()
-            self._waiting_by_item.clear()
-            self._timer_cond.notify_all()
-        if threading.current_thread() is not self._timer:
-            self._timer.join(_JOIN_TIMEOUT)
+    def _stop_timer(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        self._timer_stop.set()
+        if self._timer_cond.acquire(timeout=max(0.0, timeout)):
+            try:
+                self._waiting.clear()
+                self._waiting_by_item.clear()
+                self._timer_cond.notify_all()
+                timer = self._timer
+            finally:
+                self._timer_cond.release()
+        else:
+            timer = self._timer
+        if timer is None or timer is threading.current_thread():
+            return True
+        timer.join(max(0.0, deadline - time.monotonic()))
+        return not timer.is_alive()
 
     def _run_timer(self) -> None:
         with self._timer_cond:
-            while not self._timer_stopped:
+            while not self._timer_stop.is_set():
                 now = self.clock.now()
                 while self._waiting and self._waiting[0][0] <= now:
                     entry = heapq.heappop(self._waiting)

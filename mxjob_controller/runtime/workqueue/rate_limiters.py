@@ -7,12 +7,13 @@ exponential back-off of 5 ms doubling to 1000 s (reset by :meth:`RateLimiter.for
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Hashable
 from typing import Protocol
 
+from mxjob_controller.runtime.backoff import exponential_delay
 from mxjob_controller.runtime.clock import Clock, RealClock
+from mxjob_controller.runtime.token_bucket import TokenBucket
 
 
 class RateLimiter(Protocol):
@@ -42,9 +43,7 @@ class ItemExponentialFailureRateLimiter:
         with self._lock:
             exponent = self._failures.get(item, 0)
             self._failures[item] = exponent + 1
-        # Float powers of two stay exact; past 2**1023 they overflow, long after the cap applies.
-        backoff = self.base_delay * 2.0 ** exponent if exponent < 1024 else math.inf
-        return min(backoff, self.max_delay)
+        return exponential_delay(self.base_delay, exponent, self.max_delay)
 
     def forget(self, item: Hashable) -> None:
         with self._lock:
@@ -61,23 +60,12 @@ class BucketRateLimiter:
     It tracks no items: ``forget`` does nothing and ``num_requeues`` is 0."""
 
     def __init__(self, qps: float = 10.0, burst: int = 100, clock: Clock | None = None) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError("a token bucket needs qps > 0 and burst >= 1")
         self.qps = qps
         self.burst = burst
-        self._clock = clock or RealClock()
-        self._lock = threading.Lock()
-        self._tokens = float(burst)
-        self._last = self._clock.now()
+        self._bucket = TokenBucket(qps, burst, now=(clock or RealClock()).now)
 
     def when(self, item: Hashable) -> float:
-        with self._lock:
-            now = self._clock.now()
-            if now > self._last:
-                self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-                self._last = now
-            self._tokens -= 1
-            return -self._tokens / self.qps if self._tokens < 0 else 0.0
+        return self._bucket.reserve() or 0.0
 
     def forget(self, item: Hashable) -> None:
         pass

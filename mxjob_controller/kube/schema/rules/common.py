@@ -1,7 +1,7 @@
 """Small checks shared by the rule modules, each worded as kube's Go validation words it.
 
-Checks take ``(value, base, key)`` and build the field path ``base.key`` only when reporting an error, and
-name checks are memoised: rules run on every write of a pod, so the common case (valid) must be cheap.
+Checks take ``(value, base, key)`` and build the field path (``field_errors.child(base, key)``) only when reporting
+an error, and name checks are memoised: rules run on every write of a pod, so the common case (valid) must be cheap.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mxjob_controller.kube import names
-from mxjob_controller.kube.field_errors import FieldError, invalid, not_supported, required
+from mxjob_controller.kube.field_errors import FieldError, child, invalid, not_supported, required
 
 PORT_RANGE = "must be between 1 and 65535, inclusive"
 NEGATIVE = "must be greater than or equal to 0"
@@ -21,11 +21,6 @@ TOTAL_ANNOTATION_SIZE = 256 * 1024
 CONFIG_KEY_FORMAT = "[-._a-zA-Z0-9]+"
 _CONFIG_KEY = re.compile("^" + CONFIG_KEY_FORMAT + "$")
 NO_ERRORS: list[FieldError] = []  # shared, never appended to: callers ``extend`` with it
-
-
-def at(base: str, key: str) -> str:
-    """``base.key``, or ``key`` at the root."""
-    return f"{base}.{key}" if base else key
 
 
 def _memo(check: Callable[[str], list[str]]) -> Callable[[str], tuple[str, ...]]:
@@ -69,7 +64,7 @@ def by_messages(check: Callable[[str], tuple[str, ...]], value: Any, base: str, 
     if type(value) is not str or not value:
         return NO_ERRORS
     msgs = check(value)
-    return each_message(at(base, key), value, msgs) if msgs else NO_ERRORS
+    return each_message(child(base, key), value, msgs) if msgs else NO_ERRORS
 
 
 def dns_label(value: Any, base: str, key: str) -> list[FieldError]:
@@ -85,13 +80,13 @@ def enum(value: Any, base: str, key: str, supported: Sequence[str]) -> list[Fiel
     if value is None or value in supported:
         return NO_ERRORS
     if value == "":
-        return [required(at(base, key))]
-    return [not_supported(at(base, key), value, supported)]
+        return [required(child(base, key))]
+    return [not_supported(child(base, key), value, supported)]
 
 
 def port_number(value: Any, base: str, key: str) -> list[FieldError]:
     if type(value) is int and not 1 <= value <= 65535:
-        return [invalid(at(base, key), value, PORT_RANGE)]
+        return [invalid(child(base, key), value, PORT_RANGE)]
     return NO_ERRORS
 
 
@@ -99,14 +94,14 @@ def port_number_or_name(value: Any, base: str, key: str) -> list[FieldError]:
     """``ValidatePortNumOrName`` (targetPort, probe ports): a number in range or an IANA service name."""
     if type(value) is str:
         msgs = port_name_messages(value)
-        return each_message(at(base, key), value, msgs) if msgs else NO_ERRORS
+        return each_message(child(base, key), value, msgs) if msgs else NO_ERRORS
     return port_number(value, base, key)
 
 
 def nonnegative(obj: Mapping, key: str, base: str) -> list[FieldError]:
     value = obj.get(key)
     if type(value) in (int, float) and value < 0:
-        return [invalid(at(base, key), value, NEGATIVE)]
+        return [invalid(child(base, key), value, NEGATIVE)]
     return NO_ERRORS
 
 
@@ -118,11 +113,11 @@ def labels(value: Any, base: str, key: str) -> list[FieldError]:
     for k, v in value.items():
         msgs = qualified_name_messages(k)
         if msgs:
-            errs.extend(each_message(at(base, key), k, msgs))
+            errs.extend(each_message(child(base, key), k, msgs))
         if type(v) is str:
             msgs = label_value_messages(v)
             if msgs:
-                errs.extend(each_message(at(base, key), v, msgs))
+                errs.extend(each_message(child(base, key), v, msgs))
     return errs
 
 
@@ -135,10 +130,10 @@ def annotations(value: Any, base: str, key: str) -> list[FieldError]:
     for k, v in value.items():
         msgs = qualified_name_messages(k.lower())
         if msgs:
-            errs.extend(each_message(at(base, key), k, msgs))
+            errs.extend(each_message(child(base, key), k, msgs))
         size += len(k) + (len(v) if type(v) is str else 0)
     if size > TOTAL_ANNOTATION_SIZE:
-        errs.append(FieldError(at(base, key), "FieldValueTooLong",
+        errs.append(FieldError(child(base, key), "FieldValueTooLong",
                                f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE} bytes"))
     return errs
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import base64
 import binascii
 
-from mxjob_controller.kube.field_errors import FieldError, invalid, key_child, too_long
+from mxjob_controller.kube.field_errors import FieldError, child, invalid, key_child, too_long
 from mxjob_controller.kube.schema.rules import rule
-from mxjob_controller.kube.schema.rules.common import at, config_key_messages, each_message
+from mxjob_controller.kube.schema.rules.common import config_key_messages, each_message
 
 CONFIG_MAP = "io.k8s.api.core.v1.ConfigMap"
 SECRET = "io.k8s.api.core.v1.Secret"
@@ -22,13 +22,13 @@ def config_map(cm: dict, path: str) -> list[FieldError]:
     binary = cm.get("binaryData") if type(cm.get("binaryData")) is dict else {}
     size = 0
     for key, value in data.items():
-        where = key_child(at(path, "data"), key)
+        where = key_child(child(path, "data"), key)
         errs.extend(each_message(where, key, config_key_messages(key)))
         if key in binary:
             errs.append(invalid(where, key, "duplicate of key present in binaryData"))
         size += len(value) if type(value) is str else 0
     for key, value in binary.items():
-        errs.extend(each_message(key_child(at(path, "binaryData"), key), key, config_key_messages(key)))
+        errs.extend(each_message(key_child(child(path, "binaryData"), key), key, config_key_messages(key)))
         size += _decoded_len(value)
     if size > MAX_SIZE:
         errs.append(too_long(path, MAX_SIZE))
@@ -39,7 +39,7 @@ def config_map(cm: dict, path: str) -> list[FieldError]:
 def secret(s: dict, path: str) -> list[FieldError]:
     """``data`` and ``stringData`` keys (the API merges stringData into data, so both report as ``data``)."""
     errs: list[FieldError] = []
-    data_path = at(path, "data")
+    data_path = child(path, "data")
     size = 0
     for field in ("data", "stringData"):
         values = s.get(field) if type(s.get(field)) is dict else {}

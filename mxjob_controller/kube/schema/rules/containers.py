@@ -13,6 +13,7 @@ from typing import Any
 
 from mxjob_controller.kube.field_errors import (
     FieldError,
+    child,
     duplicate,
     forbidden,
     invalid,
@@ -25,7 +26,6 @@ from mxjob_controller.kube.schema.rules import rule
 from mxjob_controller.kube.schema.rules.common import (
     NEGATIVE,
     PORT_RANGE,
-    at,
     by_messages,
     config_key_messages,
     dns_label_messages,
@@ -60,9 +60,9 @@ def container(c: dict, path: str) -> list[FieldError]:
     for key, value in c.items():
         check = _FIELDS.get(key)
         if check is not None:
-            check(value, at(path, key), errs)
+            check(value, child(path, key), errs)
     if not c.get("image"):
-        errs.append(required(at(path, "image")))
+        errs.append(required(child(path, "image")))
     return errs
 
 
@@ -92,22 +92,22 @@ def ports(value: Any, path: str, errs: list[FieldError]) -> None:
         if type(name) is str and name:
             msgs = port_name_messages(name)
             if msgs:
-                errs.extend(each_message(f"{path}[{i}].name", name, msgs))
+                errs.extend(each_message(child(child(path, i), "name"), name, msgs))
             elif name in names:
-                errs.append(duplicate(f"{path}[{i}].name", name))
+                errs.append(duplicate(child(child(path, i), "name"), name))
             else:
                 names.add(name)
         number = port.get("containerPort")
         if number == 0:
-            errs.append(required(f"{path}[{i}].containerPort"))
+            errs.append(required(child(child(path, i), "containerPort")))
         elif type(number) is int and not 1 <= number <= 65535:
-            errs.append(invalid(f"{path}[{i}].containerPort", number, PORT_RANGE))
+            errs.append(invalid(child(child(path, i), "containerPort"), number, PORT_RANGE))
         host = port.get("hostPort")
         if type(host) is int and host and not 1 <= host <= 65535:
-            errs.append(invalid(f"{path}[{i}].hostPort", host, PORT_RANGE))
+            errs.append(invalid(child(child(path, i), "hostPort"), host, PORT_RANGE))
         protocol = port.get("protocol")
         if protocol is not None and protocol not in PROTOCOLS:
-            errs.extend(enum(protocol, f"{path}[{i}]", "protocol", PROTOCOLS))
+            errs.extend(enum(protocol, child(path, i), "protocol", PROTOCOLS))
 
 
 def env(value: Any, path: str, errs: list[FieldError]) -> None:
@@ -119,23 +119,23 @@ def env(value: Any, path: str, errs: list[FieldError]) -> None:
             continue
         name = var.get("name")
         if name == "":
-            errs.append(required(f"{path}[{i}].name"))
+            errs.append(required(child(child(path, i), "name")))
         elif type(name) is str:
             msgs = env_var_messages(name)
             if msgs:
-                errs.extend(each_message(f"{path}[{i}].name", name, msgs))
+                errs.extend(each_message(child(child(path, i), "name"), name, msgs))
         source = var.get("valueFrom")
         if type(source) is dict:
-            _value_from(source, bool(var.get("value")), f"{path}[{i}].valueFrom", errs)
+            _value_from(source, bool(var.get("value")), child(child(path, i), "valueFrom"), errs)
 
 
 def _value_from(source: dict, has_value: bool, path: str, errs: list[FieldError]) -> None:
     given = [k for k in ENV_SOURCES if source.get(k) is not None]
     if type(source.get("fieldRef")) is dict:
-        _field_ref(source["fieldRef"], at(path, "fieldRef"), errs)
+        _field_ref(source["fieldRef"], child(path, "fieldRef"), errs)
     for key in ("configMapKeyRef", "secretKeyRef"):
         if type(source.get(key)) is dict:
-            _key_selector(source[key], at(path, key), errs)
+            _key_selector(source[key], child(path, key), errs)
     if not given:
         errs.append(invalid(path, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` "
                                       "or `secretKeyRef`"))
@@ -148,13 +148,13 @@ def _value_from(source: dict, has_value: bool, path: str, errs: list[FieldError]
 def _field_ref(ref: dict, path: str, errs: list[FieldError]) -> None:
     """``validateObjectFieldSelector`` with the downward API's env var paths."""
     if ref.get("apiVersion") == "":
-        errs.append(required(at(path, "apiVersion")))
+        errs.append(required(child(path, "apiVersion")))
         return
     field_path = ref.get("fieldPath")
     if type(field_path) is not str:
         return
     if not field_path:
-        errs.append(required(at(path, "fieldPath")))
+        errs.append(required(child(path, "fieldPath")))
         return
     base, _, subscript = field_path.partition("[")
     if subscript:
@@ -166,14 +166,14 @@ def _field_ref(ref: dict, path: str, errs: list[FieldError]) -> None:
         else:
             errs.append(invalid(path, base, "does not support subscript"))
     elif field_path not in ENV_FIELD_PATHS:
-        errs.append(not_supported(at(path, "fieldPath"), field_path, ENV_FIELD_PATHS))
+        errs.append(not_supported(child(path, "fieldPath"), field_path, ENV_FIELD_PATHS))
 
 
 def _key_selector(sel: dict, path: str, errs: list[FieldError]) -> None:
     errs.extend(dns_subdomain(sel.get("name"), path, "name"))
     key = sel.get("key")
     if key == "":
-        errs.append(required(at(path, "key")))
+        errs.append(required(child(path, "key")))
     else:
         errs.extend(by_messages(config_key_messages, key, path, "key"))
 
@@ -185,13 +185,13 @@ def env_from(value: Any, path: str, errs: list[FieldError]) -> None:
     for i, source in enumerate(value):
         if type(source) is not dict:
             continue
-        base = f"{path}[{i}]"
+        base = child(path, i)
         errs.extend(by_messages(env_var_messages, source.get("prefix"), base, "prefix"))
         for key in ("configMapRef", "secretRef"):
             ref = source.get(key)
             if type(ref) is dict:
-                errs.extend([required(at(at(base, key), "name"))] if not ref.get("name")
-                            else dns_subdomain(ref["name"], at(base, key), "name"))
+                errs.extend([required(child(child(base, key), "name"))] if not ref.get("name")
+                            else dns_subdomain(ref["name"], child(base, key), "name"))
         count = sum(1 for k in ("configMapRef", "secretRef") if source.get(k) is not None)
         if count == 0:
             errs.append(invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"))
@@ -218,10 +218,10 @@ def resources(value: Any, path: str, errs: list[FieldError]) -> None:
         if amount is None or limit is None or amount == limit:
             continue
         if not (_native(name) and not name.startswith("hugepages-")):  # IsOvercommitAllowed
-            errs.append(invalid(at(path, "requests"), str(quantity),
+            errs.append(invalid(child(path, "requests"), str(quantity),
                                 f"must be equal to {name} limit of {limits[name]}"))
         elif amount > limit:
-            errs.append(invalid(at(path, "requests"), str(quantity),
+            errs.append(invalid(child(path, "requests"), str(quantity),
                                 f"must be less than or equal to {name} limit of {limits[name]}"))
 
 
@@ -230,9 +230,9 @@ def _check_resource(name: str, quantity: Any, path: str, field: str, errs: list[
     amount = quantity_value(quantity)
     if name in STANDARD_CONTAINER_RESOURCES:
         if amount is not None and amount < 0:
-            errs.append(invalid(key_child(at(path, field), name), str(quantity), NEGATIVE))
+            errs.append(invalid(key_child(child(path, field), name), str(quantity), NEGATIVE))
         return amount
-    where = key_child(at(path, field), name)
+    where = key_child(child(path, field), name)
     errs.extend(each_message(where, name, qualified_name_messages(name)))
     extended = _extended(name)
     if "/" not in name:
@@ -272,31 +272,31 @@ def probe(p: dict, path: str, kind: str, errs: list[FieldError]) -> None:
     if not handlers:
         errs.append(required(path, "must specify a handler type"))
     for extra in handlers[1:]:
-        errs.append(forbidden(at(path, extra), "may not specify more than 1 handler type"))
+        errs.append(forbidden(child(path, extra), "may not specify more than 1 handler type"))
     for key, value in p.items():
         if key in PROBE_COUNTS and type(value) in (int, float) and value < 0:
-            errs.append(invalid(at(path, key), value, NEGATIVE))
+            errs.append(invalid(child(path, key), value, NEGATIVE))
     action = p.get("exec")
     if type(action) is dict and not action.get("command"):
-        errs.append(required(at(at(path, "exec"), "command")))
+        errs.append(required(child(child(path, "exec"), "command")))
     for key in ("httpGet", "tcpSocket"):
         action = p.get(key)
         if type(action) is dict:
             port = action.get("port")
             if port == "" or port is None:
-                errs.append(required(at(at(path, key), "port")))
+                errs.append(required(child(child(path, key), "port")))
             else:
-                errs.extend(port_number_or_name(port, at(path, key), "port"))
+                errs.extend(port_number_or_name(port, child(path, key), "port"))
             if key == "httpGet":
-                errs.extend(enum(action.get("scheme"), at(path, key), "scheme", ("HTTP", "HTTPS")))
+                errs.extend(enum(action.get("scheme"), child(path, key), "scheme", ("HTTP", "HTTPS")))
     threshold = p.get("successThreshold")
     if kind != "readinessProbe" and type(threshold) is int and threshold >= 0 and threshold != 1:
-        errs.append(invalid(at(path, "successThreshold"), threshold, "must be 1"))
+        errs.append(invalid(child(path, "successThreshold"), threshold, "must be 1"))
     grace = p.get("terminationGracePeriodSeconds")
     if kind == "readinessProbe" and grace is not None:
-        errs.append(invalid(at(path, "terminationGracePeriodSeconds"), grace, "must not be set for readinessProbes"))
+        errs.append(invalid(child(path, "terminationGracePeriodSeconds"), grace, "must not be set for readinessProbes"))
     elif type(grace) is int and grace <= 0:
-        errs.append(invalid(at(path, "terminationGracePeriodSeconds"), grace, "must be greater than 0"))
+        errs.append(invalid(child(path, "terminationGracePeriodSeconds"), grace, "must be greater than 0"))
 
 
 _FIELDS: dict[str, Check] = {

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from mxjob_controller.kube.field_errors import FieldError, forbidden, invalid, not_supported, required
+from mxjob_controller.kube.field_errors import FieldError, child, forbidden, invalid, not_supported, required
 from mxjob_controller.kube.schema.rules import rule
 from mxjob_controller.kube.schema.rules.common import (
-    at,
     by_messages,
     each_message,
     enum,
@@ -27,17 +26,18 @@ def deployment_spec(spec: dict, path: str) -> list[FieldError]:
     errs = list(nonnegative(spec, "replicas", path))
     selector = spec.get("selector")
     if type(selector) is dict and not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        errs.append(invalid(at(path, "selector"), selector, "empty selector is invalid for deployment"))
+        errs.append(invalid(child(path, "selector"), selector, "empty selector is invalid for deployment"))
     template = spec.get("template")
     if type(template) is dict and type(selector) is dict:
-        errs.extend(_template(template, selector, at(path, "template")))
+        errs.extend(_template(template, selector, child(path, "template")))
     strategy = spec.get("strategy")
     if type(strategy) is dict:
-        base = at(path, "strategy")
+        base = child(path, "strategy")
         kind = strategy.get("type")
         errs.extend(enum(kind, base, "type", STRATEGIES))
         if kind == "Recreate" and strategy.get("rollingUpdate") is not None:
-            errs.append(forbidden(at(base, "rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'"))
+            errs.append(forbidden(child(base, "rollingUpdate"),
+                                  "may not be specified when strategy `type` is 'Recreate'"))
     for key in ("minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"):
         errs.extend(nonnegative(spec, key, path))
     return errs
@@ -53,14 +53,14 @@ def _template(template: dict, selector: dict, path: str) -> list[FieldError]:
     except (SelectorError, KeyError, TypeError):
         matcher = None
     if matcher is not None and not matcher.empty and not matcher.matches(template_labels):
-        errs.append(invalid(at(at(path, "metadata"), "labels"), template_labels,
+        errs.append(invalid(child(child(path, "metadata"), "labels"), template_labels,
                             "`selector` does not match template `labels`"))
     pod_spec = template.get("spec") if type(template.get("spec")) is dict else {}
     policy = pod_spec.get("restartPolicy")
     if policy not in (None, "Always"):
-        errs.append(not_supported(at(at(path, "spec"), "restartPolicy"), policy, ["Always"]))
+        errs.append(not_supported(child(child(path, "spec"), "restartPolicy"), policy, ["Always"]))
     if pod_spec.get("activeDeadlineSeconds") is not None:
-        errs.append(invalid(at(at(path, "spec"), "activeDeadlineSeconds"), pod_spec["activeDeadlineSeconds"],
+        errs.append(invalid(child(child(path, "spec"), "activeDeadlineSeconds"), pod_spec["activeDeadlineSeconds"],
                             "activeDeadlineSeconds in ReplicaSet is not Supported"))
     return errs
 
@@ -70,20 +70,20 @@ def label_selector(selector: dict, path: str) -> list[FieldError]:
     """``ValidateLabelSelector``: requirement operators and values, then matchLabels."""
     errs: list[FieldError] = []
     for i, req in items(selector.get("matchExpressions")):
-        base = f"{at(path, 'matchExpressions')}[{i}]"
+        base = child(child(path, "matchExpressions"), i)
         op, values = req.get("operator"), req.get("values") or []
         if op in ("In", "NotIn"):
             if not values:
-                errs.append(required(at(base, "values"), "must be specified when `operator` is 'In' or 'NotIn'"))
+                errs.append(required(child(base, "values"), "must be specified when `operator` is 'In' or 'NotIn'"))
         elif op in ("Exists", "DoesNotExist"):
             if values:
-                errs.append(forbidden(at(base, "values"),
+                errs.append(forbidden(child(base, "values"),
                                       "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
         else:
-            errs.append(invalid(at(base, "operator"), op, "not a valid selector operator"))
+            errs.append(invalid(child(base, "operator"), op, "not a valid selector operator"))
         errs.extend(by_messages(qualified_name_messages, req.get("key"), base, "key"))
         for j, v in enumerate(values if type(values) is list else []):
             msgs = label_value_messages(v) if type(v) is str else ()
-            errs.extend(each_message(f"{at(base, 'values')}[{j}]", v, msgs))
+            errs.extend(each_message(child(child(base, "values"), j), v, msgs))
     errs.extend(labels(selector.get("matchLabels"), path, "matchLabels"))
     return errs

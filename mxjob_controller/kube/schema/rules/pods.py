@@ -11,6 +11,7 @@ from typing import Any
 
 from mxjob_controller.kube.field_errors import (
     FieldError,
+    child,
     duplicate,
     forbidden,
     invalid,
@@ -22,7 +23,6 @@ from mxjob_controller.kube.schema.rules import rule
 from mxjob_controller.kube.schema.rules.common import (
     MAX_INT32,
     annotations,
-    at,
     dns_label_messages,
     dns_subdomain_messages,
     each_message,
@@ -58,21 +58,21 @@ Check = Callable[[Any, str, list[FieldError]], None]
 @rule(POD_SPEC)
 def pod_spec(spec: dict, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
-    volumes = _volume_names(spec.get("volumes"), at(path, "volumes"), errs)
+    volumes = _volume_names(spec.get("volumes"), child(path, "volumes"), errs)
     if spec.get("containers") == []:
-        errs.append(required(at(path, "containers")))
-    names = _unique_names(spec.get("containers"), at(path, "containers"), set(), errs)
-    _unique_names(spec.get("initContainers"), at(path, "initContainers"), names, errs)
+        errs.append(required(child(path, "containers")))
+    names = _unique_names(spec.get("containers"), child(path, "containers"), set(), errs)
+    _unique_names(spec.get("initContainers"), child(path, "initContainers"), names, errs)
     for key in ("containers", "initContainers"):
         containers = spec.get(key)
         if type(containers) is list:
             for i, c in enumerate(containers):
                 if type(c) is dict and c.get("volumeMounts"):
-                    _volume_mounts(c["volumeMounts"], volumes, f"{at(path, key)}[{i}].volumeMounts", errs)
+                    _volume_mounts(c["volumeMounts"], volumes, child(child(child(path, key), i), "volumeMounts"), errs)
     for key, value in spec.items():
         check = _FIELDS.get(key)
         if check is not None:
-            check(value, at(path, key), errs)
+            check(value, child(path, key), errs)
     return errs
 
 
@@ -103,7 +103,7 @@ def _deadline(value: Any, path: str, errs: list[FieldError]) -> None:
 def _pull_secrets(value: Any, path: str, errs: list[FieldError]) -> None:
     for i, secret in items(value):
         if set(secret) - {"name"}:
-            errs.append(invalid(f"{path}[{i}]", secret, "only name may be set"))
+            errs.append(invalid(child(path, i), secret, "only name may be set"))
 
 
 @rule(POD_TEMPLATE_SPEC)
@@ -123,16 +123,16 @@ def volume(vol: dict, path: str) -> list[FieldError]:
         return [required(path, "must specify a volume type")]
     given.sort(key=_SOURCE_ORDER.__getitem__)
     found = given[0]
-    errs = [forbidden(at(path, extra), "may not specify more than 1 volume type") for extra in given[1:]]
+    errs = [forbidden(child(path, extra), "may not specify more than 1 volume type") for extra in given[1:]]
     if type(vol[found]) is not dict:
         return errs
-    source, base = vol[found], at(path, found)
+    source, base = vol[found], child(path, found)
     needs = _SOURCE_REQUIRES.get(found)
     if needs and not source.get(needs):
-        errs.append(required(at(base, needs)))
+        errs.append(required(child(base, needs)))
     mode = source.get("defaultMode")
     if found in _MODED_SOURCES and type(mode) is int and not 0 <= mode <= 0o777:
-        errs.append(invalid(at(base, "defaultMode"), mode, FILE_MODE))
+        errs.append(invalid(child(base, "defaultMode"), mode, FILE_MODE))
     return errs
 
 
@@ -142,14 +142,14 @@ def _volume_names(value: object, path: str, errs: list[FieldError]) -> set[str]:
     for i, vol in items(value):
         name = vol.get("name")
         if name == "":
-            errs.append(required(f"{path}[{i}].name"))
+            errs.append(required(child(child(path, i), "name")))
             continue
         if type(name) is not str:
             continue
         msgs = dns_label_messages(name)
-        errs.extend(each_message(f"{path}[{i}].name", name, msgs))
+        errs.extend(each_message(child(child(path, i), "name"), name, msgs))
         if name in names:
-            errs.append(duplicate(f"{path}[{i}].name", name))
+            errs.append(duplicate(child(child(path, i), "name"), name))
         elif not msgs:
             names.add(name)
     return names
@@ -161,7 +161,7 @@ def _unique_names(value: object, path: str, seen: set[str], errs: list[FieldErro
         if type(name) is not str or not name:
             continue
         if name in seen:
-            errs.append(duplicate(f"{path}[{i}].name", name))
+            errs.append(duplicate(child(child(path, i), "name"), name))
         else:
             seen.add(name)
     return seen
@@ -171,47 +171,47 @@ def _volume_mounts(value: object, volumes: set[str], path: str, errs: list[Field
     """``ValidateVolumeMounts``: each names a volume of the pod; mount paths unique."""
     mount_paths: set[str] = set()
     for i, mount in items(value):
-        base = f"{path}[{i}]"
+        base = child(path, i)
         name = mount.get("name")
         if name == "":
-            errs.append(required(at(base, "name")))
+            errs.append(required(child(base, "name")))
         if type(name) is str and name not in volumes:
-            errs.append(not_found(at(base, "name"), name))
+            errs.append(not_found(child(base, "name"), name))
         mount_path = mount.get("mountPath")
         if mount_path == "":
-            errs.append(required(at(base, "mountPath")))
+            errs.append(required(child(base, "mountPath")))
         if type(mount_path) is str:
             if mount_path in mount_paths:
-                errs.append(invalid(at(base, "mountPath"), mount_path, "must be unique"))
+                errs.append(invalid(child(base, "mountPath"), mount_path, "must be unique"))
             mount_paths.add(mount_path)
 
 
 def _tolerations(value: object, path: str, errs: list[FieldError]) -> None:
     """``ValidateTolerations``."""
     for i, tol in items(value):
-        base = f"{path}[{i}]"
+        base = child(path, i)
         key, op, effect = tol.get("key") or "", tol.get("operator") or "", tol.get("effect") or ""
         if key:
-            errs.extend(each_message(at(base, "key"), key, qualified_name_messages(key)))
+            errs.extend(each_message(child(base, "key"), key, qualified_name_messages(key)))
         if not key and op != "Exists":
-            errs.append(invalid(at(base, "operator"), op,
+            errs.append(invalid(child(base, "operator"), op,
                                 "operator must be Exists when `key` is empty, which means \"match all values "
                                 "and all keys\""))
         if tol.get("tolerationSeconds") is not None and effect != "NoExecute":
-            errs.append(invalid(at(base, "effect"), effect,
+            errs.append(invalid(child(base, "effect"), effect,
                                 "effect must be 'NoExecute' when `tolerationSeconds` is set"))
         text = tol.get("value") or ""
         if op in ("Equal", ""):
             msgs = label_value_messages(text) if type(text) is str else ()
             if msgs:
-                errs.append(invalid(at(base, "operator"), text, ";".join(msgs)))
+                errs.append(invalid(child(base, "operator"), text, ";".join(msgs)))
         elif op == "Exists":
             if text:
-                errs.append(invalid(at(base, "operator"), text, "value must be empty when `operator` is 'Exists'"))
+                errs.append(invalid(child(base, "operator"), text, "value must be empty when `operator` is 'Exists'"))
         else:
-            errs.append(not_supported(at(base, "operator"), op, TOLERATION_OPERATORS))
+            errs.append(not_supported(child(base, "operator"), op, TOLERATION_OPERATORS))
         if effect and effect not in TAINT_EFFECTS:
-            errs.append(not_supported(at(base, "effect"), effect, TAINT_EFFECTS))
+            errs.append(not_supported(child(base, "effect"), effect, TAINT_EFFECTS))
 
 
 _FIELDS: dict[str, Check] = {

@@ -7,4 +7,5 @@
   The compiler and the rules are shared with the MXJob API, in ``kube.schema``.
 - ``field_validation``: what ``fieldValidation=Strict|Warn|Ignore`` does with unknown and duplicate fields.
 - ``strict_json``: JSON bodies decoded with their duplicate fields found (and named by path).
+- ``yaml_body``: YAML bodies decoded into JSON data as kube does (timestamps stay strings).
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from mxjob_controller.kube.field_errors import child
 from mxjob_controller.kube.names import (
     dns1035_label_errors,
     dns1123_label_errors,
@@ -116,9 +117,9 @@ def _validate_finalizers(finalizers: object) -> list[Cause]:
     causes = []
     for i, f in enumerate(finalizers):
         if not isinstance(f, str):
-            causes.append(_invalid(f"metadata.finalizers[{i}]", f, "must be a string"))
+            causes.append(_invalid(child("metadata.finalizers", i), f, "must be a string"))
             continue
-        causes.extend(_invalid(f"metadata.finalizers[{i}]", f, m) for m in qualified_name_errors(f))
+        causes.extend(_invalid(child("metadata.finalizers", i), f, m) for m in qualified_name_errors(f))
     return causes
 
 
@@ -130,13 +131,13 @@ def _validate_owner_references(refs: object) -> list[Cause]:
     causes = []
     controllers = 0
     for i, ref in enumerate(refs):
-        path = f"metadata.ownerReferences[{i}]"
+        path = child("metadata.ownerReferences", i)
         if not isinstance(ref, dict):
             causes.append(_invalid(path, ref, "must be an object"))
             continue
         for field in ("apiVersion", "kind", "name", "uid"):
             if not ref.get(field):
-                causes.append(Cause(f"{path}.{field}", "FieldValueInvalid",
+                causes.append(Cause(child(path, field), "FieldValueInvalid",
                                     f'Invalid value: "": {field} must not be empty'))
         if ref.get("controller") is True:
             controllers += 1

@@ -2,13 +2,28 @@
 
 Python keeps the last of duplicate keys, as Go does; this records where they were, named as
 ``sigs.k8s.io/json`` names them (``metadata.labels.app``, ``spec.containers[0].name``), so the caller can
-apply ``fieldValidation`` (fail, warn, or ignore).
+apply ``fieldValidation`` (fail, warn, or ignore). ``NaN`` and ``Infinity``, which Python's decoder takes
+but JSON (and Go) does not, are refused: what is decoded here can always be encoded again.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from mxjob_controller.kube.field_errors import child
+
+
+def _not_json(token: str) -> Any:
+    """Go's words for the tokens Python's decoder would take."""
+    if token.startswith("-"):
+        raise ValueError("invalid character 'I' in numeric literal")
+    raise ValueError(f"invalid character '{token[0]}' looking for beginning of value")
+
+
+def loads(body: bytes) -> Any:
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity`` (ValueError), as Go does."""
+    return json.loads(body, parse_constant=_not_json)
 
 
 def loads_with_duplicates(body: bytes) -> tuple[Any, list[str]]:
@@ -31,11 +46,11 @@ def loads_with_duplicates(body: bytes) -> tuple[Any, list[str]]:
             found.append((obj, dups))
         return obj
 
-    value = json.loads(body, object_pairs_hook=pairs_hook)
+    value = json.loads(body, object_pairs_hook=pairs_hook, parse_constant=_not_json)
     if not found:
         return value, []
     where = _paths_of({id(obj) for obj, _ in found}, value)
-    return value, [f"{where[id(obj)]}.{key}" if where.get(id(obj)) else key for obj, keys in found for key in keys]
+    return value, [child(where.get(id(obj), ""), key) for obj, keys in found for key in keys]
 
 
 def _paths_of(targets: set[int], root: Any) -> dict[int, str]:
@@ -47,7 +62,7 @@ def _paths_of(targets: set[int], root: Any) -> dict[int, str]:
         if isinstance(value, dict):
             if id(value) in targets:
                 out[id(value)] = path
-            stack.extend((v, f"{path}.{k}" if path else k) for k, v in value.items())
+            stack.extend((v, child(path, k)) for k, v in value.items())
         elif isinstance(value, list):
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
+            stack.extend((v, child(path, i)) for i, v in enumerate(value))
     return out

@@ -153,8 +153,8 @@ def _places(new: Any, old: Any, place: tuple[str, ...], path: str) -> Iterator[t
 
 
 def _failure(rule: TransitionRule, path: str, value: Any) -> FieldError:
-    step = rule.field_path.lstrip(".")
-    at = f"{path}.{step}" if path and step and not step.startswith("[") else f"{path}{step}"
+    step = rule.field_path.lstrip(".")  # a relative path: "x", "x.y", "[0]", "['key']"...
+    at = path + step if not step or step.startswith("[") else fe.child(path, step)
     detail = rule.message.strip() or f"failed rule: {rule.rule.strip()}"
     shown = rule.schema_type not in ("object", "array")
     if rule.reason == "FieldValueForbidden":
