@@ -104,6 +104,10 @@ class TextFormatter(logging.Formatter):
         return scrub(text)
 
 
+def _quiet_urllib3(record: logging.LogRecord) -> bool:
+    return not (record.name.startswith("urllib3") and record.levelno < logging.ERROR)
+
+
 def setup_logging(level: str = "info", json_format: bool = True) -> None:
     """Route every logger of the process (ours, the libraries', Python warnings) to one stderr handler.
 
@@ -129,3 +133,6 @@ def setup_logging(level: str = "info", json_format: bool = True) -> None:
     quiet = logging.INFO if wanted == logging.DEBUG else max(wanted, logging.WARNING)
     for library in ("urllib3", "kubernetes"):
         logging.getLogger(library).setLevel(quiet)
+    if wanted != logging.DEBUG:
+        # urllib3 warns of every connection retry; the client reports the outcome in one clear line of its own.
+        handler.addFilter(_quiet_urllib3)

@@ -233,7 +233,9 @@ def test_the_process_exits_2_with_one_line():
 def test_the_deprecation_warning_is_printed_by_the_process(tmp_path):
     missing = tmp_path / "nope"
     done = run_command("--controller-threads", "2", "--kubeconfig", str(missing))
-    assert "mxjob-controller run: warning: --controller-threads is deprecated: use --threadiness" in done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "deprecated" in line]
+    assert len(warnings) == 1, done.stderr   # once, in the process's log format
+    assert "--controller-threads is deprecated: use --threadiness" in warnings[0]
     assert done.returncode == 1   # then it goes on, and fails on the missing kubeconfig
     assert f"kubeconfig {missing} does not exist" in done.stderr
 

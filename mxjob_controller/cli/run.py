@@ -87,7 +87,6 @@ def _deprecated(replacement: str) -> Any:
         if value is not None and ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE:
             flag = max(param.opts, key=len)
             ctx.meta.setdefault("deprecations", []).append(f"{flag} is deprecated: use {replacement}")
-            click.echo(f"mxjob-controller run: warning: {flag} is deprecated: use {replacement}", err=True)
         return value
     return note
 

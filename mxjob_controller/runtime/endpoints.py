@@ -233,7 +233,9 @@ class EndpointServer:
 
     def start(self) -> EndpointServer:
         self._thread.start()
-        log.info("serving %s on %s", ", ".join(self._server.routes), self.url)
+        host, port = self._server.server_address[:2]
+        listening = f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+        log.info("serving %s on %s (locally %s)", ", ".join(self._server.routes), listening, self.url)
         return self
 
     def _serve(self) -> None:
