@@ -110,11 +110,12 @@ class Kube:
     def delete(self, path: str, body: Any = None, **query: Any) -> Reply:
         return self.request("DELETE", path, body=body, query={k: str(v) for k, v in query.items()})
 
-    def watch(self, path: str, timeout: float = 10.0, **query: Any) -> Iterator[dict]:
+    def watch(self, path: str, timeout: float = 10.0, accept: str = "application/json",
+              **query: Any) -> Iterator[dict]:
         """Stream a watch's events (dicts) until the server ends it or ``timeout`` passes."""
         q = {"watch": "true", **{k: str(v) for k, v in query.items()}}
         resp = self.api.call_api(path, "GET", query_params=list(q.items()),
-                                 header_params={"Accept": "application/json"}, _preload_content=False,
+                                 header_params={"Accept": accept}, _preload_content=False,
                                  _request_timeout=timeout, _return_http_data_only=True)
         try:
             buf = b""

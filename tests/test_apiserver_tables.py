@@ -4,7 +4,6 @@ Table itself as the official client receives it (``includeObject``, list metadat
 
 from __future__ import annotations
 
-import json
 import queue
 import re
 import subprocess
@@ -221,23 +220,15 @@ def test_table_list_metadata_and_column_definitions(kube):
 
 def test_watch_as_table_sends_column_definitions_once(kube):
     kube.post(PODS, pod("p1"))
-    resp = kube.api.call_api(PODS, "GET", query_params=[("watch", "true"), ("timeoutSeconds", "10")],
-                             header_params={"Accept": TABLE}, _preload_content=False, _request_timeout=20,
-                             _return_http_data_only=True)
     events: list[dict] = []
-    try:
-        buf = b""
-        for chunk in resp.stream(amt=None, decode_content=False):
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                events.append(json.loads(line))
-                if len(events) == 1:
-                    kube.patch(f"{PODS}/p1", {"metadata": {"labels": {"seen": "yes"}}})
-            if len(events) >= 2:
-                break
-    finally:
-        resp.release_conn()
+    stream = kube.watch(PODS, timeout=20, accept=TABLE, timeoutSeconds=10)
+    for event in stream:
+        events.append(event)
+        if len(events) == 1:
+            kube.patch(f"{PODS}/p1", {"metadata": {"labels": {"seen": "yes"}}})
+        if len(events) >= 2:
+            break
+    stream.close()
     first, second = events
     assert first["type"] == "ADDED" and first["object"]["kind"] == "Table"
     assert first["object"]["columnDefinitions"][0]["name"] == "Name"
