@@ -252,6 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
         ex.code = resp.code
         if self.server.stopping.is_set():
             self.close_connection = True  # the server is going: this is the connection's last answer
+        streamed = resp.stream is not None or resp.chunks is not None
         try:
             if resp.stream is not None:
                 self._stream_watch(resp.stream, resp)
@@ -261,18 +262,24 @@ class _Handler(BaseHTTPRequestHandler):
                 body = resp.body
                 if _pretty(query) and resp.content_type == "application/json" and body:
                     body = json.dumps(json.loads(body), indent=2).encode() + b"\n"
+                ex.response_bytes = len(body)
+                # Observed before the answer is sent: whoever has the answer can already see its audit record.
+                self._observe(ex, started)
                 self._write_head(resp.code, resp.content_type, resp.headers, len(body),
                                  body if self.command != "HEAD" else b"")
-                ex.response_bytes = len(body)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
         finally:
-            elapsed = time.monotonic() - started
-            for observe in self.server.observers:
-                try:
-                    observe(ex, elapsed)
-                except Exception:
-                    log.exception("request observer failed")
+            if streamed:
+                self._observe(ex, started)  # a stream is recorded when it ends, with how long it was open
+
+    def _observe(self, ex: Exchange, started: float) -> None:
+        elapsed = time.monotonic() - started
+        for observe in self.server.observers:
+            try:
+                observe(ex, elapsed)
+            except Exception:
+                log.exception("request observer failed")
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
