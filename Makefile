@@ -10,10 +10,10 @@ STAMP  := $(VENV)/.installed
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+	$(BIN)/python -m pip install --quiet -e '.[test,lint,mxnet]'
 	touch $(STAMP)
 
-## venv: create .venv with the package (editable) and its test and lint tools
+## venv: create .venv with the package (editable), its test and lint tools, and MXNet for the real example
 venv: $(STAMP)
 
 ## test: lint, then the whole test suite (what CI runs)
@@ -42,10 +42,9 @@ VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' mxjob_controller/__in
 image:
 	docker build -t mxjob-controller:latest -t mxjob-controller:$(VERSION) .
 
-## demo: run a real MXJob on this machine (needs the local kubelet, which is not built yet)
-demo:
-	@echo "make demo is not built yet: it needs a local kubelet that runs pod containers as processes." >&2
-	@exit 1
+## demo: run a real distributed MXNet job (1 scheduler, 1 server, 2 workers) on a local cluster, no cluster needed
+demo: $(STAMP)
+	$(BIN)/mxjob-controller local run --logs --timeout 900 examples/mxnet-digits/mxjob.yaml
 
 clean:
 	rm -rf $(VENV) dist build *.egg-info .mxjob-local

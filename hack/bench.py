@@ -100,7 +100,8 @@ def bench_validation() -> list[tuple[str, str]]:
 def bench_pod_write() -> list[tuple[str, str]]:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--port", "0", "--no-crds",
+        proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up",
+                                 "--kubelet", "none", "--no-controller", "--port", "0", "--no-crds",
                                  "--kubeconfig-out", str(kubeconfig)], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         try:

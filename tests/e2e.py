@@ -115,8 +115,9 @@ def run_end_to_end(cli: Sequence[str], tmp_path: Path) -> Outcome:
     outcome = Outcome()
     kubeconfig, audit_log = tmp_path / "kubeconfig", tmp_path / "audit.jsonl"
     env = clean_env()
-    up = subprocess.Popen([*cli, "local", "up", "--port", "0", "--kubeconfig-out", str(kubeconfig), "--audit-log",
-                           str(audit_log), "--fault", STATUS_CONFLICT], stdout=subprocess.PIPE,
+    up = subprocess.Popen([*cli, "local", "up", "--kubelet", "none", "--no-controller", "--port", "0",
+                           "--kubeconfig-out", str(kubeconfig), "--audit-log", str(audit_log),
+                           "--fault", STATUS_CONFLICT], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
     leader = standby = None
     try:

@@ -91,7 +91,8 @@ def test_json_lines_file(tmp_path: Path):
 
 def test_local_up_audit_log(tmp_path: Path):
     kubeconfig, path = tmp_path / "kubeconfig", tmp_path / "audit.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--port", "0", "--no-crds",
+    proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up",
+                             "--kubelet", "none", "--no-controller", "--port", "0", "--no-crds",
                              "--kubeconfig-out", str(kubeconfig), "--audit-log", str(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -271,7 +271,8 @@ def test_parse_rule():
 @pytest.mark.slow
 def test_local_up_fault_flags(tmp_path: Path):
     kubeconfig = tmp_path / "kubeconfig"
-    proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--port", "0", "--no-crds",
+    proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up",
+                             "--kubelet", "none", "--no-controller", "--port", "0", "--no-crds",
                              "--kubeconfig-out", str(kubeconfig), "--fault-seed", "3",
                              "--fault", "verb=list,resource=configmaps,code=429,retry-after=2,count=2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -53,7 +53,7 @@ def test_local_up_serves_kubectl_and_stops_cleanly(tmp_path, sig):
 
 
 def test_local_up_no_crds(tmp_path):
-    proc, kubeconfig = start_local_up(tmp_path, "--no-crds")
+    proc, kubeconfig = start_local_up(tmp_path, "--no-crds", "--no-controller")
     try:
         wait_ready(proc, kubeconfig)
         kubectl = Kubectl(kubeconfig, tmp_path / "cache")

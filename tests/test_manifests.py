@@ -165,7 +165,8 @@ STORED = [("crd", "mxjobs.kubeflow.org", ""), ("serviceaccount", "mxjob-controll
 @pytest.mark.slow
 def test_kubectl_apply_k_install_is_accepted_by_local_up(tmp_path):
     kubeconfig = tmp_path / "kc" / "config"
-    up = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--port", "0", "--no-crds",
+    up = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up",
+                           "--kubelet", "none", "--no-controller", "--port", "0", "--no-crds",
                            "--kubeconfig-out", str(kubeconfig)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
     try:

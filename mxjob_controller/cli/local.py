@@ -3,37 +3,32 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import sys
 import threading
-from importlib import resources
 from pathlib import Path
 
 import click
 import yaml
 
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver import ServerOptions
 from mxjob_controller.local.apiserver.faults import FaultRule, parse_rule
+from mxjob_controller.local.cluster import ClusterOptions, LocalCluster, packaged_crds
+from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
+from mxjob_controller.local.kubelet import KubeletOptions
 from mxjob_controller.logs import setup_logging
 
 log = logging.getLogger(__name__)
 DEFAULT_KUBECONFIG = ".mxjob-local/kubeconfig"
-
-
-def packaged_crds() -> list[dict]:
-    """The project's CRDs, shipped as package data so ``local up`` works from any directory or wheel."""
-    folder = resources.files("mxjob_controller").joinpath("data", "crds")
-    docs: list[dict] = []
-    if not folder.is_dir():
-        return docs
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith((".yaml", ".yml")):
-            docs.extend(d for d in yaml.safe_load_all(entry.read_text()) if d)
-    return docs
+RUN_KUBECONFIG = ".mxjob-local/run-kubeconfig"
+__all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
 
 
 @click.group()
 def local() -> None:
-    """The embedded cluster: an in-process Kubernetes API server on this machine."""
+    """The local cluster on this machine: an embedded API server, the MXJob controller, and a kubelet that runs
+    pods as processes."""
 
 
 @local.command()
@@ -57,41 +52,73 @@ def local() -> None:
               help="Seed of the faults' random choices: the same seed reproduces the same faults.")
 @click.option("--audit-log", default=None, type=click.Path(dir_okay=False),
               help="Append a JSON line per request (verb, resource, name, user agent, code, time spent).")
+@click.option("--kubelet", "kubelet_mode", default="process", show_default=True,
+              type=click.Choice(["process", "none"]),
+              help="process: run pods' containers as local processes on the node 'local'; none: leave pods Pending "
+                   "(for tests that play the kubelet).")
+@click.option("--controller/--no-controller", default=True, show_default=True,
+              help="Run the MXJob controller in this process (--no-controller: run `mxjob-controller run` yourself).")
+@click.option("--threadiness", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Reconcile workers of the embedded controller.")
+@click.option("--job-ports", default=f"{DEFAULT_RANGE[0]}-{DEFAULT_RANGE[1]}", show_default=True,
+              callback=lambda _c, _p, v: _parse_ports(v), metavar="FIRST-LAST|none",
+              help="Give each new MXJob scheduler ports of its own from this range where it leaves mxjob-port at "
+                   "9091, so jobs can run side by side on one machine ('none': keep 9091).")
+@click.option("--workdir", default=None, type=click.Path(file_okay=False, exists=True),
+              help="Directory containers start in when their workingDir does not exist here.  [default: the current "
+                   "directory]")
+@click.option("--crashloop-backoff", default=10.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds before the second restart of a crashing container (then doubling, at most 5 minutes).")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int,
-       audit_log: str | None) -> None:
-    """Start the embedded API server in the foreground until SIGINT or SIGTERM."""
+       audit_log: str | None, kubelet_mode: str, controller: bool, threadiness: int,
+       job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float) -> None:
+    """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, the MXJob
+    controller, and a kubelet that runs each pod's containers as processes of this machine."""
+    if no_crds and controller:
+        raise click.UsageError("--no-crds leaves the MXJob API out, which the controller needs: add --no-controller")
     setup_logging(log_level, json_log_format)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server = APIServer(ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval,
-                                     watcher_queue=watcher_queue, fault_seed=fault_seed, audit_log=audit_log))
+    cluster = LocalCluster(ClusterOptions(
+        server=ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval, watcher_queue=watcher_queue,
+                             fault_seed=fault_seed, audit_log=audit_log),
+        crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, threadiness=threadiness,
+        job_ports=job_ports,
+        kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
+                                       backoff_initial=crashloop_backoff)))
     for rule in faults:
-        server.faults.add(rule)
+        cluster.server.faults.add(rule)
     try:
-        server.start()
+        cluster.start()
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     try:
-        if not no_crds:
-            for crd in packaged_crds():
-                server.create(crd)
-                log.info("applied CRD %s", crd["metadata"]["name"])
-        path = server.write_kubeconfig(kubeconfig_out)
-        click.echo(f"Embedded Kubernetes API server listening on {server.url}")
+        path = cluster.server.write_kubeconfig(kubeconfig_out)
+        parts = ["API server"] + (["MXJob controller"] if controller else []) + \
+            (["kubelet (node 'local', pods run as processes)"] if kubelet_mode == "process" else [])
+        click.echo(f"Local cluster running: {', '.join(parts)}")
+        click.echo(f"Embedded Kubernetes API server listening on {cluster.server.url}")
         click.echo(f"Kubeconfig written to {path}")
         click.echo(f"  export KUBECONFIG={Path(path).resolve()}")
-        click.echo("  kubectl get namespaces")
+        click.echo("  kubectl apply -f examples/mxjob-dist-train.yaml && kubectl get mxjobs,pods")
         click.echo("Press Ctrl-C to stop.", err=False)
         while not stop.wait(0.5):
             pass
     finally:
-        server.stop()
+        cluster.stop()
         try:
             Path(kubeconfig_out).unlink()
         except FileNotFoundError:
             pass
+
+
+def _parse_ports(value: str) -> tuple[int, int] | None:
+    try:
+        return parse_range(value)
+    except ValueError as e:
+        raise click.BadParameter(f"{value!r}: {e}", param_hint="--job-ports") from None
 
 
 def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
@@ -102,3 +129,78 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
         except ValueError as e:
             raise click.BadParameter(f"{text!r}: {e}", param_hint="--fault") from None
     return rules
+
+
+@local.command("run")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--logs", is_flag=True, help="Stream every container's output, each line prefixed by its pod.")
+@click.option("--timeout", default=None, type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Give up (exit 124) when the jobs have not all finished by then.")
+@click.option("--kubeconfig-out", default=RUN_KUBECONFIG, show_default=True, type=click.Path(dir_okay=False),
+              help="A kubeconfig for kubectl while the jobs run (removed at the end).")
+@click.option("--workdir", default=None, type=click.Path(file_okay=False, exists=True),
+              help="Directory containers start in when their workingDir does not exist here.  [default: the current "
+                   "directory]")
+@click.option("--threadiness", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Reconcile workers of the embedded controller.")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+              help="Least severe level of the cluster's own log (on stderr).")
+def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
+              threadiness: int, log_level: str) -> None:
+    """Run the MXJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait for them.
+
+    Exits 0 when every job succeeded, 1 when one failed (its message and its failed pods' last log lines are
+    printed), 124 after --timeout, 130 on Ctrl-C; every process is stopped before it exits."""
+    from mxjob_controller.local import run as local_run  # noqa: PLC0415  (only this command needs it)
+
+    docs = _read_documents(files)
+    setup_logging(log_level, False)
+    interrupt = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: interrupt.set())
+    cluster = LocalCluster(ClusterOptions(
+        threadiness=threadiness,
+        kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True)))
+    code = local_run.FAILED
+    try:
+        cluster.start()
+        cluster.server.write_kubeconfig(kubeconfig_out)
+        client = cluster.client("local-run")
+        try:
+            jobs = local_run.submit(client, docs)
+        except local_run.SubmitError as e:
+            click.echo(f"Error: {e}", err=True)
+            return
+        if not jobs:
+            click.echo("Error: no MXJob in the files given", err=True)
+            return
+        click.echo(f"Running {len(jobs)} MXJob(s) on a local cluster (kubectl: export KUBECONFIG="
+                   f"{Path(kubeconfig_out).resolve()})")
+        outcome = local_run.run_jobs(cluster, client, jobs, local_run.RunOptions(
+            logs=logs, timeout=timeout, interactive=sys.stdout.isatty() and not logs), sys.stdout, interrupt)
+        code = outcome.exit_code
+    finally:
+        cluster.stop()
+        Path(kubeconfig_out).unlink(missing_ok=True)
+        sys.exit(code)
+
+
+def _read_documents(files: tuple[str, ...]) -> list[dict]:
+    """Every object in ``files`` (YAML or JSON; ``-`` is standard input; a ``List`` is unpacked); a usage error
+    naming the file for anything else."""
+    docs: list[dict] = []
+    for name in files:
+        try:
+            text = sys.stdin.read() if name == "-" else Path(name).read_text()
+            loaded = [d for d in yaml.safe_load_all(text) if d is not None]
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise click.BadParameter(f"{name}: {e}", param_hint="FILES") from None
+        for doc in loaded:
+            items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
+            for obj in items if isinstance(items, list) else [doc]:
+                if not isinstance(obj, dict) or not obj.get("kind") or not obj.get("apiVersion"):
+                    raise click.BadParameter(f"{name}: every document must be an object with apiVersion and kind",
+                                             param_hint="FILES")
+                docs.append(obj)
+    return docs

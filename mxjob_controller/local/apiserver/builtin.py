@@ -16,7 +16,7 @@ NAMESPACES = ResourceType(
     field_getters=_fields("status.phase"))
 PODS = ResourceType(
     "", "v1", "pods", "pod", "Pod", namespaced=True, short_names=("po",), categories=("all",),
-    status_subresource=True, extra_subresources=("log",), return_deleted_object=True,
+    status_subresource=True, extra_subresources=("log", "binding"), return_deleted_object=True,
     field_getters=_fields("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
                           "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP",
                           "status.nominatedNodeName"))

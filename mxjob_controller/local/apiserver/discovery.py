@@ -16,6 +16,7 @@ _SUBRESOURCE_SHAPES: dict[str, tuple[tuple[str, ...], str | None, str, str]] = {
     # name: (verbs, group, version, kind); None group/kind means "the parent's"
     "status": (("get", "patch", "update"), None, "", ""),
     "log": (("get",), None, "", ""),
+    "binding": (("create",), None, "", "Binding"),
     "finalize": (("update",), None, "", ""),
     "scale": (("get", "patch", "update"), "autoscaling", "v1", "Scale"),
 }

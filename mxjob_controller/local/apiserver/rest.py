@@ -113,6 +113,12 @@ TableConverter = Callable[[ResourceType, list[Entry], dict | None, str, bool], d
 """(rt, entries, list metadata (None for one object), includeObject (None/Metadata/Object), with column
 definitions) -> a meta.k8s.io/v1 Table."""
 LogReader = Callable[[dict, Mapping[str, str]], Iterator[bytes]]
+"""(a bound pod, the request's query with ``container`` resolved) -> its log, streamed; raises StatusError (400) for
+what the node refuses: a container waiting to start, no previous instance."""
+SubresourceCreator = Callable[[Request], Response]
+"""Serves a POST to a subresource (``pods/binding``)."""
+Admission = Callable[[ResourceType, dict, WriteContext], None]
+"""Mutating admission on create: runs after defaulting, before validation; may change the object in place."""
 
 
 class REST:
@@ -126,6 +132,8 @@ class REST:
         self.patchers: dict[str, Patcher] = {MERGE_PATCH: lambda rt, cur, patch: _merge(cur, patch)}
         self.table_converter: TableConverter | None = None
         self.log_reader: LogReader | None = None
+        self.subresource_creators: dict[tuple[str, str], SubresourceCreator] = {}  # (storage key, subresource)
+        self.admission: list[Admission] = []
         self.lookup: Callable[[str, str, str], dict | None] | None = None
         self.deleter = Deleter(store, self.strategy, namespaces_key)
 
@@ -402,14 +410,19 @@ class REST:
 
     def _log(self, req: Request) -> Response:
         pod = self._get_entry(req).obj
-        containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        spec = pod.get("spec") or {}
+        containers = [c.get("name") for c in spec.get("containers") or []]
+        init = [c.get("name") for c in spec.get("initContainers") or []]
         container = req.query.get("container") or (containers[0] if len(containers) == 1 else "")
         if not container:
+            also = f" or one of the init containers: [{' '.join(init)}]" if init else ""
             raise errors.bad_request(f"a container name must be specified for pod {req.name}, choose one of: "
-                                     f"{containers}")
-        if container not in containers:
+                                     f"[{' '.join(containers)}]{also}")
+        if container not in containers + init:
             raise errors.bad_request(f"container {container} is not valid for pod {req.name}")
-        if self.log_reader is None or not (pod.get("spec") or {}).get("nodeName"):
+        if not (pod.get("spec") or {}).get("nodeName"):
+            return Response(200, content_type="text/plain")  # kube: no node yet, so no location, so no log
+        if self.log_reader is None:
             raise errors.bad_request(f'container "{container}" in pod "{req.name}" is waiting to start: '
                                      "ContainerCreating")
         query = dict(req.query)
@@ -420,7 +433,10 @@ class REST:
 
     def _create(self, req: Request) -> Response:
         if req.subresource:
-            raise errors.method_not_allowed(f"create is not supported on {req.rt.plural}/{req.subresource}")
+            creator = self.subresource_creators.get((req.rt.storage_key, req.subresource))
+            if creator is None:
+                raise errors.method_not_allowed(f"create is not supported on {req.rt.plural}/{req.subresource}")
+            return creator(req)
         obj, duplicates = self._decode_strict(req)
         self._stamp_identity(req, obj)
         self._check_namespace(req, obj["metadata"].get("name") or "")
@@ -428,6 +444,8 @@ class REST:
         self._check_schema(req, obj, ctx, duplicates)
         strategy = self.strategy(req.rt)
         strategy.prepare_create(obj, ctx)
+        for admit in self.admission:
+            admit(req.rt, obj, ctx)
         self._validate(req, obj, None, ctx)
         self._to_storage(req.rt, obj)
         name = obj["metadata"]["name"]

@@ -141,7 +141,7 @@ class Router:
             raise errors.path_not_found(info.path)
         if info.subresource and info.subresource not in rt.subresources:
             raise errors.path_not_found(info.path)
-        if info.verb == "create" and info.name:
+        if info.verb == "create" and info.name and not info.subresource:
             raise errors.method_not_allowed(f"POST is not supported on {info.resource}/{info.subresource or ''}")
         if info.verb in ("update", "patch") and not info.name:
             raise errors.method_not_allowed(f"{info.method} requires a resource name")

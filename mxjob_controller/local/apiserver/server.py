@@ -28,13 +28,13 @@ from mxjob_controller.local.apiserver.http import APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
-from mxjob_controller.local.apiserver.kinds.pods import PodStrategy
+from mxjob_controller.local.apiserver.kinds.pods import PodStrategy, bind
 from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
 from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
 from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
 from mxjob_controller.local.apiserver.openapi import OpenAPI
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
-from mxjob_controller.local.apiserver.rest import REST, Request
+from mxjob_controller.local.apiserver.rest import REST, Request, Response
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
@@ -89,6 +89,7 @@ class APIServer:
         }
         self.rest = REST(self.store, strategies, CustomResourceStrategy())
         self.rest.lookup = self._lookup
+        self.rest.subresource_creators[(builtin.PODS.storage_key, "binding")] = self._bind
         patchers.install(self.rest)  # JSON patch and strategic merge patch
         self.rest.table_converter = tables.convert
         self.rest.schema_validator = SchemaValidation(self.registry)  # schemas compiled now and as CRDs change
@@ -218,6 +219,16 @@ class APIServer:
     def _lookup(self, storage_key: str, namespace: str, name: str) -> dict | None:
         entry = self.store.get(storage_key, (namespace, name))
         return entry.obj if entry else None
+
+    def _bind(self, req: Request) -> Response:
+        try:
+            body = json.loads(req.body or b"{}")
+        except ValueError as e:
+            raise errors.bad_request(f"the object provided is unrecognized (must be of type Binding): {e}") from e
+        if not isinstance(body, dict) or body.get("kind") not in (None, "Binding"):
+            raise errors.bad_request("the object provided is unrecognized (must be of type Binding)")
+        status = bind(self.store, builtin.PODS.storage_key, req.namespace or "", req.name or "", body)
+        return Response(201, json.dumps(status).encode())
 
     # --- CRD plumbing ---------------------------------------------------------------------------------
 

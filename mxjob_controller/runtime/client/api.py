@@ -318,6 +318,15 @@ class Client:
         resp = self._send("GET", path, query, None, "application/json", read, ends, cancel, stream=True)
         return WatchStream(resp, f"watch {path}")
 
+    def stream(self, path: str, *, query: Query | None = None, read_timeout: float | None = None,
+               deadline: float | None = None, cancel: threading.Event | None = None) -> Any:
+        """GET ``path`` and return the open response to read as it arrives (``pods/<name>/log?follow=true``): iterate
+        its ``stream()``, then call its ``release_conn()``. ``read_timeout`` bounds each wait for more bytes;
+        ``deadline`` bounds the opening only."""
+        read = read_timeout if read_timeout is not None else self.config.timeout
+        ends = time.monotonic() + (deadline if deadline is not None else DEADLINE_FACTOR * self.config.timeout)
+        return self._send("GET", path, query, None, "application/json", read, ends, cancel, stream=True)
+
     # --- writes -----------------------------------------------------------------------------------------
 
     def create(self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,

@@ -1,8 +1,13 @@
-"""Pods: kube's defaulting (SetDefaults_Pod and the default admission plugins) and initial status."""
+"""Pods: kube's defaulting (SetDefaults_Pod and the default admission plugins), initial status, and binding to a
+node (the ``pods/binding`` subresource a scheduler writes)."""
 
 from __future__ import annotations
 
-from mxjob_controller.local.apiserver.errors import Cause
+from mxjob_controller.kube.jsoncopy import deep_copy
+from mxjob_controller.kube.timefmt import now_rfc3339
+from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.errors import Cause, Resource
+from mxjob_controller.local.apiserver.store import Conflict, Missing, Store
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 
 _DEFAULT_TOLERATIONS = (
@@ -11,6 +16,8 @@ _DEFAULT_TOLERATIONS = (
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
      "tolerationSeconds": 300},
 )
+
+_BIND_ATTEMPTS = 16
 
 # Fields of a running pod's spec that an update may change (validation.ValidatePodUpdate).
 _MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
@@ -130,3 +137,54 @@ def qos_class(spec: dict) -> str:
     if not any_set:
         return "BestEffort"
     return "Guaranteed" if guaranteed else "Burstable"
+
+
+# --- pods/binding: how a scheduler assigns a pod to a node -------------------------------------------------
+
+BINDING_RESOURCE = Resource("", "pods/binding", "Binding")
+
+
+def bind(store: Store, pods_key: str, namespace: str, name: str, body: dict) -> dict:
+    """Assign pod ``namespace/name`` to the node ``body`` (a ``v1`` Binding) targets, as kube's binding storage
+    does: ``spec.nodeName`` set, the binding's annotations copied, condition ``PodScheduled`` True. 409 when the
+    pod is already assigned or is being deleted; 404 when it does not exist. Returns the Success Status (201)."""
+    target = body.get("target") if isinstance(body.get("target"), dict) else {}
+    node = target.get("name") or ""
+    if target.get("kind") not in (None, "", "Node"):
+        raise errors.invalid(BINDING_RESOURCE, name, [Cause("target.kind", "FieldValueNotSupported",
+                                                            f'Unsupported value: "{target.get("kind")}": '
+                                                            'supported values: "Node"')])
+    if not node:
+        raise errors.invalid(BINDING_RESOURCE, name, [Cause("target.name", "FieldValueRequired", "Required value")])
+    meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    if meta.get("name") not in (None, "", name):
+        raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "
+                                 f"URL ({name})")
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    for _attempt in range(_BIND_ATTEMPTS):
+        entry = store.get(pods_key, (namespace, name))
+        if entry is None:
+            raise errors.not_found(Resource("", "pods", "Pod"), name)
+        pod = deep_copy(entry.obj)
+        pod_meta, spec = pod["metadata"], pod.setdefault("spec", {})
+        if pod_meta.get("deletionTimestamp"):
+            raise errors.conflict(BINDING_RESOURCE, name, f"pod {name} is being deleted, cannot be assigned to a host")
+        if spec.get("nodeName"):
+            raise errors.conflict(BINDING_RESOURCE, name,
+                                  f'pod {name} is already assigned to node "{spec["nodeName"]}"')
+        spec["nodeName"] = node
+        if annotations:
+            pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}), **annotations}
+        status = pod.setdefault("status", {})
+        scheduled = {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                     "lastTransitionTime": now_rfc3339()}
+        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        status["conditions"].insert(0, scheduled)
+        try:
+            store.update(pods_key, pod, expect_rv=entry.rv)
+        except Conflict:
+            continue
+        except Missing:
+            raise errors.not_found(Resource("", "pods", "Pod"), name) from None
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+    raise errors.write_outlasted()

@@ -1,0 +1,139 @@
+"""The whole local cluster in one process: the embedded API server, the MXJob controller and the local kubelet.
+
+    with LocalCluster(ClusterOptions()) as cluster:      # started; stopped (every process gone) on exit
+        cluster.server.write_kubeconfig("kubeconfig")
+        ...
+
+The controller and the kubelet reach the API server over HTTP with the project's client, as they would on a cluster;
+only the kubelet's log files are handed to the server in-process (``pods/log``). Each part can be left out for tests
+that play it themselves (``kubelet=False`` leaves pods Pending; ``controller=False`` runs no MXJob controller).
+Start order: server, CRDs, kubelet, controller; stop order: controller (no new pods), kubelet (every container
+process stopped), server.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from mxjob_controller import __version__
+from mxjob_controller.kube.jsoncopy import deep_copy
+from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
+from mxjob_controller.local.kubelet import Kubelet, KubeletOptions
+from mxjob_controller.manager.settings import DEFAULT_BURST, DEFAULT_QPS
+from mxjob_controller.runtime.client import Client, ClientConfig
+
+log = logging.getLogger(__name__)
+
+PROGRAM = "mxjob-controller"
+
+
+def packaged_crds() -> list[dict[str, Any]]:
+    """The project's CRDs, shipped as package data so the local cluster works from any directory or wheel (a fresh
+    copy each call: the caller may change it)."""
+    return deep_copy(_parsed_crds())
+
+
+@functools.cache
+def _parsed_crds() -> list[dict[str, Any]]:
+    """Parsed once per process: the MXJob CRD is 7,500 lines of YAML (a second of pure-Python parsing)."""
+    folder = resources.files("mxjob_controller").joinpath("data", "crds")
+    docs: list[dict[str, Any]] = []
+    if not folder.is_dir():
+        return docs
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith((".yaml", ".yml")):
+            docs.extend(d for d in yaml.load_all(entry.read_text(), Loader=loader) if d)
+    return docs
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterOptions:
+    server: ServerOptions = field(default_factory=ServerOptions)
+    crds: bool = True                                  # apply the packaged CRDs at start
+    kubelet: bool = True                               # run pods as local processes
+    kubelet_options: KubeletOptions = field(default_factory=KubeletOptions)
+    controller: bool = True                            # run the MXJob controller in this process
+    threadiness: int = 4                               # the controller's reconcile workers
+    job_ports: tuple[int, int] | None = DEFAULT_RANGE  # scheduler ports given to MXJobs; None: leave them
+
+
+class LocalCluster:
+    def __init__(self, options: ClusterOptions | None = None) -> None:
+        self.options = options = options or ClusterOptions()
+        self.server = APIServer(options.server)
+        if options.job_ports is not None:
+            self.server.rest.admission.append(JobPorts(self.server.store, options.job_ports))
+        self.kubelet: Kubelet | None = None
+        self.controller: Any = None
+        self._clients: list[Client] = []
+
+    def start(self) -> LocalCluster:
+        """Start every part; on failure, stop what started and raise."""
+        try:
+            self.server.start()
+            if self.options.crds:
+                for crd in packaged_crds():
+                    self.server.create(crd)
+                    log.info("applied CRD %s", crd["metadata"]["name"])
+            if self.options.kubelet:
+                self.kubelet = Kubelet(self._client("kubelet", -1.0, 1), self.options.kubelet_options).start()
+                self.server.rest.log_reader = self.kubelet.logs.read
+            if self.options.controller:
+                self.controller = self._start_controller()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def client(self, component: str) -> Client:
+        """A client of this cluster's API server for ``component`` (closed by stop())."""
+        return self._client(component, -1.0, 1)
+
+    def _client(self, component: str, qps: float, burst: int) -> Client:
+        client = Client(ClientConfig(host=self.server.url, qps=qps, burst=burst), component=component,
+                        program=PROGRAM, version=__version__)
+        self._clients.append(client)
+        return client
+
+    def _start_controller(self) -> Any:
+        # Imported here: `local up --no-controller` (tests, benchmarks) does not load the controller at all.
+        from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController  # noqa: PLC0415
+        from mxjob_controller.runtime.registry import new_registry  # noqa: PLC0415
+
+        client = self._client("controller", DEFAULT_QPS, DEFAULT_BURST)
+        controller = MXJobController(client, ControllerOptions(threadiness=self.options.threadiness,
+                                                               registry=new_registry()))
+        return controller.start()
+
+    def stop(self, timeout: float = 15.0) -> bool:
+        """Stop within about ``timeout`` seconds; True if every part stopped cleanly. No container process started
+        by the kubelet is left when this returns."""
+        end = time.monotonic() + timeout
+        clean = True
+        if self.controller is not None:
+            clean = self.controller.stop(max(1.0, (end - time.monotonic()) / 3)) and clean
+            self.controller = None
+        if self.kubelet is not None:
+            clean = self.kubelet.stop(max(1.0, (end - time.monotonic()) / 2)) and clean
+            self.kubelet = None
+            self.server.rest.log_reader = None
+        for client in self._clients:
+            client.close()
+        self._clients.clear()
+        clean = self.server.stop(max(1.0, end - time.monotonic())) and clean
+        return clean
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,143 @@
+"""Admission of the local cluster: each MXJob gets scheduler ports of its own, so jobs can run side by side.
+
+On a cluster every pod has its own IP, so every job's scheduler listens on the same ``mxjob-port`` (9091). On one
+machine every pod listens on the loopback, and ps-lite binds ``*:port``: two jobs on 9091 collide even on different
+loopback addresses. So, as a mutating admission plugin of the embedded API server, when an MXJob is created each
+replica type whose MXNet container leaves ``mxjob-port`` at its default (absent, or 9091) gets a port from the
+range, written into the template as ``{name: mxjob-port, containerPort: N}`` (the controller then wires ``MX_CONFIG``
+and ``DMLC_PS_ROOT_PORT`` from it as always). Types get distinct ports (MXTune's tracker and server both listen).
+
+A port is free when no unfinished MXJob in the store declares it and nothing on this machine is bound to it now;
+the search goes round the range from where it last stopped, so a port just released is not reused at once. The
+ports chosen are named in the annotation :data:`ANNOTATION`. A port the user chose (not 9091) is kept as it is.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import threading
+from typing import Any
+
+from mxjob_controller.api.constants import DEFAULT_PORT, DEFAULT_PORT_NAME, GROUP, PLURAL
+from mxjob_controller.api.defaults import default_container_index
+from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.resources import ResourceType
+from mxjob_controller.local.apiserver.store import Store
+from mxjob_controller.local.apiserver.strategy import WriteContext
+
+log = logging.getLogger(__name__)
+
+ANNOTATION = "local.mxjob-controller.kubeflow.org/assigned-ports"
+MXJOBS_KEY = f"{GROUP}/{PLURAL}"
+DEFAULT_RANGE = (20000, 29999)
+
+
+def parse_range(text: str) -> tuple[int, int] | None:
+    """``"20000-29999"`` → (20000, 29999); ``"none"`` → None; ValueError otherwise."""
+    if text.strip().lower() in ("none", "off", ""):
+        return None
+    first, sep, last = text.partition("-")
+    if not sep or not first.strip().isdigit() or not last.strip().isdigit():
+        raise ValueError("expected FIRST-LAST, e.g. 20000-29999, or none")
+    lo, hi = int(first), int(last)
+    if not 1024 <= lo <= hi <= 65535:
+        raise ValueError("ports must satisfy 1024 <= FIRST <= LAST <= 65535")
+    return lo, hi
+
+
+class JobPorts:
+    """The admission plugin (``REST.admission``): ``JobPorts(store, (20000, 29999))``."""
+
+    def __init__(self, store: Store, port_range: tuple[int, int]) -> None:
+        self._store = store
+        self._first, self._last = port_range
+        self._next = self._first
+        self._lock = threading.Lock()
+
+    def __call__(self, rt: ResourceType, obj: dict[str, Any], ctx: WriteContext) -> None:
+        if rt.storage_key != MXJOBS_KEY:
+            return
+        specs = (obj.get("spec") or {}).get("mxReplicaSpecs")
+        if not isinstance(specs, dict):
+            return  # validation reports it
+        wanted = [(rtype, ports) for rtype, spec in specs.items()
+                  if (ports := _port_list(spec, create=True)) is not None and _declared(ports) in (None, DEFAULT_PORT)]
+        if not wanted:
+            return
+        with self._lock:
+            taken = self._taken() | {p for _t, ports in wanted if (p := _declared(ports)) not in (None, DEFAULT_PORT)}
+            chosen: list[str] = []
+            for rtype, ports in wanted:
+                port = self._free(taken)
+                taken.add(port)
+                for entry in ports:
+                    if isinstance(entry, dict) and entry.get("name") == DEFAULT_PORT_NAME:
+                        entry["containerPort"] = port
+                        break
+                else:
+                    ports.append({"name": DEFAULT_PORT_NAME, "containerPort": port})
+                chosen.append(f"{rtype}={port}")
+        meta = obj.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION: ",".join(chosen)}
+
+    def _taken(self) -> set[int]:
+        """Ports declared by MXJobs that have not finished."""
+        taken: set[int] = set()
+        for entry in self._store.iter_all(MXJOBS_KEY):
+            job = entry.obj
+            conditions = (job.get("status") or {}).get("conditions") or []
+            if any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True" for c in conditions):
+                continue
+            for spec in ((job.get("spec") or {}).get("mxReplicaSpecs") or {}).values():
+                port = _declared(_port_list(spec) or [])
+                if port is not None:
+                    taken.add(port)
+        return taken
+
+    def _free(self, taken: set[int]) -> int:
+        size = self._last - self._first + 1
+        for step in range(size):
+            port = self._first + (self._next - self._first + step) % size
+            if port not in taken and _bindable(port):
+                self._next = port + 1 if port < self._last else self._first
+                return port
+        raise errors.StatusError(503, "ServiceUnavailable", (
+            f"no free port left for MXJob schedulers in the local cluster's range {self._first}-{self._last}: "
+            "wait for a job to finish, or restart the local cluster with a larger --job-ports range"))
+
+
+def _port_list(replica_spec: Any, create: bool = False) -> list[Any] | None:
+    """The ``ports`` list of the replica's MXNet container (with ``create``, added empty if absent); None if
+    malformed."""
+    template = replica_spec.get("template") if isinstance(replica_spec, dict) else None
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
+    if not isinstance(containers, list) or not containers:
+        return None
+    container = containers[default_container_index(containers)]
+    if not isinstance(container, dict):
+        return None
+    ports = container.setdefault("ports", []) if create else container.get("ports") or []
+    return ports if isinstance(ports, list) else None
+
+
+def _declared(ports: list[Any]) -> int | None:
+    for entry in ports:
+        if isinstance(entry, dict) and entry.get("name") == DEFAULT_PORT_NAME:
+            value = entry.get("containerPort")
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return None
+
+
+def _bindable(port: int) -> bool:
+    """Whether a listener could bind ``*:port`` now (as ps-lite's scheduler will)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("", port))
+        except OSError as e:
+            if e.errno not in (errno.EADDRINUSE, errno.EACCES):
+                log.debug("port %d: %s", port, e)
+            return False
+    return True

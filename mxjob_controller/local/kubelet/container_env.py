@@ -1,0 +1,206 @@
+"""What a container process is started with: its argv and environment, as a kubelet computes them, plus what one
+machine needs in place of a cluster network. Pure, apart from the lookups passed in.
+
+As the kubelet does (``kubelet_pods.go`` ``makeEnvironmentVariables``): ``envFrom`` first (ConfigMaps, Secrets,
+with their prefix), then ``env`` in order, later entries winning; ``$(VAR)`` in a value, a command or an argument
+expands to a variable defined before it (``$$`` escapes, an unknown reference stays as written); ``valueFrom``
+reads the pod's own fields (``fieldRef``), its resources (``resourceFieldRef``), or a ConfigMap or Secret key. A
+missing, non-optional reference is a :class:`ContainerConfigError` (the container waits with
+``CreateContainerConfigError``, as on a cluster).
+
+For one machine: the process also gets a small base environment (``PATH`` with this project's interpreter first,
+so ``python`` finds what is installed; ``HOME``, locale and temp settings; ``HOSTNAME`` as the pod's name), and
+``OMP_NUM_THREADS=1`` unless the pod sets it (every container shares the same cores). In the pod's own values,
+every DNS name of a known Service (``svc``, ``svc.ns``, ``svc.ns.svc``, ``svc.ns.svc.cluster.local``) becomes
+``127.0.0.1``: every pod listens on this machine's loopback.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any
+
+from mxjob_controller.kube import quantity
+
+LOCAL_IP = "127.0.0.1"
+CLUSTER_DOMAIN = "cluster.local"
+_BASE_VARS = ("HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "TERM")
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_HOSTNAME = re.compile(r"(?<![A-Za-z0-9.-])[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?![A-Za-z0-9-])")
+_FIELD_KEY = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
+
+Lookup = Callable[[str, str, str], dict | None]
+"""(kind "ConfigMap"/"Secret", namespace, name) -> the object, or None when it does not exist."""
+KnownService = Callable[[str, str], bool]
+"""(namespace, name) -> whether that Service exists."""
+
+
+class ContainerConfigError(Exception):
+    """The container cannot be configured (a missing ConfigMap, Secret or key; no command): it does not start."""
+
+
+def base_environment(pod_name: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every container starts from on this machine (the pod's own variables override it)."""
+    environ = os.environ if environ is None else environ
+    interpreter_dir = os.path.dirname(sys.executable)
+    path = [interpreter_dir] + [p for p in environ.get("PATH", os.defpath).split(os.pathsep) if p != interpreter_dir]
+    env = {k: environ[k] for k in _BASE_VARS if k in environ}
+    env["PATH"] = os.pathsep.join(path)
+    env["HOSTNAME"] = pod_name
+    return env
+
+
+def container_env(pod: dict[str, Any], container: dict[str, Any], base: Mapping[str, str], *,
+                  lookup: Lookup, known_service: KnownService,
+                  node_allocatable: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The full environment of ``container`` of ``pod`` (see the module's docstring for the rules)."""
+    namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+    own: dict[str, str] = {}
+    for source in container.get("envFrom") or ():
+        own.update(_env_from(source, namespace, lookup))
+    for var in container.get("env") or ():
+        name = var.get("name") or ""
+        if "valueFrom" in var:
+            value = _value_from(var["valueFrom"], name, pod, container, namespace, lookup, node_allocatable or {})
+            if value is None:
+                continue  # an optional reference that does not exist: the variable is not set
+        else:
+            value = expand(var.get("value") or "", own)
+        own[name] = value
+    own = {k: rewrite_service_hosts(v, namespace, known_service) for k, v in own.items()}
+    env = dict(base)
+    env.update(own)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def container_argv(container: dict[str, Any], env: Mapping[str, str]) -> list[str]:
+    """``command`` + ``args`` with ``$(VAR)`` expanded. The image is ignored here, so there is no entrypoint to
+    fall back on: a container without a ``command`` cannot run."""
+    command = list(container.get("command") or ())
+    if not command:
+        raise ContainerConfigError(f'container "{container.get("name")}" has no command: the local kubelet runs '
+                                   "a container's command and args as a process (the image is not used)")
+    return [expand(str(a), env) for a in command + list(container.get("args") or ())]
+
+
+def expand(value: str, env: Mapping[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion: defined variables are replaced, ``$$`` is a literal ``$``, anything else
+    (an undefined variable, a lone ``$``) stays as written."""
+    def replace(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1), m.group(0))
+    return _REFERENCE.sub(replace, value)
+
+
+def rewrite_service_hosts(value: str, namespace: str, known_service: KnownService) -> str:
+    """``value`` with every DNS name of a known Service replaced by the loopback address.
+
+    A name is whole (``job-worker-1`` in ``job-worker-10`` is not one), case-insensitive, resolved as a pod's
+    resolver would with the search path ``<ns>.svc.cluster.local svc.cluster.local cluster.local``."""
+    def replace(m: re.Match[str]) -> str:
+        host = m.group(0)
+        return LOCAL_IP if _service_of(host.lower(), namespace, known_service) else host
+    return _HOSTNAME.sub(replace, value)
+
+
+def _service_of(host: str, namespace: str, known_service: KnownService) -> bool:
+    for suffix in (f".svc.{CLUSTER_DOMAIN}", ".svc"):
+        if host.endswith(suffix):
+            host = host[: -len(suffix)]
+            parts = host.split(".")
+            return len(parts) == 2 and known_service(parts[1], parts[0])
+    parts = host.split(".")
+    if len(parts) == 1:
+        return known_service(namespace, host)
+    return len(parts) == 2 and known_service(parts[1], parts[0])
+
+
+def _env_from(source: dict[str, Any], namespace: str, lookup: Lookup) -> dict[str, str]:
+    prefix = source.get("prefix") or ""
+    for key, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+        ref = source.get(key)
+        if not isinstance(ref, dict):
+            continue
+        obj = lookup(kind, namespace, ref.get("name") or "")
+        if obj is None:
+            if ref.get("optional"):
+                return {}
+            raise ContainerConfigError(f'{kind.lower()} "{ref.get("name")}" not found')
+        return {prefix + k: v for k, v in _data(obj).items()}
+    return {}
+
+
+def _data(obj: dict[str, Any]) -> dict[str, str]:
+    """A ConfigMap's or Secret's values as text (a Secret's ``data`` is base64)."""
+    out = {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (obj.get("data") or {}).items()} \
+        if obj.get("kind") == "Secret" else dict(obj.get("data") or {})
+    out.update(obj.get("stringData") or {})
+    return out
+
+
+def _value_from(source: dict[str, Any], name: str, pod: dict[str, Any], container: dict[str, Any], namespace: str,
+                lookup: Lookup, allocatable: Mapping[str, str]) -> str | None:
+    if "fieldRef" in source:
+        return field_value(pod, (source["fieldRef"] or {}).get("fieldPath") or "")
+    if "resourceFieldRef" in source:
+        return _resource_value(source["resourceFieldRef"] or {}, container, allocatable)
+    for key, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+        ref = source.get(key)
+        if not isinstance(ref, dict):
+            continue
+        obj = lookup(kind, namespace, ref.get("name") or "")
+        value = None if obj is None else _data(obj).get(ref.get("key") or "")
+        if value is None:
+            if ref.get("optional"):
+                return None
+            what = f'{kind.lower()} "{ref.get("name")}" not found' if obj is None else \
+                f'couldn\'t find key {ref.get("key")} in {kind} {namespace}/{ref.get("name")}'
+            raise ContainerConfigError(what)
+        return value
+    raise ContainerConfigError(f"env {name}: valueFrom names no source")
+
+
+def field_value(pod: dict[str, Any], path: str) -> str:
+    """The downward API's ``fieldRef`` values; on this machine every pod's and host's IP is the loopback."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    simple = {
+        "metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"), "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName"), "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.hostIP": LOCAL_IP, "status.hostIPs": LOCAL_IP, "status.podIP": LOCAL_IP, "status.podIPs": LOCAL_IP,
+    }
+    if path in simple:
+        return simple[path] or ""
+    m = _FIELD_KEY.match(path)
+    if m:
+        return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
+    if path in ("metadata.labels", "metadata.annotations"):
+        values = meta.get(path.split(".")[1]) or {}
+        return "\n".join(f'{k}="{v}"' for k, v in sorted(values.items()))
+    raise ContainerConfigError(f'unsupported fieldPath "{path}"')
+
+
+def _resource_value(ref: dict[str, Any], container: dict[str, Any], allocatable: Mapping[str, str]) -> str:
+    """``resourceFieldRef``: the container's limit or request, else the node's allocatable, over the divisor,
+    rounded up (cpu) as the kubelet rounds it."""
+    resource = ref.get("resource") or ""
+    kind, _, res = resource.partition(".")
+    resources = container.get("resources") or {}
+    text = (resources.get(kind) or {}).get(res) if kind in ("limits", "requests") else None
+    if text is None:
+        text = allocatable.get(res, "0")
+    try:
+        value = quantity.parse(text).value
+        divisor = quantity.parse(ref.get("divisor") or "1").value
+    except quantity.QuantityError as e:
+        raise ContainerConfigError(f"resourceFieldRef {resource}: {e}") from None
+    if divisor == 0:
+        divisor = Fraction(1)
+    return str(math.ceil(value / divisor))

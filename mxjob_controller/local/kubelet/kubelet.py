@@ -1,0 +1,310 @@
+"""The local kubelet: the Node ``local``, and every pod on it run as processes of this machine.
+
+    kubelet = Kubelet(client, KubeletOptions(workdir=os.getcwd())).start()
+    server.rest.log_reader = kubelet.logs.read       # ``kubectl logs`` reads the files it keeps
+    ...
+    kubelet.stop(timeout=10)                         # every container process is gone when this returns
+
+It talks to the API server over HTTP like any node: it registers its Node, watches every pod, binds the ones
+waiting for the default scheduler to itself (``pods/binding``, as kube-scheduler would on a one-node cluster), runs
+those bound to it (``pod_worker``), writes their status and confirms their graceful deletion. Pods for another
+scheduler (Volcano, scheduler-plugins) or held by ``schedulingGates`` stay Pending, as they would on a cluster
+without that scheduler.
+
+Guarantees: one worker per pod uid, started when the pod is first seen bound here and not yet finished; a bind that
+fails for another reason than "already bound" is retried every :data:`_HOUSEKEEPING` seconds; :meth:`stop` stops
+every container (``stop_grace`` seconds after SIGTERM, then SIGKILL of its process group) and every thread it
+started, and removes the log folder it created.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
+from mxjob_controller.kube.timefmt import now_rfc3339
+from mxjob_controller.local.kubelet.container_env import LOCAL_IP
+from mxjob_controller.local.kubelet.logs import LogStore
+from mxjob_controller.local.kubelet.pod_worker import PodWorker
+from mxjob_controller.local.kubelet.runtime import Reaper, kill_groups
+from mxjob_controller.runtime.cache_keys import DeletedFinalStateUnknown
+from mxjob_controller.runtime.client import (
+    CONFIGMAPS,
+    NODES,
+    PODS,
+    SECRETS,
+    SERVICES,
+    AlreadyExists,
+    ApiError,
+    Client,
+    Conflict,
+    NotFound,
+    TransportError,
+)
+from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
+
+log = logging.getLogger(__name__)
+
+NODE_NAME = "local"
+DEFAULT_SCHEDULER = "default-scheduler"
+_HOUSEKEEPING = 1.0     # seconds between retries of failed binds
+_SYNC_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletOptions:
+    node_name: str = NODE_NAME
+    workdir: str = field(default_factory=os.getcwd)   # a container's directory when its workingDir does not exist
+    log_root: Path | None = None                      # None: a temporary folder, removed by stop()
+    backoff_initial: float = 10.0                     # crash-loop back-off: kubelet's 10 s, doubling ...
+    backoff_max: float = 300.0                        # ... up to 5 minutes
+    stop_grace: float = 2.0                           # seconds containers get after SIGTERM when the kubelet stops
+    keep_logs: bool = False                           # keep the logs of removed pods until stop() (local run)
+
+
+class Kubelet:
+    def __init__(self, client: Client, options: KubeletOptions | None = None) -> None:
+        self.client = client
+        self.options = options = options or KubeletOptions()
+        self._own_root = options.log_root is None
+        root = options.log_root or Path(tempfile.mkdtemp(prefix="mxjob-local-logs-"))
+        self.logs = LogStore(root)
+        self.reaper = Reaper()
+        self.stopping = threading.Event()
+        self.allocatable = {"cpu": str(os.cpu_count() or 1), "memory": f"{_memory_kib()}Ki", "pods": "110"}
+        self._lock = threading.Lock()
+        self._workers: dict[str, PodWorker] = {}        # pod uid → its worker, while it runs
+        self._finished: set[str] = set()                # uids whose worker ended: never started again
+        self._to_bind: dict[str, dict[str, Any]] = {}   # uid → pod, binds to retry
+        self._gone_pending: dict[str, PodWorker] = {}   # removed pods whose worker still stops their containers
+        self._pods = SharedInformer(client, PODS, transform=drop_managed_fields)
+        self._pods.add_handler(self._on_pod, lambda _old, new: self._on_pod(new), self._on_pod_deleted)
+        self._housekeeping = threading.Thread(target=self._housekeep, name="kubelet-housekeeping", daemon=True)
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+
+    def start(self) -> Kubelet:
+        self._register_node()
+        self.reaper.start()
+        self._pods.start()
+        if not self._pods.wait_for_cache_sync(_SYNC_TIMEOUT):
+            self.stop(5.0)
+            raise RuntimeError(f"the local kubelet could not list pods within {_SYNC_TIMEOUT:g}s")
+        self._housekeeping.start()
+        log.info("local kubelet running node %s (logs in %s)", self.options.node_name, self.logs.root)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop every container and thread within about ``timeout`` seconds; False (and a warning) if any outlived
+        it. No process started here survives this call: leftovers are SIGKILLed by process group."""
+        end = time.monotonic() + timeout
+        self.stopping.set()
+        self.logs.close()
+        clean = self._pods.stop(max(0.1, end - time.monotonic()))
+        with self._lock:
+            workers = list(self._workers.values())
+        for worker in workers:
+            worker.wake()
+        for worker in workers:
+            worker.thread.join(max(0.1, end - time.monotonic()))
+        leftovers = [proc for worker in workers for proc in worker.processes()]
+        if leftovers:
+            kill_groups(leftovers)
+        alive = [w.thread.name for w in workers if w.thread.is_alive()]
+        if self._housekeeping.is_alive():
+            self._housekeeping.join(max(0.1, end - time.monotonic()))
+            if self._housekeeping.is_alive():
+                alive.append(self._housekeeping.name)
+        if not self.reaper.stop(max(0.1, end - time.monotonic())):
+            alive.append("kubelet-reaper")
+        if self._own_root:
+            shutil.rmtree(self.logs.root, ignore_errors=True)
+        if alive:
+            log.warning("local kubelet stopped with threads still running: %s", ", ".join(alive))
+        return clean and not alive
+
+    def worker_done(self, worker: PodWorker) -> None:
+        with self._lock:
+            if self._workers.get(worker.uid) is worker:
+                del self._workers[worker.uid]
+            self._finished.add(worker.uid)
+
+    # --- what workers ask -------------------------------------------------------------------------------------
+
+    def lookup(self, kind: str, namespace: str, name: str) -> dict | None:
+        resource = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS}[kind]
+        try:
+            return self.client.get(resource, name, namespace, timeout=10, deadline=15)
+        except NotFound:
+            return None
+
+    def service_resolver(self, namespace: str) -> Callable[[str, str], bool]:
+        """Which (namespace, name) Services exist, read fresh from the API for one container start: the pod's own
+        namespace listed once (a job's services are created before its pods, so they are all there), others
+        looked up by name as they are asked for."""
+        known: dict[str, set[str]] = {}
+
+        def exists(ns: str, name: str) -> bool:
+            if ns not in known:
+                known[ns] = set()
+                try:
+                    if ns == namespace:
+                        items = self.client.list_all(SERVICES, ns, timeout=10, deadline=20).get("items") or []
+                        known[ns] = {(s.get("metadata") or {}).get("name") for s in items}
+                    else:
+                        self.client.get(SERVICES, name, ns, timeout=10, deadline=15)
+                        known[ns] = {name}
+                except NotFound:
+                    pass
+                except (ApiError, TransportError) as e:
+                    log.warning("listing services in %s for a container's environment failed: %s", ns, e)
+            elif ns != namespace and name not in known[ns]:
+                try:
+                    self.client.get(SERVICES, name, ns, timeout=10, deadline=15)
+                    known[ns].add(name)
+                except (ApiError, TransportError):
+                    return False
+            return name in known[ns]
+        return exists
+
+    # --- pods -----------------------------------------------------------------------------------------------
+
+    def _on_pod(self, pod: dict[str, Any]) -> None:
+        if self.stopping.is_set():
+            return
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        uid = meta.get("uid") or ""
+        node = spec.get("nodeName") or ""
+        if not node:
+            if (spec.get("schedulerName") or DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER \
+                    and not spec.get("schedulingGates") and not meta.get("deletionTimestamp"):
+                self._bind(pod)
+            return
+        if node != self.options.node_name:
+            return
+        with self._lock:
+            self._to_bind.pop(uid, None)
+            worker = self._workers.get(uid)
+            if worker is not None:
+                worker.update(pod)
+                return
+            if uid in self._finished or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                return
+            worker = self._workers[uid] = PodWorker(self, pod)
+        worker.start()
+
+    def _on_pod_deleted(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        uid = (pod.get("metadata") or {}).get("uid") or ""
+        with self._lock:
+            self._to_bind.pop(uid, None)
+            worker = self._workers.get(uid)
+        if worker is not None:
+            worker.removed()
+        self._forget_when_done(uid, worker)
+
+    def _forget_when_done(self, uid: str, worker: PodWorker | None) -> None:
+        """Remove a gone pod's logs once its worker (if any) has ended (checked again by housekeeping)."""
+        if worker is None or not worker.thread.is_alive():
+            if not self.options.keep_logs:
+                self.logs.remove_pod(uid)
+            with self._lock:
+                self._finished.discard(uid)
+            return
+        with self._lock:
+            self._gone_pending[uid] = worker
+
+    def _bind(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"]},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": self.options.node_name}}
+        path = PODS.path(meta["namespace"], meta["name"], "binding")
+        try:
+            self.client.request("POST", path, body=body, timeout=10, deadline=15)
+        except (Conflict, NotFound):
+            pass  # bound meanwhile, or gone
+        except (ApiError, TransportError) as e:
+            log.warning("binding pod %s/%s to node %s failed (%s): retrying", meta["namespace"], meta["name"],
+                        self.options.node_name, e)
+            with self._lock:
+                self._to_bind[meta["uid"]] = pod
+
+    def _housekeep(self) -> None:
+        while not self.stopping.wait(_HOUSEKEEPING):
+            with self._lock:
+                retry = list(self._to_bind.values())
+                self._to_bind.clear()
+                gone = [(uid, w) for uid, w in self._gone_pending.items() if not w.thread.is_alive()]
+                for uid, _w in gone:
+                    del self._gone_pending[uid]
+            for pod in retry:
+                self._bind(pod)
+            for uid, worker in gone:
+                self._forget_when_done(uid, worker)
+
+    # --- the node ---------------------------------------------------------------------------------------------
+
+    def _register_node(self) -> None:
+        node = node_object(self.options.node_name, self.allocatable)
+        try:
+            self.client.create(NODES, node, timeout=10, deadline=20)
+        except AlreadyExists:
+            current = self.client.get(NODES, self.options.node_name, timeout=10, deadline=20)
+            current["status"] = node["status"]
+            self.client.update_status(NODES, current, timeout=10, deadline=20)
+
+
+def node_object(name: str, allocatable: dict[str, str]) -> dict[str, Any]:
+    """The Node as a kubelet registers it, describing this machine."""
+    now = now_rfc3339()
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+
+    def condition(ctype: str, status: str, reason: str, message: str) -> dict[str, str]:
+        return {"type": ctype, "status": status, "reason": reason, "message": message, "lastHeartbeatTime": now,
+                "lastTransitionTime": now}
+
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                              "kubernetes.io/arch": arch, "beta.kubernetes.io/os": "linux",
+                                              "beta.kubernetes.io/arch": arch}},
+        "spec": {},
+        "status": {
+            "capacity": dict(allocatable), "allocatable": dict(allocatable),
+            "conditions": [
+                condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory "
+                          "available"),
+                condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status (containers run as "
+                          "local processes)"),
+            ],
+            "addresses": [{"type": "InternalIP", "address": LOCAL_IP}, {"type": "Hostname", "address": name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": platform.release(),
+                         "osImage": f"{platform.system()} (mxjob-controller local)",
+                         "containerRuntimeVersion": "process://", "kubeletVersion": f"v{KUBE_VERSION}.0+mxjob-local",
+                         "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": arch},
+        },
+    }
+
+
+def _memory_kib() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0

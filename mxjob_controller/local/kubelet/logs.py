@@ -1,0 +1,173 @@
+"""Container logs: one file per container instance, served through ``pods/log`` as a kubelet serves them.
+
+Layout: ``<root>/<pod uid>/<container>/<restartCount>.log``, stdout and stderr together, kept until the pod is gone.
+The newest instance is the container's log; the one before it is ``previous``.
+
+What a request gets follows the kubelet (``validateContainerLogStatus``), read from the pod's status: a container
+that never started is a 400 "container … is waiting to start: <reason>"; ``previous`` without an earlier instance
+is a 400 "previous terminated container … not found". ``follow`` streams until the instance ends and its output is
+read (or the kubelet stops); ``tailLines`` and ``limitBytes`` cut as kube does. ``timestamps`` and ``sinceSeconds``
+are not supported (lines are not timed here): they are ignored.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from mxjob_controller.local.apiserver import errors
+
+_FOLLOW_POLL = 0.1   # seconds between looks at a followed log file that has nothing new
+_BLOCK = 64 * 1024
+
+
+class LogStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._running: set[Path] = set()   # files whose process has not ended yet
+        self._closed = threading.Event()
+
+    def path(self, pod_uid: str, container: str, attempt: int) -> Path:
+        return self.root / pod_uid / container / f"{attempt}.log"
+
+    def started(self, path: Path) -> None:
+        with self._lock:
+            self._running.add(path)
+
+    def ended(self, path: Path) -> None:
+        with self._lock:
+            self._running.discard(path)
+
+    def is_running(self, path: Path) -> bool:
+        with self._lock:
+            return path in self._running
+
+    def remove_pod(self, pod_uid: str) -> None:
+        shutil.rmtree(self.root / pod_uid, ignore_errors=True)
+
+    def close(self) -> None:
+        """Followers end; files stay until the caller removes ``root``."""
+        self._closed.set()
+
+    def attempts(self, pod_uid: str, container: str) -> list[Path]:
+        folder = self.root / pod_uid / container
+        try:
+            files = [p for p in folder.iterdir() if p.suffix == ".log" and p.stem.isdigit()]
+        except FileNotFoundError:
+            return []
+        return sorted(files, key=lambda p: int(p.stem))
+
+    def tail(self, pod_uid: str, container: str, lines: int) -> list[str]:
+        """The last ``lines`` lines of the container's newest instance (kept after the pod is gone if the kubelet
+        keeps logs)."""
+        files = self.attempts(pod_uid, container)
+        if not files:
+            return []
+        with open(files[-1], "rb") as f:
+            f.seek(_tail_offset(f, lines))
+            return f.read().decode("utf-8", "replace").splitlines()
+
+    # --- pods/log ---------------------------------------------------------------------------------------------
+
+    def read(self, pod: dict[str, Any], query: Mapping[str, str]) -> Iterator[bytes]:
+        """The ``pods/log`` answer for a bound pod (``query["container"]`` already resolved): checked now, streamed
+        by the returned iterator."""
+        meta = pod.get("metadata") or {}
+        name, container = meta.get("name") or "", query["container"]
+        previous = _flag(query, "previous")
+        files = self.attempts(meta.get("uid") or "", container)
+        if previous:
+            if len(files) < 2:
+                raise errors.bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
+            path = files[-2]
+        elif files:
+            path = files[-1]
+        else:
+            raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
+                                     f"{_waiting_reason(pod, container)}")
+        tail = _int(query, "tailLines")
+        limit = _int(query, "limitBytes")
+        follow = _flag(query, "follow") and not previous
+        return self._stream(path, tail, limit, follow)
+
+    def _stream(self, path: Path, tail: int | None, limit: int | None, follow: bool) -> Iterator[bytes]:
+        sent = 0
+        try:
+            f = open(path, "rb")  # noqa: SIM115  (closed in the finally below, the generator may be abandoned)
+        except FileNotFoundError:
+            return
+        try:
+            if tail is not None:
+                f.seek(_tail_offset(f, tail))
+            while True:
+                chunk = f.read(_BLOCK)
+                if chunk:
+                    if limit is not None:
+                        chunk = chunk[: max(0, limit - sent)]
+                    sent += len(chunk)
+                    yield chunk
+                    if limit is not None and sent >= limit:
+                        return
+                    continue
+                if not follow or self._closed.is_set() or not path.exists():
+                    return
+                if not self.is_running(path):
+                    rest = f.read()  # the last words, written just before the process ended
+                    if rest:
+                        yield rest[: max(0, limit - sent)] if limit is not None else rest
+                    return
+                self._closed.wait(_FOLLOW_POLL)
+                yield b""  # lets the server notice a stop or a client that went away
+        finally:
+            f.close()
+
+
+def _tail_offset(f: Any, lines: int) -> int:
+    """The offset where the last ``lines`` lines begin (a final line without a newline counts as one)."""
+    end = f.seek(0, 2)
+    if lines <= 0:
+        return end
+    pos, count = end, 0
+    while pos > 0:
+        step = min(_BLOCK, pos)
+        pos -= step
+        f.seek(pos)
+        block = f.read(step)
+        i = len(block)
+        while (i := block.rfind(b"\n", 0, i)) >= 0:
+            if pos + i != end - 1:  # the newline ending the last line starts no line after it
+                count += 1
+                if count == lines:
+                    return pos + i + 1
+    return 0
+
+
+def _waiting_reason(pod: dict[str, Any], container: str) -> str:
+    status = pod.get("status") or {}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or ():
+            if cs.get("name") == container:
+                waiting = (cs.get("state") or {}).get("waiting")
+                if waiting and waiting.get("reason"):
+                    return waiting["reason"]
+    is_init = any(c.get("name") == container for c in (pod.get("spec") or {}).get("initContainers") or ())
+    pending_init = not is_init and (pod.get("spec") or {}).get("initContainers")
+    return "PodInitializing" if pending_init else "ContainerCreating"
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("1", "true")
+
+
+def _int(query: Mapping[str, str], name: str) -> int | None:
+    text = query.get(name, "")
+    if text == "":
+        return None
+    try:
+        return max(0, int(text))
+    except ValueError:
+        raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None

@@ -1,0 +1,377 @@
+"""One pod bound to the local node, run from start to end on its own thread (``kubelet-pod-<ns>/<name>``).
+
+The lifecycle, as a kubelet runs it:
+1. init containers one at a time, in order; one that fails is restarted (back-off below) unless the pod's
+   ``restartPolicy`` is ``Never``, which fails the pod;
+2. then every app container at once. When one exits, the rest of its process group is killed (the container is
+   over), and it is restarted in place when the policy says so (``Always``; ``OnFailure`` after a non-zero exit):
+   ``restartCount`` grows, the ended instance becomes ``lastState``. The first restart is immediate; each later
+   one waits (``CrashLoopBackOff``) ``initial * 2^(n-2)`` seconds, at most ``max``, as the kubelet's back-off does
+   (and it forgets a container that ran for longer than twice ``max``);
+3. ``spec.activeDeadlineSeconds`` past ``startTime``: every container is stopped, the pod ``Failed`` with reason
+   ``DeadlineExceeded``;
+4. deletion (``deletionTimestamp`` set): SIGTERM to every container's process group, the grace period, SIGKILL;
+   the final status is written, then the pod is deleted with grace period 0 (the node's confirmation that removes
+   it). A pod removed without that (force-deleted) has its processes stopped the same way, with no writes.
+
+Only this thread changes the pod's containers (the reaper only wakes it), so their records need no lock.
+Status is written through ``pods/<name>/status`` (merge patch of the whole status) whenever it changes; a write that
+fails is retried on the next turn, never dropped. The thread ends when the pod reaches ``Succeeded`` or ``Failed``,
+is removed, or the kubelet stops (then containers get ``stop_grace`` seconds and nothing is written).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mxjob_controller.kube.timefmt import now_rfc3339, parse_time, rfc3339
+from mxjob_controller.local.kubelet import pod_status
+from mxjob_controller.local.kubelet.container_env import (
+    ContainerConfigError,
+    base_environment,
+    container_argv,
+    container_env,
+)
+from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, terminate_groups
+from mxjob_controller.runtime.client import PODS, ApiError, NotFound, TransportError
+
+if TYPE_CHECKING:
+    from mxjob_controller.local.kubelet.kubelet import Kubelet
+
+log = logging.getLogger(__name__)
+
+_RETRY = 1.0              # seconds before a failed status write is retried
+_CONFIG_RETRY = 5.0       # ... before a container waiting on a missing ConfigMap or Secret is tried again
+_IDLE_WAKE = 5.0          # longest sleep between turns when no timer is due
+
+
+@dataclass
+class Slot:
+    """One container of the pod and what became of it."""
+
+    spec: dict[str, Any]
+    init: bool
+    restart_count: int = 0
+    exits: int = 0                       # ends so far, for the back-off
+    backoff: float = 0.0                 # the current back-off step (0: none yet)
+    last_exit: float = 0.0               # monotonic time of the last exit
+    state: dict[str, Any] = field(default_factory=dict)
+    last_state: dict[str, Any] = field(default_factory=dict)
+    proc: ContainerProcess | None = None
+    container_id: str = ""
+    due: float | None = None             # monotonic time of the next start; None: not to be started
+    config_error: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.get("name") or ""
+
+    @property
+    def succeeded(self) -> bool:
+        return (self.state.get("terminated") or {}).get("exitCode") == 0
+
+    def status(self) -> dict[str, Any]:
+        return pod_status.container_status(self.name, self.spec.get("image") or "", self.state, self.last_state,
+                                           self.restart_count, self.container_id)
+
+
+class PodWorker:
+    def __init__(self, kubelet: Kubelet, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        self.kubelet = kubelet
+        self.namespace, self.name, self.uid = meta["namespace"], meta["name"], meta["uid"]
+        self._pod = pod
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._gone = False
+        self._terminating = False
+        spec = pod.get("spec") or {}
+        self.restart_policy = spec.get("restartPolicy") or "Always"
+        self.init = [Slot(c, True, state=pod_status.waiting("PodInitializing"))
+                     for c in spec.get("initContainers") or []]
+        self.app = [Slot(c, False, state=pod_status.waiting("PodInitializing" if self.init else "ContainerCreating"))
+                    for c in spec.get("containers") or []]
+        self._start_time = (pod.get("status") or {}).get("startTime") or now_rfc3339()
+        self._written: dict[str, Any] | None = None
+        self._reason = self._message = ""
+        self.thread = threading.Thread(target=self._run, name=f"kubelet-pod-{self.namespace}/{self.name}", daemon=True)
+
+    # --- told by the kubelet --------------------------------------------------------------------------------
+
+    def start(self) -> PodWorker:
+        self.thread.start()
+        return self
+
+    def update(self, pod: dict[str, Any]) -> None:
+        with self._lock:
+            self._pod = pod
+        self._wake.set()
+
+    def removed(self) -> None:
+        """The pod is gone from the API (force-deleted, or its deletion confirmed)."""
+        self._gone = True
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def processes(self) -> list[ContainerProcess]:
+        """The running containers (read from other threads: a snapshot)."""
+        return [proc for s in (*self.init, *self.app) if (proc := s.proc) is not None]
+
+    # --- the thread ---------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:
+            log.exception("pod %s/%s: the local kubelet's worker failed; stopping its containers", self.namespace,
+                          self.name)
+            terminate_groups(self.processes(), 0)
+        finally:
+            self.kubelet.worker_done(self)
+
+    def _loop(self) -> None:
+        self._write_status()
+        for slot in self.init[:1] or self.app:
+            slot.due = time.monotonic()
+        while True:
+            if self.kubelet.stopping.is_set():
+                terminate_groups(self.processes(), self.kubelet.options.stop_grace)
+                return
+            pod = self._current()
+            meta = pod.get("metadata") or {}
+            if self._gone:
+                self._terminate(float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 0))
+                return
+            if meta.get("deletionTimestamp"):
+                self._terminate(float(meta.get("deletionGracePeriodSeconds") or 0))
+                self._write_status(retries=3)
+                self._confirm_deletion()
+                return
+            if self._deadline_passed(pod):
+                self._reason, self._message = "DeadlineExceeded", \
+                    "Pod was active on the node longer than the specified deadline"
+                self._terminate(float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 0))
+                self._write_status(retries=10)
+                return
+            self._collect_exits()
+            self._start_due()
+            status = self._status()
+            written = self._write_status(status)
+            if written and status["phase"] in (pod_status.SUCCEEDED, pod_status.FAILED):
+                return
+            self._wake.wait(_RETRY if not written else self._next_timer())
+            self._wake.clear()
+
+    def _current(self) -> dict[str, Any]:
+        with self._lock:
+            return self._pod
+
+    def _next_timer(self) -> float:
+        now = time.monotonic()
+        dues = [s.due - now for s in self.init + self.app if s.due is not None]
+        return max(0.0, min([_IDLE_WAKE, *dues]))
+
+    def _deadline_passed(self, pod: dict[str, Any]) -> bool:
+        seconds = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+        started = parse_time(self._start_time)
+        return isinstance(seconds, int) and started is not None and time.time() - started >= seconds
+
+    # --- containers ---------------------------------------------------------------------------------------
+
+    def _start_due(self) -> None:
+        now = time.monotonic()
+        if not all(s.succeeded for s in self.init):
+            slot = next(s for s in self.init if not s.succeeded)
+            if slot.proc is None and slot.due is not None and slot.due <= now:
+                self._start(slot)
+            return
+        for slot in self.app:
+            if slot.proc is None and slot.due is not None and slot.due <= now:
+                self._start(slot)
+
+    def _start(self, slot: Slot) -> None:
+        pod = self._current()
+        try:
+            env = container_env(pod, slot.spec, base_environment(self.name), lookup=self.kubelet.lookup,
+                                known_service=self.kubelet.service_resolver(self.namespace),
+                                node_allocatable=self.kubelet.allocatable)
+            argv = container_argv(slot.spec, env)
+        except ContainerConfigError as e:
+            reason = "CreateContainerError" if "has no command" in str(e) else "CreateContainerConfigError"
+            slot.state = pod_status.waiting(reason, str(e))
+            slot.due = time.monotonic() + _CONFIG_RETRY
+            if not slot.config_error:
+                log.warning("pod %s/%s: container %s cannot start: %s", self.namespace, self.name, slot.name, e)
+            slot.config_error = True
+            return
+        slot.config_error = False
+        restarting = bool(slot.state.get("terminated") or slot.last_state or slot.exits)
+        if restarting:
+            slot.restart_count += 1
+            ended = slot.state.get("terminated") or (slot.last_state or {}).get("terminated")
+            if ended:
+                slot.last_state = {"terminated": ended}
+        cwd = slot.spec.get("workingDir") or ""
+        if not cwd or not os.path.isdir(cwd):
+            cwd = self.kubelet.options.workdir
+        path = self.kubelet.logs.path(self.uid, slot.name, slot.restart_count)
+        started = now_rfc3339()
+        try:
+            proc = ContainerProcess(Launch(argv, env, cwd, path))
+        except OSError as e:
+            # The runtime could not start the process (no such executable...): an instance that ended at once.
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+            slot.state = pod_status.terminated(128, started, now_rfc3339(), "", "StartError",
+                                               f"failed to start container process: {e.strerror or e}: {argv[0]}")
+            self._after_exit(slot, 128)
+            return
+        self.kubelet.logs.started(path)
+        slot.proc, slot.due = proc, None
+        slot.container_id = f"process://{proc.pid}"
+        slot.state = pod_status.running(started)
+        log.info("pod %s/%s: container %s started (pid %d, restart %d)", self.namespace, self.name, slot.name,
+                 proc.pid, slot.restart_count)
+        self.kubelet.reaper.watch(proc, self._on_exit)
+
+    def _on_exit(self, _proc: ContainerProcess) -> None:
+        """On the reaper's thread: a container's main process ended; this pod's thread records it."""
+        self._wake.set()
+
+    def _collect_exits(self) -> None:
+        for slot in self.init + self.app:
+            if slot.proc is not None and slot.proc.poll() is not None:
+                self._record_exit(slot, slot.proc)
+
+    def _record_exit(self, slot: Slot, proc: ContainerProcess) -> None:
+        code = proc.poll()
+        if code is None:
+            return
+        proc.signal_group(signal.SIGKILL)  # the container is over: whatever it left in its group goes with it
+        self.kubelet.logs.ended(proc.log_path)
+        started = (slot.state.get("running") or {}).get("startedAt") or rfc3339(proc.started)
+        slot.state = pod_status.terminated(code, started, rfc3339(proc.finished or time.time()), slot.container_id)
+        slot.proc = None
+        log.info("pod %s/%s: container %s exited with %d", self.namespace, self.name, slot.name, code)
+        self._after_exit(slot, code)
+
+    def _after_exit(self, slot: Slot, code: int) -> None:
+        """Schedule what follows an exit: the next init container, a restart (with back-off), or nothing."""
+        now = time.monotonic()
+        if self._terminating:
+            return
+        if slot.init and code == 0:
+            index = self.init.index(slot)
+            following = self.init[index + 1:index + 2] or self.app
+            for nxt in following:
+                nxt.due = now
+            return
+        restart = (self.restart_policy == "Always" and not slot.init) or (
+            code != 0 and self.restart_policy in ("Always", "OnFailure"))
+        if not restart:
+            return
+        options = self.kubelet.options
+        if slot.exits and now - slot.last_exit > 2 * options.backoff_max:
+            slot.exits, slot.backoff = 0, 0.0  # ran long enough: the back-off starts over
+        slot.exits += 1
+        slot.last_exit = now
+        delay = 0.0 if slot.exits == 1 else min(options.backoff_initial * 2 ** (slot.exits - 2), options.backoff_max)
+        slot.due = now + delay
+        if delay > 0:
+            slot.last_state = {"terminated": slot.state.get("terminated")}
+            slot.state = pod_status.waiting(
+                "CrashLoopBackOff", f"back-off {_duration(delay)} restarting failed container={slot.name} "
+                                    f"pod={self.name}_{self.namespace}({self.uid})")
+
+    def _terminate(self, grace: float) -> None:
+        """Stop every container for good: SIGTERM, ``grace`` seconds, SIGKILL; their ends recorded."""
+        self._terminating = True
+        procs = self.processes()
+        if procs:
+            log.info("pod %s/%s: stopping %d container(s), grace period %gs", self.namespace, self.name, len(procs),
+                     grace)
+        terminate_groups(procs, grace)
+        for slot in self.init + self.app:
+            if slot.proc is not None:
+                self._record_exit(slot, slot.proc)
+            slot.due = None
+            if "terminated" not in slot.state:
+                ended = (slot.last_state or {}).get("terminated")
+                if ended is not None:   # waiting to restart: its last end is its end
+                    slot.state = {"terminated": ended}
+                else:                   # never started: kube reports it as lost when the pod ends
+                    slot.state = pod_status.terminated(
+                        137, "", now_rfc3339(), "", "ContainerStatusUnknown",
+                        "The container could not be located when the pod was terminated")
+
+    # --- status -------------------------------------------------------------------------------------------
+
+    def _status(self) -> dict[str, Any]:
+        init = [s.status() for s in self.init]
+        app = [s.status() for s in self.app]
+        previous = self._written or (self._current().get("status") or {})
+        return pod_status.pod_status(previous, self.restart_policy, init, app, self._start_time, now_rfc3339(),
+                                     terminal=self._terminating, reason=self._reason, message=self._message)
+
+    def _write_status(self, status: dict[str, Any] | None = None, retries: int = 0) -> bool:
+        """Write ``status`` (default: the current one) unless it is what was last written; False on failure."""
+        status = status or self._status()
+        if self._written is not None and _same(status, self._written):
+            return True
+        for attempt in range(retries + 1):
+            try:
+                self.kubelet.client.patch(PODS, self.name, {"metadata": {"uid": self.uid}, "status": status},
+                                          self.namespace, subresource="status", timeout=10, deadline=15)
+                self._written = status
+                return True
+            except NotFound:
+                self._gone = True
+                return True
+            except (ApiError, TransportError) as e:
+                log.warning("pod %s/%s: status write failed (%s)%s", self.namespace, self.name, e,
+                            "; retrying" if attempt < retries else "")
+                if attempt < retries:
+                    time.sleep(min(0.2 * 2 ** attempt, 2.0))
+        return False
+
+    def _confirm_deletion(self) -> None:
+        """The node's side of a graceful deletion: remove the pod now that nothing of it runs."""
+        for attempt in range(5):
+            try:
+                self.kubelet.client.delete(PODS, self.name, self.namespace, grace_period_seconds=0,
+                                           precondition_uid=self.uid, timeout=10, deadline=15)
+                return
+            except NotFound:
+                return
+            except (ApiError, TransportError) as e:
+                if getattr(e, "code", None) == 409:
+                    return  # another pod holds the name now: ours is gone
+                log.warning("pod %s/%s: confirming the deletion failed (%s)", self.namespace, self.name, e)
+                time.sleep(min(0.2 * 2 ** attempt, 2.0))
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Equal apart from the heartbeat-like fields that change on every computation."""
+    return _strip_times(a) == _strip_times(b)
+
+
+def _strip_times(status: dict[str, Any]) -> dict[str, Any]:
+    out = dict(status)
+    out["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
+                         for c in status.get("conditions") or []]
+    return out
+
+
+def _duration(seconds: float) -> str:
+    """Go's duration text for whole seconds and minutes (10s, 1m20s, 5m0s)."""
+    total = round(seconds)
+    minutes, secs = divmod(total, 60)
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"

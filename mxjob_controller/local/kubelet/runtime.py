@@ -1,0 +1,188 @@
+"""The local kubelet's container runtime: a container is a process group on this machine.
+
+Guarantees:
+- every container runs in a session (and so a process group) of its own, whose id is its pid: a signal sent to the
+  container reaches every process it started, however deep, unless one left the group on purpose;
+- its standard output and error both go to one log file, opened before the process starts (nothing is lost to a
+  pipe nobody reads);
+- its exit status is reported as Kubernetes reports it: the exit code, or 128+N when signal N ended it;
+- :class:`Reaper` notices every exit on one thread (a pidfd per process, polled), so a pod needs no thread per
+  container to wait on it; each exit is reported exactly once, to the callback given at :meth:`Reaper.watch`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_POLL_SLICE = 0.5   # the reaper's longest wait: how soon it sees stop() and newly watched processes
+
+
+def exit_code(returncode: int) -> int:
+    """A process's status as the container's ``exitCode``: ``-N`` (killed by signal N) becomes ``128 + N``."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What to run for one container instance."""
+
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    cwd: str
+    log_path: Path
+
+
+class ContainerProcess:
+    """One running container instance: a process leading its own process group."""
+
+    def __init__(self, launch: Launch) -> None:
+        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(launch.log_path, "ab", buffering=0) as out:
+            # start_new_session: setsid() in the child, so the group can be signalled as a whole and a Ctrl-C
+            # meant for the local cluster's terminal never reaches the containers directly.
+            self._popen = subprocess.Popen(list(launch.argv), env=dict(launch.env), cwd=launch.cwd,
+                                           stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                           start_new_session=True, close_fds=True)
+        self.pid = self._popen.pid
+        self.log_path = launch.log_path
+        self.started = time.time()
+        self.finished: float | None = None
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """The exit code once the process has ended (and is reaped), else None."""
+        if self.returncode is None:
+            code = self._popen.poll()
+            if code is not None:
+                self.returncode = exit_code(code)
+                self.finished = time.time()
+        return self.returncode
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to every process of the container's group (its leader may already be gone)."""
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def group_alive(self) -> bool:
+        """Whether any process of the group is left (the leader reaped or not)."""
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def pidfd(self) -> int | None:
+        try:
+            return os.pidfd_open(self.pid)
+        except (OSError, AttributeError):
+            return None  # already reaped, or no pidfd on this kernel: the reaper polls instead
+
+
+class Reaper:
+    """One thread that notices containers' exits and calls back; named ``kubelet-reaper``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watched: dict[int, tuple[ContainerProcess, int | None, Callable[[ContainerProcess], None]]] = {}
+        self._wake_r, self._wake_w = os.pipe()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="kubelet-reaper", daemon=True)
+
+    def start(self) -> Reaper:
+        self._thread.start()
+        return self
+
+    def watch(self, proc: ContainerProcess, on_exit: Callable[[ContainerProcess], None]) -> None:
+        """Call ``on_exit(proc)`` (on the reaper's thread) once ``proc`` has ended."""
+        with self._lock:
+            self._watched[proc.pid] = (proc, proc.pidfd(), on_exit)
+        os.write(self._wake_w, b"x")
+
+    def stop(self, timeout: float) -> bool:
+        self._stop.set()
+        os.write(self._wake_w, b"x")
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return False
+        with self._lock:
+            for _proc, fd, _cb in self._watched.values():
+                if fd is not None:
+                    os.close(fd)
+            self._watched.clear()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        return True
+
+    def _loop(self) -> None:
+        poller = select.poll()
+        poller.register(self._wake_r, select.POLLIN)
+        registered: set[int] = set()
+        while not self._stop.is_set():
+            with self._lock:
+                watched = dict(self._watched)
+            fds = {fd for _p, fd, _cb in watched.values() if fd is not None}
+            for fd in fds - registered:
+                poller.register(fd, select.POLLIN)
+            for fd in registered - fds:
+                poller.unregister(fd)
+            registered = fds
+            # Without a pidfd for every process, poll them all every slice.
+            slice_ms = int(_POLL_SLICE * 1000) if all(fd is not None for _p, fd, _c in watched.values()) else 100
+            for fd, _events in poller.poll(slice_ms):
+                if fd == self._wake_r:
+                    os.read(self._wake_r, 4096)
+            for pid, (proc, fd, on_exit) in watched.items():
+                if proc.poll() is None:
+                    continue
+                with self._lock:
+                    self._watched.pop(pid, None)
+                if fd is not None:
+                    poller.unregister(fd)
+                    registered.discard(fd)
+                    os.close(fd)
+                try:
+                    on_exit(proc)
+                except Exception:
+                    log.exception("handling the exit of process %d failed", pid)
+
+
+def terminate_groups(procs: Sequence[ContainerProcess], grace: float) -> None:
+    """SIGTERM every group, wait up to ``grace`` seconds for them all to end, then SIGKILL what is left; returns
+    once every group is gone (or 5 s after the SIGKILL, with a warning naming the survivors)."""
+    for proc in procs:
+        proc.signal_group(signal.SIGTERM)
+    deadline = time.monotonic() + max(0.0, grace)
+    while time.monotonic() < deadline and any(p.poll() is None or p.group_alive() for p in procs):
+        time.sleep(0.05)
+    kill_groups(procs)
+
+
+def kill_groups(procs: Sequence[ContainerProcess], wait: float = 5.0) -> None:
+    """SIGKILL every group and wait (bounded) until no process of them is left."""
+    for proc in procs:
+        proc.signal_group(signal.SIGKILL)
+    deadline = time.monotonic() + wait
+    left = list(procs)
+    while left and time.monotonic() < deadline:
+        for proc in left:
+            proc.poll()  # reap the leader, or its zombie keeps the group alive
+        left = [p for p in left if p.group_alive()]
+        if left:
+            time.sleep(0.02)
+    if left:
+        log.warning("processes still alive after SIGKILL: groups %s", ", ".join(str(p.pid) for p in left))

@@ -1,0 +1,271 @@
+"""``mxjob-controller local run``: submit jobs to a fresh local cluster, show them running, and end with their fate.
+
+    outcome = run_jobs(cluster, documents, RunOptions(logs=True, timeout=600), out=sys.stdout)
+    sys.exit(outcome.exit_code)      # 0 all succeeded, 1 one failed, 124 timed out, 130 interrupted
+
+Everything goes through the API server over HTTP, as kubectl would: the documents are created in order (a missing
+namespace is created first), then the MXJobs among them are watched until every one has succeeded, one has failed
+(fail fast: the others are stopped with the cluster), the time is up, or ``interrupt`` is set. Progress is a line per
+change (or, on a terminal, a block redrawn in place): each job's state and replica counts. With ``logs``, every
+container's output is streamed, each line prefixed by its pod. When a job fails, the last lines of each failed pod
+are printed; they are read from the kubelet's files, which outlive the pods that the job's cleanPodPolicy removes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from mxjob_controller.local.cluster import LocalCluster
+from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, Resource, TransportError
+
+log = logging.getLogger(__name__)
+
+MXJOBS = Resource("kubeflow.org", "v1", "mxjobs", kind="MXJob")
+SUCCEEDED, FAILED, TIMED_OUT, INTERRUPTED = 0, 1, 124, 130
+_POLL = 0.25          # seconds between looks at the jobs
+_TAIL = 20            # log lines shown of each failed pod
+_LOG_READ_TIMEOUT = 24 * 3600.0   # a followed log may be silent long: it ends with its container or the cluster
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    logs: bool = False              # stream every container's output
+    timeout: float | None = None    # seconds; None: no limit
+    interactive: bool = False       # redraw the progress block in place (a terminal)
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    message: str = ""
+    jobs: dict[str, str] = field(default_factory=dict)   # namespace/name → final state
+
+
+class SubmitError(Exception):
+    """A document the API server refused: the message names it and says why."""
+
+
+def submit(client: Client, docs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Create every document in order; the (namespace, name) of the MXJobs among them."""
+    jobs: list[tuple[str, str]] = []
+    made_namespaces: set[str] = set()
+    for doc in docs:
+        kind, meta = doc.get("kind") or "", doc.get("metadata") or {}
+        api_version = doc.get("apiVersion") or ""
+        resource = _resource_for(client, api_version, kind)
+        namespace = (meta.get("namespace") or "default") if resource.namespaced else None
+        if namespace and namespace not in made_namespaces:
+            try:
+                client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            except AlreadyExists:
+                pass
+            made_namespaces.add(namespace)
+        what = f"{kind} {(namespace + '/') if namespace else ''}{meta.get('name') or meta.get('generateName') or ''}"
+        try:
+            created = client.create(resource, doc, namespace)
+        except ApiError as e:
+            raise SubmitError(f"{what}: {_api_message(e)}") from None
+        if kind == "MXJob":
+            jobs.append((namespace or "default", created["metadata"]["name"]))
+    return jobs
+
+
+def _resource_for(client: Client, api_version: str, kind: str) -> Resource:
+    """The resource serving ``kind`` in ``api_version``, from discovery (as kubectl finds it)."""
+    group, _, version = api_version.rpartition("/")
+    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    try:
+        listing = client.request("GET", path)
+    except ApiError:
+        listing = None
+    for entry in (listing or {}).get("resources") or []:
+        if entry.get("kind") == kind and "/" not in entry.get("name", ""):
+            return Resource(group, version, entry["name"], namespaced=bool(entry.get("namespaced")), kind=kind)
+    raise SubmitError(f'no matches for kind "{kind}" in version "{api_version}": the local cluster serves no such '
+                      "resource")
+
+
+def _api_message(e: ApiError) -> str:
+    status = getattr(e, "status", None) or {}
+    message = status.get("message") if isinstance(status, dict) else None
+    return message or str(e)
+
+
+class _LogStreams:
+    """One named thread per started container, copying its output to ``out`` with the pod's name in front."""
+
+    def __init__(self, client: Client, write: Callable[[str], None], stop: threading.Event) -> None:
+        self._client, self._write, self._stop = client, write, stop
+        self._seen: set[tuple[str, str, int]] = set()
+        self._threads: list[threading.Thread] = []
+
+    def follow_new(self, pods: Sequence[dict[str, Any]]) -> None:
+        for pod in pods:
+            meta = pod["metadata"]
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+                if "running" not in (cs.get("state") or {}) and "terminated" not in (cs.get("state") or {}):
+                    continue
+                key = (meta["uid"], cs["name"], cs.get("restartCount") or 0)
+                if key in self._seen:
+                    continue
+                self._seen.add(key)
+                thread = threading.Thread(target=self._copy, args=(meta["namespace"], meta["name"], cs["name"]),
+                                          name=f"logs-{meta['name']}-{cs['name']}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    def _copy(self, namespace: str, pod: str, container: str) -> None:
+        path = PODS.path(namespace, pod, "log")
+        try:
+            resp = self._client.stream(path, query={"container": container, "follow": "true"},
+                                       read_timeout=_LOG_READ_TIMEOUT)
+        except (ApiError, TransportError) as e:
+            log.debug("logs of %s/%s: %s", pod, container, e)
+            return
+        try:
+            pending = b""
+            for chunk in resp.stream(4096):
+                pending += chunk
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    self._write(f"[{pod}] {line.decode('utf-8', 'replace')}")
+                if self._stop.is_set():
+                    return
+            if pending:
+                self._write(f"[{pod}] {pending.decode('utf-8', 'replace')}")
+        except Exception as e:  # the stream ends with the cluster: nothing to report
+            log.debug("log stream of %s/%s ended: %s", pod, container, e)
+        finally:
+            resp.release_conn()
+
+    def join(self, timeout: float) -> None:
+        end = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, end - time.monotonic()))
+
+
+def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[tuple[str, str]], options: RunOptions,
+             out: TextIO, interrupt: threading.Event) -> Outcome:
+    """Follow ``jobs`` until they all succeed, one fails, the timeout passes or ``interrupt`` is set."""
+    start = time.monotonic()
+    lock = threading.Lock()
+    drawn = [0]   # lines of the progress block on screen (interactive)
+
+    def write(line: str) -> None:
+        with lock:
+            if options.interactive and drawn[0]:
+                out.write(f"\x1b[{drawn[0]}F\x1b[J")
+                drawn[0] = 0
+            out.write(line + "\n")
+            out.flush()
+
+    stop_logs = threading.Event()
+    streams = _LogStreams(client, write, stop_logs) if options.logs else None
+    shown: dict[str, str] = {}
+    failed_pods: dict[str, dict[str, Any]] = {}   # uid → pod, every pod seen failing
+    try:
+        while True:
+            states = {f"{ns}/{name}": _job_state(client, ns, name) for ns, name in jobs}
+            pods = _pods(client, jobs)
+            for pod in pods:
+                if _failing(pod):
+                    failed_pods[pod["metadata"]["uid"]] = pod
+            if streams is not None:
+                streams.follow_new(pods)
+            elapsed = time.monotonic() - start
+            lines = {key: f"{key}  {state['summary']}" for key, state in states.items()}
+            if options.interactive:
+                with lock:
+                    if drawn[0]:
+                        out.write(f"\x1b[{drawn[0]}F\x1b[J")
+                    block = [f"[{elapsed:6.1f}s] {line}" for line in lines.values()]
+                    out.write("\n".join(block) + "\n")
+                    out.flush()
+                    drawn[0] = len(block)
+            else:
+                for key, line in lines.items():
+                    if shown.get(key) != line:
+                        write(f"[{elapsed:6.1f}s] {line}")
+            shown = lines
+            failed = [(key, s) for key, s in states.items() if s["state"] == "Failed"]
+            if failed:
+                key, state = failed[0]
+                _report_failure(cluster, write, key, state, failed_pods.values())
+                return Outcome(FAILED, state["message"], {k: s["state"] for k, s in states.items()})
+            if all(s["state"] == "Succeeded" for s in states.values()):
+                write(f"all {len(states)} job(s) succeeded in {elapsed:.1f}s")
+                return Outcome(SUCCEEDED, "", {k: s["state"] for k, s in states.items()})
+            if options.timeout is not None and elapsed >= options.timeout:
+                pending = ", ".join(f"{k} ({s['state']})" for k, s in states.items() if s["state"] != "Succeeded")
+                message = f"timed out after {options.timeout:g}s: not finished: {pending}"
+                write(message)
+                return Outcome(TIMED_OUT, message, {k: s["state"] for k, s in states.items()})
+            if interrupt.wait(_POLL):
+                write("interrupted: stopping the local cluster")
+                return Outcome(INTERRUPTED, "interrupted", {k: s["state"] for k, s in states.items()})
+    finally:
+        stop_logs.set()
+        if streams is not None:
+            streams.join(1.0)
+
+
+def _job_state(client: Client, namespace: str, name: str) -> dict[str, str]:
+    try:
+        job = client.get(MXJOBS, name, namespace)
+    except ApiError as e:
+        return {"state": "Failed" if getattr(e, "code", 0) == 404 else "Unknown",
+                "summary": f"cannot be read: {_api_message(e)}", "message": f"MXJob {name}: {_api_message(e)}"}
+    status = job.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
+    state = next((t for t in ("Failed", "Succeeded", "Suspended", "Restarting", "Running", "Created")
+                  if t in conditions), "Pending")
+    counts = status.get("replicaStatuses") or {}
+    replicas = " · ".join(f"{rtype} " + (" ".join(f"{n} {what}" for what in ("active", "succeeded", "failed")
+                                                  if (n := (counts.get(rtype) or {}).get(what))) or "pending")
+                          for rtype in counts) or "no pods yet"
+    message = (conditions.get(state) or {}).get("message") or ""
+    return {"state": state, "summary": f"{state:<10} {replicas}", "message": message}
+
+
+def _pods(client: Client, jobs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = []
+    for namespace in sorted({ns for ns, _ in jobs}):
+        names = ",".join(sorted({name for ns, name in jobs if ns == namespace}))
+        try:
+            pods += client.list(PODS, namespace, label_selector=f"training.kubeflow.org/job-name in ({names})")["items"]
+        except (ApiError, TransportError):
+            pass
+    return pods
+
+
+def _failing(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") == "Failed":
+        return True
+    for cs in status.get("containerStatuses") or []:
+        for state in (cs.get("state") or {}, cs.get("lastState") or {}):
+            if (state.get("terminated") or {}).get("exitCode", 0) != 0:
+                return True
+    return False
+
+
+def _report_failure(cluster: LocalCluster, write: Callable[[str], None], key: str, state: dict[str, str],
+                    pods: Any) -> None:
+    write(f"{key} failed: {state['message']}")
+    kubelet = cluster.kubelet
+    for pod in pods:
+        meta = pod["metadata"]
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            ended = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated") or {}
+            if not ended.get("exitCode"):
+                continue
+            write(f"--- pod {meta['name']} container {cs['name']} exited with {ended['exitCode']} "
+                  f"({ended.get('reason', '')}); its last lines:")
+            lines = kubelet.logs.tail(meta["uid"], cs["name"], _TAIL) if kubelet is not None else []
+            for line in lines or ["(no output)"]:
+                write(f"[{meta['name']}] {line}")

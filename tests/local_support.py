@@ -1,0 +1,91 @@
+"""Helpers for tests of the local cluster: a :class:`LocalCluster` with its kubelet, pods whose containers are
+small Python scripts, and checks on real processes (a container's process group is the pid in its containerID)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from mxjob_controller.local.apiserver import ServerOptions
+from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
+from mxjob_controller.local.kubelet import KubeletOptions
+from tests.support import Kube, Kubectl, wait_for
+
+PYTHON = "python"  # found on PATH: the kubelet puts this project's interpreter first
+
+
+@contextmanager
+def local_cluster(tmp_path: Path, *, controller: bool = False, backoff: float = 0.3,
+                  job_ports: tuple[int, int] | None = None) -> Iterator[tuple[LocalCluster, Kube, Kubectl]]:
+    """A started local cluster (kubelet on; controller as asked), reached over HTTP by the client and kubectl."""
+    options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=controller, threadiness=2,
+                             job_ports=job_ports,
+                             kubelet_options=KubeletOptions(workdir=str(tmp_path), backoff_initial=backoff,
+                                                            stop_grace=1.0))
+    cluster = LocalCluster(options).start()
+    kube = Kube(cluster.server.url)
+    kubeconfig = cluster.server.write_kubeconfig(tmp_path / "kubeconfig")
+    try:
+        yield cluster, kube, Kubectl(kubeconfig, tmp_path / "kubectl-cache")
+    finally:
+        kube.close()
+        assert cluster.stop(20.0), "the local cluster did not stop cleanly"
+
+
+def script_pod(name: str, script: str, *, restart_policy: str = "Never", namespace: str = "default",
+               **spec: Any) -> dict[str, Any]:
+    """A pod whose one container ``main`` runs ``python -c script``."""
+    container = {"name": "main", "image": "python:3.11-slim", "command": [PYTHON, "-c", script]}
+    container.update(spec.pop("container", {}))
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"restartPolicy": restart_policy, "terminationGracePeriodSeconds": 5,
+                     "containers": [container], **spec}}
+
+
+def pod_path(name: str, namespace: str = "default") -> str:
+    return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+
+def get_pod(kube: Kube, name: str, namespace: str = "default") -> dict[str, Any] | None:
+    reply = kube.get(pod_path(name, namespace))
+    return reply.body if reply.ok else None
+
+
+def wait_phase(kube: Kube, name: str, *phases: str, timeout: float = 30.0) -> dict[str, Any]:
+    def reached() -> dict[str, Any] | None:
+        pod = get_pod(kube, name)
+        return pod if pod and (pod.get("status") or {}).get("phase") in phases else None
+    return wait_for(reached, timeout=timeout, what=f"pod {name} in phase {'/'.join(phases)}")
+
+
+def container_status(pod: dict[str, Any], container: str = "main") -> dict[str, Any]:
+    return next(c for c in pod["status"].get("containerStatuses") or [] if c["name"] == container)
+
+
+def group_of(pod: dict[str, Any], container: str = "main") -> int:
+    """The process group of a running container (its leader's pid, from the containerID)."""
+    return int(container_status(pod, container)["containerID"].removeprefix("process://"))
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+assert sys.executable  # the kubelet's PATH starts with this interpreter's folder

@@ -1,0 +1,159 @@
+"""The whole local cluster: MXJobs run through the real controller and the local kubelet, jobs side by side get
+scheduler ports of their own, deleting a job kills its processes, and ``local up`` leaves no process behind when it
+stops."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import yaml
+
+from mxjob_controller.local.job_ports import ANNOTATION
+from tests.local_support import group_alive, group_of, local_cluster
+from tests.run_process import clean_env
+from tests.support import Kube, Kubectl, wait_for
+
+pytestmark = pytest.mark.slow
+
+# A DMLC-style rendezvous without MXNet: the scheduler listens on DMLC_PS_ROOT_PORT (on every address, as ps-lite
+# does) until every server and worker has said hello through DMLC_PS_ROOT_URI; everyone exits 0 once it has.
+RENDEZVOUS = """
+import os, socket, sys, time
+role, root, port = os.environ["DMLC_ROLE"], os.environ["DMLC_PS_ROOT_URI"], int(os.environ["DMLC_PS_ROOT_PORT"])
+if role == "scheduler":
+    expected = int(os.environ["DMLC_NUM_SERVER"]) + int(os.environ["DMLC_NUM_WORKER"])
+    listener = socket.create_server(("", port))
+    for _ in range(expected):
+        conn, _addr = listener.accept()
+        print("hello from", conn.recv(100).decode(), flush=True)
+        conn.sendall(b"ok")
+        conn.close()
+    sys.exit(0)
+deadline = time.time() + 60
+while True:
+    try:
+        with socket.create_connection((root, port), timeout=5) as conn:
+            conn.sendall(f"{role} {os.environ.get('DMLC_WORKER_ID', '')}".encode())
+            sys.exit(0 if conn.recv(2) == b"ok" else 1)
+    except OSError:
+        if time.time() > deadline:
+            raise
+        time.sleep(0.1)
+"""
+
+SLEEPER = ("import subprocess, sys, time\n"
+           "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+           "print('up', flush=True)\ntime.sleep(300)\n")
+
+
+def mxjob(name: str, script: str, *, workers: int = 2, servers: int = 1, port: int | None = None) -> dict[str, Any]:
+    def replica(count: int) -> dict[str, Any]:
+        container: dict[str, Any] = {"name": "mxnet", "image": "mxnet/python:1.9.1",
+                                     "command": ["python", "-c", script]}
+        if port is not None:
+            container["ports"] = [{"name": "mxjob-port", "containerPort": port}]
+        return {"replicas": count, "restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"jobMode": "MXTrain", "runPolicy": {"cleanPodPolicy": "None"},
+                     "mxReplicaSpecs": {"Scheduler": replica(1), "Server": replica(servers),
+                                        "Worker": replica(workers)}}}
+
+
+def job_path(name: str) -> str:
+    return f"/apis/kubeflow.org/v1/namespaces/default/mxjobs/{name}"
+
+
+def condition(kube: Kube, name: str, ctype: str) -> bool:
+    status = kube.get(job_path(name)).body.get("status") or {}
+    return any(c["type"] == ctype and c["status"] == "True" for c in status.get("conditions") or [])
+
+
+def job_pods(kube: Kube, name: str) -> list[dict[str, Any]]:
+    return kube.get("/api/v1/namespaces/default/pods",
+                    labelSelector=f"training.kubeflow.org/job-name={name}").body["items"]
+
+
+def all_running(kube: Kube, name: str, count: int) -> list[dict[str, Any]] | None:
+    pods = job_pods(kube, name)
+    return pods if len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods) else None
+
+
+def test_jobs_side_by_side_each_get_their_own_scheduler_port(tmp_path):
+    with local_cluster(tmp_path, controller=True, job_ports=(21000, 21999)) as (_cluster, kube, kubectl):
+        for name in ("first", "second"):
+            assert kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", mxjob(name, RENDEZVOUS)).ok
+        explicit = mxjob("explicit", RENDEZVOUS, workers=1, port=22345)
+        assert kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", explicit).ok
+        for name in ("first", "second", "explicit"):
+            wait_for(lambda n=name: condition(kube, n, "Succeeded") or condition(kube, n, "Failed"), timeout=90,
+                     what=f"job {name} finished")
+            assert condition(kube, name, "Succeeded"), kubectl.run("describe", "mxjob", name).stdout
+        ports = {}
+        for name in ("first", "second"):
+            job = kube.get(job_path(name)).body
+            assigned = dict(item.split("=") for item in job["metadata"]["annotations"][ANNOTATION].split(","))
+            assert set(assigned) == {"Scheduler", "Server", "Worker"}
+            ports[name] = int(assigned["Scheduler"])
+            container = job["spec"]["mxReplicaSpecs"]["Scheduler"]["template"]["spec"]["containers"][0]
+            assert {"name": "mxjob-port", "containerPort": ports[name]} in [
+                {k: p[k] for k in ("name", "containerPort")} for p in container["ports"]]
+            hello = kubectl.ok("logs", f"{name}-scheduler-0")
+            assert sorted(hello.split("\n")[:-1]) == ["hello from server ", "hello from worker 0",
+                                                      "hello from worker 1"]
+        assert ports["first"] != ports["second"] and all(21000 <= p <= 21999 for p in ports.values())
+        explicit_job = kube.get(job_path("explicit")).body
+        assert ANNOTATION not in (explicit_job["metadata"].get("annotations") or {})
+        assert "DMLC_PS_ROOT_PORT" in kubectl.ok("get", "pod", "explicit-worker-0", "-o", "json")
+        env = kubectl.json("get", "pod", "explicit-worker-0")["spec"]["containers"][0]["env"]
+        assert {"name": "DMLC_PS_ROOT_PORT", "value": "22345"} in env
+
+
+def test_deleting_the_mxjob_kills_its_processes(tmp_path):
+    with local_cluster(tmp_path, controller=True) as (_cluster, kube, _kubectl):
+        assert kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", mxjob("sleepy", SLEEPER)).ok
+        pods = wait_for(lambda: all_running(kube, "sleepy", 4), timeout=60, what="every pod running")
+        groups = [group_of(p, "mxnet") for p in pods]
+        assert all(group_alive(g) for g in groups)
+        assert kube.delete(job_path("sleepy")).ok
+        wait_for(lambda: not job_pods(kube, "sleepy"), timeout=60, what="the job's pods removed")
+        wait_for(lambda: not any(group_alive(g) for g in groups), timeout=10, what="every process gone")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_local_up_runs_a_job_and_leaves_no_process_when_it_stops(tmp_path, sig):
+    kubeconfig, output = tmp_path / "kubeconfig", tmp_path / "local-up.log"
+    with open(output, "w") as out:
+        up = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--port", "0",
+                               "--kubeconfig-out", str(kubeconfig)], stdout=out, stderr=subprocess.STDOUT,
+                              text=True, env=clean_env(), cwd=tmp_path)
+    try:
+        wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=60, what="local up's kubeconfig")
+        assert up.poll() is None, output.read_text()
+        kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache")
+        kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+        assert "Local cluster running: API server, MXJob controller, kubelet" in output.read_text()
+        kubectl.ok("create", "-f", "-", input=json.dumps(mxjob("tree", SLEEPER)))
+        pods = wait_for(lambda: all_running(kube, "tree", 4), timeout=60, what="every pod running")
+        wait_for(lambda: kubectl.ok("logs", "tree-worker-1") == "up\n", timeout=20, what="the worker's output")
+        groups = [group_of(p, "mxnet") for p in pods]
+        kube.close()
+    finally:
+        up.send_signal(sig)
+        up.wait(timeout=30)
+    assert up.returncode == 0, output.read_text()
+    assert not any(group_alive(g) for g in groups), "a container process outlived local up"
+    assert not kubeconfig.exists()
+
+
+def test_no_crds_needs_no_controller(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "mxjob_controller", "local", "up", "--no-crds",
+                          "--kubeconfig-out", str(tmp_path / "kc")], capture_output=True, text=True, timeout=60,
+                         check=False, env=clean_env())
+    assert run.returncode == 2 and "--no-controller" in run.stderr
+
+

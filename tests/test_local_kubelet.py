@@ -1,0 +1,264 @@
+"""The local kubelet on real processes: pods created over HTTP run as Python scripts, and what the API then says
+(phases, exit codes, restarts, deletion, logs through ``kubectl logs``) is what a kubelet would report."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.local_support import (
+    container_status,
+    get_pod,
+    group_alive,
+    group_of,
+    local_cluster,
+    pid_alive,
+    pod_path,
+    script_pod,
+    wait_phase,
+)
+from tests.support import wait_for
+
+pytestmark = pytest.mark.slow
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+@pytest.fixture
+def local(tmp_path):
+    with local_cluster(tmp_path) as parts:
+        yield parts
+
+
+def test_node_and_binding(local):
+    _cluster, kube, kubectl = local
+    node = kube.get("/api/v1/nodes/local").body
+    assert {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"] == "True"
+    assert node["status"]["addresses"][0] == {"type": "InternalIP", "address": "127.0.0.1"}
+    assert kube.post(PODS, script_pod("p", "print('hi')")).ok
+    pod = wait_phase(kube, "p", "Succeeded")
+    assert pod["spec"]["nodeName"] == "local"
+    assert {c["type"] for c in pod["status"]["conditions"]} >= {"PodScheduled", "Initialized", "Ready"}
+    # Binding a bound pod again is kube's conflict.
+    reply = kube.post(pod_path("p") + "/binding", {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+                                                    "target": {"kind": "Node", "name": "other"}})
+    assert reply.status == 409
+    assert reply.body["message"] == 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to ' \
+                                    'node "local"'
+    # A pod for another scheduler is left alone: Pending, unbound, and its logs are empty (no node, no log).
+    assert kube.post(PODS, script_pod("gang", "print('x')", schedulerName="volcano")).ok
+    assert kube.get(pod_path("gang")).body["status"]["phase"] == "Pending"
+    assert kubectl.run("logs", "gang").stdout == ""
+    assert not kube.get(pod_path("gang")).body["spec"].get("nodeName")
+
+
+@pytest.mark.parametrize(("script", "code", "reason", "phase"), [
+    ("print('done')", 0, "Completed", "Succeeded"),
+    ("import sys; sys.exit(3)", 3, "Error", "Failed"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", 137, "Error", "Failed"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", 143, "Error", "Failed"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", 139, "Error", "Failed"),
+])
+def test_exit_codes_and_signals_are_reported_exactly(local, script, code, reason, phase):
+    _cluster, kube, _kubectl = local
+    assert kube.post(PODS, script_pod("p", script)).ok
+    pod = wait_phase(kube, "p", "Succeeded", "Failed")
+    assert pod["status"]["phase"] == phase
+    ended = container_status(pod)["state"]["terminated"]
+    assert (ended["exitCode"], ended["reason"]) == (code, reason)
+    assert ended["startedAt"] <= ended["finishedAt"]
+    assert ended["containerID"].startswith("process://")
+    assert pod["status"]["podIP"] == "127.0.0.1" and pod["status"]["startTime"]
+    assert container_status(pod)["restartCount"] == 0
+
+
+FLAKY = """
+import pathlib, sys
+marker = pathlib.Path({marker!r})
+n = int(marker.read_text()) + 1 if marker.exists() else 1
+marker.write_text(str(n))
+print(f"attempt {{n}}", flush=True)
+sys.exit(0 if n >= {succeed_at} else 1)
+"""
+
+
+def test_on_failure_restarts_in_place_with_restart_count(local, tmp_path):
+    _cluster, kube, kubectl = local
+    marker = tmp_path / "attempts"
+    assert kube.post(PODS, script_pod("p", FLAKY.format(marker=str(marker), succeed_at=3),
+                                      restart_policy="OnFailure")).ok
+    pod = wait_phase(kube, "p", "Succeeded")
+    status = container_status(pod)
+    assert status["restartCount"] == 2 and marker.read_text() == "3"
+    assert status["state"]["terminated"]["exitCode"] == 0
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    assert kubectl.ok("logs", "p") == "attempt 3\n"
+    assert kubectl.ok("logs", "p", "--previous") == "attempt 2\n"
+
+
+def test_never_does_not_restart(local, tmp_path):
+    _cluster, kube, _kubectl = local
+    marker = tmp_path / "attempts"
+    assert kube.post(PODS, script_pod("p", FLAKY.format(marker=str(marker), succeed_at=3))).ok
+    pod = wait_phase(kube, "p", "Failed")
+    assert container_status(pod)["restartCount"] == 0 and marker.read_text() == "1"
+
+
+def test_always_restarts_with_crash_loop_back_off(tmp_path):
+    with local_cluster(tmp_path, backoff=5.0) as (_cluster, kube, _kubectl):
+        assert kube.post(PODS, script_pod("p", "print('bye')", restart_policy="Always")).ok
+
+        def backing_off():
+            pod = get_pod(kube, "p")
+            statuses = (pod or {}).get("status", {}).get("containerStatuses") or []
+            waiting = statuses[0]["state"].get("waiting") if statuses else None
+            return pod if waiting and waiting["reason"] == "CrashLoopBackOff" else None
+        pod = wait_for(backing_off, timeout=20, what="CrashLoopBackOff")
+        status = container_status(pod)
+        assert status["restartCount"] == 1  # the first restart is immediate, the second waits
+        assert status["state"]["waiting"]["message"].startswith("back-off 5s restarting failed container=main pod=p_")
+        assert status["lastState"]["terminated"]["reason"] == "Completed"
+        assert pod["status"]["phase"] == "Running"
+
+
+TREE = """
+import os, signal, subprocess, sys, time, pathlib
+{ignore}
+child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                          "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+                          "print(g.pid, flush=True); time.sleep(300)"], stdout=subprocess.PIPE, text=True)
+grandchild = int(child.stdout.readline())
+pathlib.Path({pids!r}).write_text(f"{{os.getpid()}} {{child.pid}} {{grandchild}}")
+print("tree up", flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("ignores_sigterm", [False, True])
+def test_graceful_deletion_kills_the_whole_process_tree(local, tmp_path, ignores_sigterm):
+    _cluster, kube, _kubectl = local
+    pids_file = tmp_path / "pids"
+    ignore = "signal.signal(signal.SIGTERM, signal.SIG_IGN)" if ignores_sigterm else ""
+    body = script_pod("tree", TREE.format(ignore=ignore, pids=str(pids_file)))
+    body["spec"]["terminationGracePeriodSeconds"] = 1
+    assert kube.post(PODS, body).ok
+    wait_for(pids_file.exists, timeout=20, what="the process tree")
+    pids = [int(p) for p in pids_file.read_text().split()]
+    assert all(pid_alive(p) for p in pids)
+    pgid = group_of(wait_phase(kube, "tree", "Running"))
+    started = time.monotonic()
+    assert kube.delete(pod_path("tree")).ok
+    wait_for(lambda: kube.get(pod_path("tree")).status == 404, timeout=20, what="the pod removed")
+    took = time.monotonic() - started
+    assert not any(pid_alive(p) for p in pids) and not group_alive(pgid)
+    if ignores_sigterm:
+        assert took >= 1.0, "SIGKILL came before the grace period ended"
+
+
+def test_logs_follow_previous_tail_and_waiting(local, tmp_path):
+    _cluster, kube, kubectl = local
+    gate = tmp_path / "gate"
+    counting = ("import time, pathlib\nfor i in range(5):\n    print(f'line {i}', flush=True)\n"
+                f"while not pathlib.Path({str(gate)!r}).exists():\n    time.sleep(0.05)\nprint('end', flush=True)\n")
+    assert kube.post(PODS, script_pod("p", counting)).ok
+    wait_for(lambda: "line 4" in kubectl.run("logs", "p").stdout, timeout=20, what="the running pod's output")
+    assert kubectl.ok("logs", "p", "--tail=2") == "line 3\nline 4\n"
+    follower = kubectl.popen("logs", "-f", "p")
+    time.sleep(0.3)  # let the follower attach before the output it must see is written
+    gate.touch()
+    out, err = follower.communicate(timeout=20)
+    assert follower.returncode == 0, err
+    assert out == "".join(f"line {i}\n" for i in range(5)) + "end\n"
+    previous = kubectl.run("logs", "p", "--previous")
+    assert previous.returncode != 0
+    assert 'previous terminated container "main" in pod "p" not found' in previous.stderr
+
+    # An app container behind an init container that has not finished is waiting to start.
+    body = script_pod("later", "print('main')")
+    wait_gate = f"import time, pathlib\nwhile not pathlib.Path({str(gate) + '2'!r}).exists(): time.sleep(0.05)"
+    body["spec"]["initContainers"] = [{"name": "init", "image": "busybox", "command": ["python", "-c", wait_gate]}]
+    assert kube.post(PODS, body).ok
+    wait_for(lambda: (get_pod(kube, "later") or {}).get("status", {}).get("initContainerStatuses"), timeout=20)
+    waiting = kubectl.run("logs", "later", "-c", "main")
+    assert waiting.returncode != 0
+    assert 'container "main" in pod "later" is waiting to start: PodInitializing' in waiting.stderr
+    Path(str(gate) + "2").touch()
+    wait_phase(kube, "later", "Succeeded")
+    assert kubectl.ok("logs", "later", "-c", "main") == "main\n"
+
+
+ENV = "import json, os, sys; print(json.dumps({'env': dict(os.environ), 'cwd': os.getcwd(), 'exe': sys.executable}))"
+
+
+def test_environment_as_a_kubelet_builds_it(local, tmp_path):
+    _cluster, kube, kubectl = local
+    assert kube.post("/api/v1/namespaces/default/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "db"},
+        "spec": {"clusterIP": "None", "ports": [{"port": 5432}]}}).ok
+    assert kube.post("/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"mode": "fast"}}).ok
+    body = script_pod("env", ENV, container={"workingDir": str(tmp_path), "env": [
+        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "GREETING", "value": "hi $(POD) $$(POD) $(UNKNOWN)"},
+        {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "mode"}}},
+        {"name": "DB", "value": "tcp://db:5432,db.default:1,db.default.svc.cluster.local:2,dbx:3,db-1:4"},
+        {"name": "OMP_NUM_THREADS", "value": "3"}]})
+    assert kube.post(PODS, body).ok
+    wait_phase(kube, "env", "Succeeded")
+    seen = json.loads(kubectl.ok("logs", "env"))
+    env = seen["env"]
+    assert (env["POD"], env["NODE"], env["IP"], env["HOSTNAME"]) == ("env", "local", "127.0.0.1", "env")
+    assert env["GREETING"] == "hi env $(POD) $(UNKNOWN)"
+    assert env["MODE"] == "fast" and env["OMP_NUM_THREADS"] == "3"
+    assert env["DB"] == "tcp://127.0.0.1:5432,127.0.0.1:1,127.0.0.1:2,dbx:3,db-1:4"
+    assert seen["cwd"] == str(tmp_path)
+    assert Path(seen["exe"]).parent == Path(env["PATH"].split(":")[0])
+
+    # No OMP_NUM_THREADS in the pod: one thread, every container sharing this machine's cores.
+    assert kube.post(PODS, script_pod("env2", ENV)).ok
+    wait_phase(kube, "env2", "Succeeded")
+    assert json.loads(kubectl.ok("logs", "env2"))["env"]["OMP_NUM_THREADS"] == "1"
+
+
+def test_containers_that_cannot_start_say_why(local):
+    _cluster, kube, _kubectl = local
+    body = script_pod("cfg", "print('ok')", container={"env": [
+        {"name": "X", "valueFrom": {"configMapKeyRef": {"name": "later", "key": "x"}}}]})
+    assert kube.post(PODS, body).ok
+
+    def waiting_reason(name):
+        pod = get_pod(kube, name) or {}
+        statuses = pod.get("status", {}).get("containerStatuses") or []
+        return statuses and statuses[0]["state"].get("waiting", {}).get("reason")
+    wait_for(lambda: waiting_reason("cfg") == "CreateContainerConfigError", timeout=20)
+    assert container_status(get_pod(kube, "cfg"))["state"]["waiting"]["message"] == 'configmap "later" not found'
+    assert kube.post("/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"}, "data": {"x": "1"}}).ok
+    wait_phase(kube, "cfg", "Succeeded", timeout=30)
+
+    no_command = script_pod("nocmd", "")
+    del no_command["spec"]["containers"][0]["command"]
+    assert kube.post(PODS, no_command).ok
+    wait_for(lambda: waiting_reason("nocmd") == "CreateContainerError", timeout=20)
+    assert "has no command" in container_status(get_pod(kube, "nocmd"))["state"]["waiting"]["message"]
+
+    missing = script_pod("noexe", "", container={"command": ["no-such-program-here"]})
+    assert kube.post(PODS, missing).ok
+    pod = wait_phase(kube, "noexe", "Failed")
+    ended = container_status(pod)["state"]["terminated"]
+    assert (ended["exitCode"], ended["reason"]) == (128, "StartError")
+    assert "no-such-program-here" in ended["message"]
+
+
+def test_pod_active_deadline(local):
+    _cluster, kube, _kubectl = local
+    assert kube.post(PODS, script_pod("slow", "import time; time.sleep(60)", activeDeadlineSeconds=1)).ok
+    pod = wait_phase(kube, "slow", "Failed", timeout=20)
+    assert pod["status"]["reason"] == "DeadlineExceeded"
+    assert container_status(pod)["state"]["terminated"]["exitCode"] == 128 + signal.SIGTERM

@@ -1,0 +1,117 @@
+"""The local kubelet's pure rules, table-tested: the pod phase from container statuses (the kubelet's getPhase), and
+a container's environment (order, ``$(VAR)`` expansion, the downward API, Service names on one machine)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mxjob_controller.local.kubelet.container_env import (
+    ContainerConfigError,
+    container_argv,
+    container_env,
+    expand,
+    rewrite_service_hosts,
+)
+from mxjob_controller.local.kubelet.pod_status import conditions, phase
+
+RUN = {"state": {"running": {"startedAt": "t"}}}
+OK = {"state": {"terminated": {"exitCode": 0}}}
+BAD = {"state": {"terminated": {"exitCode": 1}}}
+WAIT = {"state": {"waiting": {"reason": "ContainerCreating"}}}
+BACKOFF = {"state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 1}}}
+
+
+@pytest.mark.parametrize(("policy", "init", "app", "terminal", "expected"), [
+    ("Never", [], [WAIT], False, "Pending"),
+    ("Never", [], [RUN, WAIT], False, "Pending"),
+    ("Never", [], [RUN, OK], False, "Running"),
+    ("Never", [], [OK, OK], False, "Succeeded"),
+    ("Never", [], [OK, BAD], False, "Failed"),
+    ("OnFailure", [], [OK, BAD], False, "Running"),     # the failed one restarts
+    ("OnFailure", [], [OK, OK], False, "Succeeded"),
+    ("Always", [], [OK, OK], False, "Running"),          # everything restarts
+    ("Always", [], [BACKOFF], False, "Running"),
+    ("Never", [RUN], [WAIT], False, "Pending"),
+    ("Never", [BAD], [WAIT], False, "Failed"),           # a failed init container fails a Never pod
+    ("OnFailure", [BACKOFF], [WAIT], False, "Pending"),  # ... and is retried otherwise
+    ("OnFailure", [OK], [RUN], False, "Running"),
+    ("Always", [], [OK, BAD], True, "Failed"),           # stopped for good: nothing restarts
+    ("Always", [], [OK, OK], True, "Succeeded"),
+    ("OnFailure", [BAD], [WAIT], True, "Failed"),
+])
+def test_phase(policy, init, app, terminal, expected):
+    assert phase(policy, init, app, terminal) == expected
+
+
+def test_conditions_keep_their_transition_time():
+    app = [{"name": "a", "ready": True}]
+    first = conditions("Running", [], app, [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "t0"}],
+                       "t1")
+    assert [c["type"] for c in first] == ["PodScheduled", "PodReadyToStartContainers", "Initialized", "Ready",
+                                          "ContainersReady"]
+    again = conditions("Running", [], app, first, "t2")
+    assert {c["lastTransitionTime"] for c in again[1:]} == {"t1"}
+    done = conditions("Succeeded", [], [{"name": "a", "ready": False}], again, "t3")
+    ready = next(c for c in done if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"], ready["lastTransitionTime"]) == ("False", "PodCompleted", "t3")
+
+
+POD = {"metadata": {"name": "job-worker-0", "namespace": "team", "uid": "u1", "labels": {"a": "1"}},
+       "spec": {"nodeName": "local", "serviceAccountName": "sa"}}
+SERVICES = {("team", "job-scheduler-0"), ("team", "job-worker-1"), ("other", "db")}
+
+
+def known(namespace: str, name: str) -> bool:
+    return (namespace, name) in SERVICES
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("job-scheduler-0", "127.0.0.1"),
+    ("JOB-SCHEDULER-0", "127.0.0.1"),
+    ("job-scheduler-0.team", "127.0.0.1"),
+    ("job-scheduler-0.team.svc", "127.0.0.1"),
+    ("job-scheduler-0.team.svc.cluster.local", "127.0.0.1"),
+    ("http://job-scheduler-0:9091/x", "http://127.0.0.1:9091/x"),
+    ('{"url":"job-worker-1","port":1}', '{"url":"127.0.0.1","port":1}'),
+    ("job-worker-10", "job-worker-10"),            # a longer name is another name
+    ("xjob-worker-1", "xjob-worker-1"),
+    ("job-worker-1.other", "job-worker-1.other"),  # no such service in namespace other
+    ("db", "db"),                                  # db is in another namespace: not by its bare name
+    ("db.other.svc.cluster.local:5432", "127.0.0.1:5432"),
+    ("job-scheduler-0.team.svc.cluster.example", "job-scheduler-0.team.svc.cluster.example"),
+])
+def test_service_names_become_the_loopback(value, expected):
+    assert rewrite_service_hosts(value, "team", known) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("$(A)-$(B)", "1-$(B)"), ("$$(A)", "$(A)"), ("$$$(A)", "$1"), ("$A $(A", "$A $(A"), ("", ""),
+])
+def test_expand(value, expected):
+    assert expand(value, {"A": "1"}) == expected
+
+
+def test_env_order_sources_and_errors():
+    container = {"name": "mxnet", "command": ["run", "$(ROLE)"], "args": ["--id=$(IDX)"],
+                 "envFrom": [{"configMapRef": {"name": "cm"}, "prefix": "CM_"}],
+                 "env": [{"name": "ROLE", "value": "worker"},
+                         {"name": "IDX", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['a']"}}},
+                         {"name": "SCHED", "value": "job-scheduler-0"},
+                         {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+                         {"name": "OPT", "valueFrom": {"secretKeyRef": {"name": "nope", "key": "k",
+                                                                        "optional": True}}},
+                         {"name": "CM_K", "value": "override $(CM_K)"}]}
+
+    def lookup(kind, namespace, name):
+        return {"kind": "ConfigMap", "data": {"K": "v"}} if (kind, name) == ("ConfigMap", "cm") else None
+    env = container_env(POD, container, {"PATH": "/bin", "ROLE": "base"}, lookup=lookup, known_service=known,
+                        node_allocatable={"cpu": "2"})
+    assert env["ROLE"] == "worker" and env["IDX"] == "1" and env["SCHED"] == "127.0.0.1"
+    assert env["CPU"] == "2" and "OPT" not in env and env["CM_K"] == "override v"
+    assert env["PATH"] == "/bin" and env["OMP_NUM_THREADS"] == "1"
+    assert container_argv(container, env) == ["run", "worker", "--id=1"]
+    missing = {"name": "c", "env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}
+    with pytest.raises(ContainerConfigError, match='secret "s" not found'):
+        container_env(POD, missing, {}, lookup=lookup, known_service=known)
+    with pytest.raises(ContainerConfigError, match="has no command"):
+        container_argv({"name": "c", "args": ["x"]}, {})

@@ -1,0 +1,154 @@
+"""``mxjob-controller local run`` as a user runs it, on real processes: the real MXNet example (and its failing and
+restarted variants), the MXTune example, and its exit codes (0, 1, 2, 124, 130) with no process left behind."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.local_support import group_alive, pid_alive
+from tests.run_process import clean_env
+from tests.support import wait_for
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+DIGITS = ROOT / "examples" / "mxnet-digits" / "mxjob.yaml"
+MXTUNE = ROOT / "examples" / "mxtune" / "mxjob.yaml"
+ACCURACY = re.compile(r"^\[mxnet-digits-worker-(\d)\] epoch (\d+) test-accuracy ([0-9.]+)$", re.M)
+
+
+def local_run(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mxjob_controller", "local", "run", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, check=False, env=clean_env())
+
+
+def digits_job(tmp_path: Path, **env: str) -> Path:
+    """The example with extra environment on its workers, written to a file of the test's own."""
+    job = yaml.safe_load(DIGITS.read_text())
+    container = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["env"] = [e for e in container.get("env", []) if e["name"] not in env] + \
+        [{"name": k, "value": v} for k, v in env.items()]
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job))
+    return path
+
+
+def final_line(out: str, job: str) -> str:
+    return [line for line in out.splitlines() if f"default/{job} " in line][-1]
+
+
+def test_the_real_mxnet_example_trains_to_90_percent():
+    run = local_run("--logs", "--timeout", "240", str(DIGITS))
+    assert run.returncode == 0, run.stdout + run.stderr
+    epochs = ACCURACY.findall(run.stdout)
+    assert {w for w, _e, _a in epochs} == {"0", "1"}, run.stdout
+    last = {w: float(a) for w, e, a in epochs if e == "10"}
+    assert len(last) == 2 and min(last.values()) >= 0.9, run.stdout
+    assert "Succeeded  Scheduler 1 succeeded · Server 1 succeeded · Worker 2 succeeded" in \
+        final_line(run.stdout, "mxnet-digits")
+    assert "all 1 job(s) succeeded" in run.stdout
+
+
+def test_a_worker_that_exits_1_fails_the_job_and_is_named(tmp_path):
+    run = local_run("--timeout", "240", str(digits_job(tmp_path, FAIL_WORKER_ID="1")))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "default/mxnet-digits failed: MXJob mxnet-digits has failed because 1 Worker replica(s) failed: " \
+           "mxnet-digits-worker-1 exited with code 1" in run.stdout
+    assert "--- pod mxnet-digits-worker-1 container mxnet exited with 1 (Error); its last lines:" in run.stdout
+    assert "[mxnet-digits-worker-1] worker 1 exits 1 (FAIL_WORKER_ID)" in run.stdout
+
+
+def test_exit_code_policy_restarts_a_killed_worker_and_the_job_succeeds(tmp_path):
+    marker = tmp_path / "crashed-once"
+    run = local_run("--logs", "--timeout", "240", str(digits_job(tmp_path, CRASH_ONCE_MARKER=str(marker), EPOCHS="3",
+                                                                  MIN_ACCURACY="0.8")))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert marker.exists(), "the worker never crashed"
+    assert "Restarting" in run.stdout  # the job went through the Restarting condition
+    assert "Succeeded  Scheduler 1 succeeded · Server 1 succeeded · Worker 2 succeeded" in \
+        final_line(run.stdout, "mxnet-digits")
+
+
+def test_the_mxtune_example():
+    run = local_run("--logs", "--timeout", "120", str(MXTUNE))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "[mxtune-tuner-0] best configuration: tile 12 (cost 1.0)" in run.stdout
+    assert "[mxtune-tunerserver-0] registered with the tracker at 127.0.0.1:" in run.stdout
+    assert "Succeeded  TunerTracker 1 succeeded · TunerServer 1 succeeded · Tuner 1 succeeded" in \
+        final_line(run.stdout, "mxtune")
+
+
+def sleeper_job(tmp_path: Path) -> Path:
+    """Two pods that start a child each and record both pids, then sleep."""
+    script = ("import os, subprocess, sys, time, pathlib\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+              f"pathlib.Path({str(tmp_path)!r}, os.environ['HOSTNAME']).write_text(f'{{os.getpid()}} {{child.pid}}')\n"
+              "time.sleep(300)\n")
+    replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
+        {"name": "mxnet", "image": "python:3.11-slim", "command": ["python", "-c", script]}]}}}
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "sleepy"},
+           "spec": {"mxReplicaSpecs": {"Scheduler": replica, "Worker": replica}}}
+    path = tmp_path / "sleepy.json"
+    path.write_text(json.dumps(job))
+    return path
+
+
+def recorded_pids(tmp_path: Path) -> list[int]:
+    return [int(p) for name in ("sleepy-scheduler-0", "sleepy-worker-0") if (tmp_path / name).exists()
+            for p in (tmp_path / name).read_text().split()]
+
+
+def test_timeout_exits_124_and_stops_everything(tmp_path):
+    started = time.monotonic()
+    run = local_run("--timeout", "4", str(sleeper_job(tmp_path)))
+    assert run.returncode == 124, run.stdout + run.stderr
+    assert "timed out after 4s: not finished: default/sleepy (Running)" in run.stdout
+    assert time.monotonic() - started < 60
+    pids = recorded_pids(tmp_path)
+    assert len(pids) == 4 and not any(pid_alive(p) for p in pids)
+
+
+def test_ctrl_c_exits_130_with_no_orphans(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "run", str(sleeper_job(tmp_path))],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    try:
+        wait_for(lambda: len(recorded_pids(tmp_path)) == 4 or proc.poll() is not None, timeout=60,
+                 what="both pods running")
+        pids = recorded_pids(tmp_path)
+        assert all(pid_alive(p) for p in pids)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in out
+    assert not any(pid_alive(p) for p in pids)
+    assert not any(group_alive(p) for p in pids[::2])
+
+
+@pytest.mark.parametrize(("args", "code", "says"), [
+    (("no-such-file.yaml",), 2, "does not exist"),
+    ((), 2, "Missing argument"),
+])
+def test_usage_errors_exit_2(args, code, says):
+    run = local_run(*args, timeout=60)
+    assert run.returncode == code and says in run.stderr
+
+
+def test_an_invalid_job_is_refused_with_the_field_named(tmp_path):
+    bad: dict[str, Any] = yaml.safe_load(DIGITS.read_text())
+    bad["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = -1
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    run = local_run(str(path), timeout=60)
+    assert run.returncode == 1
+    assert "MXJob default/mxnet-digits:" in run.stderr and "spec.mxReplicaSpecs.Worker.replicas" in run.stderr
