@@ -20,11 +20,12 @@ PYTHON = "python"  # found on PATH: the kubelet puts this project's interpreter 
 
 @contextmanager
 def local_cluster(tmp_path: Path, *, controller: bool = False, backoff: float = 0.3,
-                  job_ports: tuple[int, int] | None = None) -> Iterator[tuple[LocalCluster, Kube, Kubectl]]:
+                  job_ports: tuple[int, int] | None = None,
+                  workdir: Path | None = None) -> Iterator[tuple[LocalCluster, Kube, Kubectl]]:
     """A started local cluster (kubelet on; controller as asked), reached over HTTP by the client and kubectl."""
     options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=controller, threadiness=2,
                              job_ports=job_ports,
-                             kubelet_options=KubeletOptions(workdir=str(tmp_path), backoff_initial=backoff,
+                             kubelet_options=KubeletOptions(workdir=str(workdir or tmp_path), backoff_initial=backoff,
                                                             stop_grace=1.0))
     cluster = LocalCluster(options).start()
     kube = Kube(cluster.server.url)

@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,6 +112,28 @@ def test_jobs_side_by_side_each_get_their_own_scheduler_port(tmp_path):
         assert "DMLC_PS_ROOT_PORT" in kubectl.ok("get", "pod", "explicit-worker-0", "-o", "json")
         env = kubectl.json("get", "pod", "explicit-worker-0")["spec"]["containers"][0]["env"]
         assert {"name": "DMLC_PS_ROOT_PORT", "value": "22345"} in env
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_two_real_mxnet_jobs_at_once_both_succeed(tmp_path):
+    """Real ps-lite on one machine: 1 scheduler, 1 server, 2 workers (dist_sync) per job, two jobs side by side."""
+    example = yaml.safe_load((ROOT / "examples" / "mxnet-digits" / "mxjob.yaml").read_text())
+    with local_cluster(tmp_path, controller=True, job_ports=(23000, 23999), workdir=ROOT) as (_c, kube, kubectl):
+        for name in ("digits-a", "digits-b"):
+            job = json.loads(json.dumps(example))
+            job["metadata"]["name"] = name
+            worker = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+            worker["env"] = [{"name": "EPOCHS", "value": "3"}, {"name": "MIN_ACCURACY", "value": "0.8"}]
+            assert kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", job).ok
+        for name in ("digits-a", "digits-b"):
+            wait_for(lambda n=name: condition(kube, n, "Succeeded") or condition(kube, n, "Failed"), timeout=180,
+                     what=f"job {name} finished")
+            assert condition(kube, name, "Succeeded"), kubectl.run("logs", f"{name}-worker-0").stdout
+            assert "epoch 3 test-accuracy" in kubectl.ok("logs", f"{name}-worker-1")
+            counts = kube.get(job_path(name)).body["status"]["replicaStatuses"]
+            assert counts == {"Scheduler": {"succeeded": 1}, "Server": {"succeeded": 1}, "Worker": {"succeeded": 2}}
 
 
 def test_deleting_the_mxjob_kills_its_processes(tmp_path):

@@ -3,18 +3,26 @@
 The controller injects the ``DMLC_*`` variables (role, scheduler address, server and worker counts) and MXNet's
 parameter-server layer (ps-lite) reads them. Scheduler and Server pods need no code of their own: when
 ``DMLC_ROLE`` is ``scheduler`` or ``server``, ``import mxnet`` itself starts that ps-lite node, serves until every
-worker has finished, and then exits the process with status 0 (``mxnet/kvstore/kvstore_server.py``). Only Workers
-run the training below.
+worker has shut its kvstore down, and then exits the process with status 0 (``mxnet/kvstore/kvstore_server.py``),
+whatever the workers' own exit statuses turn out to be. Only Workers run the training below. If any process dies
+mid-job, the others block forever: ps-lite never gives up on a missing peer.
 
 Environment:
   EPOCHS        passes over each worker's shard (default 10; tests use fewer)
   MIN_ACCURACY  final test accuracy below which a worker exits 1 (default 0.9)
   KVSTORE       kvstore type (default ``dist_sync``; ``local`` runs a single process without a scheduler)
+
+Two switches show the controller's restart policies on a real job (the project's tests use them):
+  FAIL_WORKER_ID      the worker with this DMLC_WORKER_ID exits 1 at start: a permanent failure fails the job
+  CRASH_ONCE_MARKER   a file path: worker 0 SIGKILLs itself (exit 137, retryable under ``ExitCode``) if the file
+                      does not exist yet, after creating it; its replacement finds the file and trains
+Both act before the kvstore exists, so no other process has seen the worker yet.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 
@@ -90,7 +98,21 @@ def train(kvstore: str, epochs: int) -> float:
     return final
 
 
+def inject_faults() -> None:
+    worker_id = os.environ.get("DMLC_WORKER_ID", "")
+    if os.environ.get("FAIL_WORKER_ID") == worker_id:
+        print(f"worker {worker_id} exits 1 (FAIL_WORKER_ID)", flush=True)
+        sys.exit(1)
+    marker = os.environ.get("CRASH_ONCE_MARKER")
+    if marker and worker_id == "0" and not os.path.exists(marker):
+        with open(marker, "w") as f:
+            f.write("crashed once\n")
+        print("worker 0 kills itself with SIGKILL (CRASH_ONCE_MARKER)", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def main() -> int:
+    inject_faults()
     epochs = int(os.environ.get("EPOCHS", "10"))
     min_accuracy = float(os.environ.get("MIN_ACCURACY", "0.9"))
     final = train(os.environ.get("KVSTORE", "dist_sync"), epochs)

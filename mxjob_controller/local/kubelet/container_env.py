@@ -10,9 +10,9 @@ missing, non-optional reference is a :class:`ContainerConfigError` (the containe
 
 For one machine: the process also gets a small base environment (``PATH`` with this project's interpreter first,
 so ``python`` finds what is installed; ``HOME``, locale and temp settings; ``HOSTNAME`` as the pod's name), and
-``OMP_NUM_THREADS=1`` unless the pod sets it (every container shares the same cores). In the pod's own values,
-every DNS name of a known Service (``svc``, ``svc.ns``, ``svc.ns.svc``, ``svc.ns.svc.cluster.local``) becomes
-``127.0.0.1``: every pod listens on this machine's loopback.
+``OMP_NUM_THREADS=1`` and ``DMLC_NODE_HOST=127.0.0.1`` unless the pod sets them (:data:`ONE_MACHINE_DEFAULTS`). In
+the pod's own values, every DNS name of a known Service (``svc``, ``svc.ns``, ``svc.ns.svc``,
+``svc.ns.svc.cluster.local``) becomes ``127.0.0.1``: every pod listens on this machine's loopback.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from mxjob_controller.kube import quantity
 
 LOCAL_IP = "127.0.0.1"
 CLUSTER_DOMAIN = "cluster.local"
+# Set unless the pod sets them: every container shares this machine's cores; a ps-lite (MXNet) node announces this
+# address to its peers (left alone, it picks a non-loopback interface, which a machine may not have).
+ONE_MACHINE_DEFAULTS = (("OMP_NUM_THREADS", "1"), ("DMLC_NODE_HOST", LOCAL_IP))
 _BASE_VARS = ("HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "TERM")
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _HOSTNAME = re.compile(r"(?<![A-Za-z0-9.-])[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?![A-Za-z0-9-])")
@@ -76,7 +79,8 @@ def container_env(pod: dict[str, Any], container: dict[str, Any], base: Mapping[
     own = {k: rewrite_service_hosts(v, namespace, known_service) for k, v in own.items()}
     env = dict(base)
     env.update(own)
-    env.setdefault("OMP_NUM_THREADS", "1")
+    for name, value in ONE_MACHINE_DEFAULTS:
+        env.setdefault(name, value)
     return env
 
 
