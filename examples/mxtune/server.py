@@ -4,30 +4,13 @@ with the tracker under its TVM key (the replica spec's ``label``, in MX_CONFIG's
 """
 
 import json
-import os
-import socket
 import socketserver
 import sys
 import time
 
-config = json.loads(os.environ["MX_CONFIG"])
-me = config["cluster"]["tunerserver"][config["task"]["index"]]
-tracker = config["cluster"]["tunertracker"][0]
-key = config["labels"]["tunerserver"]
+from wire import CONFIG, KEY, TRACKER, call
 
-
-def call(host: str, port: int, request: dict) -> dict:
-    """One JSON-line request; the tracker may not be listening yet, so connecting is retried for a while."""
-    deadline = time.time() + 60
-    while True:
-        try:
-            with socket.create_connection((host, port), timeout=10) as conn:
-                conn.sendall(json.dumps(request).encode() + b"\n")
-                return json.loads(conn.makefile().readline())
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.1)
+me = CONFIG["cluster"]["tunerserver"][CONFIG["task"]["index"]]
 
 
 class Handler(socketserver.StreamRequestHandler):
@@ -46,8 +29,8 @@ socketserver.TCPServer.allow_reuse_address = True
 with socketserver.TCPServer(("", me["port"]), Handler) as server:
     server.done = False
     server.timeout = 1
-    call(tracker["url"], tracker["port"], {"op": "register", "key": key, "host": me["url"], "port": me["port"]})
-    print(f"registered with the tracker at {tracker['url']}:{tracker['port']} under key {key!r}", flush=True)
+    call(TRACKER["url"], TRACKER["port"], {"op": "register", "key": KEY, "host": me["url"], "port": me["port"]})
+    print(f"registered with the tracker at {TRACKER['url']}:{TRACKER['port']} under key {KEY!r}", flush=True)
     deadline = time.time() + 300
     while not server.done and time.time() < deadline:
         server.handle_request()

@@ -6,13 +6,13 @@ proves the MXJob's wiring (ports, addresses, the TVM key in ``labels``) without 
 """
 
 import json
-import os
 import socketserver
 import sys
 import threading
 
-config = json.loads(os.environ["MX_CONFIG"])
-port = config["cluster"]["tunertracker"][0]["port"]
+from wire import TRACKER
+
+port = TRACKER["port"]
 servers: dict[str, dict] = {}        # TVM key -> {"host", "port"} of the registered RPC server
 registered = threading.Condition()
 done = threading.Event()

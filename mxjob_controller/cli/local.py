@@ -102,7 +102,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         click.echo(f"Embedded Kubernetes API server listening on {cluster.server.url}")
         click.echo(f"Kubeconfig written to {path}")
         click.echo(f"  export KUBECONFIG={Path(path).resolve()}")
-        click.echo("  kubectl apply -f examples/mxjob-dist-train.yaml && kubectl get mxjobs,pods")
+        click.echo("  kubectl create -f examples/mxjob-dist-train.yaml && kubectl get mxjobs,pods")
         click.echo("Press Ctrl-C to stop.", err=False)
         while not stop.wait(0.5):
             pass

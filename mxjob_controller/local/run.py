@@ -157,10 +157,9 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[tuple[str, st
     drawn = [0]   # lines of the progress block on screen (interactive)
 
     def write(line: str) -> None:
+        """A line below the progress block, which stays as last drawn."""
         with lock:
-            if options.interactive and drawn[0]:
-                out.write(f"\x1b[{drawn[0]}F\x1b[J")
-                drawn[0] = 0
+            drawn[0] = 0
             out.write(line + "\n")
             out.flush()
 
