@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
@@ -22,6 +23,8 @@ from mxjob_controller.logs import setup_logging
 log = logging.getLogger(__name__)
 DEFAULT_KUBECONFIG = ".mxjob-local/kubeconfig"
 RUN_KUBECONFIG = ".mxjob-local/run-kubeconfig"
+# Containers run in sessions of their own, so a closed terminal (SIGHUP) reaches only us: we stop them all.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 __all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
 
 
@@ -67,7 +70,7 @@ def local() -> None:
 @click.option("--workdir", default=None, type=click.Path(file_okay=False, exists=True),
               help="Directory containers start in when their workingDir does not exist here.  [default: the current "
                    "directory]")
-@click.option("--crashloop-backoff", default=10.0, show_default=True, type=click.FloatRange(min=0),
+@click.option("--crashloop-backoff", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
               help="Seconds before the second restart of a crashing container (then doubling, at most 5 minutes).")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int,
@@ -79,7 +82,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         raise click.UsageError("--no-crds leaves the MXJob API out, which the controller needs: add --no-controller")
     setup_logging(log_level, json_log_format)
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: stop.set())
     cluster = LocalCluster(ClusterOptions(
         server=ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval, watcher_queue=watcher_queue,
@@ -157,33 +160,46 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubecon
     docs = _read_documents(files)
     setup_logging(log_level, False)
     interrupt = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: interrupt.set())
     cluster = LocalCluster(ClusterOptions(
         threadiness=threadiness,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True)))
-    code = local_run.FAILED
     try:
-        cluster.start()
-        cluster.server.write_kubeconfig(kubeconfig_out)
-        client = cluster.client("local-run")
-        try:
-            jobs = local_run.submit(client, docs)
-        except local_run.SubmitError as e:
-            click.echo(f"Error: {e}", err=True)
-            return
-        if not jobs:
-            click.echo("Error: no MXJob in the files given", err=True)
-            return
-        click.echo(f"Running {len(jobs)} MXJob(s) on a local cluster (kubectl: export KUBECONFIG="
-                   f"{Path(kubeconfig_out).resolve()})")
-        outcome = local_run.run_jobs(cluster, client, jobs, local_run.RunOptions(
-            logs=logs, timeout=timeout, interactive=sys.stdout.isatty() and not logs), sys.stdout, interrupt)
-        code = outcome.exit_code
+        code = _run_on(cluster, docs, kubeconfig_out, local_run.RunOptions(
+            logs=logs, timeout=timeout, interactive=sys.stdout.isatty() and not logs), interrupt)
     finally:
         cluster.stop()
         Path(kubeconfig_out).unlink(missing_ok=True)
-        sys.exit(code)
+    sys.exit(code)
+
+
+def _run_on(cluster: LocalCluster, docs: list[dict], kubeconfig_out: str, options: Any,
+            interrupt: threading.Event) -> int:
+    """Start ``cluster``, submit ``docs`` and follow their jobs: the exit code."""
+    from mxjob_controller.local import run as local_run  # noqa: PLC0415
+    from mxjob_controller.runtime.client import KubeError  # noqa: PLC0415
+
+    try:
+        cluster.start()
+    except OSError as e:
+        click.echo(f"Error: the local cluster cannot start: {e.strerror or e}", err=True)
+        return local_run.FAILED
+    cluster.server.write_kubeconfig(kubeconfig_out)
+    if interrupt.is_set():
+        return local_run.INTERRUPTED
+    client = cluster.client("local-run")
+    try:
+        jobs = local_run.submit(client, docs)
+    except (local_run.SubmitError, KubeError) as e:
+        click.echo(f"Error: {e}", err=True)
+        return local_run.FAILED
+    if not jobs:
+        click.echo("Error: no MXJob in the files given", err=True)
+        return local_run.FAILED
+    click.echo(f"Running {len(jobs)} MXJob(s) on a local cluster (kubectl: export KUBECONFIG="
+               f"{Path(kubeconfig_out).resolve()})")
+    return local_run.run_jobs(cluster, client, jobs, options, sys.stdout, interrupt).exit_code
 
 
 def _read_documents(files: tuple[str, ...]) -> list[dict]:

@@ -8,14 +8,16 @@ range, written into the template as ``{name: mxjob-port, containerPort: N}`` (th
 and ``DMLC_PS_ROOT_PORT`` from it as always). Types get distinct ports (MXTune's tracker and server both listen).
 
 A port is free when no unfinished MXJob in the store declares it and nothing on this machine is bound to it now;
-the search goes round the range from where it last stopped, so a port just released is not reused at once. The
-ports chosen are named in the annotation :data:`ANNOTATION`. A port the user chose (not 9091) is kept as it is.
+the search goes round the range from where it last stopped (first from a random point), so a port just released
+is not reused at once and two local clusters on one machine seldom try the same port. The ports chosen are named
+in the annotation :data:`ANNOTATION`. A port the user chose (not 9091) is kept as it is.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import random
 import socket
 import threading
 from typing import Any
@@ -53,7 +55,9 @@ class JobPorts:
     def __init__(self, store: Store, port_range: tuple[int, int]) -> None:
         self._store = store
         self._first, self._last = port_range
-        self._next = self._first
+        # A random starting point: two local clusters on one machine (a `local up` and a `local run`) would
+        # otherwise hand out the same first ports, and the one that binds second fails.
+        self._next = random.randint(self._first, self._last)
         self._lock = threading.Lock()
 
     def __call__(self, rt: ResourceType, obj: dict[str, Any], ctx: WriteContext) -> None:

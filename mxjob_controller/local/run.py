@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from mxjob_controller.local.cluster import LocalCluster
-from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, Resource, TransportError
+from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, KubeError, Resource
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,7 @@ MXJOBS = Resource("kubeflow.org", "v1", "mxjobs", kind="MXJob")
 SUCCEEDED, FAILED, TIMED_OUT, INTERRUPTED = 0, 1, 124, 130
 _POLL = 0.25          # seconds between looks at the jobs
 _TAIL = 20            # log lines shown of each failed pod
+_DRAIN = 5.0          # seconds the log streams get to deliver their last lines once every job succeeded
 _LOG_READ_TIMEOUT = 24 * 3600.0   # a followed log may be silent long: it ends with its container or the cluster
 
 
@@ -68,7 +69,7 @@ def submit(client: Client, docs: Sequence[dict[str, Any]]) -> list[tuple[str, st
         what = f"{kind} {(namespace + '/') if namespace else ''}{meta.get('name') or meta.get('generateName') or ''}"
         try:
             created = client.create(resource, doc, namespace)
-        except ApiError as e:
+        except KubeError as e:
             raise SubmitError(f"{what}: {_api_message(e)}") from None
         if kind == "MXJob":
             jobs.append((namespace or "default", created["metadata"]["name"]))
@@ -90,7 +91,7 @@ def _resource_for(client: Client, api_version: str, kind: str) -> Resource:
                       "resource")
 
 
-def _api_message(e: ApiError) -> str:
+def _api_message(e: KubeError) -> str:
     status = getattr(e, "status", None) or {}
     message = status.get("message") if isinstance(status, dict) else None
     return message or str(e)
@@ -124,7 +125,7 @@ class _LogStreams:
         try:
             resp = self._client.stream(path, query={"container": container, "follow": "true"},
                                        read_timeout=_LOG_READ_TIMEOUT)
-        except (ApiError, TransportError) as e:
+        except KubeError as e:
             log.debug("logs of %s/%s: %s", pod, container, e)
             return
         try:
@@ -197,6 +198,8 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[tuple[str, st
                 _report_failure(cluster, write, key, state, failed_pods.values())
                 return Outcome(FAILED, state["message"], {k: s["state"] for k, s in states.items()})
             if all(s["state"] == "Succeeded" for s in states.values()):
+                if streams is not None:
+                    streams.join(_DRAIN)  # every container has ended: its follower ends once it has read the rest
                 write(f"all {len(states)} job(s) succeeded in {elapsed:.1f}s")
                 return Outcome(SUCCEEDED, "", {k: s["state"] for k, s in states.items()})
             if options.timeout is not None and elapsed >= options.timeout:
@@ -216,7 +219,7 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[tuple[str, st
 def _job_state(client: Client, namespace: str, name: str) -> dict[str, str]:
     try:
         job = client.get(MXJOBS, name, namespace)
-    except ApiError as e:
+    except KubeError as e:  # a job that vanished has failed; a read that failed is asked again next turn
         return {"state": "Failed" if getattr(e, "code", 0) == 404 else "Unknown",
                 "summary": f"cannot be read: {_api_message(e)}", "message": f"MXJob {name}: {_api_message(e)}"}
     status = job.get("status") or {}
@@ -237,8 +240,8 @@ def _pods(client: Client, jobs: Sequence[tuple[str, str]]) -> list[dict[str, Any
         names = ",".join(sorted({name for ns, name in jobs if ns == namespace}))
         try:
             pods += client.list(PODS, namespace, label_selector=f"training.kubeflow.org/job-name in ({names})")["items"]
-        except (ApiError, TransportError):
-            pass
+        except KubeError:
+            pass  # asked again next turn
     return pods
 
 

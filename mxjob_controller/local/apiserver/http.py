@@ -351,6 +351,9 @@ class _Handler(BaseHTTPRequestHandler):
             for chunk in chunks:
                 if chunk:
                     self._write_chunk(chunk)
+                elif self._client_gone():  # an empty chunk is the producer's pause: is anyone still reading?
+                    self.close_connection = True
+                    break
                 if self.server.stopping.is_set():
                     break
         finally:

@@ -151,30 +151,26 @@ class Kubelet:
     def service_resolver(self, namespace: str) -> Callable[[str, str], bool]:
         """Which (namespace, name) Services exist, read fresh from the API for one container start: the pod's own
         namespace listed once (a job's services are created before its pods, so they are all there), others
-        looked up by name as they are asked for."""
+        looked up by name as they are asked for. A failed read raises (the start is retried): a container must
+        not start with names it cannot resolve."""
         known: dict[str, set[str]] = {}
+        absent: set[tuple[str, str]] = set()
 
         def exists(ns: str, name: str) -> bool:
-            if ns not in known:
-                known[ns] = set()
-                try:
-                    if ns == namespace:
-                        items = self.client.list_all(SERVICES, ns, timeout=10, deadline=20).get("items") or []
-                        known[ns] = {(s.get("metadata") or {}).get("name") for s in items}
-                    else:
-                        self.client.get(SERVICES, name, ns, timeout=10, deadline=15)
-                        known[ns] = {name}
-                except NotFound:
-                    pass
-                except (ApiError, TransportError) as e:
-                    log.warning("listing services in %s for a container's environment failed: %s", ns, e)
-            elif ns != namespace and name not in known[ns]:
-                try:
-                    self.client.get(SERVICES, name, ns, timeout=10, deadline=15)
-                    known[ns].add(name)
-                except (ApiError, TransportError):
-                    return False
-            return name in known[ns]
+            if ns == namespace:
+                if ns not in known:
+                    items = self.client.list_all(SERVICES, ns, timeout=10, deadline=20).get("items") or []
+                    known[ns] = {(s.get("metadata") or {}).get("name") for s in items}
+                return name in known[ns]
+            if name in known.get(ns, ()) or (ns, name) in absent:
+                return (ns, name) not in absent
+            try:
+                self.client.get(SERVICES, name, ns, timeout=10, deadline=15)
+            except NotFound:
+                absent.add((ns, name))
+                return False
+            known.setdefault(ns, set()).add(name)
+            return True
         return exists
 
     # --- pods -----------------------------------------------------------------------------------------------
@@ -198,10 +194,13 @@ class Kubelet:
             if worker is not None:
                 worker.update(pod)
                 return
-            if uid in self._finished or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                return
-            worker = self._workers[uid] = PodWorker(self, pod)
-        worker.start()
+            finished = uid in self._finished or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if not finished:
+                worker = self._workers[uid] = PodWorker(self, pod)
+        if worker is not None:
+            worker.start()
+        elif meta.get("deletionTimestamp"):
+            self._confirm_deletion(pod)  # nothing of it runs here any more: the node's grace-0 delete removes it
 
     def _on_pod_deleted(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
@@ -210,7 +209,7 @@ class Kubelet:
             self._to_bind.pop(uid, None)
             worker = self._workers.get(uid)
         if worker is not None:
-            worker.removed()
+            worker.removed(pod)
         self._forget_when_done(uid, worker)
 
     def _forget_when_done(self, uid: str, worker: PodWorker | None) -> None:
@@ -223,6 +222,16 @@ class Kubelet:
             return
         with self._lock:
             self._gone_pending[uid] = worker
+
+    def _confirm_deletion(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        try:
+            self.client.delete(PODS, meta["name"], meta["namespace"], grace_period_seconds=0,
+                               precondition_uid=meta["uid"], timeout=10, deadline=15)
+        except (NotFound, Conflict):
+            pass
+        except (ApiError, TransportError) as e:
+            log.warning("confirming the deletion of pod %s/%s failed: %s", meta["namespace"], meta["name"], e)
 
     def _bind(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]

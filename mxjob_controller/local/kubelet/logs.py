@@ -53,6 +53,11 @@ class LogStore:
         """Followers end; files stay until the caller removes ``root``."""
         self._closed.set()
 
+    def prune(self, pod_uid: str, container: str, keep: int) -> None:
+        """Remove all but the newest ``keep`` instances' files (kube keeps the current and the previous one)."""
+        for path in self.attempts(pod_uid, container)[:-keep or None]:
+            path.unlink(missing_ok=True)
+
     def attempts(self, pod_uid: str, container: str) -> list[Path]:
         folder = self.root / pod_uid / container
         try:
@@ -81,9 +86,12 @@ class LogStore:
         previous = _flag(query, "previous")
         files = self.attempts(meta.get("uid") or "", container)
         if previous:
-            if len(files) < 2:
+            # kube's "previous" is the instance in lastState: the newest file while the container waits to
+            # restart (CrashLoopBackOff), the one before it once a newer instance has started.
+            back = 1 if _waiting_after_an_end(pod, container) else 2
+            if len(files) < back or (back == 2 and not _has_last_state(pod, container)):
                 raise errors.bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
-            path = files[-2]
+            path = files[-back]
         elif files:
             path = files[-1]
         else:
@@ -144,6 +152,24 @@ def _tail_offset(f: Any, lines: int) -> int:
                 if count == lines:
                     return pos + i + 1
     return 0
+
+
+def _status_of(pod: dict[str, Any], container: str) -> dict[str, Any]:
+    status = pod.get("status") or {}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or ():
+            if cs.get("name") == container:
+                return cs
+    return {}
+
+
+def _has_last_state(pod: dict[str, Any], container: str) -> bool:
+    return bool((_status_of(pod, container).get("lastState") or {}).get("terminated"))
+
+
+def _waiting_after_an_end(pod: dict[str, Any], container: str) -> bool:
+    cs = _status_of(pod, container)
+    return "waiting" in (cs.get("state") or {}) and _has_last_state(pod, container)
 
 
 def _waiting_reason(pod: dict[str, Any], container: str) -> str:

@@ -114,10 +114,12 @@ def conditions(pod_phase: str, init_statuses: Sequence[dict[str, Any]], statuses
 
 
 def container_status(name: str, image: str, state: dict[str, Any], last_state: dict[str, Any],
-                     restart_count: int, container_id: str = "") -> dict[str, Any]:
+                     restart_count: int, container_id: str = "", init: bool = False) -> dict[str, Any]:
+    """One container's status; an init container is ready once it has completed, an app container while it runs."""
     is_running = "running" in state
+    ready = (state.get("terminated") or {}).get("exitCode") == 0 if init else is_running
     status: dict[str, Any] = {"name": name, "image": image, "imageID": "", "state": state, "lastState": last_state,
-                              "ready": is_running, "started": is_running, "restartCount": restart_count}
+                              "ready": ready, "started": is_running, "restartCount": restart_count}
     if container_id:
         status["containerID"] = container_id
     return status

@@ -39,7 +39,7 @@ from mxjob_controller.local.kubelet.container_env import (
     container_env,
 )
 from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, terminate_groups
-from mxjob_controller.runtime.client import PODS, ApiError, NotFound, TransportError
+from mxjob_controller.runtime.client import PODS, KubeError, NotFound
 
 if TYPE_CHECKING:
     from mxjob_controller.local.kubelet.kubelet import Kubelet
@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 _RETRY = 1.0              # seconds before a failed status write is retried
 _CONFIG_RETRY = 5.0       # ... before a container waiting on a missing ConfigMap or Secret is tried again
 _IDLE_WAKE = 5.0          # longest sleep between turns when no timer is due
+_FINAL_WRITE = 30.0       # seconds a pod's last status write is retried (the API server may be failing)
+_KEPT_INSTANCES = 2       # log files kept per container: the current instance and the previous one
 
 
 @dataclass
@@ -78,7 +80,7 @@ class Slot:
 
     def status(self) -> dict[str, Any]:
         return pod_status.container_status(self.name, self.spec.get("image") or "", self.state, self.last_state,
-                                           self.restart_count, self.container_id)
+                                           self.restart_count, self.container_id, self.init)
 
 
 class PodWorker:
@@ -113,8 +115,10 @@ class PodWorker:
             self._pod = pod
         self._wake.set()
 
-    def removed(self) -> None:
-        """The pod is gone from the API (force-deleted, or its deletion confirmed)."""
+    def removed(self, pod: dict[str, Any]) -> None:
+        """The pod is gone from the API (force-deleted, or its deletion confirmed): ``pod`` is its last state."""
+        with self._lock:
+            self._pod = pod
         self._gone = True
         self._wake.set()
 
@@ -133,7 +137,9 @@ class PodWorker:
         except Exception:
             log.exception("pod %s/%s: the local kubelet's worker failed; stopping its containers", self.namespace,
                           self.name)
-            terminate_groups(self.processes(), 0)
+            self._reason, self._message = "KubeletError", "the local kubelet failed to run this pod (see its log)"
+            self._terminate(0)
+            self._write_final()
         finally:
             self.kubelet.worker_done(self)
 
@@ -148,24 +154,26 @@ class PodWorker:
             pod = self._current()
             meta = pod.get("metadata") or {}
             if self._gone:
-                self._terminate(float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 0))
+                self._terminate(_grace(pod))
                 return
             if meta.get("deletionTimestamp"):
-                self._terminate(float(meta.get("deletionGracePeriodSeconds") or 0))
-                self._write_status(retries=3)
+                self._terminate(_grace(pod))
+                self._write_final()
                 self._confirm_deletion()
                 return
             if self._deadline_passed(pod):
                 self._reason, self._message = "DeadlineExceeded", \
                     "Pod was active on the node longer than the specified deadline"
                 self._terminate(float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 0))
-                self._write_status(retries=10)
+                self._write_final()
                 return
             self._collect_exits()
             self._start_due()
             status = self._status()
             written = self._write_status(status)
             if written and status["phase"] in (pod_status.SUCCEEDED, pod_status.FAILED):
+                if (self._current().get("metadata") or {}).get("deletionTimestamp"):
+                    self._confirm_deletion()  # deleted while it ended: nothing else will confirm it
                 return
             self._wake.wait(_RETRY if not written else self._next_timer())
             self._wake.clear()
@@ -204,8 +212,15 @@ class PodWorker:
                                 known_service=self.kubelet.service_resolver(self.namespace),
                                 node_allocatable=self.kubelet.allocatable)
             argv = container_argv(slot.spec, env)
+        except KubeError as e:  # reading a ConfigMap, Secret or the Services failed: try again soon
+            log.warning("pod %s/%s: container %s: reading its configuration failed (%s): retrying", self.namespace,
+                        self.name, slot.name, e)
+            slot.due = time.monotonic() + _RETRY
+            return
         except ContainerConfigError as e:
             reason = "CreateContainerError" if "has no command" in str(e) else "CreateContainerConfigError"
+            if "terminated" in slot.state:
+                slot.last_state = {"terminated": slot.state["terminated"]}
             slot.state = pod_status.waiting(reason, str(e))
             slot.due = time.monotonic() + _CONFIG_RETRY
             if not slot.config_error:
@@ -223,7 +238,10 @@ class PodWorker:
         if not cwd or not os.path.isdir(cwd):
             cwd = self.kubelet.options.workdir
         path = self.kubelet.logs.path(self.uid, slot.name, slot.restart_count)
+        self.kubelet.logs.prune(self.uid, slot.name, keep=_KEPT_INSTANCES - 1)
         started = now_rfc3339()
+        if self.kubelet.stopping.is_set():
+            return  # the kubelet is stopping: nothing new starts
         try:
             proc = ContainerProcess(Launch(argv, env, cwd, path))
         except OSError as e:
@@ -236,6 +254,8 @@ class PodWorker:
             return
         self.kubelet.logs.started(path)
         slot.proc, slot.due = proc, None
+        if self.kubelet.stopping.is_set():
+            proc.signal_group(signal.SIGKILL)  # started as the kubelet began to stop: it must not outlive it
         slot.container_id = f"process://{proc.pid}"
         slot.state = pod_status.running(started)
         log.info("pod %s/%s: container %s started (pid %d, restart %d)", self.namespace, self.name, slot.name,
@@ -318,29 +338,36 @@ class PodWorker:
         init = [s.status() for s in self.init]
         app = [s.status() for s in self.app]
         previous = self._written or (self._current().get("status") or {})
-        return pod_status.pod_status(previous, self.restart_policy, init, app, self._start_time, now_rfc3339(),
-                                     terminal=self._terminating, reason=self._reason, message=self._message)
+        status = pod_status.pod_status(previous, self.restart_policy, init, app, self._start_time, now_rfc3339(),
+                                       terminal=self._terminating, reason=self._reason, message=self._message)
+        if self._reason:  # stopped by the kubelet (deadline, failure): Failed, whatever the exit codes
+            status["phase"] = pod_status.FAILED
+        return status
 
-    def _write_status(self, status: dict[str, Any] | None = None, retries: int = 0) -> bool:
+    def _write_status(self, status: dict[str, Any] | None = None) -> bool:
         """Write ``status`` (default: the current one) unless it is what was last written; False on failure."""
         status = status or self._status()
         if self._written is not None and _same(status, self._written):
             return True
-        for attempt in range(retries + 1):
-            try:
-                self.kubelet.client.patch(PODS, self.name, {"metadata": {"uid": self.uid}, "status": status},
-                                          self.namespace, subresource="status", timeout=10, deadline=15)
-                self._written = status
-                return True
-            except NotFound:
-                self._gone = True
-                return True
-            except (ApiError, TransportError) as e:
-                log.warning("pod %s/%s: status write failed (%s)%s", self.namespace, self.name, e,
-                            "; retrying" if attempt < retries else "")
-                if attempt < retries:
-                    time.sleep(min(0.2 * 2 ** attempt, 2.0))
-        return False
+        try:
+            self.kubelet.client.patch(PODS, self.name, {"metadata": {"uid": self.uid}, "status": status},
+                                      self.namespace, subresource="status", timeout=10, deadline=15)
+            self._written = status
+        except NotFound:
+            self._gone = True
+        except KubeError as e:
+            log.warning("pod %s/%s: status write failed (%s)", self.namespace, self.name, e)
+            return False
+        return True
+
+    def _write_final(self) -> None:
+        """The pod's last status, retried for :data:`_FINAL_WRITE` seconds (unless the kubelet stops or the pod
+        goes): nobody else would ever write it."""
+        end = time.monotonic() + _FINAL_WRITE
+        delay = 0.2
+        while not self._write_status() and time.monotonic() < end and not self.kubelet.stopping.is_set():
+            self.kubelet.stopping.wait(delay)
+            delay = min(delay * 2, 2.0)
 
     def _confirm_deletion(self) -> None:
         """The node's side of a graceful deletion: remove the pod now that nothing of it runs."""
@@ -351,11 +378,19 @@ class PodWorker:
                 return
             except NotFound:
                 return
-            except (ApiError, TransportError) as e:
+            except KubeError as e:
                 if getattr(e, "code", None) == 409:
                     return  # another pod holds the name now: ours is gone
                 log.warning("pod %s/%s: confirming the deletion failed (%s)", self.namespace, self.name, e)
-                time.sleep(min(0.2 * 2 ** attempt, 2.0))
+                if self.kubelet.stopping.wait(min(0.2 * 2 ** attempt, 2.0)):
+                    return
+
+
+def _grace(pod: dict[str, Any]) -> float:
+    """Seconds a deleted pod's containers get: the deletion's grace period, else the pod's own."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    grace = meta.get("deletionGracePeriodSeconds")
+    return float(grace if grace is not None else spec.get("terminationGracePeriodSeconds") or 0)
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
