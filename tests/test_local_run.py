@@ -54,6 +54,7 @@ def test_the_real_mxnet_example_trains_to_90_percent():
     assert {w for w, _e, _a in epochs} == {"0", "1"}, run.stdout
     last = {w: float(a) for w, e, a in epochs if e == "10"}
     assert len(last) == 2 and min(last.values()) >= 0.9, run.stdout
+    assert f"[mxnet-digits-worker-0] final test accuracy {last['0']:.3f} after 10 epochs" in run.stdout
     assert "Succeeded  Scheduler 1 succeeded · Server 1 succeeded · Worker 2 succeeded" in \
         final_line(run.stdout, "mxnet-digits")
     assert "all 1 job(s) succeeded" in run.stdout

@@ -116,6 +116,7 @@ def main() -> int:
     epochs = int(os.environ.get("EPOCHS", "10"))
     min_accuracy = float(os.environ.get("MIN_ACCURACY", "0.9"))
     final = train(os.environ.get("KVSTORE", "dist_sync"), epochs)
+    print(f"final test accuracy {final:.3f} after {epochs} epochs", flush=True)
     if final < min_accuracy:
         print(f"final test accuracy {final:.3f} is below {min_accuracy}", file=sys.stderr, flush=True)
         return 1
