@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import select
 import signal
 import time
 from pathlib import Path
@@ -168,11 +170,15 @@ def test_logs_follow_previous_tail_and_waiting(local, tmp_path):
     wait_for(lambda: "line 4" in kubectl.run("logs", "p").stdout, timeout=20, what="the running pod's output")
     assert kubectl.ok("logs", "p", "--tail=2") == "line 3\nline 4\n"
     follower = kubectl.popen("logs", "-f", "p")
-    time.sleep(0.3)  # let the follower attach before the output it must see is written
+    assert follower.stdout is not None
+    # Attached once it has printed what was already there; only then does the container go on.
+    ready, _, _ = select.select([follower.stdout], [], [], 20)
+    assert ready, "kubectl logs -f printed nothing"
+    first = os.read(follower.stdout.fileno(), 65536).decode()  # raw: communicate() below reads the rest
     gate.touch()
     out, err = follower.communicate(timeout=20)
     assert follower.returncode == 0, err
-    assert out == "".join(f"line {i}\n" for i in range(5)) + "end\n"
+    assert first + out == "".join(f"line {i}\n" for i in range(5)) + "end\n"
     previous = kubectl.run("logs", "p", "--previous")
     assert previous.returncode != 0
     assert 'previous terminated container "main" in pod "p" not found' in previous.stderr
