@@ -61,7 +61,6 @@ class Slot:
     init: bool
     restart_count: int = 0
     exits: int = 0                       # ends so far, for the back-off
-    backoff: float = 0.0                 # the current back-off step (0: none yet)
     last_exit: float = 0.0               # monotonic time of the last exit
     state: dict[str, Any] = field(default_factory=dict)
     last_state: dict[str, Any] = field(default_factory=dict)
@@ -300,7 +299,7 @@ class PodWorker:
             return
         options = self.kubelet.options
         if slot.exits and now - slot.last_exit > 2 * options.backoff_max:
-            slot.exits, slot.backoff = 0, 0.0  # ran long enough: the back-off starts over
+            slot.exits = 0  # ran long enough: the back-off starts over
         slot.exits += 1
         slot.last_exit = now
         delay = 0.0 if slot.exits == 1 else min(options.backoff_initial * 2 ** (slot.exits - 2), options.backoff_max)
@@ -347,7 +346,8 @@ class PodWorker:
     def _write_status(self, status: dict[str, Any] | None = None) -> bool:
         """Write ``status`` (default: the current one) unless it is what was last written; False on failure."""
         status = status or self._status()
-        if self._written is not None and _same(status, self._written):
+        # Conditions keep their transition times while unchanged (pod_status.conditions), so equal means unchanged.
+        if status == self._written:
             return True
         try:
             self.kubelet.client.patch(PODS, self.name, {"metadata": {"uid": self.uid}, "status": status},
@@ -391,18 +391,6 @@ def _grace(pod: dict[str, Any]) -> float:
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     grace = meta.get("deletionGracePeriodSeconds")
     return float(grace if grace is not None else spec.get("terminationGracePeriodSeconds") or 0)
-
-
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Equal apart from the heartbeat-like fields that change on every computation."""
-    return _strip_times(a) == _strip_times(b)
-
-
-def _strip_times(status: dict[str, Any]) -> dict[str, Any]:
-    out = dict(status)
-    out["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
-                         for c in status.get("conditions") or []]
-    return out
 
 
 def _duration(seconds: float) -> str:
