@@ -73,8 +73,10 @@ class Harness:
     # --- the controller -----------------------------------------------------------------------------------
 
     def start(self, *, threadiness: int = 1, namespaces: tuple[str, ...] | None = None,
-              registry: CollectorRegistry | None = None, **options: Any) -> MXJobController:
-        client = Client(ClientConfig(host=self.apiserver.url, qps=-1), component="mxjob-controller",
+              registry: CollectorRegistry | None = None, qps: float = -1, burst: int = 1,
+              **options: Any) -> MXJobController:
+        """A controller; its client has no rate limit unless ``qps`` (and ``burst``) say so."""
+        client = Client(ClientConfig(host=self.apiserver.url, qps=qps, burst=burst), component="mxjob-controller",
                         program="mxjob-controller")
         self.clients.append(client)
         trace = self.tmp_path / f"trace-{len(self.controllers)}.jsonl"

@@ -13,6 +13,8 @@ import yaml
 from mxjob_controller.api.crd import MANIFEST_PATH, MAX_MINIFIED_BYTES, minified_size, mxjob_crd, rendered_files
 from mxjob_controller.api.crd_schema import structural_problems
 from mxjob_controller.cli.local import packaged_crds
+from mxjob_controller.core.exit_codes import RETRYABLE_EXIT_CODES
+from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
 from mxjob_controller.kube.k8s_schemas import schema_version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,3 +181,17 @@ def test_status_schema_carries_both_replica_status_maps() -> None:
     assert at(status, "conditions", "items")["required"] == ["type", "status"]
     for name in ("startTime", "completionTime", "lastReconcileTime"):
         assert (at(status, name)["type"], at(status, name)["format"]) == ("string", "date-time")
+
+
+def test_replica_spec_docs_state_the_rules_the_controller_follows() -> None:
+    """What ``kubectl explain mxjob.spec.mxReplicaSpecs`` shows: the ExitCode table of core/exit_codes.py (it once
+    said 128-255, which the controller never did) and the replica limits the schema enforces."""
+    for version in mxjob_crd()["spec"]["versions"]:
+        replica = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["mxReplicaSpecs"][
+            "additionalProperties"]["properties"]
+        policy = replica["restartPolicy"]["description"]
+        assert "128-255" not in policy and "1-127" not in policy
+        assert all(str(code) in policy for code in RETRYABLE_EXIT_CODES)
+        assert replica["replicas"]["maximum"] == MAX_REPLICAS_PER_TYPE
+        assert f"at most {MAX_REPLICAS_PER_TYPE}" in replica["replicas"]["description"]
+        assert f"at most {MAX_REPLICAS_PER_JOB} in all" in replica["replicas"]["description"]

@@ -16,6 +16,7 @@ import yaml
 
 from mxjob_controller.api import validate_job
 from mxjob_controller.api.validation import longest_child_name
+from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 W = "spec.mxReplicaSpecs.Worker"
@@ -298,3 +299,24 @@ def test_examples_are_valid(name: str, job: dict) -> None:
                                          "containers": ["x", None]}}}}}}])
 def test_garbage_is_reported_not_raised(garbage: Any) -> None:
     assert validate_job(garbage)
+
+
+@pytest.mark.parametrize(("workers", "servers", "messages"), [
+    (MAX_REPLICAS_PER_TYPE, 1, [f"spec.mxReplicaSpecs: Invalid value: {MAX_REPLICAS_PER_TYPE + 2}: a job may "
+                                f"have at most {MAX_REPLICAS_PER_JOB} replicas in all (the sum of every type's "
+                                f"replicas)"]),
+    (MAX_REPLICAS_PER_TYPE + 1, 1, [f"{W}.replicas: Invalid value: {MAX_REPLICAS_PER_TYPE + 1}: must be less than "
+                                    f"or equal to {MAX_REPLICAS_PER_TYPE}, the most replicas of one type a job may "
+                                    f"have"]),
+    (1_000_000_000, 1, [f"{W}.replicas: Invalid value: 1000000000: must be less than or equal to "
+                        f"{MAX_REPLICAS_PER_TYPE}, the most replicas of one type a job may have"]),
+    (MAX_REPLICAS_PER_JOB - 2, 1, []),
+    (MAX_REPLICAS_PER_JOB - 1, 1, [f"spec.mxReplicaSpecs: Invalid value: {MAX_REPLICAS_PER_JOB + 1}: a job may "
+                                   f"have at most {MAX_REPLICAS_PER_JOB} replicas in all (the sum of every type's "
+                                   f"replicas)"]),
+])
+def test_replicas_are_bounded_per_type_and_per_job(workers: int, servers: int, messages: list[str]) -> None:
+    job = train_job()
+    job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = workers
+    job["spec"]["mxReplicaSpecs"]["Server"]["replicas"] = servers
+    assert [str(e) for e in validate_job(job)] == messages

@@ -68,6 +68,7 @@ def test_defaults_are_upstream_s():
     assert (s.metrics_bind_address, s.health_probe_bind_address) == (":8080", ":8081")
     assert (s.threadiness, s.resync_period, s.json_log_format, s.leader_elect) == (1, 12 * 3600.0, True, False)
     assert (s.kube_api_qps, s.kube_api_burst, s.leader_election_id) == (20.0, 30, "mxjob-controller")
+    assert (s.event_qps, s.event_burst) == (50.0, 100)   # the kubelet's --event-qps/--event-burst, a budget apart
     assert s.namespaces == () and s.gang_scheduler_name == ""
 
 
@@ -84,6 +85,8 @@ ENV_CASES = [
     ("leader-election-namespace", "ops", "leader_election_namespace", "ops"),
     ("kube-api-qps", "50.5", "kube_api_qps", 50.5),
     ("kube-api-burst", "100", "kube_api_burst", 100),
+    ("event-qps", "5", "event_qps", 5.0),
+    ("event-burst", "7", "event_burst", 7),
     ("resync-period", "30m", "resync_period", 1800.0),
     ("gang-scheduler-name", "volcano", "gang_scheduler_name", "volcano"),
     ("json-log-format", "false", "json_log_format", False),
@@ -185,6 +188,8 @@ BAD = [
     (("--controller-threads", "0"), "invalid value for --controller-threads:"),
     (("--kube-api-qps", "fast"), "invalid value for --kube-api-qps: 'fast' is not a valid float."),
     (("--kube-api-burst", "0"), "invalid value for --kube-api-burst:"),
+    (("--event-qps", "fast"), "invalid value for --event-qps: 'fast' is not a valid float."),
+    (("--event-burst", "0"), "invalid value for --event-burst:"),
     (("--resync-period", "30"), 'invalid value for --resync-period: time: missing unit in duration "30"'),
     (("--resyc-period", "-1h"), "invalid value for --resyc-period: '-1h' is negative"),
     (("--metrics-bind-address", "8080"), "invalid value for --metrics-bind-address: bind address '8080'"),

@@ -181,7 +181,7 @@ GRANTED = (perms(CR, "apiextensions.k8s.io", "customresourcedefinitions", "get",
            | perms(CR, "kubeflow.org", "mxjobs/status", "patch")
            | perms(CR, "", "pods", "get list watch create patch delete")
            | perms(CR, "", "services", "get list watch create patch delete")
-           | perms(CR, "", "events", "create patch")
+           | perms(CR, "", "events", "list create patch")
            | perms(LE, "coordination.k8s.io", "leases", "create")
            | perms(LE, "coordination.k8s.io", "leases", "get update watch", "mxjob-controller"))
 

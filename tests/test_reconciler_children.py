@@ -204,9 +204,9 @@ def test_a_pod_controlled_by_another_kind_is_never_counted_or_touched(h: Harness
     controller = h.start(blocked_retry=0.2)
     h.create_job(mxjob("j", scheduler=1, server=0, worker=2))
     wait_for(lambda: len(h.services(NS, "j")) == 3, timeout=DEADLINE, what="the services")
-    created = h.wait_condition(NS, "j", "Created")
-    assert 'Cannot create pod "j-worker-0": the name is held by an object MXJob j does not control' in \
-        created["message"]
+    h.wait_condition(NS, "j", "Created")   # written first; the blocked name is added once the create is refused
+    wait_for(lambda: 'Cannot create pod "j-worker-0": the name is held by an object MXJob j does not control' in
+             h.conditions(NS, "j")["Created"]["message"], timeout=DEADLINE, what="the blocked name in Created")
     uid = h.job(NS, "j")["metadata"]["uid"]
     wait_for(lambda: h.reconciles(controller, f"{NS}/j") >= 4, timeout=DEADLINE, what="blocked retries")
     h.run_all(NS, "j")   # the foreign pod runs too, yet must not make our worker count

@@ -129,10 +129,10 @@ def test_exited_with_code_once_per_termination_by_the_reconcile(h: Harness) -> N
     def watch_recorder(c: MXJobController) -> None:
         record = c.recorder.event
 
-        def event(ref: Any, event_type: str, reason: str, message: str) -> bool:
+        def event(ref: Any, event_type: str, reason: str, message: str, **options: Any) -> bool:
             if reason == "ExitedWithCode":
                 threads.append(threading.current_thread().name)
-            return record(ref, event_type, reason, message)
+            return record(ref, event_type, reason, message, **options)
         c.recorder.event = event   # type: ignore[method-assign]
 
     watch_recorder(controller)

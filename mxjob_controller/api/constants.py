@@ -51,7 +51,7 @@ MODE_REQUIRED_TYPES: dict[str, tuple[str, ...]] = {
 RESTART_ALWAYS = "Always"
 RESTART_ON_FAILURE = "OnFailure"
 RESTART_NEVER = "Never"
-#: Restart on retryable exit codes (128-255), fail on permanent ones (1-127).
+#: Restart on the retryable exit codes of core/exit_codes.py (130, 137, 138, 143; evictions), fail on any other.
 RESTART_EXIT_CODE = "ExitCode"
 RESTART_POLICIES = (RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER, RESTART_EXIT_CODE)
 

@@ -46,6 +46,8 @@ from mxjob_controller.api.constants import (
 from mxjob_controller.api.crd_schema import structural
 from mxjob_controller.api.quantity import QUANTITY_PATTERN
 from mxjob_controller.core import managed_by
+from mxjob_controller.core.exit_codes import RETRYABLE_EXIT_CODES
+from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
 
 CRD_FILE = f"{GROUP}_{PLURAL}.yaml"
 MANIFEST_PATH = f"manifests/crd/{CRD_FILE}"
@@ -61,10 +63,13 @@ PRINTER_COLUMNS = (
 )
 
 
-def _int(description: str = "", fmt: str = "int32", minimum: int | None = None) -> dict[str, Any]:
+def _int(description: str = "", fmt: str = "int32", minimum: int | None = None,
+         maximum: int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "integer", "format": fmt}
     if minimum is not None:
         out["minimum"] = minimum
+    if maximum is not None:
+        out["maximum"] = maximum
     return _described(out, description)
 
 
@@ -88,15 +93,23 @@ def _described(schema: dict[str, Any], description: str) -> dict[str, Any]:
 def replica_spec_schema() -> dict[str, Any]:
     template = structural("io.k8s.api.core.v1.PodTemplateSpec")
     return {"type": "object", "properties": {
-        "replicas": _int("Number of pods of this type (default 1). Scheduler, TunerTracker and Tuner take exactly "
-                         "1.", minimum=1),
-        "restartPolicy": _enum(RESTART_POLICIES, "Always, OnFailure, Never (default) or ExitCode (restart on exit "
-                                                 "codes 128-255, fail on 1-127)."),
+        "replicas": _int(f"Number of pods of this type (default 1, at most {MAX_REPLICAS_PER_TYPE}; at most "
+                         f"{MAX_REPLICAS_PER_JOB} in all types together). Scheduler, TunerTracker and Tuner take "
+                         f"exactly 1.", minimum=1, maximum=MAX_REPLICAS_PER_TYPE),
+        "restartPolicy": _enum(RESTART_POLICIES, f"Always, OnFailure, Never (default) or ExitCode (restart when "
+                                                 f"the main container exits {_retryable_codes()}, or the pod is "
+                                                 f"evicted; fail on any other code)."),
         "label": _string("AutoTVM RPC key of a tuning job's replicas (else the template annotation "
                          "tuner-server-key)."),
         "template": _described(template, "The pod of each replica; its restartPolicy is set from the replica "
                                          "spec's."),
     }}
+
+
+def _retryable_codes() -> str:
+    """``130, 137, 138 or 143``: the table ``ExitCode`` follows (core/exit_codes.py), as a phrase."""
+    codes = [str(code) for code in sorted(RETRYABLE_EXIT_CODES)]
+    return f"{', '.join(codes[:-1])} or {codes[-1]}"
 
 
 def scheduling_policy_schema() -> dict[str, Any]:

@@ -13,7 +13,8 @@ What is checked:
 - ``metadata.name``: a DNS-1035 label, short enough that every child name ``<job>-<type>-<index>``
   (pods and Services) is at most 63 characters;
 - ``spec.mxReplicaSpecs``: present; known replica types only (case-insensitive, no two keys folding to
-  the same type); ``replicas`` exactly 1 for Scheduler, TunerTracker and Tuner, at least 1 otherwise;
+  the same type); ``replicas`` exactly 1 for Scheduler, TunerTracker and Tuner, at least 1 otherwise, at most
+  ``MAX_REPLICAS_PER_TYPE`` per type and ``MAX_REPLICAS_PER_JOB`` in all (core/framework.py says why);
   ``restartPolicy`` one of Always, OnFailure, Never, ExitCode; ``label`` a string; a pod template whose
   containers all have an image and one of which is named ``mxnet``; the template checked against
   Kubernetes' PodTemplateSpec schema (with the API server's extra rules);
@@ -46,6 +47,7 @@ from mxjob_controller.api.constants import (
 from mxjob_controller.api.replica_types import canonical_type
 from mxjob_controller.api.run_policy import run_policy_errors
 from mxjob_controller.api.template_schema import pod_template_schema_errors
+from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
 from mxjob_controller.core.labels import child_name
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
@@ -147,7 +149,21 @@ def replica_specs_errors(specs: Any, job_mode: Any) -> list[FieldError]:
         seen[canon] = key
         errs += replica_spec_errors(canon, value, fe.child(SPECS_PATH, key))
     errs += _required_types_errors(set(seen), job_mode)
-    return errs
+    return errs + _total_replicas_errors(specs)
+
+
+def _total_replicas_errors(specs: dict[str, Any]) -> list[FieldError]:
+    """A job's replicas in all, each type's counted as written (1 when unset); types already refused for their
+    own count are left out, so a single oversized type is reported once, at its field."""
+    total = 0
+    for value in specs.values():
+        n = value.get("replicas", DEFAULT_REPLICAS) if isinstance(value, dict) else DEFAULT_REPLICAS
+        if checks.is_int(n) and 0 < n <= MAX_REPLICAS_PER_TYPE:
+            total += n
+    if total <= MAX_REPLICAS_PER_JOB:
+        return []
+    return [fe.invalid(SPECS_PATH, total, f"a job may have at most {MAX_REPLICAS_PER_JOB} replicas in all "
+                                          f"(the sum of every type's replicas)")]
 
 
 def _type_list(types: tuple[str, ...] | list[str]) -> str:
@@ -193,6 +209,9 @@ def _replicas_errors(rtype: str, replicas: Any, path: str) -> list[FieldError]:
         return [fe.invalid(path, replicas, f"must be 1: a job has exactly one {rtype}")]
     if replicas < 1:
         return [fe.invalid(path, replicas, "must be greater than or equal to 1")]
+    if replicas > MAX_REPLICAS_PER_TYPE:
+        return [fe.invalid(path, replicas, f"must be less than or equal to {MAX_REPLICAS_PER_TYPE}, the most "
+                                           f"replicas of one type a job may have")]
     return []
 
 

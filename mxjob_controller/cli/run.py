@@ -30,6 +30,8 @@ from mxjob_controller.kube.names import dns1123_label_errors, dns1123_subdomain_
 from mxjob_controller.logs import LEVELS, setup_logging
 from mxjob_controller.manager.settings import (
     DEFAULT_BURST,
+    DEFAULT_EVENT_BURST,
+    DEFAULT_EVENT_QPS,
     DEFAULT_LEASE_NAME,
     DEFAULT_QPS,
     DEFAULT_RESYNC_PERIOD,
@@ -124,6 +126,11 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
          help="Requests per second to the API server (client-side limit; negative: none).")
 @_option("--kube-api-burst", "MXJOB_KUBE_API_BURST", default=DEFAULT_BURST, show_default=True,
          type=click.IntRange(min=1), help="Requests allowed in a burst above --kube-api-qps.")
+@_option("--event-qps", "MXJOB_EVENT_QPS", default=DEFAULT_EVENT_QPS, show_default=True, type=float,
+         help="Event writes per second, a budget apart from --kube-api-qps so that events and pod creations never "
+              "wait for each other (negative: no limit).")
+@_option("--event-burst", "MXJOB_EVENT_BURST", default=DEFAULT_EVENT_BURST, show_default=True,
+         type=click.IntRange(min=1), help="Event writes allowed in a burst above --event-qps.")
 @_option("--resync-period", "MXJOB_RESYNC_PERIOD", default=None, type=GoDuration(),
          help="Reconcile every MXJob at least this often, changed or not (Go duration: 12h, 30m; 0: never).  "
               "[default: 12h]")
@@ -187,7 +194,8 @@ def build_settings(ctx: click.Context, flags: dict[str, Any]) -> RunSettings:
         threadiness=threadiness or 1, metrics_bind_address=flags["metrics_bind_address"],
         health_probe_bind_address=flags["health_probe_bind_address"], leader_elect=bool(flags["leader_elect"]),
         leader_election_id=lease_name, leader_election_namespace=namespace, kube_api_qps=flags["kube_api_qps"],
-        kube_api_burst=flags["kube_api_burst"], resync_period=DEFAULT_RESYNC_PERIOD if resync is None else resync,
+        kube_api_burst=flags["kube_api_burst"], event_qps=flags["event_qps"], event_burst=flags["event_burst"],
+        resync_period=DEFAULT_RESYNC_PERIOD if resync is None else resync,
         gang_scheduler_name=gang, json_log_format=bool(flags["json_log_format"]),
         log_level=flags["log_level"].lower())
 

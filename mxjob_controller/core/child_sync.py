@@ -8,6 +8,11 @@ One pass, from the informer cache:
 3. create missing services, then missing pods, in slow-start batches; a failure stops the creations (the job is
    requeued with back-off by the caller).
 
+All of it within one :class:`~mxjob_controller.core.slow_start.Slice` of writes: what the slice leaves is counted
+in ``deferred`` (the caller comes back for it), and a cancelled slice (the job was deleted) stops at once, down to
+the writes already queued, which check before they go. A slow start begins at the number of children of that kind
+that already exist (at most a batch), so a job created over many slices does not climb from 1 again each time.
+
 A name held by an object the job does not control is reported in the result (``blocked``), not retried here.
 Creations can be held back (``create=False``: a gang scheduler has not admitted the job yet); adoption and
 deletion of the surplus still run. A ``pod_decorator`` gets each new pod's template last (gang membership).
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +34,7 @@ from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.labels import child_name, needs_adoption, replica_labels, service_selector
 from mxjob_controller.core.once import OncePerGeneration
-from mxjob_controller.core.slow_start import slow_start
+from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start
 from mxjob_controller.core.write_pool import WritePool
 from mxjob_controller.runtime.events import WARNING, EventRecorder
 
@@ -47,6 +53,8 @@ class SyncResult:
     services: Children
     blocked: tuple[tuple[str, str], ...] = ()   # (kind, name) of children whose names objects we do not control hold
     error: BaseException | None = None      # the first failed write
+    deferred: int = 0                       # writes left for a later pass (the slice was used up)
+    cancelled: bool = False                 # the job was deleted or replaced meanwhile: writes stopped
 
 
 class ChildSync:
@@ -60,8 +68,8 @@ class ChildSync:
         self.write_timeout = write_timeout
         self._warned = OncePerGeneration()
 
-    def sync(self, ctx: JobContext, pods: Sequence[dict[str, Any]],
-             services: Sequence[dict[str, Any]], *, create: bool = True) -> SyncResult:
+    def sync(self, ctx: JobContext, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]], *,
+             create: bool = True, within: Slice = UNBOUNDED) -> SyncResult:
         spec = ctx.spec
         replicas = {rtype: spec.replicas[rtype].replicas for rtype in self.framework.replica_types(spec)}
         pod_children = classify(pods, ctx.uid, ctx.name, replicas)
@@ -69,16 +77,20 @@ class ChildSync:
         for obj in (*pod_children.unindexed, *svc_children.unindexed):
             log.info("%s is controlled by the job but its labels name no replica: left alone",
                      (obj.get("metadata") or {}).get("name"), extra=ctx.extra())
+        budget = _Budget(within)
         upkeep = self._adoptions(ctx, POD, pod_children) + self._adoptions(ctx, SERVICE, svc_children) \
             + self._deletions(ctx, POD, pod_children) + self._deletions(ctx, SERVICE, svc_children)
-        error = slow_start(upkeep, self.pool, timeout=self.write_timeout,
-                           initial_batch=max(1, len(upkeep))).error if upkeep else None
+        error: BaseException | None = None
+        if upkeep:
+            outcome = budget.run(upkeep, self.pool, self.write_timeout, initial_batch=within.max_batch)
+            error = outcome.error
         blocked: list[tuple[str, str]] = []
-        for kind, children in ((SERVICE, svc_children), (POD, pod_children)):
-            creations = self._creations(ctx, kind, children) if create else []
+        for kind, children, existing in ((SERVICE, svc_children, services), (POD, pod_children, pods)):
+            creations = self._creations(ctx, kind, children, within.cancelled) \
+                if create and error is None else []
             if not creations:
                 continue
-            outcome = slow_start(creations, self.pool, timeout=self.write_timeout)
+            outcome = budget.run(creations, self.pool, self.write_timeout, initial_batch=len(existing))
             blocked += [(kind.kind, name) for name, created in outcome.results if created is Created.BLOCKED]
             if outcome.error is not None:
                 skipped = len(creations) - outcome.attempted
@@ -86,7 +98,10 @@ class ChildSync:
                             outcome.error, extra=ctx.extra())
                 error = error or outcome.error
                 break
-        return SyncResult(pod_children, svc_children, tuple(blocked), error)
+        if budget.cancelled:
+            log.info("the job was deleted or replaced: its remaining child writes were dropped", extra=ctx.extra())
+        return SyncResult(pod_children, svc_children, tuple(blocked), error,
+                          deferred=0 if budget.cancelled else budget.deferred, cancelled=budget.cancelled)
 
     # --- planning ---------------------------------------------------------------------------------------
 
@@ -108,17 +123,20 @@ class ChildSync:
                                   ctx.extra(surplus.replica_type, surplus.index), surplus.why)
                 for surplus in children.excess]
 
-    def _creations(self, ctx: JobContext, kind: ChildKind, children: Children) -> list[Callable[[], Any]]:
-        tasks: list[Callable[[], Any]] = []
-        for rtype, replica_children in children.by_type.items():
-            for index in replica_children.missing:
-                body = self._pod(ctx, rtype, index) if kind is POD else self._service(ctx, rtype, index)
-                tasks.append(functools.partial(self._create, ctx, kind, rtype, index, body))
-        return tasks
+    def _creations(self, ctx: JobContext, kind: ChildKind, children: Children,
+                   cancelled: Callable[[], bool]) -> list[Callable[[], Any]]:
+        """One task per missing child; its body is built when the task runs (a slice leaves most of them)."""
+        return [functools.partial(self._create, ctx, kind, rtype, index, cancelled)
+                for rtype, replica_children in children.by_type.items() for index in replica_children.missing]
 
     def _create(self, ctx: JobContext, kind: ChildKind, rtype: str, index: int,
-                body: dict[str, Any]) -> tuple[str, Created]:
-        return body["metadata"]["name"], self.control.create(ctx, kind, rtype, index, body)
+                cancelled: Callable[[], bool]) -> tuple[str, Created | None]:
+        """Create one child, unless its job was deleted since the task was queued (then ``None``)."""
+        name = child_name(ctx.name, rtype, index)
+        if cancelled():
+            return name, None
+        body = self._pod(ctx, rtype, index) if kind is POD else self._service(ctx, rtype, index)
+        return name, self.control.create(ctx, kind, rtype, index, body)
 
     def _pod(self, ctx: JobContext, rtype: str, index: int) -> dict[str, Any]:
         template = self.framework.pod_template(ctx.spec, rtype, index)
@@ -143,3 +161,29 @@ class ChildSync:
             return
         log.warning(TEMPLATE_RESTART_POLICY_MESSAGE, extra=ctx.extra())
         self.recorder.event(ctx.ref(), WARNING, SET_TEMPLATE_RESTART_POLICY, TEMPLATE_RESTART_POLICY_MESSAGE)
+
+
+class _Budget:
+    """What is left of one pass's :class:`Slice` across its several slow starts (upkeep, services, pods)."""
+
+    def __init__(self, within: Slice) -> None:
+        self.within = within
+        self.ends = time.monotonic() + within.seconds
+        self.spent = 0
+        self.deferred = 0
+        self.cancelled = False
+
+    def run(self, tasks: Sequence[Callable[[], Any]], pool: WritePool, timeout: float, *,
+            initial_batch: int) -> SlowStartOutcome:
+        left = self.within.writes - self.spent
+        if self.cancelled or (self.spent and (left <= 0 or time.monotonic() >= self.ends)):
+            self.deferred += len(tasks)   # a pass always gets its first batch; later runs only while time is left
+            return SlowStartOutcome(deferred=len(tasks), cancelled=self.cancelled)
+        outcome = slow_start(tasks, pool, timeout=timeout, initial_batch=max(1, min(initial_batch,
+                                                                                     self.within.max_batch)),
+                             within=Slice(writes=left, seconds=max(0.0, self.ends - time.monotonic()),
+                                          max_batch=self.within.max_batch, cancelled=self.within.cancelled))
+        self.spent += outcome.attempted
+        self.deferred += outcome.deferred
+        self.cancelled = self.cancelled or outcome.cancelled
+        return outcome

@@ -9,7 +9,13 @@ Thin I/O around those pure decisions. Guarantees:
 - the TTL deletion happens through a delayed requeue of the job (``Result.after``), never a sleep; it is
   preconditioned on the job's UID (a new job of the same name is never deleted), recorded as ``SuccessfulDeleteJob``
   and counted in ``jobs_deleted_total`` only once the API has accepted it;
-- a finished job with nothing left to clean and no TTL makes no API call and records no event.
+- a finished job with nothing left to clean and no TTL makes no API call and records no event;
+- its terminal event (``MXJobSucceeded`` / ``MXJobFailed``, as the reconcile that finished it recorded it) exists
+  once, also after a restart (:meth:`FinishedJobs.announce`): a job finished while no controller ran, or whose
+  event was still queued when the controller was killed, gets it from the first process that sees the job finished
+  within an hour of its end; a process that (or whose predecessor) wrote it does not write it again. Cost: one
+  LIST of the job's events of that reason, on the events client, per such job per process; nothing on later
+  reconciles (the recorder remembers).
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.labels import replica_of
 from mxjob_controller.core.metrics import JobMetrics
 from mxjob_controller.core.requeue import requeue_in
-from mxjob_controller.core.slow_start import slow_start
+from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start
 from mxjob_controller.core.status_writer import StatusWriter
+from mxjob_controller.core.transition_events import ANNOUNCE_WINDOW, terminal_event
 from mxjob_controller.core.ttl import TTLAction, ttl_decision
 from mxjob_controller.core.write_pool import WritePool
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
@@ -53,26 +60,43 @@ class FinishedJobs:
         self.write_timeout = write_timeout
 
     def handle(self, ctx: JobContext, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]],
-               extra: dict[str, Any]) -> Result:
-        """Clean up, then apply the TTL; raises the first failed deletion (the job is retried with back-off)."""
-        error = self.clean(ctx, pods, services)
-        if error is not None:
-            raise error
+               extra: dict[str, Any], within: Slice = UNBOUNDED, next_slice: float = 0.05) -> Result:
+        """Clean up (as much as ``within`` allows: the rest ``next_slice`` seconds later), then apply the TTL;
+        raises the first failed deletion (the job is retried with back-off)."""
+        cleaned = self.clean(ctx, pods, services, within)
+        if cleaned.error is not None:
+            raise cleaned.error
+        if cleaned.deferred:
+            return Result.after(next_slice)
         return self.expire(ctx, extra)
+
+    def announce(self, ctx: JobContext) -> None:
+        """Record the finished job's terminal event unless this process, or the API, already has it (the recorder's
+        ``event_once``); a job that ended over :data:`ANNOUNCE_WINDOW` seconds ago gets nothing (its Event would
+        have expired by now anyway). Never blocks: the look-up is the event writer's."""
+        announce = terminal_event(ctx.kind, (ctx.obj.get("status") or {}).get("conditions"))
+        if announce is None or not ctx.uid:
+            return
+        if announce.at is None or self.wall() - announce.at > ANNOUNCE_WINDOW:
+            return
+        if self.recorder.event_once(ctx.ref(), announce.event_type, announce.reason, announce.message,
+                                    at=announce.at):
+            log.debug("finished job seen for the first time by this process: its %s event will be written unless "
+                      "it exists", announce.reason, extra=ctx.extra())
 
     # --- cleanPodPolicy ---------------------------------------------------------------------------------
 
-    def clean(self, ctx: JobContext, pods: Sequence[dict[str, Any]],
-              services: Sequence[dict[str, Any]]) -> BaseException | None:
+    def clean(self, ctx: JobContext, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]],
+              within: Slice = UNBOUNDED) -> SlowStartOutcome:
         policy = ctx.spec.run_policy.clean_pod_policy
         plan = cleanup_plan(policy, pods, services)
         why = f"the job has finished (cleanPodPolicy {policy})"
         tasks = self._deletions(ctx, POD, plan.pods, why) + self._deletions(ctx, SERVICE, plan.services, why)
         if not tasks:
-            return None
+            return SlowStartOutcome()
         log.info("cleaning up %d pods and %d services (cleanPodPolicy %s)", len(plan.pods), len(plan.services),
                  policy, extra=ctx.extra())
-        return slow_start(tasks, self.pool, timeout=self.write_timeout, initial_batch=len(tasks)).error
+        return slow_start(tasks, self.pool, timeout=self.write_timeout, initial_batch=len(tasks), within=within)
 
     def _deletions(self, ctx: JobContext, kind: ChildKind, objs: Sequence[dict[str, Any]],
                    why: str) -> list[Callable[[], Any]]:

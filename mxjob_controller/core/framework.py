@@ -17,6 +17,16 @@ from mxjob_controller.core.pod_status import PodFailure, ReplicaState
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.runtime.client import Resource
 
+#: Most replicas of one type, and of a whole job, a framework may accept. The core loops over a job's replica
+#: indices (children, restart slots, a framework's cluster spec in every pod), so a count no one bounds lets one job
+#: hold a worker thread for hours and the controller's memory grow without limit: 10^6 replicas took 1.9 GB in 30 s.
+#: 5,000 is far above real parameter-server jobs, and a job this size already makes 10,000 API objects (a pod and
+#: a Service per replica) whose cluster spec (MXNet's ``MX_CONFIG``) is ~225 KB in each pod. Kubernetes itself
+#: puts no bound on a workload's replicas (an int32); its practical limits are objects of at most 1.5 MiB and
+#: requests of at most 3 MiB, which a cluster spec far beyond this would break anyway.
+MAX_REPLICAS_PER_TYPE = 5000
+MAX_REPLICAS_PER_JOB = 5000
+
 
 class ReplicaSpec(Protocol):
     """One replica type of a parsed job."""

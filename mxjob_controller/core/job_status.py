@@ -69,12 +69,19 @@ def blocked_message(kind: str, name: str, blocked: Sequence[str]) -> str:
             f"{kind} {name} does not control; delete or rename it.")
 
 
+def names_blocked(status: Mapping[str, Any]) -> bool:
+    """Whether the ``Created`` message of ``status`` is a :func:`blocked_message`."""
+    message = (cond.find(status.get("conditions"), cond.CREATED) or {}).get("message") or ""
+    return " Cannot create " in message and message.endswith("; delete or rename it.")
+
+
 def next_status(old: Mapping[str, Any] | None, *, kind: str, name: str, counts: Mapping[str, ReplicaCounts],
                 verdict: Verdict, now: str, render_counts: RenderCounts,
-                blocked: Sequence[str] = (), job_failure: str = "", restarting: str = "",
+                blocked: Sequence[str] | None = (), job_failure: str = "", restarting: str = "",
                 fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The status to write (``old`` is not modified). ``blocked``: descriptions (``pod "j-worker-0"``) of children
-    whose names are taken by objects the job does not control. ``job_failure``: why the job as a whole fails
+    whose names are taken by objects the job does not control; None keeps what the ``Created`` message says
+    (a status written before the children are synced does not know yet). ``job_failure``: why the job as a whole fails
     (backoff limit, deadline), unless a replica failed or it succeeded. ``restarting``: the ``Restarting`` message
     while replicas restart (it holds ``Running`` off). ``fields``: other status fields to set (None removes one)."""
     old = dict(old or {})
@@ -85,8 +92,9 @@ def next_status(old: Mapping[str, Any] | None, *, kind: str, name: str, counts: 
     status = deep_copy(old)
     conditions = cond.set_condition(conditions, cond.CREATED, cond.TRUE, f"{kind}Created",
                                     created_message(kind, name), now)
-    conditions = cond.set_message(conditions, cond.CREATED, blocked_message(kind, name, blocked) if blocked
-                                  else created_message(kind, name), now)
+    if blocked is not None:
+        conditions = cond.set_message(conditions, cond.CREATED, blocked_message(kind, name, blocked) if blocked
+                                      else created_message(kind, name), now)
     status.setdefault("startTime", now)
     if verdict.failed:
         conditions = cond.set_condition(conditions, cond.FAILED, cond.TRUE, f"{kind}Failed",

@@ -52,7 +52,7 @@ from mxjob_controller.core.finished_jobs import FinishedJobs
 from mxjob_controller.core.framework import Framework, JobSpec
 from mxjob_controller.core.gang import GangScheduling
 from mxjob_controller.core.job_context import JobContext
-from mxjob_controller.core.job_status import next_status, restarting_message
+from mxjob_controller.core.job_status import names_blocked, next_status, restarting_message
 from mxjob_controller.core.managed_by import managed_elsewhere
 from mxjob_controller.core.metrics import JobMetrics
 from mxjob_controller.core.once import OncePerGeneration
@@ -60,7 +60,9 @@ from mxjob_controller.core.pod_status import replica_state
 from mxjob_controller.core.requeue import requeue_in
 from mxjob_controller.core.restart_actions import delete_due
 from mxjob_controller.core.restarts import forget_pods, slots_of
+from mxjob_controller.core.slow_start import Slice
 from mxjob_controller.core.status_writer import StatusWrite, StatusWriter
+from mxjob_controller.core.transition_events import transition_event
 from mxjob_controller.core.validation_failure import (
     failed_validation,
     invalid_status,
@@ -72,12 +74,11 @@ from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.timefmt import rfc3339
 from mxjob_controller.runtime.client import Client
 from mxjob_controller.runtime.controller import DONE, Result
-from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
+from mxjob_controller.runtime.events import WARNING, EventRecorder, ObjectReference
 from mxjob_controller.runtime.expectations import ControllerExpectations
 
 log = logging.getLogger(__name__)
 
-_TRANSITION_EVENTS = {cond.RUNNING: NORMAL, cond.SUCCEEDED: NORMAL, cond.FAILED: WARNING, cond.RESTARTING: WARNING}
 
 
 class ParsedJob:
@@ -106,6 +107,13 @@ class ReconcilerOptions:
     blocked_retry: float = 30.0    # seconds before re-checking a name held by an object the job does not control
     status_attempts: int = 5       # status writes tried (re-reading the job after each conflict)
     write_timeout: float = 120.0   # longest wait for one batch of child writes
+    # One pass's child writes (core/slow_start.py): at most slice_writes, in batches of at most slice_batch, none
+    # started after slice_seconds; the rest wait for the next pass, next_slice seconds later at the latest, so a
+    # large job is created in steps while other jobs get their turn (kube's ReplicaSet: 500 per sync).
+    slice_writes: int = 500
+    slice_seconds: float = 1.0
+    slice_batch: int = 16
+    next_slice: float = 0.05
 
 
 class JobReconciler:
@@ -137,8 +145,10 @@ class JobReconciler:
         obj = self.caches.job(key)
         if obj is None:
             self.expectations.delete_expectations(key)
+            self.status.forget(key)
             log.info("job is gone: its expectations are forgotten", extra={"key": key})
             return DONE
+        obj = self.status.freshest(key, obj)   # our last status write, while the cache does not show it yet
         meta = obj.get("metadata") or {}
         extra = {"key": key, "job_namespace": meta.get("namespace"), "job_name": meta.get("name"),
                  "job_uid": meta.get("uid")}
@@ -169,32 +179,55 @@ class JobReconciler:
         gang = self.gang.sync(ctx) if self.gang is not None else None
         pods, services = self.caches.pods(ctx.uid), self.caches.services(ctx.uid)
         now = self.wall()
-        expected = self._desired(parsed, pods, (), now, obj)
-        ending = expected is not None and cond.is_finished(expected.get("conditions"))   # then nothing is created
-        synced = self.children.sync(ctx, pods, services, create=(gang is None or not gang.holds_pods) and not ending)
+        expected = self._desired(parsed, pods, None, now, obj)   # None: names found blocked before stay so
 
         def desired(job: dict[str, Any]) -> dict[str, Any] | None:
-            if job is obj and not synced.blocked:
+            if job is obj:
                 return expected   # computed above from the same object, pods and time
-            return self._desired(parsed, pods, synced.blocked, now, job)
+            return self._desired(parsed, pods, None, now, job)
 
+        # The status goes first: a new job shows Created at once, and a large one its counts after every slice.
         write = self.status.update(obj, desired, extra)
         if write is not None and write.written:
-            self._record(ctx, write, synced.blocked)
+            self._record(ctx, write, ())
+        ending = write is None or cond.is_finished(write.after.get("conditions"))   # then nothing is created
+        synced = self.children.sync(ctx, pods, services, create=(gang is None or not gang.holds_pods) and not ending,
+                                    within=self._slice(ctx))
+        if write is not None and (synced.blocked or names_blocked(write.after)):   # the Created message names them
+            blocked_write = self.status.update(write.job, functools.partial(self._desired, parsed, pods,
+                                                                            synced.blocked, now), extra)
+            if blocked_write is not None and blocked_write.written:
+                self._record(ctx, blocked_write, synced.blocked)
+            write = blocked_write or write
         result = self._after_write(ctx, parsed, write, pods, services, now, extra)
         if synced.error is not None:
             raise synced.error
         if gang is not None and gang.error is not None:
             raise gang.error
         if synced.blocked:
-            return _soonest(result, Result.after(self.options.blocked_retry))
+            result = _soonest(result, Result.after(self.options.blocked_retry))
+        if synced.deferred:
+            log.info("%d child writes left for the next pass", synced.deferred, extra=extra)
+            result = _soonest(result, Result.after(self.options.next_slice))
         return result
+
+    def _slice(self, ctx: JobContext) -> Slice:
+        """One pass's share of the child writes; stopped as soon as the job is deleted or replaced."""
+        def cancelled() -> bool:
+            current = self.caches.job(ctx.key)
+            meta = (current or {}).get("metadata") or {}
+            return current is None or meta.get("uid") != ctx.uid or bool(meta.get("deletionTimestamp"))
+
+        o = self.options
+        return Slice(writes=o.slice_writes, seconds=o.slice_seconds, max_batch=o.slice_batch, cancelled=cancelled)
 
     def _suspend(self, ctx: JobContext, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """A suspended job: its children and PodGroup deleted, its status saying so."""
         replicas = {rtype: ctx.spec.replicas[rtype].replicas for rtype in self.framework.replica_types(ctx.spec)}
-        error = suspend.delete_children(ctx, self.children.control, self.children.pool, self.caches.pods(ctx.uid),
-                                        self.caches.services(ctx.uid), replicas, timeout=self.options.write_timeout)
+        deleted = suspend.delete_children(ctx, self.children.control, self.children.pool, self.caches.pods(ctx.uid),
+                                          self.caches.services(ctx.uid), replicas,
+                                          timeout=self.options.write_timeout, within=self._slice(ctx))
+        error = deleted.error
         if self.gang is not None:
             try:
                 self.gang.release(ctx, finished=False)
@@ -206,14 +239,15 @@ class JobReconciler:
             self._record(ctx, write, ())
         if error is not None:
             raise error
-        return DONE
+        return Result.after(self.options.next_slice) if deleted.deferred else DONE
 
     # --- status -----------------------------------------------------------------------------------------
 
-    def _desired(self, parsed: ParsedJob, pods: Sequence[dict[str, Any]], blocked: Sequence[tuple[str, str]],
-                 at: float, job: dict[str, Any]) -> dict[str, Any] | None:
+    def _desired(self, parsed: ParsedJob, pods: Sequence[dict[str, Any]],
+                 blocked: Sequence[tuple[str, str]] | None, at: float, job: dict[str, Any]) -> dict[str, Any] | None:
         """The status ``job`` (as cached, or as re-read after a conflict) should have at ``at`` (Unix time); None
-        if it must not be written (invalid or finished by now)."""
+        if it must not be written (invalid or finished by now). ``blocked`` None: keep the names the ``Created``
+        message gives."""
         spec = parsed.of(job)
         now = rfc3339(at)   # what the status says; the failure policy judges with the exact time
         kind = self.framework.resource.kind
@@ -235,7 +269,7 @@ class JobReconciler:
         return next_status(old, kind=self.framework.resource.kind, name=spec.name,
                            counts={t: state.counts for t, state in states.items()}, verdict=verdict, now=now,
                            render_counts=self.framework.with_replica_counts,
-                           blocked=[f'{kind.lower()} "{name}"' for kind, name in blocked],
+                           blocked=None if blocked is None else [f'{kind.lower()} "{name}"' for kind, name in blocked],
                            job_failure=policy.job_failure,
                            restarting=restarting_message(kind, spec.name, plan.new_restarts) if plan.restarting else "",
                            fields=plan.status_fields())
@@ -259,12 +293,12 @@ class JobReconciler:
             return DONE   # gone, invalid or finished meanwhile: its own event brings it back
         stored = JobContext(ctx.key, write.job, spec, self.framework)
         if cond.is_finished(write.after.get("conditions")):
-            return self.finished.handle(stored, pods, services, extra)
+            return self.finished.handle(stored, pods, services, extra, self._slice(stored), self.options.next_slice)
         types = self.framework.replica_types(spec)
         children = classify(pods, spec.uid, spec.name, {t: spec.replicas[t].replicas for t in types})
         policy = self._policy(spec, children, write.after, now)
         error = delete_due(stored, self.children.control, self.children.pool, policy.plan.due,
-                           timeout=self.options.write_timeout)
+                           timeout=self.options.write_timeout).error
         if error is not None:
             raise error
         wake = policy.wake_at
@@ -272,7 +306,9 @@ class JobReconciler:
 
     def _finished(self, ctx: JobContext, extra: dict[str, Any]) -> Result:
         """A finished job: its PodGroup released, its children cleaned up, its TTL applied. A PodGroup that cannot
-        be deleted does not hold the cleanup back: the error is raised after it (a retry with back-off)."""
+        be deleted does not hold the cleanup back: the error is raised after it (a retry with back-off). Its
+        terminal event is recorded if a previous process may have left it unwritten (``FinishedJobs.announce``)."""
+        self.finished.announce(ctx)
         release_error: Exception | None = None
         if self.gang is not None:
             try:
@@ -282,7 +318,8 @@ class JobReconciler:
         if not self.expectations.job_satisfied(ctx.key):
             log.info("waiting for the cache to show the job's earlier writes", extra=extra)
             return Result.after(max(self.expectations.time_left(ctx.key), 0.1))
-        result = self.finished.handle(ctx, self.caches.pods(ctx.uid), self.caches.services(ctx.uid), extra)
+        result = self.finished.handle(ctx, self.caches.pods(ctx.uid), self.caches.services(ctx.uid), extra,
+                                      self._slice(ctx), self.options.next_slice)
         if release_error is not None:
             raise release_error
         return result
@@ -307,7 +344,7 @@ class JobReconciler:
         message = (cond.find(after, cond.FAILED) or {}).get("message") or ""
         if failed_validation(write.after, kind) and message != (cond.find(before, cond.FAILED) or {}).get("message"):
             ref = ObjectReference.of(write.job, self.framework.resource.api_version, kind)
-            self.recorder.event(ref, WARNING, validation_reason(kind), message)
+            self.recorder.event(ref, WARNING, validation_reason(kind), message, important=True)
         return DONE
 
     def _record(self, ctx: JobContext, write: StatusWrite, blocked: Sequence[tuple[str, str]]) -> None:
@@ -318,11 +355,10 @@ class JobReconciler:
         ref = ObjectReference.of(write.job, self.framework.resource.api_version, ctx.kind)
         log.info("status written%s", f": now {', '.join(became)}" if became else "", extra=ctx.extra())
         for ctype in became:
-            event_type = _TRANSITION_EVENTS.get(ctype)
-            if event_type is not None:
-                written = cond.find(after, ctype) or {}
-                self.recorder.event(ref, event_type, written.get("reason") or f"{ctx.kind}{ctype}",
-                                    written.get("message") or "")
+            announce = transition_event(ctx.kind, ctype, after)   # Succeeded/Failed/Restarting: important
+            if announce is not None:
+                self.recorder.event(ref, announce.event_type, announce.reason, announce.message,
+                                    important=announce.important)
         for event_type, reason, message in suspend.transition_events(before, after, ctx.kind):
             self.recorder.event(ref, event_type, reason, message)
         announced = (cond.find(before, cond.CREATED) or {}).get("message") or ""

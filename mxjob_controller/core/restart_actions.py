@@ -16,18 +16,18 @@ from typing import Any
 from mxjob_controller.core.child_control import POD, ChildControl
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.restarts import DueRestart
-from mxjob_controller.core.slow_start import slow_start
+from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start
 from mxjob_controller.core.write_pool import WritePool
 
 
 def delete_due(ctx: JobContext, control: ChildControl, pool: WritePool, due: Sequence[DueRestart], *,
-               timeout: float) -> BaseException | None:
-    """Delete the pods of ``due``; the first error, if any."""
+               timeout: float, within: Slice = UNBOUNDED) -> SlowStartOutcome:
+    """Delete the pods of ``due``, as much as ``within`` allows (``deferred`` are left for the next pass)."""
     tasks: list[Callable[[], Any]] = [
         functools.partial(control.delete, ctx, POD, restart.pod, restart.replica_type,
                           ctx.extra(restart.replica_type, restart.index),
                           "restart: its node is gone" if restart.force else "restart", force=restart.force)
         for restart in due]
     if not tasks:
-        return None
-    return slow_start(tasks, pool, timeout=timeout, initial_batch=len(tasks)).error
+        return SlowStartOutcome()
+    return slow_start(tasks, pool, timeout=timeout, initial_batch=len(tasks), within=within)

@@ -1,8 +1,14 @@
-"""Slow-start batches, as Kubernetes' Job and ReplicaSet controllers create pods (``slowStartBatch``).
+"""Slow-start batches, as Kubernetes' Job and ReplicaSet controllers create pods (``slowStartBatch``), in slices.
 
 Writes go out in parallel batches of 1, 2, 4, 8 … and the run stops after the first batch with a failure. A job
 needing 100 pods takes 7 round trips instead of 100 (training-operator created them one by one: #2361), yet a
 failing API (quota, admission webhook down) sees a handful of doomed requests, not a hundred.
+
+A run can be a *slice* (:class:`Slice`): no batch is larger than ``max_batch``, no new batch starts once the slice's
+time is up or its write budget is spent, and none once ``cancelled()`` says the work is no longer wanted (its job
+was deleted). What was not attempted is left for the next reconcile, so one large job makes progress in bounded
+steps while other jobs get their turn on the shared write pool and client budget (kube's ReplicaSet and Job
+controllers bound a sync the same way: at most 500 creates or deletes per sync).
 """
 
 from __future__ import annotations
@@ -15,23 +21,49 @@ from typing import Any
 from mxjob_controller.core.write_pool import WritePool
 
 
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """The most one run may do: ``writes`` tasks, started within ``seconds``, in batches of at most ``max_batch``;
+    ``cancelled`` is asked before every batch."""
+
+    writes: int
+    seconds: float
+    max_batch: int
+    cancelled: Callable[[], bool] = lambda: False
+
+
+UNBOUNDED = Slice(writes=1 << 62, seconds=float("inf"), max_batch=1 << 62)
+
+
 @dataclass(slots=True)
 class SlowStartOutcome:
     results: list[Any] = field(default_factory=list)   # results of the tasks that succeeded, in task order
     error: BaseException | None = None                 # the first failure, if any
     attempted: int = 0                                 # tasks started (the rest were skipped after a failure)
     batches: list[int] = field(default_factory=list)   # size of each batch run
+    deferred: int = 0        # tasks left for a later run: the slice was used up (not after a failure)
+    cancelled: bool = False  # the slice's work was cancelled before every task started
 
 
 def slow_start(tasks: Sequence[Callable[[], Any]], pool: WritePool, *, timeout: float,
-               initial_batch: int = 1) -> SlowStartOutcome:
-    """Run ``tasks`` on ``pool`` in doubling batches; stop after a batch with a failure. ``timeout`` bounds the wait
-    for each batch (a task still running then counts as failed; its own writes have their own timeouts)."""
+               initial_batch: int = 1, within: Slice = UNBOUNDED) -> SlowStartOutcome:
+    """Run ``tasks`` on ``pool`` in doubling batches; stop after a batch with a failure, or when ``within`` is used
+    up or cancelled. ``timeout`` bounds the wait for each batch (a task still running then counts as failed; its
+    own writes have their own timeouts)."""
     outcome = SlowStartOutcome()
     remaining = list(tasks)
     size = max(1, initial_batch)
+    ends = time.monotonic() + within.seconds
     while remaining:
-        batch, remaining = remaining[:size], remaining[size:]
+        left = within.writes - outcome.attempted
+        if within.cancelled():
+            outcome.cancelled = True
+            return outcome
+        if left <= 0 or (outcome.attempted and time.monotonic() >= ends):
+            outcome.deferred = len(remaining)
+            return outcome
+        take = min(size, within.max_batch, left)
+        batch, remaining = remaining[:take], remaining[take:]
         outcome.batches.append(len(batch))
         outcome.attempted += len(batch)
         deadline = time.monotonic() + timeout

@@ -7,11 +7,18 @@ that fresh object, so no condition written by someone else in between is lost an
 
 Guarantee: the returned :class:`StatusWrite` pairs the status a write was computed from with the status the server
 stored, so callers decide events and metrics from exactly the transition that was recorded.
+
+Read your own writes: the informer cache shows a status write only when its watch event arrives, often after the
+events of the pods created in the same reconcile have queued the job again. Computing from that stale job would
+send a second PATCH that the server refuses (409) and a retry; :meth:`StatusWriter.freshest` hands the reconciler
+the object the last write stored while the cache still shows an older resourceVersion of it (client-go's
+``MutationCache`` idea). Any other resourceVersion in the cache (our write, or a later change by anyone) wins.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +46,36 @@ class StatusWriter:
         self.client = client
         self.resource = resource
         self.attempts = max(1, attempts)
+        # job key → (uid, resourceVersions our writes replaced, the job the last write stored)
+        self._written: dict[str, tuple[str, frozenset[str], dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def freshest(self, key: str, job: dict[str, Any]) -> dict[str, Any]:
+        """``job`` as cached, or the object our last status write stored if the cache has not shown it yet."""
+        meta = job.get("metadata") or {}
+        with self._lock:
+            entry = self._written.get(key)
+            if entry is None:
+                return job
+            uid, replaced, stored = entry
+            if uid == meta.get("uid") and meta.get("resourceVersion") in replaced:
+                return stored
+            del self._written[key]   # the cache caught up (or the job changed): it is the freshest again
+            return job
+
+    def forget(self, key: str) -> None:
+        """The job is gone: drop what was remembered of its writes."""
+        with self._lock:
+            self._written.pop(key, None)
+
+    def _remember(self, key: str, written_from: dict[str, Any], stored: dict[str, Any]) -> None:
+        meta = written_from.get("metadata") or {}
+        rv, uid = meta.get("resourceVersion") or "", meta.get("uid") or ""
+        with self._lock:
+            old = self._written.get(key)
+            chain = old[1] if old is not None and old[0] == uid and \
+                (old[2].get("metadata") or {}).get("resourceVersion") == rv else frozenset()
+            self._written[key] = (uid, chain | {rv}, stored)
 
     def update(self, job: dict[str, Any], desired: Desired, extra: dict[str, Any] | None = None) -> StatusWrite | None:
         """Write ``desired(job)`` if it differs from ``job``'s status; on a conflict re-read and recompute.
@@ -76,5 +113,7 @@ class StatusWriter:
                     log.info("job was replaced by another with the same name: not writing", extra=extra)
                     return None
                 continue
+            stored.get("metadata", {}).pop("managedFields", None)   # as the informer keeps it
+            self._remember(f"{meta.get('namespace') or ''}/{meta['name']}", job, stored)
             return StatusWrite(before, stored.get("status") or {}, stored, written=True)
         raise AssertionError("unreachable")  # the loop returns or raises on its last attempt

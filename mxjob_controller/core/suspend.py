@@ -29,7 +29,7 @@ from mxjob_controller.core.children import classify
 from mxjob_controller.core.common_types import ReplicaCounts
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.job_status import RenderCounts, created_message
-from mxjob_controller.core.slow_start import slow_start
+from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start
 from mxjob_controller.core.write_pool import WritePool
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.runtime.events import NORMAL
@@ -102,8 +102,9 @@ def transition_events(before: cond.Conditions | None, after: cond.Conditions | N
 
 def delete_children(ctx: JobContext, control: ChildControl, pool: WritePool, pods: Sequence[dict[str, Any]],
                     services: Sequence[dict[str, Any]], replicas: Mapping[str, int], *,
-                    timeout: float) -> BaseException | None:
-    """Delete every pod and service the job controls and can name a replica for (all at once); the first error.
+                    timeout: float, within: Slice = UNBOUNDED) -> SlowStartOutcome:
+    """Delete every pod and service the job controls and can name a replica for, as much as ``within`` allows
+    (the outcome's ``deferred`` says how many are left for the next pass).
 
     Children whose labels name no replica are left alone, as by every other pass: their deletion could not be
     matched to an expectation.
@@ -116,5 +117,5 @@ def delete_children(ctx: JobContext, control: ChildControl, pool: WritePool, pod
         tasks += [functools.partial(control.delete, ctx, kind, obj, rtype, ctx.extra(rtype), "the job is suspended")
                   for rtype, obj in doomed]
     if not tasks:
-        return None
-    return slow_start(tasks, pool, timeout=timeout, initial_batch=len(tasks)).error
+        return SlowStartOutcome()
+    return slow_start(tasks, pool, timeout=timeout, initial_batch=len(tasks), within=within)

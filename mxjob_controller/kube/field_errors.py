@@ -2,6 +2,9 @@
 
 Every validator in the project (the embedded API server's, the MXJob API's) returns a list of these, so
 a user sees every problem at once, each naming its field. ``reason`` is the ``metav1.StatusCause`` type.
+
+A bad value longer than :data:`MAX_VALUE_CHARS` (as printed) is shortened (:func:`clip`): kube prints it
+whole, which turns a 2.9 MB invalid name into a 422 several times that size.
 """
 
 from __future__ import annotations
@@ -10,6 +13,10 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+#: The longest bad value (or name, or field path) an error message shows whole; longer ones are cut here.
+#: Above the longest names and keys kube accepts (253; a qualified key 317), so those are never cut.
+MAX_VALUE_CHARS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,9 +29,19 @@ class FieldError:
         return f"{self.field}: {self.message}" if self.field else self.message
 
 
+def clip(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """``text``, or its first ``limit`` characters and how long it was: ``aaaa...(truncated, 5000 characters)``."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...(truncated, {len(text)} characters)"
+
+
 def format_value(value: Any) -> str:
-    """A bad value the way kube quotes it: strings quoted, numbers bare, everything else as JSON."""
+    """A bad value the way kube quotes it: strings quoted, numbers bare, everything else as JSON; shortened
+    past :data:`MAX_VALUE_CHARS` (a string keeps its closing quote)."""
     if isinstance(value, str):
+        if len(value) > MAX_VALUE_CHARS:
+            return f"{json.dumps(value[:MAX_VALUE_CHARS])}...(truncated, {len(value)} characters)"
         return json.dumps(value)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -32,7 +49,7 @@ def format_value(value: Any) -> str:
         return "null"
     if isinstance(value, int | float):
         return str(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    return clip(json.dumps(value, separators=(",", ":"), sort_keys=True, default=str))
 
 
 def _body(kind: str, value: Any = ..., detail: str = "") -> str:

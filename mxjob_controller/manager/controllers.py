@@ -51,5 +51,6 @@ def new_controller(client: Client, settings: RunSettings, registry: CollectorReg
     """The MXJob controller, scoped and sized by the flags, reporting on the process's registry."""
     options = ControllerOptions(namespaces=settings.namespaces or None, threadiness=settings.threadiness,
                                 resync_period=settings.resync_period, registry=registry,
-                                gang_scheduler_name=settings.gang_scheduler_name or None)
+                                gang_scheduler_name=settings.gang_scheduler_name or None,
+                                event_qps=settings.event_qps, event_burst=settings.event_burst)
     return MXJobController(client, options)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
+from mxjob_controller.runtime.events import DEFAULT_EVENT_BURST, DEFAULT_EVENT_QPS
 
 DEFAULT_LEASE_NAME = "mxjob-controller"
 DEFAULT_RESYNC_PERIOD = 12 * 3600.0      # the Go mxnet-operator's DefaultResyncPeriod
@@ -33,6 +34,8 @@ class RunSettings:
     leader_election_namespace: str = ""         # resolved: never empty once built by the command line
     kube_api_qps: float = DEFAULT_QPS
     kube_api_burst: int = DEFAULT_BURST
+    event_qps: float = DEFAULT_EVENT_QPS         # the events client's own budget, apart from kube_api_*
+    event_burst: int = DEFAULT_EVENT_BURST
     resync_period: float = DEFAULT_RESYNC_PERIOD
     gang_scheduler_name: str = ""               # "": off; "volcano"; anything else: scheduler-plugins
     json_log_format: bool = True

@@ -18,6 +18,9 @@ What it watches (per namespace, or cluster-wide when ``namespaces`` is None):
 before that would see children missing and try to create them again); a failed or cancelled start stops what it
 started before it raises. :meth:`MXJobController.stop` stops taking
 work, lets in-flight reconciles finish, writes queued events and stops every thread, all within one deadline.
+
+Events are written through a client of their own (``event_qps`` / ``event_burst``, a sibling of the main client), so
+a job's events are not held up by pod creations, nor pod creations by events (see ``runtime.events``).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller
 from mxjob_controller.runtime.client import Client
 from mxjob_controller.runtime.clock import Clock
 from mxjob_controller.runtime.controller import Controller
-from mxjob_controller.runtime.events import EventRecorder
+from mxjob_controller.runtime.events import DEFAULT_EVENT_BURST, DEFAULT_EVENT_QPS, EventRecorder
 from mxjob_controller.runtime.expectations import ControllerExpectations
 from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 from mxjob_controller.runtime.informer_factory import SharedInformerFactory
@@ -86,6 +89,8 @@ class ControllerOptions:
     cache_sync_timeout: float = 60.0             # longest wait in start() for the initial lists
     trace_path: str | os.PathLike[str] | None = None   # a JSON line per reconcile (runtime.reconcile_trace)
     gang_scheduler_name: str | None = None       # None, "" or "none": off; "volcano"; else scheduler-plugins' name
+    event_qps: float = DEFAULT_EVENT_QPS         # the events client's budget (negative: no limit)...
+    event_burst: int = DEFAULT_EVENT_BURST       # ... and burst
 
 
 class MXJobController:
@@ -95,7 +100,8 @@ class MXJobController:
         self.framework = framework = framework or MXNetFramework()
         self.registry = options.registry or CollectorRegistry(auto_describe=True)
         self.expectations = ControllerExpectations(clock=options.clock)
-        self.recorder = EventRecorder(client, framework.operator_name, wall=options.wall)
+        self.event_client = client.sibling("events", qps=options.event_qps, burst=options.event_burst)
+        self.recorder = EventRecorder(self.event_client, framework.operator_name, wall=options.wall)
         self.metrics = JobMetrics(self.registry, framework.framework_name)
         self.pool = WritePool(f"{CONTROLLER_NAME}-writes", options.write_threads)
         self.factory = SharedInformerFactory(client, transform=drop_managed_fields)
@@ -217,6 +223,7 @@ class MXJobController:
         clean = self.controller.shutdown_with_drain(left())
         clean = self.pool.stop(left()) and clean
         clean = self.recorder.stop(left()) and clean
+        self.event_client.close()
         clean = self.factory.stop(left()) and clean
         log.info("MXJob controller stopped%s", "" if clean else " (some threads outlived the deadline)")
         return clean

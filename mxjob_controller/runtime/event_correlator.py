@@ -12,6 +12,9 @@ Three stages, in client-go's order, for every event about to be written:
    client-go, a repeat only merges into an occurrence seen within ``dedupe_window`` seconds: after a long quiet
    period it is a new Event object (kube-apiserver deletes Events an hour after their last write anyway).
 3. **Spam filter**: a token bucket per source and object (``burst`` events, refilled at ``qps``) drops the rest.
+   Unlike client-go, an *important* event (a job's ``Succeeded`` / ``Failed`` / ``Restarting``, see ``events``) is
+   never dropped: it takes a token when there is one, and passes when there is none. A job records a handful of
+   them in its life, so they cannot flood; an object that used up its burst on pod creations must still get them.
 
 Not thread-safe on purpose: one writer thread owns a correlator (as client-go's ``recordToSink`` does).
 """
@@ -114,13 +117,13 @@ class EventCorrelator:
         self._occurrences: LRUCache[str, _Occurrence] = LRUCache(maxsize=size)
         self._buckets: LRUCache[str, _Bucket] = LRUCache(maxsize=size)
 
-    def correlate(self, event: dict[str, Any]) -> Correlation | None:
+    def correlate(self, event: dict[str, Any], *, important: bool = False) -> Correlation | None:
         """The write to make for ``event`` (a complete core/v1 Event with count 1), or None when the spam filter
-        drops it. ``event`` is not modified."""
+        drops it (never when ``important``). ``event`` is not modified."""
         now = self._now()
         aggregated, key = self._aggregate(event, now)
         correlation = self._observe(aggregated, key, now)
-        if not self._allow(correlation.event, now):
+        if not self._allow(correlation.event, now) and not important:
             return None
         return correlation
 

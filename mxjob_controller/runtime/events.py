@@ -8,29 +8,48 @@
 
 What gets written: a core/v1 Event in the object's namespace, named ``<object name>.<hex nanoseconds>``, with
 ``source.component`` and ``reportingComponent`` set to ``component`` (``source.host`` / ``reportingInstance`` to
-``host``), ``count`` 1 and first/last timestamps of the moment :meth:`EventRecorder.event` was called. Repeats and
+``host``), ``count`` 1 and first/last timestamps of the moment :meth:`EventRecorder.event` was called (or of its
+``at``). Repeats and
 floods are correlated as client-go does (see ``event_correlator``): a repeat PATCHes ``count`` and
 ``lastTimestamp`` of the existing Event.
 
 Guarantees:
-- :meth:`EventRecorder.event` never blocks and never raises: the event goes to a bounded queue, and when that is
-  full it is dropped with a log line (a reconcile must never wait on events).
-- One named thread (``events-<component>``) correlates and writes, in the order events were recorded.
+- :meth:`EventRecorder.event` never blocks and never raises: the event goes to a bounded queue (a reconcile must
+  never wait on events).
+- Two queues. Ordinary events: at most ``queue_size`` (client-go's ``maxQueuedEvents``, 1000) wait; when that is full
+  the incoming ordinary event is dropped with a log line, as client-go's broadcaster drops what its full channel
+  cannot take. *Important* events (``important=True``: a job's ``Succeeded`` / ``Failed`` / ``Restarting``, the
+  caller decides) wait in a queue of their own, are written first, are never dropped to make room for ordinary ones
+  nor by the correlator's spam filter, and are tried ``important_max_tries`` times (client-go's 12) on server errors.
+  Their queue is bounded too (``important_queue_size``, 10,000: memory, not a rate); beyond it one is dropped with
+  an error line, and forgotten, so :meth:`EventRecorder.event_once` can record it again later.
+- :meth:`EventRecorder.event_once` records an important event unless this process already recorded one with that
+  reason about that object, or the API already holds one (the writer looks with one LIST, ``fieldSelector
+  involvedObject.uid=…,reason=…``, before it creates it): after a restart, a controller announces what its
+  predecessor may have left unwritten, and never writes it twice. A look-up that fails (after the retries) writes
+  nothing and forgets the event, so a later ``event_once`` looks again: a gap is preferred to a duplicate.
+- One named thread (``events-<component>``) correlates and writes, each queue in the order recorded.
+- Give the recorder a client of its own (:meth:`Client.sibling`, as controller-runtime's recorder provider builds
+  its events client from the manager's config, and the kubelet has ``--event-qps``): every request takes a token
+  from its client's bucket, so on a shared client events wait behind pod creations and pod creations behind events.
 - A write the server refuses (invalid, namespace terminating) is logged and dropped; a transport failure or a 5xx is
   retried a few times (``max_tries``, ``retry_delay`` apart), never once the recorder is stopping.
-- :meth:`stop` writes what is queued within its deadline, then drops the rest and ends the thread.
+- :meth:`stop` writes what is queued (important events first) within its deadline, then drops the rest and ends
+  the thread.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from cachetools import LRUCache
 
 from mxjob_controller.kube.names import dns1123_subdomain_errors
 from mxjob_controller.kube.timefmt import rfc3339
@@ -51,7 +70,14 @@ log = logging.getLogger(__name__)
 NORMAL = "Normal"
 WARNING = "Warning"
 EVENT_TYPES = (NORMAL, WARNING)
-DEFAULT_QUEUE_SIZE = 1000  # client-go's maxQueuedEvents
+DEFAULT_QUEUE_SIZE = 1000               # client-go's maxQueuedEvents
+DEFAULT_IMPORTANT_QUEUE_SIZE = 10_000   # a memory bound: ten thousand jobs ending faster than their events are written
+IMPORTANT_MAX_TRIES = 12                # client-go's maxTriesPerEvent
+# The events client's budget: the kubelet's --event-qps / --event-burst defaults. A controller writes about one event
+# per API write (SuccessfulCreatePod...) plus some with none (ExitedWithCode, transitions), so the events budget
+# must exceed the main client's 20 requests/s to keep up; 50/100 does with room for bursts of pod exits.
+DEFAULT_EVENT_QPS = 50.0
+DEFAULT_EVENT_BURST = 100
 
 _GET_TIMEOUT = 0.2
 
@@ -81,20 +107,35 @@ class ObjectReference:
         return {k: v for k, v in out.items() if v}
 
 
+@dataclass(slots=True)
+class _Queued:
+    body: dict[str, Any]
+    important: bool
+    once: bool = False   # look for an existing Event with its reason about its object before writing it
+
+
 class EventRecorder:
     def __init__(self, client: Client, component: str, *, host: str = "", queue_size: int = DEFAULT_QUEUE_SIZE,
-                 options: CorrelatorOptions | None = None, wall: Callable[[], float] = time.time,
-                 max_tries: int = 3, retry_delay: float = 1.0) -> None:
+                 important_queue_size: int = DEFAULT_IMPORTANT_QUEUE_SIZE, options: CorrelatorOptions | None = None,
+                 wall: Callable[[], float] = time.time, max_tries: int = 3,
+                 important_max_tries: int = IMPORTANT_MAX_TRIES, retry_delay: float = 1.0) -> None:
         if not component:
             raise ValueError("an event recorder needs a component name (it is the events' source)")
         self.client = client
         self.component = component
         self.host = host
         self.max_tries = max(1, max_tries)
+        self.important_max_tries = max(1, important_max_tries)
         self.retry_delay = retry_delay
         self._wall = wall
         self._correlator = EventCorrelator(options, now=wall)
-        self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=max(1, queue_size))
+        self._queue_size = max(1, queue_size)
+        self._important_size = max(1, important_queue_size)
+        self._ordinary: deque[_Queued] = deque()
+        self._important: deque[_Queued] = deque()
+        # (uid, reason) of the important events this process recorded. Larger than the important queue, so an event
+        # still queued is always remembered (the queue is FIFO: the keys of queued events are the newest ones).
+        self._recorded: LRUCache[tuple[str, str], bool] = LRUCache(maxsize=2 * self._important_size)
         self._cond = threading.Condition()
         self._unfinished = 0        # queued or being written
         self._last_ns = 0
@@ -102,12 +143,50 @@ class EventRecorder:
         self._stopping = threading.Event()
         self._deadline = float("inf")  # monotonic time after which nothing more is written
         self._thread: threading.Thread | None = None
-        self.dropped = 0
+        self.dropped = 0            # ordinary events dropped because their queue was full
+        self.dropped_important = 0  # important events dropped because theirs was (never expected)
 
     # --- recording ------------------------------------------------------------------------------------
 
-    def event(self, ref: ObjectReference, event_type: str, reason: str, message: str) -> bool:
-        """Queue an event about ``ref``; False if it was dropped (queue full, stopped, or a bad type)."""
+    def event(self, ref: ObjectReference, event_type: str, reason: str, message: str, *, important: bool = False,
+              at: float | None = None) -> bool:
+        """Queue an event about ``ref``; False if it was dropped (queue full, stopped, or a bad type).
+
+        ``important``: one of the few events that end a chapter of a job (``Succeeded``, ``Failed``,
+        ``Restarting``): never dropped for ordinary ones, never spam-filtered. ``at``: when it happened (Unix
+        time; default now), for its timestamps."""
+        if not self._acceptable(ref, event_type, reason):
+            return False
+        body = self._make_event(ref, event_type, reason, message, at)
+        key = (ref.uid, reason)
+        with self._cond:
+            if important and ref.uid:
+                self._recorded[key] = True
+            return self._enqueue(_Queued(body, important), key)
+
+    def event_once(self, ref: ObjectReference, event_type: str, reason: str, message: str, *,
+                   at: float | None = None) -> bool:
+        """Record an important event about ``ref`` unless one with this ``reason`` about this object (its uid) was
+        recorded by this process, or exists in the API (looked up by the writer, with one LIST, before it writes).
+        True if queued.
+
+        For a finished job seen after a restart: its terminal event may have been queued by a process that died
+        before writing it. Costs nothing once the object's event is known here, one LIST otherwise."""
+        if not ref.uid:
+            log.error("event %s about %s/%s: no uid to look an existing Event up by; not recorded", reason,
+                      ref.namespace, ref.name)
+            return False
+        if not self._acceptable(ref, event_type, reason):
+            return False
+        key = (ref.uid, reason)
+        with self._cond:
+            if key in self._recorded:
+                return False
+            self._recorded[key] = True
+            return self._enqueue(_Queued(self._make_event(ref, event_type, reason, message, at), True, once=True),
+                                 key)
+
+    def _acceptable(self, ref: ObjectReference, event_type: str, reason: str) -> bool:
         if event_type not in EVENT_TYPES:
             log.error("event %s about %s/%s has unsupported type %r; not recorded", reason, ref.namespace, ref.name,
                       event_type)
@@ -115,21 +194,35 @@ class EventRecorder:
         if self._stopping.is_set():
             log.warning("event recorder stopped; dropping event %s about %s/%s", reason, ref.namespace, ref.name)
             return False
-        body = self._make_event(ref, event_type, reason, message)
-        with self._cond:
-            try:
-                self._queue.put_nowait(body)
-            except queue.Full:
-                self.dropped += 1
-                log.error("too many queued events; dropping event %s about %s/%s: %s", reason, ref.namespace,
-                          ref.name, message)
-                return False
-            self._unfinished += 1
         return True
 
-    def _make_event(self, ref: ObjectReference, event_type: str, reason: str, message: str) -> dict[str, Any]:
+    def _enqueue(self, item: _Queued, key: tuple[str, str]) -> bool:
+        """Queue ``item`` (the condition held); False, logged, if its queue is full."""
+        queue, bound = (self._important, self._important_size) if item.important else (self._ordinary,
+                                                                                        self._queue_size)
+        if len(queue) >= bound:
+            body = item.body
+            involved = body["involvedObject"]
+            if item.important:
+                self.dropped_important += 1
+                self._recorded.pop(key, None)   # so that event_once can record it again
+                log.error("%d important events queued: dropping event %s about %s/%s: %s (the event client's "
+                          "budget is far too small for this load)", bound, body["reason"],
+                          involved.get("namespace"), involved.get("name"), body["message"])
+            else:
+                self.dropped += 1
+                log.error("too many queued events; dropping event %s about %s/%s: %s", body["reason"],
+                          involved.get("namespace"), involved.get("name"), body["message"])
+            return False
+        queue.append(item)
+        self._unfinished += 1
+        self._cond.notify_all()
+        return True
+
+    def _make_event(self, ref: ObjectReference, event_type: str, reason: str, message: str,
+                    at: float | None = None) -> dict[str, Any]:
         now = self._wall()
-        stamp = rfc3339(now)
+        stamp = rfc3339(now if at is None else at)
         source = {"component": self.component, **({"host": self.host} if self.host else {})}
         return {
             "apiVersion": "v1", "kind": "Event",
@@ -187,19 +280,27 @@ class EventRecorder:
 
     # --- the writer -----------------------------------------------------------------------------------
 
+    def _next(self) -> _Queued | None:
+        """The next event to write, important ones first; None after :data:`_GET_TIMEOUT` seconds without one."""
+        with self._cond:
+            if not self._important and not self._ordinary:
+                self._cond.wait(_GET_TIMEOUT)
+            if self._important:
+                return self._important.popleft()
+            if self._ordinary:
+                return self._ordinary.popleft()
+            return None
+
     def _run(self) -> None:
         while True:
-            try:
-                body = self._queue.get(timeout=_GET_TIMEOUT)
-            except queue.Empty:
+            item = self._next()
+            if item is None:
                 if self._stopping.is_set():
                     return
                 continue
             try:
                 if not self._stopping.is_set() or time.monotonic() < self._deadline:
-                    correlation = self._correlator.correlate(body)
-                    if correlation is not None:
-                        self._write(correlation)
+                    self._process(item)
             except Exception:
                 log.exception("event recorder %s: unexpected failure writing an event", self.component)
             finally:
@@ -207,30 +308,73 @@ class EventRecorder:
                     self._unfinished -= 1
                     self._cond.notify_all()
 
-    def _write(self, correlation: Correlation) -> None:
+    def _process(self, item: _Queued) -> None:
+        if item.once and self._exists(item.body):
+            return
+        correlation = self._correlator.correlate(item.body, important=item.important)
+        if correlation is None:
+            return
+        if not self._write(correlation, self.important_max_tries if item.important else self.max_tries) \
+                and item.important:
+            involved = item.body["involvedObject"]
+            with self._cond:   # not written: event_once may record it again
+                self._recorded.pop((involved.get("uid") or "", item.body["reason"]), None)
+
+    def _exists(self, body: dict[str, Any]) -> bool:
+        """Whether the API holds an Event with ``body``'s reason about its object (by uid). One that cannot be
+        looked up is not written (a duplicate is worse than a gap) and forgotten, so a later
+        :meth:`event_once` tries again."""
+        involved = body["involvedObject"]
+        selector = (f"involvedObject.uid={_field_value(involved.get('uid') or '')},"
+                    f"reason={_field_value(body['reason'])}")
+        failure: Exception | None = None
+        for attempt in range(1, self.important_max_tries + 1):
+            try:
+                # No limit: the answer is one object's events of one reason (a page may be short of a limit).
+                found = self.client.list(EVENTS, body["metadata"]["namespace"], field_selector=selector)
+            except (ServerError, TooManyRequests) as e:
+                failure = e
+            except ApiError as e:    # refused (RBAC without list?): retrying will not help
+                failure = e
+                break
+            except KubeError as e:   # transport failure, rate-limit timeout, cancelled
+                failure = e
+            else:
+                return bool(found.get("items"))
+            if attempt == self.important_max_tries or not self._pause():
+                break
+        log.error("cannot tell whether event %s about %s/%s was written (%s); not written now", body["reason"],
+                  involved.get("namespace"), involved.get("name"), failure)
+        with self._cond:
+            self._recorded.pop((involved.get("uid") or "", body["reason"]), None)
+        return True
+
+    def _write(self, correlation: Correlation, max_tries: int) -> bool:
+        """Create or patch the Event; False if it was not written (refused, or every try failed)."""
         event = correlation.event
         meta = event["metadata"]
-        for attempt in range(1, self.max_tries + 1):
+        for attempt in range(1, max_tries + 1):
             try:
                 written = self._send(correlation)
             except AlreadyExists:
                 log.debug("event %s already exists; not retried", meta.get("name"))
-                return
+                return True
             except (ServerError, TooManyRequests) as e:
                 failure: Exception = e
             except ApiError as e:
                 log.error("server rejected event %s (%s: %s); not retried", meta.get("name"), event.get("reason"),
                           e)
-                return
+                return False
             except KubeError as e:
                 failure = e
             else:
                 self._correlator.update_state(correlation.key, written)
-                return
-            if attempt == self.max_tries or not self._pause():
+                return True
+            if attempt == max_tries or not self._pause():
                 log.error("unable to write event %s (%s) after %d attempts: %s", meta.get("name"),
                           event.get("reason"), attempt, failure)
-                return
+                return False
+        return False
 
     def _send(self, correlation: Correlation) -> dict[str, Any]:
         event = correlation.event
@@ -247,3 +391,8 @@ class EventRecorder:
     def _pause(self) -> bool:
         """Wait before a retry; False once the recorder is stopping (no retries during shutdown)."""
         return not self._stopping.wait(self.retry_delay)
+
+
+def _field_value(value: str) -> str:
+    """A field selector value, escaped (apimachinery's ``fields.EscapeValue``)."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")

@@ -16,6 +16,7 @@ from typing import Any
 
 from mxjob_controller.kube.field_errors import (
     FieldError,
+    format_value,
     invalid,
     not_supported,
     required,
@@ -77,8 +78,8 @@ def bound_text(bound: float | int, value: Any) -> str:
 
 
 def go_quote(text: str) -> str:
-    """Go's ``%q`` for the ASCII strings these messages carry."""
-    return json.dumps(text)
+    """Go's ``%q`` for the ASCII strings these messages carry; a long value shortened as values are."""
+    return format_value(text)
 
 
 # --- one function per kube-openapi error, returning the field.Error apiextensions makes of it ---------

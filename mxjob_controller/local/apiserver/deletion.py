@@ -18,7 +18,6 @@ asked and the object is still there).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -31,6 +30,7 @@ from mxjob_controller.local.apiserver.errors import Cause, StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import Conflict, Missing, ObjKey, Store
 from mxjob_controller.local.apiserver.strategy import Strategy
+from mxjob_controller.local.apiserver.validation import strict_json
 from mxjob_controller.local.apiserver.watch import Entry
 
 ORPHAN_FINALIZER = "orphan"
@@ -74,7 +74,7 @@ def parse_delete_options(body: bytes, query: Mapping[str, str]) -> DeleteOptions
 
 def _from_body(body: bytes) -> DeleteOptions:
     try:
-        data = json.loads(body)
+        data = strict_json.loads(body)
     except ValueError as e:
         raise errors.bad_request(f"error decoding DeleteOptions: {e}") from e
     if not isinstance(data, dict):

@@ -2,6 +2,14 @@
 
 Handlers raise :class:`StatusError`; the HTTP layer turns it into the JSON body kube-apiserver would
 send, so ``kubernetes.client.ApiException`` and ``kubectl`` report it identically.
+
+Long values are shortened (:func:`clip`), where kube-apiserver echoes them whole: apimachinery's
+``field.Error`` prints a bad value in full, so a 2.9 MB invalid name comes back four times over in one 422.
+Here a name, a field path or a value longer than :data:`MAX_VALUE_CHARS` keeps its first characters and says
+how long it was, each cause's message is kept under :data:`MAX_CAUSE_CHARS`, and any Status message under
+:data:`MAX_MESSAGE_CHARS`. The model is kube's own shortening of what it cannot show whole (the request body
+in a decode error, ``summarizeData``: its first 30 bytes and `` ...``; warnings: 256 runes each past 4 KiB).
+Anything kube could answer for a valid-length value (a name is at most 253 characters) is unchanged.
 """
 
 from __future__ import annotations
@@ -10,10 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kube.field_errors import MAX_VALUE_CHARS, FieldError, clip
 
 #: One field error of an Invalid status (``metav1.StatusCause``): the same type every validator returns.
 Cause = FieldError
+
+MAX_CAUSE_CHARS = 8 * 1024  # one cause's message: room for a clipped value and any detail (an enum's values)
+MAX_MESSAGE_CHARS = 64 * 1024  # a whole Status message, however many causes it lists
 
 
 @dataclass(slots=True)
@@ -33,7 +44,7 @@ class StatusError(Exception):
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
-            "message": self.message,
+            "message": clip(self.message, MAX_MESSAGE_CHARS),
             "reason": self.reason,
             "code": self.code,
         }
@@ -85,7 +96,8 @@ def invalid(res: Resource, name: str, causes: Iterable[Cause]) -> StatusError:
 
     The kind is group-qualified as apimachinery's GroupKind prints it (``Deployment.apps``, ``MXJob.kubeflow.org``;
     bare for the core group); kubectl builds its own line from ``details.kind``."""
-    causes = list(causes)
+    causes = [_clip_cause(c) for c in causes]
+    name = clip(name) if isinstance(name, str) else name  # a name of the wrong type is reported as it came
     summary = ", ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
     if len(causes) > 1:
         summary = "[" + summary + "]"
@@ -96,6 +108,13 @@ def invalid(res: Resource, name: str, causes: Iterable[Cause]) -> StatusError:
     details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]
     kind = f"{res.kind}.{res.group}" if res.group else res.kind
     return StatusError(422, "Invalid", f'{kind} "{name}" is invalid: {summary}', details)
+
+
+def _clip_cause(cause: Cause) -> Cause:
+    """A cause with its field path and message shortened (values are shortened where they are formatted)."""
+    if len(cause.field) <= MAX_VALUE_CHARS and len(cause.message) <= MAX_CAUSE_CHARS:
+        return cause
+    return FieldError(clip(cause.field), cause.reason, clip(cause.message, MAX_CAUSE_CHARS))
 
 
 def invalid_options(kind: str, causes: Iterable[Cause]) -> StatusError:
@@ -115,6 +134,18 @@ def bad_request(message: str) -> StatusError:
 
 def method_not_allowed(message: str) -> StatusError:
     return StatusError(405, "MethodNotAllowed", message)
+
+
+#: Reasons for the codes kube-apiserver never answers with a Status (Go's net/http answers them in plain text).
+_HTTP_REASONS = {400: "BadRequest", 405: "MethodNotAllowed", 413: "RequestEntityTooLarge",
+                 414: "RequestURITooLong", 431: "RequestHeaderFieldsTooLarge", 501: "NotImplemented",
+                 505: "HTTPVersionNotSupported"}
+
+
+def http_refusal(code: int, message: str) -> StatusError:
+    """A request the HTTP layer refuses before routing it (malformed, over a size limit): a Status all the
+    same, with kube's reason where it has one for the code, else the code's name in the same style."""
+    return StatusError(code, _HTTP_REASONS.get(code, "BadRequest" if code < 500 else "InternalError"), message)
 
 
 def unsupported_media_type(content_type: str) -> StatusError:
@@ -164,6 +195,7 @@ def write_outlasted() -> StatusError:
 
 
 def internal(message: str) -> StatusError:
+    message = clip(message, MAX_CAUSE_CHARS)
     return StatusError(500, "InternalError", f"Internal error occurred: {message}",
                        {"causes": [{"message": message}]})
 

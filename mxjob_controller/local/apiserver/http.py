@@ -4,6 +4,23 @@ streaming watches as chunked JSON lines.
 One thread per connection (keep-alive), each named ``apiserver-conn-N``; ``TCP_NODELAY`` on every socket
 (without it each small response waits ~40 ms for a delayed ACK). Every failure becomes a
 ``metav1.Status``; an unexpected exception is a 500 and is logged, never a dead server.
+
+Requests are framed as Go's ``net/http`` frames them for kube-apiserver, and what it refuses is refused here,
+always with a ``Status`` in JSON and ``Connection: close`` (Go answers these in plain text):
+
+- a request line that is not ``METHOD TARGET HTTP/1.x`` → 400 (bytes that cannot begin a method, such as a
+  TLS handshake, are refused at once, without waiting for a line end); another major version → 505; a line
+  over 64 KiB → 414;
+- header lines over 64 KiB, more than 100 headers, or more than 1 MiB of headers (kube's ``MaxHeaderBytes``)
+  → 431; the request line and headers must arrive within 32 s (kube's ``ReadHeaderTimeout``), else the
+  connection is closed without an answer, as Go does;
+- any method that is a token reaches the router (an unknown one is 405 there); others are 400;
+- ``Content-Length`` headers that disagree → 400 (identical ones are one, as Go dedupes them);
+  ``Transfer-Encoding`` other than a single ``chunked`` → 400 (Go: 501), and with a ``Content-Length``
+  → 400, where Go lets chunked win: either reading of such a request could be the wrong one (smuggling).
+
+After such a refusal the rest of the request is read and dropped until the client closes (half a second at
+most, as Go's ``closeWriteAndWait``): closing with bytes unread makes the kernel reset the connection.
 """
 
 from __future__ import annotations
@@ -33,8 +50,16 @@ from mxjob_controller.local.apiserver.rest import MAX_BODY_BYTES, Response, Watc
 log = logging.getLogger(__name__)
 
 _DRAIN_LIMIT = 64 * 1024 * 1024  # read and discard an oversized body up to this, so the client sees the 413
-_MAX_HEADER_LINE = 65536  # http.client's limits
+_MAX_REQUEST_LINE = 65536  # http.server's limit (→ 414)
+_MAX_HEADER_LINE = 65536  # http.client's limits (→ 431)
 _MAX_HEADERS = 100
+_MAX_HEADER_BYTES = 1 << 20  # kube-apiserver's http.Server{MaxHeaderBytes} (→ 431)
+HEADER_TIMEOUT = 32.0  # kube-apiserver's http.Server{ReadHeaderTimeout}
+_LINGER_SECONDS = 0.5  # after a refusal, how long the rest of the request is drained (Go's rstAvoidanceDelay)
+_LINGER_BYTES = 4 << 20  # ... and how much of it
+# RFC 9110 token characters: a method is one or more of them.
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_VERSION = re.compile(rb"HTTP/([0-9]{1,3})\.([0-9]{1,3})")
 # Go's net/http reads lengths as ParseUint (decimal) and chunk sizes as hex digits: no sign, no "0x", no "_".
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 _CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
@@ -90,6 +115,7 @@ class APIHTTPServer(ThreadingHTTPServer):
         self.app = app
         self.observers: list[Observer] = []
         self.bookmark_interval = 60.0
+        self.header_timeout = HEADER_TIMEOUT  # seconds for a request line and its headers to arrive
         self.stopping = threading.Event()  # connections: finish what is in progress, take nothing new
         self._accepting_ends = threading.Event()
         self._conns: dict[socket.socket, bool] = {}  # each connection's socket: is a request in progress?
@@ -191,21 +217,64 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.track(self.connection, False)
 
+    def handle_one_request(self) -> None:
+        """Wait for a request (the idle timeout), read its line and headers (the header timeout), serve it."""
+        try:
+            first = self.rfile.peek(1)
+        except OSError:  # the idle timeout, or the client reset the connection
+            self.close_connection = True
+            return
+        if not first:
+            self.close_connection = True
+            return
+        self.connection.settimeout(self.server.header_timeout)
+        try:
+            if not _could_start_request(first):
+                line = first.partition(b"\n")[0].rstrip(b"\r")
+                self.send_error(HTTPStatus.BAD_REQUEST, f"malformed HTTP request {_quote(line[:64])}")
+                return
+            self.raw_requestline = self.rfile.readline(_MAX_REQUEST_LINE + 1)
+            if len(self.raw_requestline) > _MAX_REQUEST_LINE:
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG, f"URI longer than {_MAX_REQUEST_LINE} bytes")
+                return
+            if not self.parse_request():
+                return
+        except OSError:  # the header timeout (Go closes without an answer too), or the client went away
+            self.close_connection = True
+            return
+        finally:
+            self.connection.settimeout(self.timeout)
+        self._serve()
+
     def parse_request(self) -> bool:
-        """The stdlib's request parsing, with a plain header reader instead of its ``email`` parser (which
-        costs about 60 µs a request). Request lines other than ``METHOD PATH HTTP/1.x`` go to the stdlib."""
-        words = self.raw_requestline.split()
-        if len(words) != 3 or words[2] not in (b"HTTP/1.1", b"HTTP/1.0"):
-            return super().parse_request()
-        self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
-        self.command, self.path = words[0].decode("iso-8859-1"), words[1].decode("iso-8859-1")
-        self.request_version = words[2].decode("ascii")
+        """The request line and headers, as Go's ``readRequest`` takes them; False once refused.
+
+        A plain header reader instead of the stdlib's ``email`` parser (which costs about 60 µs a request)."""
+        self.close_connection = True  # until the request is known good
+        line = self.raw_requestline.rstrip(b"\r\n")
+        self.requestline = line.decode("iso-8859-1")
+        words = line.split(b" ")
+        if len(words) != 3 or not words[1]:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"malformed HTTP request {_quote(line[:256])}")
+            return False
+        method, target, version = words
+        matched = _VERSION.fullmatch(version)
+        if matched is None:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"malformed HTTP version {_quote(version[:64])}")
+            return False
+        if matched.group(1) != b"1":
+            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "unsupported protocol version")
+            return False
+        if not _TOKEN.fullmatch(method):
+            self.send_error(HTTPStatus.BAD_REQUEST, f"invalid method {_quote(method[:64])}")
+            return False
+        self.command, self.path = method.decode("ascii"), target.decode("iso-8859-1")
+        self.request_version = "HTTP/1.0" if matched.group(2) == b"0" else "HTTP/1.1"
         if self.path.startswith("//"):
             self.path = "/" + self.path.lstrip("/")
         try:
-            self.headers = _read_headers(self.rfile)
+            self.headers = _read_headers(self.rfile, _MAX_HEADER_BYTES - len(self.raw_requestline))
         except ValueError as e:
-            self.close_connection = True
             self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, str(e))
             return False
         connection = self.headers.get("Connection", "").lower()
@@ -215,13 +284,38 @@ class _Handler(BaseHTTPRequestHandler):
             return self.handle_expect_100()
         return True
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """A request refused before it reached the application (see the module's docstring): a Status in
+        JSON, and the connection closes, since what follows on it cannot be trusted to be a request."""
+        self.close_connection = True
+        err = errors.http_refusal(code, message or HTTPStatus(code).phrase)
+        body = dumps(err.status())
+        try:
+            self._write_head(code, "application/json", {}, len(body), body)
+        except OSError:
+            return
+        self._linger()
+
+    def _linger(self) -> None:
+        """Before closing on a refusal: end our side (FIN), then read and drop what the client still sends
+        until it closes, for half a second at most (Go's ``closeWriteAndWait``). Closing with request bytes
+        unread makes the kernel answer with a reset, which can destroy the refusal before the client reads it.
+        """
+        deadline = time.monotonic() + _LINGER_SECONDS
+        budget = _LINGER_BYTES
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+            while budget > 0 and (left := deadline - time.monotonic()) > 0:
+                self.connection.settimeout(left)
+                data = self.connection.recv(min(budget, 65536))
+                if not data:
+                    return
+                budget -= len(data)
+        except OSError:
+            pass
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET  # noqa: N815 - http.server's names
 
     # --- one exchange ---------------------------------------------------------------------------------
 
@@ -267,6 +361,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._observe(ex, started)
                 self._write_head(resp.code, resp.content_type, resp.headers, len(body),
                                  body if self.command != "HEAD" else b"")
+                if self.close_connection and resp.code >= 400 and not self.server.stopping.is_set():
+                    self._linger()  # a refusal that may have left part of the request unread
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
         finally:
@@ -282,9 +378,21 @@ class _Handler(BaseHTTPRequestHandler):
                 log.exception("request observer failed")
 
     def _read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+        encodings = self.headers.get_all("Transfer-Encoding") or []
+        lengths = [v.strip() for v in self.headers.get_all("Content-Length") or []]
+        if len(set(lengths)) > 1:
+            self.close_connection = True
+            raise errors.bad_request("http: message cannot contain multiple Content-Length headers; got "
+                                     + _go_quote_list(lengths))
+        if encodings:
+            if len(encodings) > 1 or encodings[0].strip().lower() != "chunked":
+                self.close_connection = True
+                raise errors.bad_request(f"unsupported transfer encoding: {_go_quote_list(encodings)}")
+            if lengths:
+                self.close_connection = True
+                raise errors.bad_request("http: message cannot contain both Transfer-Encoding and Content-Length")
             return self._read_chunked()
-        length_text = self.headers.get("Content-Length")
+        length_text = lengths[0] if lengths else ""
         if not length_text:
             return b""
         if not _CONTENT_LENGTH.fullmatch(length_text):  # never read(-1): that waits for the client to close
@@ -408,18 +516,22 @@ class _Handler(BaseHTTPRequestHandler):
             stream.on_close()
 
 
-def _read_headers(rfile: Any) -> HTTPMessage:
-    """Header lines up to the blank line, as the stdlib's ``HTTPMessage`` (same limits: 64 KiB a line,
-    100 headers); ValueError past them. Obsolete folded lines continue the previous header."""
+def _read_headers(rfile: Any, budget: int) -> HTTPMessage:
+    """Header lines up to the blank line, as the stdlib's ``HTTPMessage`` (its limits: 64 KiB a line, 100
+    headers; and ``budget`` bytes in all); ValueError past them. Obsolete folded lines continue the previous
+    header."""
     pairs: list[list[str]] = []
     while True:
         line = rfile.readline(_MAX_HEADER_LINE + 1)
         if len(line) > _MAX_HEADER_LINE:
-            raise ValueError("Line too long")
+            raise ValueError(f"header line longer than {_MAX_HEADER_LINE} bytes")
         if line in (b"\r\n", b"\n", b""):
             break
+        budget -= len(line)
+        if budget < 0:
+            raise ValueError(f"headers larger than {_MAX_HEADER_BYTES} bytes")
         if len(pairs) >= _MAX_HEADERS:
-            raise ValueError("Too many headers")
+            raise ValueError(f"more than {_MAX_HEADERS} headers")
         text = line.decode("iso-8859-1")
         if text[:1] in (" ", "\t") and pairs:
             pairs[-1][1] += " " + text.strip()
@@ -430,6 +542,24 @@ def _read_headers(rfile: Any) -> HTTPMessage:
     for name, value in pairs:
         message[name] = value
     return message
+
+
+def _could_start_request(data: bytes) -> bool:
+    """Whether ``data``, the first bytes of a request, can begin ``METHOD SP``: token characters up to a
+    space (or up to the end of what has arrived)."""
+    matched = _TOKEN.match(data)
+    end = matched.end() if matched else 0
+    return end > 0 and (end == len(data) or data[end:end + 1] == b" ")
+
+
+def _quote(data: bytes) -> str:
+    """Bytes from the wire as Go's ``%q`` shows them: a double-quoted string with escapes."""
+    return json.dumps(data.decode("iso-8859-1"))
+
+
+def _go_quote_list(values: list[str]) -> str:
+    """Go's ``%q`` of a ``[]string``: ``["2" "40"]``."""
+    return "[" + " ".join(json.dumps(v) for v in values) + "]"
 
 
 def _pretty(query: dict[str, str]) -> bool:

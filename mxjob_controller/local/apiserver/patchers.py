@@ -7,8 +7,11 @@ the patched object, or raises the Status kube-apiserver answers for that failure
   operation that does not apply (a failed ``test``, a missing path) → 422 with the generic message
   kube-apiserver sends (it drops the library's text), so clients see the same thing;
 - strategic merge patch: a malformed directive → 400 with apimachinery's message, a list of lists →
-  422, anything else apimachinery fails on → 500 with its message; custom resources never get here
-  (REST answers 415 first) but are refused with kube's 400 should they.
+  422, as kube-apiserver answers (``interpretStrategicMergePatchError``); custom resources never get here
+  (REST answers 415 first) but are refused with kube's 400 should they. Everything else apimachinery fails
+  on (``unknown patch type: bogus in map: ...``, a directive of the wrong type, an item without its merge
+  key) is a plain Go error there, which kube-apiserver answers as a 500 with an empty reason; here it is a
+  400 ``BadRequest`` with the same message: the patch is at fault, not the server, and a 500 invites retries.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ def strategic_merge_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
             raise errors.bad_request(str(e)) from None
         if e.code == 422:
             raise _unprocessable() from None
-        raise StatusError(500, "", str(e)) from None
+        raise errors.bad_request(str(e)) from None  # kube: 500, reason "" (see the module's docstring)
 
 
 def _unprocessable() -> StatusError:

@@ -662,7 +662,7 @@ def _encode_continue(rv: int, last: ObjKey) -> str:
 
 def _decode_continue(token: str) -> tuple[int, ObjKey]:
     try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
+        data = strict_json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
         ns, _, name = data["start"].rstrip("\x00").partition("/")
         return int(data["rv"]), (ns, name)
     except (ValueError, KeyError, TypeError) as e:

@@ -133,8 +133,10 @@ class Router:
     def _resource(self, ex: Exchange) -> Response:
         info = ex.info
         rt = self._registry.get(info.group, info.version, info.resource)
-        if rt is None or not info.verb:
+        if rt is None:
             raise errors.path_not_found(info.path)
+        if not info.verb:  # a method no verb maps to (FOO, OPTIONS): go-restful's 405, as kube words it
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
         if info.namespace and not rt.namespaced:
             raise errors.path_not_found(info.path)
         if rt.namespaced and not info.namespace and info.verb not in ("list", "watch"):

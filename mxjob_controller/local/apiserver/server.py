@@ -24,7 +24,7 @@ from mxjob_controller.local.apiserver.audit import DEFAULT_CAPACITY, AuditLog
 from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.faults import FaultInjector
 from mxjob_controller.local.apiserver.gc import GarbageCollector
-from mxjob_controller.local.apiserver.http import APIHTTPServer
+from mxjob_controller.local.apiserver.http import HEADER_TIMEOUT, APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
@@ -37,6 +37,7 @@ from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST, Request, Response
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
+from mxjob_controller.local.apiserver.validation import strict_json
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.kubeconfig import kubeconfig_for, write_kubeconfig
 
@@ -71,6 +72,7 @@ class ServerOptions:
     fault_seed: int = 0  # seeds every fault rule's random choices (faults.py)
     audit_capacity: int = DEFAULT_CAPACITY  # audit records kept in memory
     audit_log: str | None = None  # also append audit records here, as JSON lines
+    header_timeout: float = HEADER_TIMEOUT  # seconds for a request's line and headers to arrive
 
 
 class APIServer:
@@ -116,6 +118,7 @@ class APIServer:
             return self
         self._http = APIHTTPServer((self.options.host, self.options.port), self.router)
         self._http.bookmark_interval = self.options.bookmark_interval
+        self._http.header_timeout = self.options.header_timeout
         self._http.observers.append(self.audit.observe)
         self.discovery.server_address = f"{self.host}:{self.port}"
         self.faults.start()
@@ -222,7 +225,7 @@ class APIServer:
 
     def _bind(self, req: Request) -> Response:
         try:
-            body = json.loads(req.body or b"{}")
+            body = strict_json.loads(req.body or b"{}")
         except ValueError as e:
             raise errors.bad_request(f"the object provided is unrecognized (must be of type Binding): {e}") from e
         if not isinstance(body, dict) or body.get("kind") not in (None, "Binding"):

@@ -100,6 +100,7 @@ class Client:
         self.config = config
         self.user_agent = config.user_agent or user_agent(component, program, version)
         self.max_retries = max(0, max_retries)
+        self._caller = (program, version)
         qps = config.qps if config.qps != 0 else DEFAULT_QPS
         burst = config.burst if config.burst > 0 else DEFAULT_BURST
         self.rate_limiter: TokenBucket | None = TokenBucket(qps, burst) if qps > 0 else None
@@ -124,6 +125,15 @@ class Client:
         cfg.retries = urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0, other=0,
                                     respect_retry_after_header=False, raise_on_status=False)
         return cfg
+
+    def sibling(self, component: str, **overrides: Any) -> Client:
+        """A client of the same server, credentials and caller, with its own connections and its own token bucket
+        (``overrides`` change the configuration: ``qps``, ``burst``...), so that one kind of traffic cannot use up
+        another's budget. client-go: a clientset built from a copy of a ``rest.Config`` gets a rate limiter of its
+        own (controller-runtime's events client, the kubelet's ``--event-qps`` client). Close it separately."""
+        program, version = self._caller
+        return Client(self.config.with_overrides(**overrides), component, program=program, version=version,
+                      max_retries=self.max_retries)
 
     def close(self) -> None:
         """End every wait in progress (rate limit, Retry-After) with :class:`Cancelled`, refuse later requests,

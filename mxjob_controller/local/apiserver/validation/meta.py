@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from mxjob_controller.kube.field_errors import child
+from mxjob_controller.kube.field_errors import child, clip, format_value
 from mxjob_controller.kube.names import (
     dns1035_label_errors,
     dns1123_label_errors,
@@ -36,7 +36,8 @@ def name_rule(rt: ResourceType) -> NameRule:
 
 
 def _invalid(path: str, value: object, msg: str) -> Cause:
-    return Cause(path, "FieldValueInvalid", f"Invalid value: {json.dumps(value)}: {msg}")
+    shown = format_value(value) if isinstance(value, str) else clip(json.dumps(value))  # long values shortened
+    return Cause(path, "FieldValueInvalid", f"Invalid value: {shown}: {msg}")
 
 
 def validate_object_meta(obj: dict, rt: ResourceType) -> list[Cause]:

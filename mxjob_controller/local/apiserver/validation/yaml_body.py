@@ -8,6 +8,13 @@ value is what kube ends up with:
 - ``!!binary`` is its decoded text, ``!!set`` a map of nulls, as go-yaml reads them;
 - map keys that are not strings are written as JSON writes them (``1`` → ``"1"``, ``true`` → ``"true"``);
 - ``.nan`` and ``.inf`` have no JSON form: ValueError, as Go's JSON encoder refuses them.
+
+Aliases are limited as go-yaml limits them (``decode.go``, v2 and v3): each node an alias expands counts, and
+once more than 100 of the decoded nodes (and 1,000 in all) came through aliases, their share may not pass
+99% (up to 400,000 nodes decoded, falling to 10% at 4,000,000): ``yaml: document contains excessive
+aliasing``. A "billion laughs" of a few hundred bytes is refused after a few thousand nodes, unexpanded. An
+anchor used inside itself is refused too (``yaml: anchor 'a' value contains itself``). Nesting, aliases
+expanded, is limited to the JSON limit (:data:`strict_json.MAX_DEPTH`; go-yaml's is 10,000).
 """
 
 from __future__ import annotations
@@ -20,11 +27,87 @@ from typing import Any
 
 import yaml
 
+from mxjob_controller.local.apiserver.validation.strict_json import MAX_DEPTH
+
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+# go-yaml's alias budget (decode.go: allowedAliasRatio): the share of decoded nodes that may come from aliases.
+_ALIAS_RATIO_LOW, _ALIAS_RATIO_HIGH = 400_000, 4_000_000
+
+
+class YAMLLimitError(yaml.YAMLError):
+    """A YAML body over the alias or depth limits, worded as go-yaml words it."""
+
+
+def _allowed_alias_ratio(decoded: int) -> float:
+    if decoded <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decoded >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
 
 
 class KubeYAMLLoader(yaml.SafeLoader):
-    """The safe loader without the timestamp resolver, with go-yaml's reading of binary and sets."""
+    """The safe loader without the timestamp resolver, with go-yaml's reading of binary and sets, and its
+    limits on aliases and depth.
+
+    PyYAML builds an alias as a reference to the anchored node: composing is linear, the expansion comes
+    later, when the result is copied into JSON data. So the composer counts what the expansion would cost,
+    from each node's expanded size and depth (kept per node, an alias adds its target's), and refuses
+    before anything is expanded.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._shapes: dict[yaml.Node, tuple[int, int]] = {}  # each composed node: (nodes, depth) expanded
+        self._level = 0  # collections open around the node being composed
+        self._decoded = 0  # go-yaml's decodeCount: every node, each alias's expansion included
+        self._aliased = 0  # go-yaml's aliasCount: the nodes that came through an alias
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            target = self.anchors.get(event.anchor)
+            if target is not None:  # else the composer reports the undefined alias
+                self._count_alias(event, target)
+            return super().compose_node(parent, index)
+        collection = isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent)
+        if collection:
+            self._level += 1
+            if self._level > MAX_DEPTH:
+                raise YAMLLimitError(f"yaml: line {event.start_mark.line + 1}: exceeded max depth of {MAX_DEPTH}")
+        node = super().compose_node(parent, index)
+        if collection:
+            self._level -= 1
+        self._decoded += 1
+        self._check_aliasing()
+        self._shapes[node] = self._shape(node)
+        return node
+
+    def _count_alias(self, event: yaml.AliasEvent, target: yaml.Node) -> None:
+        shape = self._shapes.get(target)
+        if shape is None:  # still being composed: the alias is inside its own anchor
+            raise YAMLLimitError(f"yaml: anchor '{event.anchor}' value contains itself")
+        nodes, depth = shape
+        self._decoded += 1 + nodes
+        self._aliased += nodes
+        self._check_aliasing()
+        if self._level + depth > MAX_DEPTH:
+            raise YAMLLimitError(f"yaml: line {event.start_mark.line + 1}: exceeded max depth of {MAX_DEPTH}")
+
+    def _check_aliasing(self) -> None:
+        if (self._aliased > 100 and self._decoded > 1000
+                and self._aliased / self._decoded > _allowed_alias_ratio(self._decoded)):
+            raise YAMLLimitError("yaml: document contains excessive aliasing")
+
+    def _shape(self, node: yaml.Node) -> tuple[int, int]:
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            return 1, 0
+        shapes = [self._shapes[child] for child in children]
+        return 1 + sum(n for n, _ in shapes), 1 + max((d for _, d in shapes), default=0)
 
 
 KubeYAMLLoader.yaml_implicit_resolvers = {
