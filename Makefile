@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint bench demo image wheel crd clean
+.PHONY: venv test lint bench bench-full chaos demo image wheel crd clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,9 +24,19 @@ test: lint
 lint: $(STAMP)
 	$(BIN)/ruff check mxjob_controller tests hack
 
-## bench: speed and memory benchmarks (ratios measured in one run)
+## bench: the benchmarks (hack/bench/: throughput, large job, idle, latency, memory, ingest, micro), each against
+## its floor, in about 5 minutes on 2 cores; BENCH_ARGS picks some, e.g. BENCH_ARGS='throughput large_job'
 bench: $(STAMP)
-	$(BIN)/python hack/bench.py
+	$(BIN)/python -m hack.bench $(BENCH_ARGS)
+
+## bench-full: the same at the full sizes (300 jobs, 10,000 pods, 30 s of latency, both client budgets)
+bench-full: $(STAMP)
+	$(BIN)/python -m hack.bench --full $(BENCH_ARGS)
+
+## chaos: the long chaos run (100 MXJobs, faults, 3 controller SIGKILLs, a leader takeover, 2,000 malformed
+## requests); CHAOS_ARGS adds flags, e.g. CHAOS_ARGS='--seed 7'
+chaos: $(STAMP)
+	$(BIN)/python hack/chaos.py $(CHAOS_ARGS)
 
 ## crd: regenerate the MXJob CRD from the API definition
 crd: $(STAMP)

@@ -26,6 +26,30 @@ def _container_status(container: dict[str, Any], state: dict[str, Any], ready: b
             "started": ready, "restartCount": restart_count, "state": state}
 
 
+def running_status(containers: list[dict[str, Any]], now: str, restart_count: int = 0) -> dict[str, Any]:
+    """The status a kubelet reports once every container started and is ready: phase Running."""
+    statuses = [_container_status(c, {"running": {"startedAt": now}}, True, restart_count) for c in containers]
+    return {"phase": "Running", "startTime": now, "hostIP": "10.0.0.1", "podIP": "10.244.0.10",
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+            "containerStatuses": statuses}
+
+
+def finished_status(containers: list[dict[str, Any]], now: str, exit_code: int = 0, reason: str = "",
+                    container: str | None = None, started_at: str | None = None,
+                    finished_at: str | None = None) -> dict[str, Any]:
+    """``container`` (default: every container) terminated with ``exit_code``: phase Succeeded when the code is 0,
+    else Failed."""
+    statuses = []
+    for c in containers:
+        code = exit_code if container in (None, c["name"]) else 0
+        terminated = {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
+                      "startedAt": started_at or now, "finishedAt": finished_at or now}
+        statuses.append(_container_status(c, {"terminated": terminated}, False))
+    return {"phase": "Succeeded" if exit_code == 0 else "Failed", "startTime": now,
+            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
+            "containerStatuses": statuses}
+
+
 class KubeletSim:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
@@ -48,13 +72,8 @@ class KubeletSim:
     def run(self, namespace: str, name: str, restart_count: int = 0) -> dict[str, Any]:
         """Every container started and ready: phase Running."""
         pod = self.pod(namespace, name)
-        now = now_rfc3339()
-        statuses = [_container_status(c, {"running": {"startedAt": now}}, True, restart_count)
-                    for c in pod["spec"]["containers"]]
-        return self._patch_status(namespace, name, {
-            "phase": "Running", "startTime": now, "hostIP": "10.0.0.1", "podIP": "10.244.0.10",
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
-            "containerStatuses": statuses})
+        return self._patch_status(namespace, name,
+                                  running_status(pod["spec"]["containers"], now_rfc3339(), restart_count))
 
     def finish(self, namespace: str, name: str, exit_code: int = 0, reason: str = "",
                container: str | None = None, started_at: str | None = None,
@@ -62,17 +81,8 @@ class KubeletSim:
         """``container`` (default: every container) terminated with ``exit_code``: phase Succeeded when the code is
         0, else Failed. ``started_at`` / ``finished_at``: the containers' run (default: now)."""
         pod = self.pod(namespace, name)
-        now = now_rfc3339()
-        statuses = []
-        for c in pod["spec"]["containers"]:
-            code = exit_code if container in (None, c["name"]) else 0
-            terminated = {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
-                          "startedAt": started_at or now, "finishedAt": finished_at or now}
-            statuses.append(_container_status(c, {"terminated": terminated}, False))
-        return self._patch_status(namespace, name, {
-            "phase": "Succeeded" if exit_code == 0 else "Failed", "startTime": now,
-            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
-            "containerStatuses": statuses})
+        return self._patch_status(namespace, name, finished_status(pod["spec"]["containers"], now_rfc3339(), exit_code,
+                                                                   reason, container, started_at, finished_at))
 
     def succeed(self, namespace: str, name: str) -> dict[str, Any]:
         return self.finish(namespace, name, 0)

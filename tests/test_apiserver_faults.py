@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -215,6 +216,21 @@ def test_compaction_makes_the_next_resume_410(apiserver, kube):
     apiserver.faults.add(FaultRule(verb="watch", resource="configmaps", compact=True, count=1))
     frames = list(kube.watch(CMS, timeout=20, timeoutSeconds=5, resourceVersion=rv))
     assert [(f["type"], f["object"]["code"]) for f in frames] == [("ERROR", 410)]
+
+
+def test_compact_every_forgets_history_on_a_timer_until_the_server_stops():
+    with APIServer() as server:
+        kube = Kube(server.url)
+        try:
+            rv = kube.post(CMS, configmap("c", {"v": "0"})).body["metadata"]["resourceVersion"]
+            kube.patch(f"{CMS}/c", {"data": {"v": "1"}})
+            server.faults.compact_every(0.05)
+            wait_for(lambda: server.faults.compactions >= 2, timeout=10, what="two compactions")
+            frames = list(kube.watch(CMS, timeout=20, timeoutSeconds=5, resourceVersion=rv))
+            assert [(f["type"], f["object"]["code"]) for f in frames] == [("ERROR", 410)]
+        finally:
+            kube.close()
+    assert not any(t.name == "apiserver-compactor" for t in threading.enumerate())
 
 
 # --- slow watchers ----------------------------------------------------------------------------------------

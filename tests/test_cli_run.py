@@ -62,7 +62,9 @@ def test_run_serves_endpoints_reconciles_and_stops_cleanly_within_10s(apiserver,
         assert kube.post(MXJOBS.format(ns="default"), mxjob("after")).status == 201
         wait_for(lambda: created(kube, "default", "before") and created(kube, "default", "after"), timeout=20,
                  what="both jobs reconciled")
-        assert sorted(pods_of(kube, "default")) == ["after-worker-0", "before-worker-0"]
+        # The status is written before the children (issue 16): the pods follow within the same reconcile.
+        wait_for(lambda: sorted(pods_of(kube, "default")) == ["after-worker-0", "before-worker-0"], timeout=20,
+                 what="both jobs' pods")
         assert proc.metric(RECONCILED, controller="mxjob-controller", result="success") >= 2
         wait_for(lambda: proc.metric("training_operator_jobs_created_total", job_namespace="default",
                                      framework="mxnet") == 2, timeout=10, what="two jobs counted")

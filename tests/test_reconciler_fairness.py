@@ -14,6 +14,7 @@ import yaml
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
 from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.runtime.reconcile_trace import read_trace
 from tests.reconciler_support import DEADLINE, Harness, jobs_path, mxjob
 from tests.support import Kube, Kubectl, wait_for
 
@@ -98,3 +99,18 @@ def test_a_new_job_gets_one_status_write_and_no_conflict(h: Harness) -> None:
     writes = h.writes("patch", "mxjobs", subresource="status")
     assert [r.code for r in writes] == [200] * len(names), [(r.name, r.code) for r in writes]
     assert sorted(r.name for r in writes) == sorted(names)
+
+
+def test_a_failed_first_status_write_is_sent_again_at_once_not_after_the_queue(h: Harness) -> None:
+    """A 500 on the conditional status PATCH is retried in place (it cannot overwrite anything): under load, a
+    failed reconcile would go to the back of a long queue and leave a new job without status for seconds."""
+    fault = h.apiserver.faults.add(FaultRule(verb="patch", resource="mxjobs", subresource="status", code=500,
+                                             count=1))
+    controller = h.start()
+    h.create_job(mxjob("j", scheduler=1, server=1, worker=1))
+    h.wait_condition(NS, "j", "Created")
+    assert fault.fired == 1
+    assert [r.code for r in h.writes("patch", "mxjobs", subresource="status")] == [500, 200]
+    h.wait_children(NS, "j", 3)
+    failed = [r for r in read_trace(controller.options.trace_path) if r["result"] == "error"]
+    assert failed == []

@@ -475,9 +475,11 @@ def test_client_rate_is_bounded_by_qps_and_burst(apiserver):
     assert elapsed >= (15 - 5) / 20 - 0.05        # 15 requests, 5 free, then 20 per second
     wait_for(lambda: len(apiserver.audit.records(verb="list", resource="configmaps")) == 15, what="15 records")
     times = sorted(r.time for r in apiserver.audit.records(verb="list", resource="configmaps"))
-    for i, t in enumerate(times):                  # no window ever holds more than burst + qps * its length
+    # No window ever holds more than burst + qps * its length. Times are of arrival at the server, where a loaded
+    # machine may bunch requests the client spaced out: 0.1 s of slack for that.
+    for i, t in enumerate(times):
         for j in range(i + 1, len(times)):
-            assert j - i + 1 <= 5 + 20 * (times[j] - t) + 1
+            assert j - i + 1 <= 5 + 20 * (times[j] - t + 0.1) + 1
 
 
 def test_a_rate_limit_wait_past_the_deadline_sends_nothing(apiserver):

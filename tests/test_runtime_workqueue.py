@@ -61,6 +61,21 @@ def test_fifo_and_an_item_queued_twice_is_handed_out_once():
         q.get(timeout=0.05)
 
 
+def test_add_first_goes_ahead_once_and_keeps_the_other_guarantees():
+    q = WorkQueue()
+    for item in ["a", "b"]:
+        q.add(item)
+    q.add_first("new")
+    q.add_first("b")   # already queued: stays where it is, handed out once
+    assert drain(q) == ["new", "a", "b"]
+    q.add("x")
+    held = q.get(timeout=1)
+    q.add_first("x")   # held by a worker: after done(), not concurrently
+    q.add("y")
+    q.done(held)
+    assert drain(q) == ["y", "x"]
+
+
 def test_an_item_added_while_processing_waits_for_done_then_goes_to_the_back():
     q = WorkQueue()
     q.add("a")

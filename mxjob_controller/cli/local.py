@@ -53,6 +53,9 @@ def local() -> None:
                    "(repeatable; keys in mxjob_controller/local/apiserver/faults.py).")
 @click.option("--fault-seed", default=0, show_default=True, type=int,
               help="Seed of the faults' random choices: the same seed reproduces the same faults.")
+@click.option("--compact-every", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="Forget every resource's watch history this often (seconds; 0: never), as etcd's compaction "
+                   "does: watches resuming from before it get 410 Expired and must relist.")
 @click.option("--audit-log", default=None, type=click.Path(dir_okay=False),
               help="Append a JSON line per request (verb, resource, name, user agent, code, time spent).")
 @click.option("--kubelet", "kubelet_mode", default="process", show_default=True,
@@ -73,7 +76,7 @@ def local() -> None:
 @click.option("--crashloop-backoff", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
               help="Seconds before the second restart of a crashing container (then doubling, at most 5 minutes).")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
-       json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int,
+       json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, kubelet_mode: str, controller: bool, threadiness: int,
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, the MXJob
@@ -93,6 +96,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                                        backoff_initial=crashloop_backoff)))
     for rule in faults:
         cluster.server.faults.add(rule)
+    cluster.server.faults.compact_every(compact_every)
     try:
         cluster.start()
     except OSError as e:

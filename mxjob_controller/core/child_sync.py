@@ -54,6 +54,7 @@ class SyncResult:
     blocked: tuple[tuple[str, str], ...] = ()   # (kind, name) of children whose names objects we do not control hold
     error: BaseException | None = None      # the first failed write
     deferred: int = 0                       # writes left for a later pass (the slice was used up)
+    done: int = 0                           # writes that succeeded (a pass with a failure may still progress)
     cancelled: bool = False                 # the job was deleted or replaced meanwhile: writes stopped
 
 
@@ -101,7 +102,8 @@ class ChildSync:
         if budget.cancelled:
             log.info("the job was deleted or replaced: its remaining child writes were dropped", extra=ctx.extra())
         return SyncResult(pod_children, svc_children, tuple(blocked), error,
-                          deferred=0 if budget.cancelled else budget.deferred, cancelled=budget.cancelled)
+                          deferred=0 if budget.cancelled else budget.deferred, done=budget.done,
+                          cancelled=budget.cancelled)
 
     # --- planning ---------------------------------------------------------------------------------------
 
@@ -170,6 +172,7 @@ class _Budget:
         self.within = within
         self.ends = time.monotonic() + within.seconds
         self.spent = 0
+        self.done = 0
         self.deferred = 0
         self.cancelled = False
 
@@ -184,6 +187,7 @@ class _Budget:
                              within=Slice(writes=left, seconds=max(0.0, self.ends - time.monotonic()),
                                           max_batch=self.within.max_batch, cancelled=self.within.cancelled))
         self.spent += outcome.attempted
+        self.done += len(outcome.results)
         self.deferred += outcome.deferred
         self.cancelled = self.cancelled or outcome.cancelled
         return outcome

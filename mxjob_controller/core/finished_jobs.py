@@ -60,10 +60,16 @@ class FinishedJobs:
         self.write_timeout = write_timeout
 
     def handle(self, ctx: JobContext, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]],
-               extra: dict[str, Any], within: Slice = UNBOUNDED, next_slice: float = 0.05) -> Result:
-        """Clean up (as much as ``within`` allows: the rest ``next_slice`` seconds later), then apply the TTL;
-        raises the first failed deletion (the job is retried with back-off)."""
+               extra: dict[str, Any], within: Slice = UNBOUNDED, next_slice: float = 0.05,
+               retry_after_progress: float = 0.5) -> Result:
+        """Clean up (as much as ``within`` allows: the rest ``next_slice`` seconds later), then apply the TTL.
+        A failed deletion is raised (the job is retried with back-off) unless others went through in the same pass:
+        then the next pass comes ``retry_after_progress`` seconds later (see ``JobReconciler``)."""
         cleaned = self.clean(ctx, pods, services, within)
+        if cleaned.error is not None and cleaned.results:
+            log.warning("%d deletions done, one failed: %s; next pass in %gs", len(cleaned.results), cleaned.error,
+                        retry_after_progress, extra=extra)
+            return Result.after(retry_after_progress)
         if cleaned.error is not None:
             raise cleaned.error
         if cleaned.deferred:

@@ -33,13 +33,17 @@ ExpectationKeyFor = Callable[[str, str], ExpectationKey]
 
 
 class JobHandlers:
-    """For the job informer: every add, change, resync and delete queues the job's key."""
+    """For the job informer: every add, change, resync and delete queues the job's key. A job that has no status
+    yet goes to the front (``enqueue_first``), so a new job gets its first status promptly even while the queue is
+    long with the work of others (a large job being created, a hundred jobs finishing)."""
 
-    def __init__(self, enqueue: Enqueue) -> None:
+    def __init__(self, enqueue: Enqueue, enqueue_first: Enqueue | None = None) -> None:
         self.enqueue = enqueue
+        self.enqueue_first = enqueue_first or enqueue
 
     def on_add(self, obj: dict[str, Any]) -> None:
-        self.enqueue(object_key(obj))
+        new = not ((obj.get("status") or {}).get("conditions"))
+        (self.enqueue_first if new else self.enqueue)(object_key(obj))
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         self.enqueue(object_key(new))

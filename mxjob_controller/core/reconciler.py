@@ -112,8 +112,9 @@ class ReconcilerOptions:
     # large job is created in steps while other jobs get their turn (kube's ReplicaSet: 500 per sync).
     slice_writes: int = 500
     slice_seconds: float = 1.0
-    slice_batch: int = 16
+    slice_batch: int = 32
     next_slice: float = 0.05
+    retry_after_progress: float = 0.5   # the next pass after one that failed a write but did others
 
 
 class JobReconciler:
@@ -200,7 +201,14 @@ class JobReconciler:
                 self._record(ctx, blocked_write, synced.blocked)
             write = blocked_write or write
         result = self._after_write(ctx, parsed, write, pods, services, now, extra)
-        if synced.error is not None:
+        if synced.error is not None and synced.done:
+            # Some writes went through: the API works, this one failed (a 500, a 429 out of retries). Come back
+            # soon rather than with the growing back-off meant for an API that refuses everything (a quota, a
+            # webhook down), which made a large job crawl under sporadic faults.
+            log.warning("%d child writes done, one failed: %s; next pass in %gs", synced.done, synced.error,
+                        self.options.retry_after_progress, extra=extra)
+            result = _soonest(result, Result.after(self.options.retry_after_progress))
+        elif synced.error is not None:
             raise synced.error
         if gang is not None and gang.error is not None:
             raise gang.error
@@ -237,6 +245,10 @@ class JobReconciler:
         write = self.status.update(ctx.obj, desired, extra)
         if write is not None and write.written:
             self._record(ctx, write, ())
+        if error is not None and error is deleted.error and deleted.results:
+            log.warning("%d deletions done, one failed: %s; next pass in %gs", len(deleted.results), error,
+                        self.options.retry_after_progress, extra=extra)
+            return Result.after(self.options.retry_after_progress)   # as for creations (see reconcile)
         if error is not None:
             raise error
         return Result.after(self.options.next_slice) if deleted.deferred else DONE
@@ -293,7 +305,8 @@ class JobReconciler:
             return DONE   # gone, invalid or finished meanwhile: its own event brings it back
         stored = JobContext(ctx.key, write.job, spec, self.framework)
         if cond.is_finished(write.after.get("conditions")):
-            return self.finished.handle(stored, pods, services, extra, self._slice(stored), self.options.next_slice)
+            return self.finished.handle(stored, pods, services, extra, self._slice(stored), self.options.next_slice,
+                                        self.options.retry_after_progress)
         types = self.framework.replica_types(spec)
         children = classify(pods, spec.uid, spec.name, {t: spec.replicas[t].replicas for t in types})
         policy = self._policy(spec, children, write.after, now)
@@ -319,7 +332,7 @@ class JobReconciler:
             log.info("waiting for the cache to show the job's earlier writes", extra=extra)
             return Result.after(max(self.expectations.time_left(ctx.key), 0.1))
         result = self.finished.handle(ctx, self.caches.pods(ctx.uid), self.caches.services(ctx.uid), extra,
-                                      self._slice(ctx), self.options.next_slice)
+                                      self._slice(ctx), self.options.next_slice, self.options.retry_after_progress)
         if release_error is not None:
             raise release_error
         return result

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mxjob_controller.kube.patch.merge import create_merge_patch
-from mxjob_controller.runtime.client import Client, Conflict, NotFound, Resource
+from mxjob_controller.runtime.client import Client, Conflict, NotFound, Resource, ServerError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ATTEMPTS = 5
+SERVER_ERROR_PAUSE = 0.1   # seconds before resending a status PATCH the server failed (5xx), times the attempt
 
 Desired = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 
@@ -100,6 +102,16 @@ class StatusWriter:
             except NotFound:
                 log.info("job vanished before its status could be written", extra=extra)
                 return None
+            except ServerError as e:
+                # The PATCH is conditional on the resourceVersion it was computed from, so sending it again cannot
+                # write over anything; retried here, a 5xx costs a short pause instead of a failed reconcile that
+                # goes to the back of the queue (a new job would wait that long for its first status).
+                if attempt == self.attempts:
+                    raise
+                log.info("status write failed (%s; attempt %d of %d): retrying", e, attempt, self.attempts,
+                         extra=extra)
+                time.sleep(min(SERVER_ERROR_PAUSE * attempt, 1.0))
+                continue
             except Conflict:
                 if attempt == self.attempts:
                     raise

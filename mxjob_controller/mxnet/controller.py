@@ -34,7 +34,9 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
+from mxjob_controller.api.template_schema import POD_TEMPLATE_SPEC
 from mxjob_controller.core.caches import JobCaches
+from mxjob_controller.core.child_cache import pod_cache_view, service_cache_view
 from mxjob_controller.core.child_control import POD, SERVICE, ChildKind
 from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.gang import GangScheduling, PodGroupHandlers
@@ -46,6 +48,7 @@ from mxjob_controller.core.podgroups.api_check import PodGroupAPIMissingError, r
 from mxjob_controller.core.priority_classes import PRIORITY_CLASSES, PriorityClasses
 from mxjob_controller.core.reconciler import JobReconciler, ReconcilerOptions
 from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.kube.schema import definition_schema
 from mxjob_controller.mxnet.framework import MXNetFramework
 from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller_uid_index
 from mxjob_controller.runtime.client import Client
@@ -62,6 +65,8 @@ log = logging.getLogger(__name__)
 CONTROLLER_NAME = "mxjob-controller"
 FAILED_START_STOP = 10.0   # seconds a failed or cancelled start may take to stop what it started
 _SYNC_SLICE = 0.1          # how often a start waiting for its caches looks at its cancel event
+# Children are cached as only the fields the reconciler reads (core/child_cache.py says which, and why).
+_CACHE_VIEWS = {POD: pod_cache_view, SERVICE: service_cache_view}
 
 
 __all__ = ["CacheSyncTimeoutError", "ControllerOptions", "MXJobController", "PodGroupAPIMissingError",
@@ -91,6 +96,9 @@ class ControllerOptions:
     gang_scheduler_name: str | None = None       # None, "" or "none": off; "volcano"; else scheduler-plugins' name
     event_qps: float = DEFAULT_EVENT_QPS         # the events client's budget (negative: no limit)...
     event_burst: int = DEFAULT_EVENT_BURST       # ... and burst
+    slice_writes: int = 500                      # one reconcile's child writes (ReconcilerOptions, core/reconciler.py)
+    slice_batch: int = 32                        # ... in slow-start batches of at most this many ...
+    slice_seconds: float = 1.0                   # ... none started after this many seconds
 
 
 class MXJobController:
@@ -113,7 +121,9 @@ class MXJobController:
         self.flavor: PodGroupFlavor | None = flavor_for(options.gang_scheduler_name)
         self.gang = self._gang(self.flavor, options.namespaces) if self.flavor is not None else None
         self.reconciler = JobReconciler(framework, client, self.caches, self.expectations, self.recorder,
-                                        self.metrics, self.pool, ReconcilerOptions(blocked_retry=options.blocked_retry),
+                                        self.metrics, self.pool, ReconcilerOptions(
+                                            blocked_retry=options.blocked_retry, slice_writes=options.slice_writes,
+                                            slice_batch=options.slice_batch, slice_seconds=options.slice_seconds),
                                         wall=options.wall, gang=self.gang)
         self.controller = Controller(CONTROLLER_NAME, self.reconciler, workers=options.threadiness,
                                      registry=self.registry, clock=options.clock, trace_path=options.trace_path)
@@ -135,10 +145,10 @@ class MXJobController:
             for kind in (POD, SERVICE):
                 self._owned[kind].append(self.factory.informer(
                     kind.resource, namespace=namespace, label_selector=owned_selector(self.framework.operator_name),
-                    resync_period=0, indexers=indexers))
+                    resync_period=0, indexers=indexers, transform=_CACHE_VIEWS[kind]))
                 self._legacy[kind].append(self.factory.informer(
                     kind.resource, namespace=namespace, label_selector=legacy_selector(self.framework.group_label),
-                    resync_period=0, indexers=indexers))
+                    resync_period=0, indexers=indexers, transform=_CACHE_VIEWS[kind]))
         return JobCaches(jobs, self._owned[POD] + self._legacy[POD], self._owned[SERVICE] + self._legacy[SERVICE])
 
     def _gang(self, flavor: PodGroupFlavor, namespaces: Sequence[str] | None) -> GangScheduling:
@@ -152,7 +162,7 @@ class MXJobController:
 
     def _register_handlers(self) -> None:
         enqueue = self.controller.queue.add
-        job_handlers = JobHandlers(enqueue)
+        job_handlers = JobHandlers(enqueue, self.controller.queue.add_first)
         for informer in self.caches.jobs:
             informer.add_handler(job_handlers.on_add, job_handlers.on_update, job_handlers.on_delete)
         for kind in (POD, SERVICE):
@@ -187,6 +197,9 @@ class MXJobController:
             self.recorder.start()
             self.pool.start()
             self.factory.start()
+            # Compile the pod template schema now, while the caches fill: else the first job's reconcile pays for
+            # it (67 ms on an idle core, more under load; issue 17's profile), and every job queued behind it.
+            definition_schema(POD_TEMPLATE_SPEC)
             if not self._wait_for_caches(cancel):
                 raise CacheSyncTimeoutError(f"caches not synced within {self.options.cache_sync_timeout:g}s")
             if cancel.is_set():

@@ -8,8 +8,10 @@ Guarantees:
 - When the server no longer has that version (410 Expired/Gone, on opening the watch or as an ERROR event), the
   reflector lists again at once; the sink's ``replace`` then reconciles the gap (and reports what vanished).
   A 410 that comes back again before any event arrived is backed off like other failures (no hot loop).
-- Any other failure is retried after a backoff (0.8 s doubling to 30 s, jittered, reset after 2 quiet minutes),
-  or after the server's ``Retry-After`` when that is longer. Network and 5xx/429 failures of a watch resume the
+- Any other failure is retried after a backoff (0.8 s doubling to 30 s, jittered, reset after 2 quiet minutes,
+  and as soon as a watch delivers an event: list and watch work again, so the next sporadic failure starts from
+  0.8 s instead of the 30 s a long run of them had reached), or after the server's ``Retry-After`` when that is
+  longer. Network and 5xx/429 failures of a watch resume the
   watch; other failures start over with a list.
 - Watches ask for bookmarks and for a server-side timeout drawn at random from 5-10 minutes, spreading the
   reconnections of many informers.
@@ -166,6 +168,8 @@ class Reflector:
         events = 0
         try:
             for event in stream:
+                if events == 0:
+                    self.backoff.reset()   # a working watch: earlier failures say nothing about the next one
                 events += 1
                 self.events += 1
                 etype = event.get("type")

@@ -9,7 +9,8 @@ In-process (tests)::
     server.faults.compact("pods")         # forget pod history: the next watch resume gets 410 Expired
 
 Whole-system runs: ``mxjob-controller local up --fault 'verb=list,resource=pods,code=429,retry-after=2,count=3'
---fault-seed 7`` (see :func:`parse_rule` for the keys).
+--fault-seed 7`` (see :func:`parse_rule` for the keys); ``--compact-every 5`` forgets all watch history every 5 s
+(:meth:`FaultInjector.compact_every`), as etcd's compaction does.
 
 A rule matches resource requests (never discovery or health paths) on every field it sets: ``verb`` (get list
 watch create update patch delete deletecollection), ``group``, ``resource``, ``subresource``, ``namespace``,
@@ -136,6 +137,8 @@ class FaultInjector:
         self._events: deque[FaultEvent] = deque(maxlen=_EVENTS_KEPT)
         self._pending = threading.local()  # from intercept() to wrap(), same connection thread
         self._stopping = threading.Event()
+        self._compactor: threading.Thread | None = None
+        self.compactions = 0
 
     # --- the API for tests ------------------------------------------------------------------------------
 
@@ -176,12 +179,29 @@ class FaultInjector:
         """Forget the watch history of ``resource`` (plural, in ``group``), or of everything: resumes get 410."""
         return self._store.compact(f"{group}/{resource}" if resource else None)
 
+    def compact_every(self, seconds: float) -> None:
+        """Forget every resource's watch history every ``seconds`` (a named thread, until :meth:`stop`), as an etcd
+        compaction does to a real cluster: a watch resuming from before it gets 410 and must relist."""
+        if seconds <= 0 or self._compactor is not None:
+            return
+
+        def run() -> None:
+            while not self._stopping.wait(seconds):
+                self.compact()
+                self.compactions += 1
+
+        self._compactor = threading.Thread(target=run, name="apiserver-compactor", daemon=True)
+        self._compactor.start()
+
     def start(self) -> None:
         self._stopping.clear()
 
     def stop(self) -> None:
-        """Cut injected delays short (server shutdown)."""
+        """Cut injected delays short and end the compactor (server shutdown)."""
         self._stopping.set()
+        compactor, self._compactor = self._compactor, None
+        if compactor is not None:
+            compactor.join(timeout=5.0)
 
     # --- Router hooks -------------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 Guarantees, the ones a controller's correctness rests on:
 
-- **Fair**: items are handed out in the order they were first added (FIFO).
+- **Fair**: items are handed out in the order they were first added (FIFO), except those added with
+  :meth:`WorkQueue.add_first`, which go to the front (a new object waiting for its first answer; controller-runtime's
+  priority queue orders by priority the same way).
 - **Stingy**: an item added several times before a worker gets it is handed out once (the *dirty* set).
 - **Never concurrent**: an item is handed to at most one worker at a time. If it is added again while a worker
   has it, it waits and is handed out again after that worker calls :meth:`WorkQueue.done` (the *processing* set),
@@ -56,6 +58,14 @@ class WorkQueue:
 
     def add(self, item: Hashable) -> None:
         """Mark ``item`` as needing processing; a no-op once the queue is shutting down."""
+        self._add(item, first=False)
+
+    def add_first(self, item: Hashable) -> None:
+        """As :meth:`add`, but ahead of everything queued. Use sparingly (what nothing else waited for yet, e.g. a
+        new job): items added this way overtake the rest, so a flood of them would starve it."""
+        self._add(item, first=True)
+
+    def _add(self, item: Hashable, *, first: bool) -> None:
         with self._cond:
             if self._shutting_down or item in self._dirty:
                 return
@@ -63,7 +73,10 @@ class WorkQueue:
             self._dirty.add(item)
             if item in self._processing:
                 return  # done() queues it again
-            self._queue.append(item)
+            if first:
+                self._queue.appendleft(item)
+            else:
+                self._queue.append(item)
             self._cond.notify()
 
     def get(self, timeout: float) -> Hashable:

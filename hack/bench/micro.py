@@ -1,10 +1,5 @@
-"""Benchmarks: speed and memory figures, each with the ratio against the alternative it replaces, measured in one run
-on this machine (absolute numbers vary between machines; the ratios are what the project claims).
+"""The micro-benchmarks (parts of the controller and server, each against what it replaces), as before issue 17:
 
-    make bench                 # every benchmark
-    .venv/bin/python hack/bench.py validation slow_start
-
-Benchmarks:
 - validation   a pod validated by the compiled schema (once per kind) vs kubernetes-validate's validate()
 - pod_write    server CPU per pod create, the embedded API server in its own process
 - slow_start   creating a 1/2/64 job's children in parallel slow-start batches vs one write at a time (20 ms latency)
@@ -30,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from hack.bench.common import ROOT, Outcome
 
 
 def realistic_pod(i: int) -> dict:
@@ -82,7 +77,7 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
 
 # --- benchmarks -----------------------------------------------------------------------------------------------
 
-def bench_validation() -> list[tuple[str, str]]:
+def bench_validation(full: bool) -> Outcome:
     import kubernetes_validate
 
     from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
@@ -92,12 +87,14 @@ def bench_validation() -> list[tuple[str, str]]:
     pod["metadata"].pop("managedFields")
     ours = timed(lambda: validate_definition("io.k8s.api.core.v1.Pod", pod, ""), 200)
     theirs = timed(lambda: kubernetes_validate.validate(pod, KUBE_VERSION), 10)
-    return [("validate one pod: compiled schema (ours)", f"{ours * 1e3:.3f} ms"),
-            ("validate one pod: kubernetes_validate.validate()", f"{theirs * 1e3:.3f} ms"),
-            ("ratio", f"{theirs / ours:.0f}x faster")]
+    return Outcome([("validate one pod: compiled schema (ours)", f"{ours * 1e3:.3f} ms"),
+                    ("validate one pod: kubernetes_validate.validate()", f"{theirs * 1e3:.3f} ms"),
+                    ("ratio", f"{theirs / ours:.0f}x faster")],
+                   figures={"ours_ms": ours * 1e3, "kubernetes_validate_ms": theirs * 1e3},
+                   ratios={"speedup": theirs / ours})
 
 
-def bench_pod_write() -> list[tuple[str, str]]:
+def bench_pod_write(full: bool) -> Outcome:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
         proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up",
@@ -137,11 +134,13 @@ def bench_pod_write() -> list[tuple[str, str]]:
         finally:
             proc.terminate()
             proc.wait(10)
-    return [("server CPU per pod create (3 rounds of 300)", ", ".join(f"{x:.2f}" for x in rounds) + " ms"),
-            ("best round against the 1 ms budget", f"{min(rounds):.2f} ms")]
+    return Outcome([("server CPU per pod create (3 rounds of 300)", ", ".join(f"{x:.2f}" for x in rounds) + " ms"),
+                    ("best round against the 1 ms budget", f"{min(rounds):.2f} ms")],
+                   inputs={"rounds": 3, "pods_per_round": 300}, figures={"cpu_ms_per_create": rounds},
+                   ratios={"best_vs_1ms_budget": min(rounds)})
 
 
-def bench_slow_start() -> list[tuple[str, str]]:
+def bench_slow_start(full: bool) -> Outcome:
     from prometheus_client import CollectorRegistry
 
     from mxjob_controller.api.crd import mxjob_crd
@@ -180,12 +179,14 @@ def bench_slow_start() -> list[tuple[str, str]]:
                 client.close()
 
     parallel, serial = run(8), run(1)
-    return [("1/2/64 job, 134 children, 20 ms per create: slow-start batches, 8 threads", f"{parallel:.2f} s"),
-            ("the same, one write at a time (upstream before #2361)", f"{serial:.2f} s"),
-            ("ratio", f"{serial / parallel:.1f}x faster")]
+    return Outcome([("1/2/64 job, 134 children, 20 ms per create: slow-start batches, 8 threads", f"{parallel:.2f} s"),
+                    ("the same, one write at a time (upstream before #2361)", f"{serial:.2f} s"),
+                    ("ratio", f"{serial / parallel:.1f}x faster")],
+                   inputs={"job": "1/2/64", "create_latency_s": 0.02},
+                   figures={"parallel_s": parallel, "serial_s": serial}, ratios={"speedup": serial / parallel})
 
 
-def bench_cache_memory() -> list[tuple[str, str]]:
+def bench_cache_memory(full: bool) -> Outcome:
     from kubernetes import client as k8s
 
     from mxjob_controller.runtime.informer import drop_managed_fields
@@ -209,12 +210,14 @@ def bench_cache_memory() -> list[tuple[str, str]]:
             self.data = data
 
     models = measure(lambda text: api.deserialize(_Resp(text), "V1Pod"))
-    return [("memory per cached pod: plain dict, managedFields dropped (ours)", f"{ours / 1024:.1f} KiB"),
-            ("memory per cached pod: the official client's V1Pod", f"{models / 1024:.1f} KiB"),
-            ("ratio", f"{models / ours:.1f}x less memory")]
+    return Outcome([("memory per cached pod: plain dict, managedFields dropped (ours)", f"{ours / 1024:.1f} KiB"),
+                    ("memory per cached pod: the official client's V1Pod", f"{models / 1024:.1f} KiB"),
+                    ("ratio", f"{models / ours:.1f}x less memory")],
+                   inputs={"pods": n}, figures={"dict_bytes_per_pod": ours, "v1pod_bytes_per_pod": models},
+                   ratios={"v1pod_vs_dict": models / ours})
 
 
-def bench_import() -> list[tuple[str, str]]:
+def bench_import(full: bool) -> Outcome:
     def cost(module: str) -> tuple[float, int]:
         # VmHWM, not ru_maxrss: the latter survives exec and would report this (large) parent's peak.
         code = (f"import time; t = time.perf_counter(); import {module}; d = time.perf_counter() - t; "
@@ -226,26 +229,13 @@ def bench_import() -> list[tuple[str, str]]:
 
     ours_t, ours_rss = cost("mxjob_controller.runtime.client")
     theirs_t, theirs_rss = cost("kubernetes.client")
-    return [("import mxjob_controller.runtime.client", f"{ours_t * 1e3:.0f} ms, {ours_rss / 1024:.0f} MiB RSS"),
-            ("import kubernetes.client", f"{theirs_t * 1e3:.0f} ms, {theirs_rss / 1024:.0f} MiB RSS"),
-            ("ratio", f"{theirs_t / ours_t:.1f}x faster, {theirs_rss / ours_rss:.1f}x less memory")]
+    return Outcome([("import mxjob_controller.runtime.client", f"{ours_t * 1e3:.0f} ms, {ours_rss / 1024:.0f} MiB RSS"),
+                    ("import kubernetes.client", f"{theirs_t * 1e3:.0f} ms, {theirs_rss / 1024:.0f} MiB RSS"),
+                    ("ratio", f"{theirs_t / ours_t:.1f}x faster, {theirs_rss / ours_rss:.1f}x less memory")],
+                   figures={"ours_ms": ours_t * 1e3, "ours_hwm_kib": ours_rss, "kubernetes_ms": theirs_t * 1e3,
+                            "kubernetes_hwm_kib": theirs_rss},
+                   ratios={"time": theirs_t / ours_t, "memory": theirs_rss / ours_rss})
 
 
-BENCHMARKS = {"validation": bench_validation, "pod_write": bench_pod_write, "slow_start": bench_slow_start,
-              "cache_memory": bench_cache_memory, "import": bench_import}
-
-
-def main(names: list[str]) -> int:
-    unknown = [n for n in names if n not in BENCHMARKS]
-    if unknown:
-        print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}", file=sys.stderr)
-        return 2
-    for name in names or list(BENCHMARKS):
-        print(f"== {name}")
-        for label, value in BENCHMARKS[name]():
-            print(f"   {label:<78} {value}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+MICRO = {"validation": bench_validation, "pod_write": bench_pod_write, "slow_start": bench_slow_start,
+         "cache_memory": bench_cache_memory, "import": bench_import}

@@ -1,0 +1,387 @@
+"""The whole-system benchmarks: the controller (``mxjob-controller run`` in its own process) against its floor.
+
+- throughput  N MXJobs of 1 Scheduler + 2 Servers + 4 Workers submitted at once: time until every job is Running,
+              against a driver issuing the same creates and status writes (same client, budget and thread
+              counts), no controller
+- large_job   one 1/32/256 job with 5 ms injected per API request: time until its 289 pods and services exist;
+              the controller as it ships, the controller one write at a time, and the same writes at full
+              parallelism (the floor)
+- idle        finished and running 1/1/1 jobs over three 10 s resyncs: the controller's API writes (0 is the
+              target) and CPU seconds per resync
+- latency     1/1/1 jobs submitted at a steady 10/s: p50 and p99 from the MXJob's creation to its first pod
+
+The kubelet helper (:mod:`hack.bench.kubelet`) runs the pods where a job must reach Running.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hack.bench.common import (
+    NAMESPACE,
+    Outcome,
+    Procs,
+    client_for,
+    cpu_seconds,
+    informers,
+    mxjob,
+    percentile,
+    submit,
+    wait_until,
+)
+
+THROUGHPUT_SHAPE = {"Scheduler": 1, "Server": 2, "Worker": 4}
+SMALL_SHAPE = {"Scheduler": 1, "Server": 1, "Worker": 1}
+LARGE_SHAPE = {"Scheduler": 1, "Server": 32, "Worker": 256}
+WRITE_THREADS = 8   # ControllerOptions.write_threads: the floor drivers use as many
+RUN_TIMEOUT = 900.0
+
+
+def _is_true(job: dict[str, Any], ctype: str) -> bool:
+    return any(c.get("type") == ctype and c.get("status") == "True"
+               for c in (job.get("status") or {}).get("conditions") or [])
+
+
+def _budget(qps: float) -> str:
+    return "no client limit (--kube-api-qps -1)" if qps < 0 else f"--kube-api-qps {qps:g} (burst 30)"
+
+
+# --- the floor: the controller's writes without the controller ----------------------------------------------
+
+class FloorDriver:
+    """Issues, per job, what the controller writes for it (a ``Created`` status, every service and pod, exactly as
+    the controller builds them, and a ``Running`` status) with the same client library, budget and thread counts:
+    ``workers`` jobs at a time (``--threadiness``), their children over a pool of ``write_threads``, all at once
+    (no slow start, no slicing). What is left is the API's own cost."""
+
+    def __init__(self, client: Any, *, workers: int, write_threads: int = WRITE_THREADS,
+                 serial: bool = False) -> None:
+        from mxjob_controller.core.child_sync import ChildSync
+        from mxjob_controller.core.write_pool import WritePool
+        from mxjob_controller.mxnet.framework import MXNetFramework
+
+        self.client = client
+        self.framework = MXNetFramework()
+        # The controller's own pod and service builders (ChildSync._pod/_service): the same bodies, byte for byte.
+        self.builder = ChildSync(self.framework, None, None, None, write_timeout=60)  # type: ignore[arg-type]
+        self.pool = WritePool("bench-floor-writes", 1 if serial else write_threads).start()
+        self.workers = workers
+        self.serial = serial
+        self.jobs: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
+        self._closed = False
+        self.done = 0
+        self.errors: list[BaseException] = []
+        self._threads = [threading.Thread(target=self._work, name=f"bench-floor-{i}", daemon=True)
+                         for i in range(workers)]
+        for t in self._threads:
+            t.start()
+
+    def add(self, job: dict[str, Any], _sent: float = 0.0) -> None:
+        with self._cv:
+            self.jobs.append(job)
+            self._cv.notify()
+
+    def close(self, timeout: float = 10.0) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        for t in self._threads:
+            t.join(timeout)
+        self.pool.stop(timeout)
+
+    def _work(self) -> None:
+        while True:
+            with self._cv:
+                while not self.jobs and not self._closed:
+                    self._cv.wait(1.0)
+                if not self.jobs:
+                    return
+                job = self.jobs.pop(0)
+            try:
+                self.run_job(job)
+            except BaseException as e:
+                with self._lock:
+                    self.errors.append(e)
+            with self._lock:
+                self.done += 1
+
+    def run_job(self, job: dict[str, Any]) -> None:
+        from mxjob_controller.core.child_control import POD, SERVICE
+        from mxjob_controller.core.job_context import JobContext
+        from mxjob_controller.kube.timefmt import now_rfc3339
+        from mxjob_controller.mxnet.framework import MXJOBS
+        from mxjob_controller.runtime.client import PODS, SERVICES
+
+        spec, errors = self.framework.parse(job)
+        if spec is None:
+            raise RuntimeError(f"invalid benchmark job: {errors}")
+        meta = job["metadata"]
+        ctx = JobContext(f"{meta['namespace']}/{meta['name']}", job, spec, self.framework)
+        now = now_rfc3339()
+        types = self.framework.replica_types(spec)
+        counts = {t: {"active": 0} for t in types}
+        created = {"type": "Created", "status": "True", "reason": "MXJobCreated", "lastUpdateTime": now,
+                   "lastTransitionTime": now, "message": f"MXJob {meta['name']} is created."}
+        job = self.client.update_status(MXJOBS, {**job, "status": {
+            "conditions": [created], "replicaStatuses": counts, "mxReplicaStatuses": counts, "startTime": now,
+            "lastReconcileTime": now}})
+        writes: list[Callable[[], Any]] = []
+        for kind, resource in ((SERVICE, SERVICES), (POD, PODS)):
+            for rtype in types:
+                for index in range(spec.replicas[rtype].replicas):
+                    build = self.builder._pod if kind is POD else self.builder._service
+                    writes.append(lambda r=resource, b=build, t=rtype, i=index:
+                                  self.client.create(r, b(ctx, t, i), ctx.namespace))
+        tasks = [self.pool.submit(w) for w in writes]
+        for task in tasks:
+            if not task.wait(RUN_TIMEOUT):
+                raise TimeoutError("a floor write did not finish")
+            if task.error is not None:
+                raise task.error
+        running = {"type": "Running", "status": "True", "reason": "MXJobRunning", "lastUpdateTime": now,
+                   "lastTransitionTime": now, "message": f"MXJob {meta['name']} is running."}
+        active = {t: {"active": spec.replicas[t].replicas} for t in types}
+        self.client.update_status(MXJOBS, {**job, "status": {**job["status"], "conditions": [created, running],
+                                                             "replicaStatuses": active, "mxReplicaStatuses": active}})
+
+
+# --- throughput ---------------------------------------------------------------------------------------------
+
+def _throughput_run(jobs: int, qps: float, threadiness: int, floor: bool) -> tuple[float, int, int]:
+    """Seconds from the first submission until every job is Running (the floor: until its writes are done), and
+    the writes the controller (or the floor) sent, and its event writes (the floor writes none)."""
+    from mxjob_controller.mxnet.framework import MXJOBS
+
+    with Procs() as procs:
+        procs.server(audit=True)
+        procs.kubelet()
+        driver = client_for(procs.kubeconfig)
+        budgeted = client_for(procs.kubeconfig, qps=qps, component="bench-floor") if floor else None
+        try:
+            if not floor:
+                procs.controller(qps=qps, threadiness=threadiness)
+            with informers(driver, MXJOBS) as (job_cache,):
+                floor_driver = FloorDriver(budgeted, workers=threadiness) if floor else None
+                start = time.monotonic()
+                submit(driver, [mxjob(f"tp-{i}", THROUGHPUT_SHAPE) for i in range(jobs)],
+                       on_created=floor_driver.add if floor_driver else None)
+                try:
+                    if floor_driver is not None:
+                        wait_until("floor writes", lambda: floor_driver.done >= jobs or bool(floor_driver.errors),
+                                   RUN_TIMEOUT, every=0.02)
+                        if floor_driver.errors:
+                            raise floor_driver.errors[0]
+                    else:
+                        wait_until("every job Running",
+                                   lambda: sum(_is_true(j, "Running") for j in job_cache.store.list()) >= jobs,
+                                   RUN_TIMEOUT, every=0.02, alive=procs.procs)
+                    elapsed = time.monotonic() - start
+                finally:
+                    if floor_driver is not None:
+                        floor_driver.close()
+            agent = "mxjob-bench/unknown" if floor else "mxjob-controller/"
+            component = "bench-floor" if floor else ""
+            ours = [r for r in procs.audit_records() if r["verb"] in ("create", "update", "patch", "delete")
+                    and r["userAgent"].startswith(agent) and r["userAgent"].endswith(component)]
+            events = sum(1 for r in ours if r["resource"] == "events")
+            return elapsed, len(ours) - events, events
+        finally:
+            driver.close()
+            if budgeted is not None:
+                budgeted.close()
+
+
+def bench_throughput(full: bool) -> Outcome:
+    threadiness = 4
+    sizes = ((20.0, 300), (-1.0, 300)) if full else ((20.0, 40), (-1.0, 100))
+    rows: list[tuple[str, str]] = []
+    figures: dict[str, Any] = {}
+    ratios: dict[str, Any] = {}
+    targets: dict[str, bool] = {}
+    for qps, jobs in sizes:
+        ctl, ctl_writes, ctl_events = _throughput_run(jobs, qps, threadiness, floor=False)
+        flo, flo_writes, _ = _throughput_run(jobs, qps, threadiness, floor=True)
+        label = f"{jobs} jobs of 1/2/4, {_budget(qps)}, --threadiness {threadiness}"
+        rows += [(f"{label}: controller, until all Running", f"{ctl:.2f} s  ({jobs / ctl:.1f} jobs/s, "
+                                                               f"{ctl_writes} writes + {ctl_events} events)"),
+                 (f"{label}: floor (same writes, no controller)", f"{flo:.2f} s  ({jobs / flo:.1f} jobs/s, "
+                                                                  f"{flo_writes} writes)"),
+                 (f"{label}: controller / floor", f"{ctl / flo:.2f}")]
+        key = f"qps_{'none' if qps < 0 else int(qps)}"
+        figures[key] = {"jobs": jobs, "controller_s": ctl, "floor_s": flo, "controller_jobs_per_s": jobs / ctl,
+                        "floor_jobs_per_s": jobs / flo, "controller_writes": ctl_writes,
+                        "controller_event_writes": ctl_events, "floor_writes": flo_writes}
+        ratios[key] = ctl / flo
+        targets[f"throughput controller/floor <= 1.25 at {_budget(qps)}"] = ctl / flo <= 1.25
+    return Outcome(rows, inputs={"shape": "1/2/4", "threadiness": threadiness, "sizes": sizes},
+                   figures=figures, ratios=ratios, targets=targets)
+
+
+# --- large job ----------------------------------------------------------------------------------------------
+
+def _large_run(variant: str, latency: float) -> float:
+    """Seconds from the job's creation until its pods and services all exist."""
+    from mxjob_controller.runtime.client import PODS, SERVICES
+
+    children = sum(LARGE_SHAPE.values())
+    with Procs() as procs:
+        procs.server(f"latency={latency}")
+        driver = client_for(procs.kubeconfig)
+        budgeted = client_for(procs.kubeconfig, qps=-1, component="bench-floor")
+        try:
+            if variant == "controller":
+                procs.controller(qps=-1)
+            elif variant == "one-at-a-time":
+                procs.controller(qps=-1, write_threads=1, slice_batch=1)
+            with informers(driver, PODS, SERVICES) as (pods, services):
+                floor = FloorDriver(budgeted, workers=1, serial=variant == "floor-serial") \
+                    if variant.startswith("floor") else None
+                start = time.monotonic()
+                try:
+                    submit(driver, [mxjob("large", LARGE_SHAPE)], on_created=floor.add if floor else None)
+                    wait_until(f"{children} pods and services", lambda: len(pods.store) >= children
+                               and len(services.store) >= children, RUN_TIMEOUT, every=0.01, alive=procs.procs)
+                    return time.monotonic() - start
+                finally:
+                    if floor is not None:
+                        floor.close()
+        finally:
+            driver.close()
+            budgeted.close()
+
+
+def bench_large_job(full: bool) -> Outcome:
+    latency = 0.005
+    runs = {v: _large_run(v, latency) for v in ("controller", "one-at-a-time", "floor")}
+    ctl, serial, floor = runs["controller"], runs["one-at-a-time"], runs["floor"]
+    rows = [("1/32/256 job (289 pods + 289 services), 5 ms per request, no client limit", ""),
+            ("  controller as shipped (8 write threads, slow-start batches <= 32)", f"{ctl:.2f} s"),
+            ("  controller one write at a time (write threads 1, batch 1: the Go operators)", f"{serial:.2f} s"),
+            ("  floor: the same 578 creates at full parallelism (8 threads), no controller", f"{floor:.2f} s"),
+            ("  one at a time / controller", f"{serial / ctl:.1f}x"),
+            ("  controller / floor", f"{ctl / floor:.2f}")]
+    return Outcome(rows, inputs={"shape": "1/32/256", "latency_s": latency, "qps": -1},
+                   figures={f"{k}_s": v for k, v in runs.items()},
+                   ratios={"one_at_a_time_over_controller": serial / ctl, "controller_over_floor": ctl / floor},
+                   targets={"large job >= 5x faster than one at a time": serial / ctl >= 5,
+                            "large job <= 1.5x the parallel floor": ctl / floor <= 1.5})
+
+
+# --- idle ---------------------------------------------------------------------------------------------------
+
+def bench_idle(full: bool) -> Outcome:
+    from mxjob_controller.mxnet.framework import MXJOBS
+
+    each = 200 if full else 50
+    resync, resyncs = 10.0, 3
+    with Procs() as procs:
+        procs.server(audit=True)
+        procs.kubelet(finish_prefix="done-")
+        driver = client_for(procs.kubeconfig)
+        try:
+            ctl = procs.controller(qps=-1, threadiness=4, resync="10s")
+            with informers(driver, MXJOBS) as (jobs,):
+                submit(driver, [mxjob(f"done-{i}", SMALL_SHAPE, clean_pod_policy="None") for i in range(each)]
+                       + [mxjob(f"run-{i}", SMALL_SHAPE) for i in range(each)])
+
+                def settled() -> bool:
+                    objs = jobs.store.list()
+                    done = sum(_is_true(j, "Succeeded") for j in objs if j["metadata"]["name"].startswith("done-"))
+                    running = sum(_is_true(j, "Running") for j in objs if j["metadata"]["name"].startswith("run-"))
+                    return done >= each and running >= each
+
+                wait_until("jobs settled", settled, RUN_TIMEOUT, every=0.2, alive=procs.procs)
+
+            def controller_writes() -> list[dict[str, Any]]:
+                return [r for r in procs.audit_records() if r["userAgent"].startswith("mxjob-controller/")
+                        and r["verb"] in ("create", "update", "patch", "delete")]
+
+            # quiet: no controller write for 3 s (the events of the last transitions are out)
+            last = -1
+            while True:
+                count = len(controller_writes())
+                if count == last:
+                    break
+                last = count
+                time.sleep(3.0)
+            writes_before, cpu_before = len(controller_writes()), cpu_seconds(ctl.pid)
+            time.sleep(resync * resyncs)
+            cpu = cpu_seconds(ctl.pid) - cpu_before
+            writes = controller_writes()[writes_before:]
+        finally:
+            driver.close()
+    rows = [(f"{each} finished + {each} running 1/1/1 jobs, {resyncs} resyncs of {resync:g} s", ""),
+            ("  controller API writes during the resyncs", f"{len(writes)}" + (
+                f" ({', '.join(sorted({r['verb'] + ' ' + r['resource'] for r in writes}))})" if writes else "")),
+            ("  controller CPU per resync", f"{cpu / resyncs:.3f} s"),
+            ("  controller CPU per job per resync", f"{cpu / resyncs / (2 * each) * 1e3:.2f} ms")]
+    return Outcome(rows, inputs={"finished": each, "running": each, "resync_s": resync, "resyncs": resyncs},
+                   figures={"writes": len(writes), "cpu_s_per_resync": cpu / resyncs},
+                   targets={"idle: 0 writes": not writes})
+
+
+# --- latency ------------------------------------------------------------------------------------------------
+
+def bench_latency(full: bool) -> Outcome:
+    rate, seconds = 10.0, 30.0 if full else 15.0
+    budgets = (-1.0, 20.0) if full else (-1.0,)
+    rows: list[tuple[str, str]] = []
+    figures: dict[str, Any] = {}
+    targets: dict[str, bool] = {}
+    for qps in budgets:
+        p50, p99, worst, n = _latency_run(rate, seconds, qps)
+        key = f"qps_{'none' if qps < 0 else int(qps)}"
+        figures[key] = {"jobs": n, "p50_s": p50, "p99_s": p99, "max_s": worst}
+        rows += [(f"1/1/1 jobs at {rate:g}/s for {seconds:g} s ({n} jobs), {_budget(qps)}", ""),
+                 ("  MXJob created -> its first pod seen: p50 / p99 / max", f"{p50 * 1e3:.0f} / {p99 * 1e3:.0f} / "
+                                                                            f"{worst * 1e3:.0f} ms")]
+        targets[f"latency p99 <= 1 s at {_budget(qps)}"] = p99 <= 1.0
+    return Outcome(rows, inputs={"rate_per_s": rate, "seconds": seconds, "threadiness": 4}, figures=figures,
+                   targets=targets)
+
+
+def _latency_run(rate: float, seconds: float, qps: float) -> tuple[float, float, float, int]:
+    from mxjob_controller.runtime.client import PODS
+
+    sent: dict[str, float] = {}
+    first_pod: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def on_add(pod: dict[str, Any]) -> None:
+        job = ((pod.get("metadata") or {}).get("labels") or {}).get("training.kubeflow.org/job-name")
+        if job:
+            with lock:
+                first_pod.setdefault(job, time.monotonic())
+
+    count = int(rate * seconds)
+    with Procs() as procs:
+        procs.server()
+        procs.kubelet()
+        driver = client_for(procs.kubeconfig)
+        try:
+            procs.controller(qps=qps, threadiness=4)
+            with informers(driver, PODS, handlers={PODS: {"on_add": on_add}}):
+                from mxjob_controller.mxnet.framework import MXJOBS
+
+                start = time.monotonic()
+                for i in range(count):
+                    due = start + i / rate
+                    time.sleep(max(0.0, due - time.monotonic()))
+                    name = f"lat-{i}"
+                    sent[name] = time.monotonic()
+                    driver.create(MXJOBS, mxjob(name, SMALL_SHAPE), NAMESPACE)
+                wait_until("every job's first pod", lambda: len(first_pod) >= count, RUN_TIMEOUT, every=0.05,
+                           alive=procs.procs)
+        finally:
+            driver.close()
+    delays = [first_pod[name] - at for name, at in sent.items()]
+    return percentile(delays, 50), percentile(delays, 99), max(delays), count
+
+
+SYSTEM = {"throughput": bench_throughput, "large_job": bench_large_job, "idle": bench_idle,
+          "latency": bench_latency}
