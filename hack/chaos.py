@@ -7,7 +7,7 @@ target is missed (2 when the harness itself could not run). Issue 16 says what m
     .venv/bin/python hack/chaos.py --seed 7 --jobs 100 --kills 3 --large 1000
     .venv/bin/python hack/chaos.py --seed 7 --jobs 16 --kills 1 --large 100 --duration 30 --malformed 300  # short
 
-What runs (each its own process, in a temp dir removed at the end unless --keep):
+What runs (each its own process, in a temp dir removed at the end unless --keep, or a target was missed):
 
 - ``mxjob-controller local up --kubelet process --no-controller`` with an audit log and fault rules matched on the
   controller's User-Agents (``mxjob-controller/<v> (<os>/<arch>) controller``, and ``… events`` for its event
@@ -209,7 +209,9 @@ def small_job(rng: random.Random, index: int, fate: str, markers: Path) -> JobPl
     if fate == "fail":
         restart = rng.choice(["ExitCode", "Never"])
         fail = replica("sleep 0.3; exit 1", workers, restart)
-        specs = ({"Scheduler": replica("sleep 20"), "Server": replica("sleep 20"), "Worker": fail}
+        # The Scheduler decides a 1/1/1 job (mxnet/status_rules.py): it must outlive a worker delayed by the chaos,
+        # or an exit 0 before the worker even ran is (rightly) a success.
+        specs = ({"Scheduler": replica("sleep 60"), "Server": replica("sleep 60"), "Worker": fail}
                  if one_one_one else {"Worker": fail})
     elif fate == "retry137":
         marker = markers / name
@@ -556,6 +558,7 @@ class Chaos:
         self.notes: list[str] = []
         self.url = ""
         self.lock = threading.Lock()
+        self.failed = False   # a target was missed: the run's directory is kept
 
     def log(self, msg: str) -> None:
         if self.opts.verbose:
@@ -578,7 +581,7 @@ class Chaos:
             self.client.close()
         if self.cluster is not None and not self.cluster.stop(30):
             self.notes.append("local up did not stop within 30 s after SIGTERM: SIGKILLed")
-        if self.opts.keep:
+        if self.opts.keep or self.failed or exc[0] is not None:   # a failed run keeps what explains it
             print(f"chaos: kept {self.tmp}", file=sys.stderr)
         else:
             shutil.rmtree(self.tmp, ignore_errors=True)
@@ -1257,6 +1260,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with chaos:
             rows = chaos.run()
+            chaos.failed = any(r.ok is False for r in rows)
     except HarnessError as e:
         error = str(e)
     except KeyboardInterrupt:
