@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from mxjob_controller.core.slow_start import slow_start
+from mxjob_controller.core.slow_start import Slice, slow_start
 from mxjob_controller.core.write_pool import PoolStoppedError, WritePool
 
 
@@ -111,3 +111,14 @@ def test_stop_fails_queued_tasks_and_refuses_new_ones() -> None:
     late = pool.submit(lambda: "late")
     assert late.done and isinstance(late.error, PoolStoppedError)
     assert not any(t.name.startswith("stopping-") and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_slice_bounds_writes_and_time_but_always_allows_its_floor(pool: WritePool) -> None:
+    tasks = [ok(i) for i in range(40)]
+    by_count = slow_start(tasks, pool, timeout=5, within=Slice(writes=10, seconds=60, max_batch=4))
+    assert by_count.batches == [1, 2, 4, 3] and by_count.deferred == 30 and not by_count.cancelled
+    out_of_time = slow_start(tasks, pool, timeout=5, within=Slice(writes=100, seconds=0, max_batch=4, floor=6))
+    assert out_of_time.batches == [1, 2, 4] and out_of_time.deferred == 33   # the floor's 6 went, then no more
+    cancelled = slow_start(tasks, pool, timeout=5, within=Slice(writes=100, seconds=60, max_batch=4,
+                                                                  cancelled=lambda: True))
+    assert cancelled.cancelled and cancelled.attempted == 0 and cancelled.deferred == 0

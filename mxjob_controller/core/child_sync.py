@@ -8,8 +8,9 @@ One pass, from the informer cache:
 3. create missing services, then missing pods, in slow-start batches; a failure stops the creations (the job is
    requeued with back-off by the caller).
 
-All of it within one :class:`~mxjob_controller.core.slow_start.Slice` of writes: what the slice leaves is counted
-in ``deferred`` (the caller comes back for it), and a cancelled slice (the job was deleted) stops at once, down to
+All of it within one :class:`~mxjob_controller.core.slow_start.Slice` of writes (its first batch's worth always
+goes, so a small job is created in one pass however slow the API is): what the slice leaves is counted in
+``deferred`` (the caller comes back for it), and a cancelled slice (the job was deleted) stops at once, down to
 the writes already queued, which check before they go. A slow start begins at the number of children of that kind
 that already exist (at most a batch), so a job created over many slices does not climb from 1 again each time.
 
@@ -179,13 +180,15 @@ class _Budget:
     def run(self, tasks: Sequence[Callable[[], Any]], pool: WritePool, timeout: float, *,
             initial_batch: int) -> SlowStartOutcome:
         left = self.within.writes - self.spent
-        if self.cancelled or (self.spent and (left <= 0 or time.monotonic() >= self.ends)):
-            self.deferred += len(tasks)   # a pass always gets its first batch; later runs only while time is left
+        floor = max(0, self.within.max_batch - self.spent)   # a pass always gets a batch's worth of writes
+        if self.cancelled or (self.spent and (left <= 0 or (not floor and time.monotonic() >= self.ends))):
+            self.deferred += len(tasks)
             return SlowStartOutcome(deferred=len(tasks), cancelled=self.cancelled)
         outcome = slow_start(tasks, pool, timeout=timeout, initial_batch=max(1, min(initial_batch,
                                                                                      self.within.max_batch)),
                              within=Slice(writes=left, seconds=max(0.0, self.ends - time.monotonic()),
-                                          max_batch=self.within.max_batch, cancelled=self.within.cancelled))
+                                          max_batch=self.within.max_batch, cancelled=self.within.cancelled,
+                                          floor=floor))
         self.spent += outcome.attempted
         self.done += len(outcome.results)
         self.deferred += outcome.deferred

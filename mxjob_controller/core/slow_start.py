@@ -23,13 +23,15 @@ from mxjob_controller.core.write_pool import WritePool
 
 @dataclass(frozen=True, slots=True)
 class Slice:
-    """The most one run may do: ``writes`` tasks, started within ``seconds``, in batches of at most ``max_batch``;
-    ``cancelled`` is asked before every batch."""
+    """The most one run may do: ``writes`` tasks, started within ``seconds`` (the first ``floor`` start whatever the
+    time: a small job is never split over passes, each of which waits its turn in the queue), in batches of at most
+    ``max_batch``; ``cancelled`` is asked before every batch."""
 
     writes: int
     seconds: float
     max_batch: int
     cancelled: Callable[[], bool] = lambda: False
+    floor: int = 0
 
 
 UNBOUNDED = Slice(writes=1 << 62, seconds=float("inf"), max_batch=1 << 62)
@@ -59,7 +61,7 @@ def slow_start(tasks: Sequence[Callable[[], Any]], pool: WritePool, *, timeout: 
         if within.cancelled():
             outcome.cancelled = True
             return outcome
-        if left <= 0 or (outcome.attempted and time.monotonic() >= ends):
+        if left <= 0 or (outcome.attempted and outcome.attempted >= within.floor and time.monotonic() >= ends):
             outcome.deferred = len(remaining)
             return outcome
         take = min(size, within.max_batch, left)
