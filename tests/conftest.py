@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from tests.reconciler_support import Harness
 from tests.support import Kube, Kubectl
 
 
@@ -43,3 +44,10 @@ def kube(apiserver: APIServer) -> Iterator[Kube]:
 @pytest.fixture
 def kubectl(kubeconfig: Path, tmp_path: Path) -> Kubectl:
     return Kubectl(kubeconfig, tmp_path / "kubectl-cache")
+
+
+@pytest.fixture
+def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
+    """The reconciler tests' harness: the MXJob CRD served, controllers started on demand and stopped after."""
+    with Harness(apiserver, kube, tmp_path) as harness:
+        yield harness

@@ -6,9 +6,6 @@ permission the component grants was used."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from mxjob_controller.local.apiserver import APIServer
@@ -16,7 +13,7 @@ from tests import gang_support as gs
 from tests.manifests import INSTALL_NAMESPACE, render
 from tests.rbac import BOOTSTRAP, Policy, Request, ServiceAccount, audit_report
 from tests.reconciler_support import CONTROLLER_AGENT, Harness, mxjob
-from tests.support import Kube, wait_for
+from tests.support import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -24,11 +21,6 @@ NS = "default"
 CONTROLLER = ServiceAccount(INSTALL_NAMESPACE, "mxjob-controller")
 GANG_ROLE = "ClusterRole/mxjob-controller-gang-scheduling"
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 def walk(h: Harness, groups: gs.PodGroups, api_version: str, scheduler: str, admitted_phase: str) -> None:

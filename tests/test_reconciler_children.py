@@ -6,24 +6,15 @@ not control, adoption of the old operator's children, and failed writes."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.local.apiserver.faults import FaultRule
 from tests.reconciler_support import DEADLINE, Harness, mxjob, replica
-from tests.support import Kube, wait_for
+from tests.support import wait_for
 
 NS = "default"
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 def names(objs: list[dict[str, Any]]) -> list[str]:

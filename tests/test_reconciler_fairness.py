@@ -5,27 +5,18 @@ status write (no 409 from a stale cache)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 import yaml
 
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
-from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.runtime.reconcile_trace import read_trace
 from tests.reconciler_support import DEADLINE, Harness, jobs_path, mxjob
-from tests.support import Kube, Kubectl, wait_for
+from tests.support import Kubectl, wait_for
 
 NS = "default"
 KUBE_QPS, KUBE_BURST = 20.0, 30   # the controller's defaults (training-operator's --kube-api-qps/--kube-api-burst)
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 def test_a_billion_replicas_are_refused_at_submit_naming_the_field_and_the_limit(h: Harness, kubectl: Kubectl) -> None:

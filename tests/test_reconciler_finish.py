@@ -8,28 +8,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
-from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.runtime.reconcile_trace import read_trace
 from tests.reconciler_support import CONTROLLER_AGENT, DEADLINE, Harness, jobs_path, metric, mxjob
 from tests.reconciler_time import FakeTime
-from tests.support import Kube, wait_for
+from tests.support import wait_for
 
 NS = "default"
 DEADLINE_FAILURE = "Job {} has failed because it was active longer than specified deadline"
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 def api_writes(h: Harness, since: float) -> list[Any]:

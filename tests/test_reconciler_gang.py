@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,15 +19,10 @@ from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController
 from mxjob_controller.runtime.client import Client, ClientConfig
 from tests import gang_support as gs
 from tests.reconciler_support import DEADLINE, Harness, container, mxjob, replica
-from tests.support import Kube, wait_for
+from tests.support import wait_for
 
 NS = "default"
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,15 +19,10 @@ from mxjob_controller.runtime.clock import FakeClock
 from mxjob_controller.runtime.expectations import pods_key
 from mxjob_controller.runtime.reconcile_trace import concurrent_runs, read_trace
 from tests.reconciler_support import DEADLINE, Harness, metric, mxjob
-from tests.support import Kube, wait_for
+from tests.support import wait_for
 
 NS = "default"
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 def create_namespace(h: Harness, name: str) -> None:

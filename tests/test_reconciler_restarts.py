@@ -9,25 +9,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from mxjob_controller.kube.timefmt import rfc3339
-from mxjob_controller.local.apiserver import APIServer
 from tests.reconciler_support import DEADLINE, Harness, metric, mxjob
 from tests.reconciler_time import FakeTime
-from tests.support import Kube, wait_for
+from tests.support import wait_for
 
 NS = "default"
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 def uid_of(h: Harness, name: str) -> str | None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,15 +18,10 @@ from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.mxnet.framework import MXJOBS
 from mxjob_controller.runtime.client import Client, ClientConfig
 from tests.reconciler_support import DEADLINE, Harness, jobs_path, metric, mxjob
-from tests.support import Kube, wait_for
+from tests.support import wait_for
 
 NS = "default"
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 def status_writes(h: Harness, since: float | None = None) -> list:

@@ -8,25 +8,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from mxjob_controller.kube.timefmt import rfc3339
-from mxjob_controller.local.apiserver import APIServer
 from tests.reconciler_support import DEADLINE, Harness, jobs_path, metric, mxjob
-from tests.support import Kube, Kubectl, wait_for
+from tests.support import Kubectl, wait_for
 
 NS = "default"
 T0 = 1_700_000_000.0
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 class Wall:

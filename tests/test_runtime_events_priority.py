@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,11 +32,6 @@ NS = "default"
 JOB = ObjectReference("kubeflow.org/v1", "MXJob", NS, "my-job", "1234-uid", "7")
 SUCCEEDED_MESSAGE = "MXJob {} is successfully completed."
 
-
-@pytest.fixture
-def h(apiserver: APIServer, kube: Kube, tmp_path: Path) -> Iterator[Harness]:
-    with Harness(apiserver, kube, tmp_path) as harness:
-        yield harness
 
 
 @pytest.fixture

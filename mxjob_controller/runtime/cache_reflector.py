@@ -7,7 +7,8 @@ Guarantees:
   resumes from the last resourceVersion seen (bookmarks included), so no change is lost or applied twice.
 - When the server no longer has that version (410 Expired/Gone, on opening the watch or as an ERROR event), the
   reflector lists again at once; the sink's ``replace`` then reconciles the gap (and reports what vanished).
-  A 410 that comes back again before any event arrived is backed off like other failures (no hot loop).
+  A 410 on a watch opened straight after such a list, before any event arrived, is backed off like other
+  failures (no hot loop); a 410 on resuming a watch that ran relists at once, however quiet that watch was.
 - Any other failure is retried after a backoff (0.8 s doubling to 30 s, jittered, reset after 2 quiet minutes,
   and as soon as a watch delivers an event: list and watch work again, so the next sporadic failure starts from
   0.8 s instead of the 30 s a long run of them had reached), or after the server's ``Retry-After`` when that is
@@ -95,10 +96,11 @@ class Reflector:
     def run(self) -> None:
         """List and watch until :meth:`stop` (meant to be the body of the informer's thread)."""
         need_list = True
-        gone_in_a_row = 0  # 410s with no event in between: the first relists at once, later ones back off
+        gone_in_a_row = 0  # 410s on watches opened straight after a list: the first relists at once, later back off
         while not self._stop.is_set():
             delay = 0.0
             events_before = self.events
+            listed = need_list
             try:
                 if need_list:
                     self._list()
@@ -107,7 +109,9 @@ class Reflector:
             except Cancelled:
                 break
             except Gone as e:
-                gone_in_a_row = 1 if self.events > events_before else gone_in_a_row + 1
+                # Only a watch refused right after a fresh list with nothing in between could loop hot; a resumed
+                # watch meeting a compaction (however quiet its predecessor was) relists at once.
+                gone_in_a_row = gone_in_a_row + 1 if listed and self.events == events_before else 1
                 delay = self.backoff.next_delay(e.retry_after) if gone_in_a_row > 1 else 0.0
                 log.info("%s: resourceVersion %s is gone (%s); relisting in %.2fs", self.name,
                          self.last_sync_resource_version, e.message, delay)
