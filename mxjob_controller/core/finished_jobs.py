@@ -31,7 +31,7 @@ from mxjob_controller.core.cleanup import cleanup_plan
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.labels import replica_of
 from mxjob_controller.core.metrics import JobMetrics
-from mxjob_controller.core.requeue import requeue_in
+from mxjob_controller.core.requeue import after_failed_write, requeue_in
 from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start
 from mxjob_controller.core.status_writer import StatusWriter
 from mxjob_controller.core.transition_events import ANNOUNCE_WINDOW, terminal_event
@@ -64,14 +64,10 @@ class FinishedJobs:
                retry_after_progress: float = 0.5) -> Result:
         """Clean up (as much as ``within`` allows: the rest ``next_slice`` seconds later), then apply the TTL.
         A failed deletion is raised (the job is retried with back-off) unless others went through in the same pass:
-        then the next pass comes ``retry_after_progress`` seconds later (see ``JobReconciler``)."""
+        then the next pass comes ``retry_after_progress`` seconds later (``requeue.after_failed_write``)."""
         cleaned = self.clean(ctx, pods, services, within)
-        if cleaned.error is not None and cleaned.results:
-            log.warning("%d deletions done, one failed: %s; next pass in %gs", len(cleaned.results), cleaned.error,
-                        retry_after_progress, extra=extra)
-            return Result.after(retry_after_progress)
         if cleaned.error is not None:
-            raise cleaned.error
+            return after_failed_write(cleaned.error, len(cleaned.results), retry_after_progress, extra)
         if cleaned.deferred:
             return Result.after(next_slice)
         return self.expire(ctx, extra)

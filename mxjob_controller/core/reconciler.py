@@ -57,7 +57,7 @@ from mxjob_controller.core.managed_by import managed_elsewhere
 from mxjob_controller.core.metrics import JobMetrics
 from mxjob_controller.core.once import OncePerGeneration
 from mxjob_controller.core.pod_status import replica_state
-from mxjob_controller.core.requeue import requeue_in
+from mxjob_controller.core.requeue import after_failed_write, requeue_in
 from mxjob_controller.core.restart_actions import delete_due
 from mxjob_controller.core.restarts import forget_pods, slots_of
 from mxjob_controller.core.slow_start import Slice
@@ -201,15 +201,9 @@ class JobReconciler:
                 self._record(ctx, blocked_write, synced.blocked)
             write = blocked_write or write
         result = self._after_write(ctx, parsed, write, pods, services, now, extra)
-        if synced.error is not None and synced.done:
-            # Some writes went through: the API works, this one failed (a 500, a 429 out of retries). Come back
-            # soon rather than with the growing back-off meant for an API that refuses everything (a quota, a
-            # webhook down), which made a large job crawl under sporadic faults.
-            log.warning("%d child writes done, one failed: %s; next pass in %gs", synced.done, synced.error,
-                        self.options.retry_after_progress, extra=extra)
-            result = _soonest(result, Result.after(self.options.retry_after_progress))
-        elif synced.error is not None:
-            raise synced.error
+        if synced.error is not None:
+            result = _soonest(result, after_failed_write(synced.error, synced.done, self.options.retry_after_progress,
+                                                         extra))
         if gang is not None and gang.error is not None:
             raise gang.error
         if synced.blocked:
@@ -245,10 +239,8 @@ class JobReconciler:
         write = self.status.update(ctx.obj, desired, extra)
         if write is not None and write.written:
             self._record(ctx, write, ())
-        if error is not None and error is deleted.error and deleted.results:
-            log.warning("%d deletions done, one failed: %s; next pass in %gs", len(deleted.results), error,
-                        self.options.retry_after_progress, extra=extra)
-            return Result.after(self.options.retry_after_progress)   # as for creations (see reconcile)
+        if error is not None and error is deleted.error:
+            return after_failed_write(error, len(deleted.results), self.options.retry_after_progress, extra)
         if error is not None:
             raise error
         return Result.after(self.options.next_slice) if deleted.deferred else DONE

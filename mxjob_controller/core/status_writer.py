@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mxjob_controller.kube.patch.merge import create_merge_patch
+from mxjob_controller.runtime.cache_keys import object_key
 from mxjob_controller.runtime.client import Client, Conflict, NotFound, Resource, ServerError
 
 log = logging.getLogger(__name__)
@@ -126,6 +127,6 @@ class StatusWriter:
                     return None
                 continue
             stored.get("metadata", {}).pop("managedFields", None)   # as the informer keeps it
-            self._remember(f"{meta.get('namespace') or ''}/{meta['name']}", job, stored)
+            self._remember(object_key(job), job, stored)   # the key the work queue and freshest() use
             return StatusWrite(before, stored.get("status") or {}, stored, written=True)
         raise AssertionError("unreachable")  # the loop returns or raises on its last attempt

@@ -67,6 +67,7 @@ FAILED_START_STOP = 10.0   # seconds a failed or cancelled start may take to sto
 _SYNC_SLICE = 0.1          # how often a start waiting for its caches looks at its cancel event
 # Children are cached as only the fields the reconciler reads (core/child_cache.py says which, and why).
 _CACHE_VIEWS = {POD: pod_cache_view, SERVICE: service_cache_view}
+_RECONCILER = ReconcilerOptions()   # the defaults the reconciler's options are given here
 
 
 __all__ = ["CacheSyncTimeoutError", "ControllerOptions", "MXJobController", "PodGroupAPIMissingError",
@@ -96,9 +97,9 @@ class ControllerOptions:
     gang_scheduler_name: str | None = None       # None, "" or "none": off; "volcano"; else scheduler-plugins' name
     event_qps: float = DEFAULT_EVENT_QPS         # the events client's budget (negative: no limit)...
     event_burst: int = DEFAULT_EVENT_BURST       # ... and burst
-    slice_writes: int = 500                      # one reconcile's child writes (ReconcilerOptions, core/reconciler.py)
-    slice_batch: int = 32                        # ... in slow-start batches of at most this many ...
-    slice_seconds: float = 1.0                   # ... none started after this many seconds
+    slice_writes: int = _RECONCILER.slice_writes       # one reconcile's child writes (core/reconciler.py)...
+    slice_batch: int = _RECONCILER.slice_batch         # ... in slow-start batches of at most this many ...
+    slice_seconds: float = _RECONCILER.slice_seconds   # ... none started after this many seconds
 
 
 class MXJobController:
