@@ -38,7 +38,7 @@ bench-full: $(STAMP)
 chaos: $(STAMP)
 	$(BIN)/python hack/chaos.py $(CHAOS_ARGS)
 
-## crd: regenerate the MXJob CRD from the API definition
+## crd: regenerate the CRDs (MXJob, TFJob) from their API definitions
 crd: $(STAMP)
 	$(BIN)/python hack/gen_crd.py
 

@@ -1,6 +1,8 @@
-"""Write the MXJob CRD files from the API definition (``make crd``); ``--check`` only reports drift.
+"""Write every framework's CRD files (MXJob, TFJob) from their API definitions (``make crd``); ``--check`` only
+reports drift.
 
-The logic lives in ``mxjob_controller/api/crd.py``; this script only writes (or compares) the files.
+The logic lives in ``mxjob_controller/api/crd.py``, ``mxjob_controller/tensorflow/crd.py`` and the table of
+``mxjob_controller/frameworks.py``; this script only writes (or compares) the files.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from mxjob_controller.api.crd import minified_size, mxjob_crd, rendered_files
+from mxjob_controller.api.crd import minified_size
+from mxjob_controller.frameworks import FRAMEWORKS, crd_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @click.option("--check", is_flag=True, help="Do not write; exit 1 when a committed file differs.")
 def main(check: bool) -> None:
     stale = []
-    for rel, content in rendered_files().items():
+    for rel, content in crd_files().items():
         path = ROOT / rel
         current = path.read_text() if path.exists() else None
         if current == content:
@@ -31,7 +34,8 @@ def main(check: bool) -> None:
     verb = "out of date" if check else "written"
     for rel in stale:
         click.echo(f"{verb}: {rel}")
-    click.echo(f"MXJob CRD: {minified_size(mxjob_crd())} bytes as minified JSON")
+    for entry in FRAMEWORKS.values():
+        click.echo(f"{entry.kind} CRD: {minified_size(entry.crd())} bytes as minified JSON")
     if check and stale:
         sys.exit(1)
 

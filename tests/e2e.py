@@ -1,7 +1,8 @@
 """The end-to-end run, as a user does it: ``mxjob-controller local up`` and ``mxjob-controller run`` as separate
-processes, the install applied with ``kubectl apply -k``, an example MXJob submitted with ``kubectl``, a stand-in
-kubelet moving its pods, and the controller stopped with SIGTERM. Run from the checkout (``test_e2e_run.py``) and
-from an install of the wheel alone (``test_wheel.py``): the same steps, another ``mxjob-controller``.
+processes, the install (or an overlay for one framework) applied with ``kubectl apply -k``, an example job of each
+framework it installs (an MXJob, a TFJob) submitted with ``kubectl``, a stand-in kubelet moving their pods, and the
+controller stopped with SIGTERM. Run from the checkout (``test_e2e_run.py``) and from an install of the wheel alone
+(``test_wheel.py``): the same steps, another ``mxjob-controller``.
 
 The run also walks the controller's rarer paths, so that its audit log exercises every permission the manifests
 grant: a pod and a service already holding wanted names (create → 409 → get → adopt by patching labels), a user
@@ -24,16 +25,54 @@ from typing import Any
 import yaml
 
 from tests.kubelet_sim import KubeletSim
-from tests.manifests import INSTALL, INSTALL_NAMESPACE, ROOT, find, render
+from tests.manifests import INSTALL_NAMESPACE, MANIFESTS, ROOT, find, render
 from tests.run_process import UA_PREFIX, RunProcess, clean_env
 from tests.support import Kube, Kubectl, wait_for
 
-EXAMPLE = ROOT / "examples" / "mxjob-dist-train.yaml"
-JOB, NS = "mxnet-dist", "default"
-JOB_PATH = f"/apis/kubeflow.org/v1/namespaces/{NS}/mxjobs/{JOB}"
-OPERATOR_LABEL = "training.kubeflow.org/operator-name=mxjob-controller"
-STATUS_CONFLICT = "verb=patch,resource=mxjobs,subresource=status,code=409,count=1"
+NS = "default"
 TTL_SECONDS = 3
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One framework's job through the run: its example, the children it makes, how it is scaled and finished."""
+
+    framework: str           # the --frameworks name, and the metrics' framework label
+    kind: str
+    plural: str
+    example: Path
+    job: str
+    specs: str               # the replica-spec map's key
+    container: str           # the framework's container name
+    operator: str            # the operator-name label value of its children
+    children: frozenset[str]  # "<type>-<index>" of every child the example makes
+    decider: str             # the replica whose success ends the job
+
+    @property
+    def path(self) -> str:
+        return f"/apis/kubeflow.org/v1/namespaces/{NS}/{self.plural}/{self.job}"
+
+    @property
+    def label(self) -> str:
+        return f"training.kubeflow.org/operator-name={self.operator}"
+
+    @property
+    def status_conflict(self) -> str:
+        return f"verb=patch,resource={self.plural},subresource=status,code=409,count=1"
+
+    def names(self, suffixes: set[str] | frozenset[str]) -> set[str]:
+        return {f"{self.job}-{n}" for n in suffixes}
+
+
+MXNET = Scenario("mxnet", "MXJob", "mxjobs", ROOT / "examples" / "mxjob-dist-train.yaml", "mxnet-dist",
+                 "mxReplicaSpecs", "mxnet", "mxjob-controller",
+                 frozenset({"scheduler-0", "server-0", "server-1", "worker-0", "worker-1"}), "scheduler-0")
+TENSORFLOW = Scenario("tensorflow", "TFJob", "tfjobs", ROOT / "examples" / "tensorflow" / "tfjob-dist.yaml",
+                      "tf-dist", "tfReplicaSpecs", "tensorflow", "tfjob-controller",
+                      frozenset({"chief-0", "ps-0", "worker-0", "worker-1"}), "chief-0")
+#: Which scenarios an install (a directory under manifests/) runs.
+INSTALLS = {"install": (MXNET, TENSORFLOW), "overlays/mxnet-only": (MXNET,),
+            "overlays/tensorflow-only": (TENSORFLOW,)}
 
 
 @dataclass
@@ -41,14 +80,15 @@ class Outcome:
     audit: list[dict[str, Any]] = field(default_factory=list)     # every request the controller made
     stop_seconds: list[float] = field(default_factory=list)       # SIGTERM to exit, per process
     handover_seconds: float = 0.0
-    conditions: dict[str, str] = field(default_factory=dict)      # type → status, at the end
-    metrics: dict[str, float | None] = field(default_factory=dict)
+    conditions: dict[str, dict[str, str]] = field(default_factory=dict)      # kind → type → status, at the end
+    metrics: dict[str, dict[str, float | None]] = field(default_factory=dict)   # kind → counter → value
+    standby_reconciles: float | None = None
     outputs: list[str] = field(default_factory=list)
 
 
-def deployment_args() -> list[str]:
+def deployment_args(install: str) -> list[str]:
     """The Deployment's own arguments, with the endpoints on free local ports (several processes, one host)."""
-    args = find(render("install"), "Deployment", "mxjob-controller")["spec"]["template"]["spec"]["containers"][0]
+    args = find(render(install), "Deployment", "mxjob-controller")["spec"]["template"]["spec"]["containers"][0]
     out = []
     for arg in args["args"]:
         flag = arg.split("=", 1)[0]
@@ -57,35 +97,32 @@ def deployment_args() -> list[str]:
     return out
 
 
-def conditions(kube: Kube) -> dict[str, str]:
-    status = kube.get(JOB_PATH).body.get("status") or {}
+def conditions(kube: Kube, scenario: Scenario) -> dict[str, str]:
+    status = kube.get(scenario.path).body.get("status") or {}
     return {c["type"]: c["status"] for c in status.get("conditions") or ()}
 
 
-def pods(kube: Kube) -> dict[str, dict]:
-    items = kube.get(f"/api/v1/namespaces/{NS}/pods", labelSelector=OPERATOR_LABEL).body["items"]
+def pods(kube: Kube, scenario: Scenario) -> dict[str, dict]:
+    items = kube.get(f"/api/v1/namespaces/{NS}/pods", labelSelector=scenario.label).body["items"]
     return {p["metadata"]["name"]: p for p in items}
 
 
-def services(kube: Kube) -> set[str]:
-    items = kube.get(f"/api/v1/namespaces/{NS}/services", labelSelector=OPERATOR_LABEL).body["items"]
+def services(kube: Kube, scenario: Scenario) -> set[str]:
+    items = kube.get(f"/api/v1/namespaces/{NS}/services", labelSelector=scenario.label).body["items"]
     return {s["metadata"]["name"] for s in items}
 
 
-def children(pod_names: set[str]) -> set[str]:
-    return {f"{JOB}-{n}" for n in pod_names}
-
-
-def squatters(job: dict) -> list[dict]:
+def squatters(job: dict, scenario: Scenario) -> list[dict]:
     """A pod and a service with names the controller will want, controlled by the job, without its labels."""
-    owner = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": JOB, "uid": job["metadata"]["uid"],
-             "controller": True, "blockOwnerDeletion": True}
-    meta = {"name": f"{JOB}-worker-1", "namespace": NS, "ownerReferences": [owner]}
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": scenario.kind, "name": scenario.job,
+             "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+    meta = {"name": f"{scenario.job}-worker-1", "namespace": NS, "ownerReferences": [owner]}
     return [{"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-             "spec": {"restartPolicy": "Never", "containers": [{"name": "mxnet", "image": "python:3.11-slim"}]}},
+             "spec": {"restartPolicy": "Never", "containers": [{"name": scenario.container,
+                                                                "image": "python:3.11-slim"}]}},
             {"apiVersion": "v1", "kind": "Service", "metadata": meta,
-             "spec": {"clusterIP": "None", "ports": [{"name": "mxjob-port", "port": 9091}],
-                      "selector": {"training.kubeflow.org/job-name": JOB}}}]
+             "spec": {"clusterIP": "None", "ports": [{"name": "port", "port": 9091}],
+                      "selector": {"training.kubeflow.org/job-name": scenario.job}}}]
 
 
 def no_children_of(pid: int) -> bool:
@@ -110,72 +147,87 @@ def stop(proc: RunProcess, outcome: Outcome) -> None:
     assert not [m for m in messages if m.startswith("threads still running")], proc.output()
 
 
-def run_end_to_end(cli: Sequence[str], tmp_path: Path) -> Outcome:
-    """The whole scenario with ``cli`` as the ``mxjob-controller`` command; what was observed."""
+def submit(kubectl: Kubectl, kube: Kube, scenario: Scenario) -> None:
+    """The example created with kubectl, a TTL patched in (inline, the older APIs' way: the only path that
+    deletes a job), and the squatters created."""
+    kubectl.ok("create", "-f", str(scenario.example))
+    kubectl.ok("patch", scenario.plural, scenario.job, "--type", "merge", "-p",
+               json.dumps({"spec": {"ttlSecondsAfterFinished": TTL_SECONDS}}))
+    job = kube.get(scenario.path).body
+    for obj in squatters(job, scenario):
+        kubectl.ok("create", "-f", "-", input=json.dumps(obj))
+
+
+def walk(kubectl: Kubectl, kube: Kube, scenario: Scenario, outcome: Outcome) -> None:
+    """The job from its children through Running and a scale-down to Succeeded and its TTL."""
+    every = scenario.names(scenario.children)
+    wait_for(lambda: set(pods(kube, scenario)) == every and services(kube, scenario) == every, timeout=30,
+             what=f"the {scenario.kind}'s pods and services, the squatters adopted")
+    wait_for(lambda: conditions(kube, scenario).get("Created") == "True", timeout=30, what="Created")
+
+    # A user deletes a Pending pod: it is recreated under the same name.
+    worker0 = f"{scenario.job}-worker-0"
+    first_uid = pods(kube, scenario)[worker0]["metadata"]["uid"]
+    kubectl.ok("delete", "pod", worker0, "--wait=false")
+    wait_for(lambda: (p := pods(kube, scenario).get(worker0)) and p["metadata"]["uid"] != first_uid,
+             timeout=30, what="worker-0 recreated")
+
+    kubelet = KubeletSim(kube)
+    for name in every:
+        kubelet.run(NS, name)
+    wait_for(lambda: conditions(kube, scenario).get("Running") == "True", timeout=30, what="Running")
+
+    kubectl.ok("patch", scenario.plural, scenario.job, "--type", "merge", "-p",
+               json.dumps({"spec": {scenario.specs: {"Worker": {"replicas": 1}}}}))
+    fewer = every - {f"{scenario.job}-worker-1"}
+    wait_for(lambda: set(pods(kube, scenario)) == fewer and services(kube, scenario) == fewer, timeout=30,
+             what="worker-1 and its service deleted")
+
+    kubelet.succeed(NS, f"{scenario.job}-{scenario.decider}")
+    wait_for(lambda: conditions(kube, scenario).get("Succeeded") == "True", timeout=30, what="Succeeded")
+    outcome.conditions[scenario.kind] = conditions(kube, scenario)
+    assert kube.get(scenario.path).body["status"].get("completionTime")
+    wait_for(lambda: kube.get(scenario.path).status == 404, timeout=30, what="the job deleted by its TTL")
+
+
+def run_end_to_end(cli: Sequence[str], tmp_path: Path, install: str = "install") -> Outcome:
+    """The whole scenario with ``cli`` as the ``mxjob-controller`` command, ``manifests/<install>`` applied (its
+    frameworks' jobs walked, one after the other); what was observed."""
+    scenarios = INSTALLS[install]
     outcome = Outcome()
     kubeconfig, audit_log = tmp_path / "kubeconfig", tmp_path / "audit.jsonl"
     env = clean_env()
+    faults = [arg for scenario in scenarios for arg in ("--fault", scenario.status_conflict)]
     up = subprocess.Popen([*cli, "local", "up", "--kubelet", "none", "--no-controller", "--port", "0",
-                           "--kubeconfig-out", str(kubeconfig), "--audit-log", str(audit_log),
-                           "--fault", STATUS_CONFLICT], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
+                           "--kubeconfig-out", str(kubeconfig), "--audit-log", str(audit_log), *faults],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
     leader = standby = None
     try:
         wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=60, what="local up's kubeconfig")
         assert up.poll() is None, up.communicate()
         kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache")
         kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
-        kubectl.ok("apply", "-k", str(INSTALL), timeout=60)
-        kubectl.ok("create", "-f", str(EXAMPLE))
-        # Deleted by the controller 3 s after it finishes (the only path that deletes an MXJob).
-        kubectl.ok("patch", "mxjob", JOB, "--type", "merge", "-p",
-                   json.dumps({"spec": {"runPolicy": {"ttlSecondsAfterFinished": TTL_SECONDS}}}))
-        job = kube.get(JOB_PATH).body
-        for obj in squatters(job):
-            kubectl.ok("create", "-f", "-", input=json.dumps(obj))
+        kubectl.ok("apply", "-k", str(MANIFESTS / install), timeout=60)
+        for scenario in scenarios:
+            submit(kubectl, kube, scenario)
 
         run_env = {**env, "POD_NAMESPACE": INSTALL_NAMESPACE}   # as the Deployment's downward API sets it
-        args = [*cli, "run", "--kubeconfig", str(kubeconfig), *deployment_args()]
+        args = [*cli, "run", "--kubeconfig", str(kubeconfig), *deployment_args(install)]
         leader = RunProcess([], argv=args, env=run_env).start()
         leader.wait_running(60)
         standby = RunProcess([], argv=args, env=run_env).start()
         standby.wait_log(lambda r: "attempting to acquire the lease" in r.get("msg", ""), what="the standby")
 
-        every = children({"scheduler-0", "server-0", "server-1", "worker-0", "worker-1"})
-        wait_for(lambda: set(pods(kube)) == every and services(kube) == every, timeout=30,
-                 what="5 pods and 5 services, the squatters adopted")
-        wait_for(lambda: conditions(kube).get("Created") == "True", timeout=30, what="Created")
-
-        # A user deletes a Pending pod: it is recreated under the same name.
-        first_uid = pods(kube)[f"{JOB}-worker-0"]["metadata"]["uid"]
-        kubectl.ok("delete", "pod", f"{JOB}-worker-0", "--wait=false")
-        wait_for(lambda: (p := pods(kube).get(f"{JOB}-worker-0")) and p["metadata"]["uid"] != first_uid,
-                 timeout=30, what="worker-0 recreated")
-
-        kubelet = KubeletSim(kube)
-        for name in every:
-            kubelet.run(NS, name)
-        wait_for(lambda: conditions(kube).get("Running") == "True", timeout=30, what="Running")
-
-        kubectl.ok("patch", "mxjob", JOB, "--type", "merge", "-p",
-                   json.dumps({"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 1}}}}))
-        fewer = every - {f"{JOB}-worker-1"}
-        wait_for(lambda: set(pods(kube)) == fewer and services(kube) == fewer, timeout=30,
-                 what="worker-1 and its service deleted")
-
-        kubelet.succeed(NS, f"{JOB}-scheduler-0")
-        wait_for(lambda: conditions(kube).get("Succeeded") == "True", timeout=30, what="Succeeded")
-        outcome.conditions = conditions(kube)
-        assert kube.get(JOB_PATH).body["status"].get("completionTime")
-        wait_for(lambda: kube.get(JOB_PATH).status == 404, timeout=30, what="the job deleted by its TTL")
+        for scenario in scenarios:
+            walk(kubectl, kube, scenario, outcome)
 
         for path in ("/healthz", "/readyz"):
             assert leader.get(path) == (200, "ok")
-        for what in ("created", "successful", "deleted"):
-            outcome.metrics[what] = leader.metric(f"training_operator_jobs_{what}_total", job_namespace=NS,
-                                                  framework="mxnet")
-        outcome.metrics["standby_reconciles"] = standby.metric("controller_runtime_reconcile_total",
-                                                               result="success")
+        for scenario in scenarios:
+            outcome.metrics[scenario.kind] = {
+                what: leader.metric(f"training_operator_jobs_{what}_total", job_namespace=NS,
+                                    framework=scenario.framework) for what in ("created", "successful", "deleted")}
+        outcome.standby_reconciles = standby.metric("controller_runtime_reconcile_total", result="success")
 
         lease = f"/apis/coordination.k8s.io/v1/namespaces/{INSTALL_NAMESPACE}/leases/mxjob-controller"
         first_holder = kube.get(lease).body["spec"]["holderIdentity"]
@@ -197,4 +249,3 @@ def run_end_to_end(cli: Sequence[str], tmp_path: Path) -> Outcome:
     outcome.audit = [line for line in map(json.loads, audit_log.read_text().splitlines())
                      if line["userAgent"].startswith(UA_PREFIX)]
     return outcome
-

@@ -17,8 +17,8 @@ Semantics, as ``plugin/pkg/auth/authorizer/rbac`` and ``pkg/apis/rbac/v1/evaluat
   ``system:serviceaccounts:<ns>`` and ``system:authenticated``;
 - a ClusterRole with an ``aggregationRule`` holds the rules of every ClusterRole its selectors match (what the
   cluster-role aggregation controller writes);
-- a list, watch or deletecollection whose field selector pins ``metadata.name`` is a request for that name
-  (kube-apiserver's RequestInfo), so ``resourceNames`` can grant a single-object watch.
+- a list or watch whose field selector pins ``metadata.name`` is a request for that name (kube-apiserver's
+  RequestInfo; not a deletecollection), so ``resourceNames`` can grant a single-object watch.
 
 Permissions are compared at the finest grain, one (role, apiGroup, resource, resourceName, verb) tuple each, so
 "unused" names exactly the verb that could be removed.
@@ -69,7 +69,7 @@ class Request:
     @property
     def authorized_name(self) -> str:
         """The name authorization sees: the URL's, or a list/watch's ``metadata.name`` field selector."""
-        if self.name or self.verb not in ("list", "watch", "deletecollection") or not self.field_selector:
+        if self.name or self.verb not in ("list", "watch") or not self.field_selector:
             return self.name
         pinned = parse_field_selector(self.field_selector).value_of("metadata.name")
         return pinned if pinned and "/" not in pinned and pinned not in (".", "..") else ""

@@ -12,20 +12,26 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from mxjob_controller.api.crd import mxjob_crd
+from mxjob_controller.core.framework import Framework
+from mxjob_controller.core.job_controller import JobController
 from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController
 from mxjob_controller.runtime.client import Client, ClientConfig
+from mxjob_controller.runtime.client.incluster import load_in_cluster
 from mxjob_controller.runtime.reconcile_trace import read_trace
 from tests.kubelet_sim import KubeletSim
+from tests.manifests import INSTALL_NAMESPACE, render
 from tests.support import Kube, wait_for
 
 DEADLINE = 30.0
 CONTROLLER_AGENT = "mxjob-controller/"   # the controller client's User-Agent prefix, for the audit log
-FRAMEWORK = {"framework": "mxnet"}
+SERVICE_ACCOUNT = "mxjob-controller"     # the controller's ServiceAccount in the install's namespace
+#: What the harness applies of an install on a server enforcing RBAC (the CRDs it serves itself).
+RBAC_KINDS = ("Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 
 
-def jobs_path(namespace: str, name: str = "") -> str:
-    path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs"
+def jobs_path(namespace: str, name: str = "", plural: str = "mxjobs") -> str:
+    path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/{plural}"
     return f"{path}/{name}" if name else path
 
 
@@ -58,35 +64,58 @@ def mxjob(name: str, namespace: str = "default", *, scheduler: int = 1, server: 
 
 
 class Harness:
-    """One embedded server with the MXJob CRD, controllers started on demand (and stopped at the end)."""
+    """One embedded server with the MXJob CRD, controllers started on demand (and stopped at the end). The job
+    methods (``create_job``, ``job``...) address ``plural`` (a subclass serves another kind)."""
 
-    def __init__(self, apiserver: APIServer, kube: Kube, tmp_path: Path) -> None:
+    plural = "mxjobs"
+
+    def __init__(self, apiserver: APIServer, kube: Kube, tmp_path: Path, rbac_install: str | None = None) -> None:
+        """``rbac_install``: a directory of ``manifests/`` whose RBAC is applied; the controllers then run as its
+        ServiceAccount, configured in-cluster from a token directory (the server must enforce RBAC)."""
         self.apiserver = apiserver
         self.kube = kube
         self.tmp_path = tmp_path
         self.kubelet = KubeletSim(kube)
-        self.controllers: list[MXJobController] = []
+        self.controllers: list[JobController] = []
         self.clients: list[Client] = []
         apiserver.create(mxjob_crd())
         wait_for(lambda: kube.get(jobs_path("default")).ok, timeout=DEADLINE, what="the MXJob API served")
+        self.service_account_dir = self.apply_rbac(rbac_install) if rbac_install else None
+
+    def apply_rbac(self, directory: str, docs: list[dict[str, Any]] | None = None) -> Path:
+        """Apply the RBAC of ``manifests/<directory>`` (or ``docs``, rendered from it) as the cluster's
+        administrator, and write the controller's ServiceAccount files (token, ca.crt, namespace)."""
+        for doc in render(directory) if docs is None else docs:
+            if doc["kind"] in RBAC_KINDS:
+                self.apiserver.create(doc)
+        return self.apiserver.write_token_dir(self.tmp_path / "serviceaccount", INSTALL_NAMESPACE, SERVICE_ACCOUNT)
+
+    def client_config(self, qps: float, burst: int) -> ClientConfig:
+        """The controller's configuration: in-cluster, as its ServiceAccount, when RBAC was applied; else the
+        server's plain URL."""
+        if self.service_account_dir is None:
+            return ClientConfig(host=self.apiserver.url, qps=qps, burst=burst)
+        env = {"KUBERNETES_SERVICE_HOST": self.apiserver.host, "KUBERNETES_SERVICE_PORT": str(self.apiserver.port)}
+        return load_in_cluster(env, str(self.service_account_dir)).with_overrides(qps=qps, burst=burst)
 
     # --- the controller -----------------------------------------------------------------------------------
 
     def start(self, *, threadiness: int = 1, namespaces: tuple[str, ...] | None = None,
               registry: CollectorRegistry | None = None, qps: float = -1, burst: int = 1,
-              **options: Any) -> MXJobController:
-        """A controller; its client has no rate limit unless ``qps`` (and ``burst``) say so."""
-        client = Client(ClientConfig(host=self.apiserver.url, qps=qps, burst=burst), component="mxjob-controller",
-                        program="mxjob-controller")
+              framework: Framework | None = None, **options: Any) -> JobController:
+        """A controller (MXNet's unless ``framework`` says); its client has no rate limit unless ``qps`` (and
+        ``burst``) say so."""
+        client = Client(self.client_config(qps, burst), component="mxjob-controller", program="mxjob-controller")
         self.clients.append(client)
         trace = self.tmp_path / f"trace-{len(self.controllers)}.jsonl"
-        controller = MXJobController(client, ControllerOptions(
-            namespaces=namespaces, threadiness=threadiness, registry=registry or CollectorRegistry(),
-            trace_path=trace, **options))
+        settings = ControllerOptions(namespaces=namespaces, threadiness=threadiness,
+                                     registry=registry or CollectorRegistry(), trace_path=trace, **options)
+        controller = MXJobController(client, settings) if framework is None else \
+            JobController(client, settings, framework)
         self.controllers.append(controller)
         return controller.start()
 
-    def stop(self, controller: MXJobController) -> None:
+    def stop(self, controller: JobController) -> None:
         assert controller.stop(20.0), "the controller did not stop cleanly"
         self.controllers.remove(controller)
 
@@ -103,14 +132,14 @@ class Harness:
         self.close()
 
     @staticmethod
-    def reconciles(controller: MXJobController, key: str, since: float = float("-inf")) -> int:
+    def reconciles(controller: JobController, key: str, since: float = float("-inf")) -> int:
         """How many reconciles of ``key`` that started after ``since`` (monotonic) have finished."""
         path = controller.options.trace_path
         if path is None or not Path(path).exists():
             return 0
         return sum(1 for record in read_trace(path) if record["key"] == key and record["start"] > since)
 
-    def settle(self, controller: MXJobController, key: str) -> None:
+    def settle(self, controller: JobController, key: str) -> None:
         """Make the controller reconcile ``key`` once more (by touching the job) and wait until a reconcile that
         started after the touch has finished."""
         namespace, name = key.split("/")
@@ -123,17 +152,17 @@ class Harness:
 
     def create_job(self, body: dict[str, Any]) -> dict[str, Any]:
         namespace = body["metadata"].get("namespace", "default")
-        reply = self.kube.post(jobs_path(namespace), copy.deepcopy(body))
+        reply = self.kube.post(jobs_path(namespace, plural=self.plural), copy.deepcopy(body))
         assert reply.status == 201, reply.body
         return reply.body
 
     def job(self, namespace: str, name: str) -> dict[str, Any]:
-        reply = self.kube.get(jobs_path(namespace, name))
+        reply = self.kube.get(jobs_path(namespace, name, self.plural))
         assert reply.ok, reply.body
         return reply.body
 
     def patch_job(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        reply = self.kube.patch(jobs_path(namespace, name), patch)
+        reply = self.kube.patch(jobs_path(namespace, name, self.plural), patch)
         assert reply.ok, reply.body
         return reply.body
 
@@ -186,7 +215,7 @@ class Harness:
                                             **filters)
 
 
-def metric(registry: CollectorRegistry, what: str, namespace: str = "default") -> float:
+def metric(registry: CollectorRegistry, what: str, namespace: str = "default", framework: str = "mxnet") -> float:
     value = registry.get_sample_value(f"training_operator_jobs_{what}_total",
-                                      {"job_namespace": namespace, **FRAMEWORK})
+                                      {"job_namespace": namespace, "framework": framework})
     return value or 0.0

@@ -43,8 +43,15 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def install_mxjob_crd(apiserver: Any) -> None:
+    """The packaged MXJob CRD only (``run`` then reconciles MXJobs, warning that the TFJob CRD is missing)."""
+    install_crds(apiserver, "MXJob")
+
+
+def install_crds(apiserver: Any, *kinds: str) -> None:
+    """The packaged CRDs of ``kinds`` (default: every one), as ``local up`` applies them."""
     for crd in packaged_crds():
-        apiserver.create(crd)
+        if not kinds or crd["spec"]["names"]["kind"] in kinds:
+            apiserver.create(crd)
 
 
 def mxjob(name: str, namespace: str = "default") -> dict:

@@ -50,13 +50,25 @@ class Reply:
 
 
 class Kube:
-    """The official client, used raw: plain dicts in and out, every status visible."""
+    """The official client, used raw: plain dicts in and out, every status visible. ``token`` and ``ca_file``: the
+    bearer token sent and the CA the server is verified against (a server with TLS and authentication)."""
 
-    def __init__(self, url: str, user_agent: str = "mxjob-tests") -> None:
+    def __init__(self, url: str, user_agent: str = "mxjob-tests", *, token: str | None = None,
+                 ca_file: str | None = None) -> None:
         config = client.Configuration()
         config.host = url
+        if ca_file:
+            config.ssl_ca_cert = ca_file
         self.api = client.ApiClient(config)
         self.api.user_agent = user_agent
+        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
+        if token:
+            self.api.set_default_header("Authorization", f"Bearer {token}")
+
+    @classmethod
+    def of(cls, apiserver: Any, user_agent: str = "mxjob-tests", token: str | None = None) -> Kube:
+        """A client of ``apiserver`` (an embedded ``APIServer``) as its administrator, or as ``token``'s user."""
+        return cls(apiserver.url, user_agent, token=token or apiserver.admin_token, ca_file=apiserver.ca_file)
 
     def close(self) -> None:
         self.api.close()
@@ -75,7 +87,7 @@ class Kube:
             url = self.api.configuration.host + path
             if query:
                 url += "?" + urlencode(query)
-            r = self.api.rest_client.pool_manager.request(method, url, body=raw_body, headers=headers)
+            r = self.api.rest_client.pool_manager.request(method, url, body=raw_body, headers={**headers, **self._auth})
             raw, status, hdrs = r.data, r.status, r.headers
         else:
             try:

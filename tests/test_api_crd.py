@@ -1,4 +1,5 @@
-"""The generated MXJob CRD: committed files match the generator, it is valid and structural, and small."""
+"""The generated CRDs: committed files match the generator (MXJob's and TFJob's, one kustomization), the MXJob CRD
+is valid and structural, and small (the TFJob CRD's own checks are in tests/test_tensorflow_api.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from mxjob_controller.api.crd import MANIFEST_PATH, MAX_MINIFIED_BYTES, minified_size, mxjob_crd, rendered_files
+from mxjob_controller.api.crd import KUSTOMIZATION_PATH, MANIFEST_PATH, MAX_MINIFIED_BYTES, minified_size, mxjob_crd
 from mxjob_controller.api.crd_schema import structural_problems
 from mxjob_controller.cli.local import packaged_crds
 from mxjob_controller.core.exit_codes import RETRYABLE_EXIT_CODES
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
+from mxjob_controller.frameworks import all_crds, crd_files
 from mxjob_controller.kube.k8s_schemas import schema_version
+from mxjob_controller.tensorflow.crd import tfjob_crd
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBERNETES_VALIDATE = Path(sys.executable).parent / "kubernetes-validate"
@@ -48,7 +51,13 @@ def walk(node: Any, path: str = "") -> list[tuple[str, dict]]:
 # --- the files ------------------------------------------------------------------------------------------
 
 def test_committed_files_match_the_generator() -> None:
-    for rel, content in rendered_files().items():
+    files = crd_files()
+    assert set(files) == {"manifests/crd/kubeflow.org_mxjobs.yaml", "manifests/crd/kubeflow.org_tfjobs.yaml",
+                          "mxjob_controller/data/crds/kubeflow.org_mxjobs.yaml",
+                          "mxjob_controller/data/crds/kubeflow.org_tfjobs.yaml", KUSTOMIZATION_PATH}
+    assert yaml.safe_load(files[KUSTOMIZATION_PATH])["resources"] == ["kubeflow.org_mxjobs.yaml",
+                                                                        "kubeflow.org_tfjobs.yaml"]
+    for rel, content in files.items():
         path = ROOT / rel
         assert path.exists(), f"{rel} is missing: run `make crd`"
         assert path.read_text() == content, f"{rel} is out of date: run `make crd`"
@@ -58,11 +67,11 @@ def test_gen_crd_check_reports_no_drift() -> None:
     proc = subprocess.run([sys.executable, "hack/gen_crd.py", "--check"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "bytes as minified JSON" in proc.stdout
+    assert "MXJob CRD: " in proc.stdout and "TFJob CRD: " in proc.stdout
 
 
-def test_the_package_ships_the_same_crd() -> None:
-    assert packaged_crds() == [mxjob_crd()]
+def test_the_package_ships_the_same_crds() -> None:
+    assert packaged_crds() == all_crds() == [mxjob_crd(), tfjob_crd()]
     assert yaml.safe_load((ROOT / MANIFEST_PATH).read_text()) == mxjob_crd()
 
 

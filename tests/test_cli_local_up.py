@@ -78,3 +78,48 @@ def test_local_up_reports_a_busy_port(tmp_path):
     finally:
         first.terminate()
         first.communicate(timeout=15)
+
+
+def test_local_up_tls_runs_a_job_with_every_part_authenticated(tmp_path):
+    """``--tls``: HTTPS with the CA in the kubeconfig and an administrator's token, RBAC enforced; the embedded
+    controller and kubelet are users of their own (in system:masters) and run a job to success."""
+    proc, kubeconfig = start_local_up(tmp_path, "--tls")
+    try:
+        wait_ready(proc, kubeconfig)
+        config = yaml.safe_load(kubeconfig.read_text())
+        cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+        assert cluster["server"].startswith("https://127.0.0.1:") and cluster["certificate-authority-data"]
+        assert user["token"] and oct(os.stat(kubeconfig).st_mode & 0o777) == "0o600"
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        assert "kubernetes-admin" in kubectl.ok("auth", "whoami")
+        job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "j", "namespace": "default"},
+               "spec": {"mxReplicaSpecs": {"Worker": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {
+                   "containers": [{"name": "mxnet", "image": "mxnet/python:1.9.1",
+                                   "command": [sys.executable, "-c", "print('done')"]}]}}}}}}
+        kubectl.ok("create", "-f", "-", input=yaml.safe_dump(job))
+        wait_for(lambda: "Succeeded" in kubectl.ok("get", "mxjob", "j", "-o",
+                                                   "jsonpath={.status.conditions[?(@.status=='True')].type}"),
+                 timeout=60, what="the job succeeded")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "(authorization: RBAC)" in out
+    assert user["token"] not in out + err
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--serviceaccount", "kubeflow/mxjob-controller"], "--serviceaccount and --token-dir go together"),
+    (["--token-dir", "sa"], "--serviceaccount and --token-dir go together"),
+    (["--serviceaccount", "kubeflow/mxjob-controller", "--token-dir", "sa"], "--serviceaccount needs --tls"),
+    (["--serviceaccount", "mxjob-controller", "--token-dir", "sa", "--tls"], "expected NAMESPACE/NAME"),
+    (["--authorization", "abac"], "'abac' is not one of 'rbac', 'always-allow'"),
+])
+def test_local_up_refuses_contradicting_security_flags(tmp_path, args, says):
+    from click.testing import CliRunner
+
+    from mxjob_controller.cli import main
+
+    result = CliRunner().invoke(main, ["local", "up", "--kubeconfig-out", str(tmp_path / "kc"), *args])
+    assert result.exit_code == 2 and says in result.output, result.output
+    assert not (tmp_path / "kc").exists()

@@ -12,17 +12,21 @@ from __future__ import annotations
 import signal
 import socket
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
+from mxjob_controller import __version__
 from mxjob_controller.local.apiserver.faults import FaultRule
 from tests.gang_support import install, volcano_crd
 from tests.kubelet_sim import KubeletSim
-from tests.run_process import LOCAL_PORTS, UA_PREFIX, RunProcess, clean_env, install_mxjob_crd, mxjob
+from tests.run_process import LOCAL_PORTS, UA_PREFIX, RunProcess, clean_env, install_crds, install_mxjob_crd, mxjob
 from tests.support import Kube, wait_for
 
 pytestmark = pytest.mark.slow
 
+ROOT = Path(__file__).resolve().parent.parent
 MXJOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs"
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/mxjob-controller"
 RECONCILED = "controller_runtime_reconcile_total"
@@ -96,6 +100,57 @@ def test_a_missing_crd_exits_1_saying_how_to_install_it(apiserver, kubeconfig):
     requests = apiserver.audit.records(user_agent=UA_PREFIX)
     assert [(r.verb, r.resource, r.name, r.code) for r in requests] == [
         ("get", "customresourcedefinitions", "mxjobs.kubeflow.org", 404)]
+
+
+def test_without_the_tfjob_crd_only_mxjobs_are_reconciled_with_a_warning(apiserver, kube, kubeconfig):
+    install_mxjob_crd(apiserver)
+    with RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS]) as proc:
+        proc.wait_running()
+        assert kube.post(MXJOBS.format(ns="default"), mxjob("alone")).status == 201
+        wait_for(lambda: created(kube, "default", "alone"), timeout=20, what="the MXJob reconciled")
+        assert proc.metric(RECONCILED, controller="tfjob-controller", result="success") is None, "no TFJob controller"
+        assert proc.stop()[0] == 0
+    warnings = [r["msg"] for r in proc.records() if r["level"] == "warning"]
+    assert warnings == ["not reconciling TFJobs: the TFJob CRD (tfjobs.kubeflow.org) is not installed: install it "
+                        "with `kubectl apply -k manifests/crd` from this project's source tree or release archive "
+                        f"(v{__version__}), or install everything with `kubectl apply -k manifests/install` (with "
+                        "--frameworks tensorflow it would be an error)"], proc.output()
+    assert not [r for r in apiserver.audit.records(user_agent=UA_PREFIX) if r.resource == "tfjobs"]
+
+
+def test_a_framework_asked_for_needs_its_crd(apiserver, kubeconfig):
+    install_mxjob_crd(apiserver)
+    proc = RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS, "--frameworks", "tensorflow"]).start()
+    try:
+        assert proc.wait_exit(30) == 1
+    finally:
+        proc.kill()
+    errors = [r for r in proc.records() if r["level"] == "error"]
+    assert len(errors) == 1 and "the TFJob CRD (tfjobs.kubeflow.org) is not installed" in errors[0]["msg"]
+    requests = apiserver.audit.records(user_agent=UA_PREFIX)
+    assert [(r.verb, r.resource, r.name, r.code) for r in requests] == [
+        ("get", "customresourcedefinitions", "tfjobs.kubeflow.org", 404)], "the MXJob CRD is not asked for"
+
+
+def test_with_both_crds_both_kinds_are_reconciled_and_counted_apart(apiserver, kube, kubeconfig):
+    install_crds(apiserver)
+    tfjob = yaml.safe_load((ROOT / "examples" / "tensorflow" / "tfjob-dist.yaml").read_text())
+    with RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS]) as proc:
+        proc.wait_running()
+        assert kube.post(MXJOBS.format(ns="default"), mxjob("mx")).status == 201
+        assert kube.post("/apis/kubeflow.org/v1/namespaces/default/tfjobs", tfjob).status == 201
+        wait_for(lambda: created(kube, "default", "mx") and any(
+            c["type"] == "Created" for c in (kube.get("/apis/kubeflow.org/v1/namespaces/default/tfjobs/tf-dist")
+                                             .body.get("status") or {}).get("conditions") or ()),
+            timeout=20, what="both jobs reconciled")
+        for framework in ("mxnet", "tensorflow"):
+            wait_for(lambda f=framework: proc.metric("training_operator_jobs_created_total", job_namespace="default",
+                                                     framework=f) == 1, timeout=10, what=f"{framework} counted")
+        for controller in ("mxjob-controller", "tfjob-controller"):
+            assert proc.metric(RECONCILED, controller=controller, result="success") >= 1
+            assert proc.metric("workqueue_adds_total", name=controller, controller=controller) >= 1
+        assert proc.stop()[0] == 0
+    assert [r["msg"] for r in proc.records() if r["level"] == "warning"] == []
 
 
 def test_gang_scheduling_without_the_podgroup_crd_exits_1_naming_it(apiserver, kubeconfig):
@@ -191,8 +246,9 @@ def test_namespace_flag_lists_and_watches_only_those_namespaces(apiserver, kube,
     reads = [r for r in ours if r.verb in ("list", "watch")]
     assert {(r.resource, r.namespace) for r in reads} == {(res, ns) for res in ("mxjobs", "pods", "services")
                                                           for ns in ("a", "c")}
-    cluster_scoped = [(r.verb, r.resource, r.name) for r in ours if not r.namespace]
-    assert cluster_scoped == [("get", "customresourcedefinitions", "mxjobs.kubeflow.org")]
+    cluster_scoped = [(r.verb, r.resource, r.name, r.code) for r in ours if not r.namespace]
+    assert cluster_scoped == [("get", "customresourcedefinitions", "mxjobs.kubeflow.org", 200),
+                              ("get", "customresourcedefinitions", "tfjobs.kubeflow.org", 404)]
 
 
 def test_the_lease_namespace_comes_from_pod_namespace(apiserver, kube, kubeconfig):

@@ -77,6 +77,7 @@ ENV_CASES = [
     ("kubeconfig", "/etc/kube/config", "kubeconfig", "/etc/kube/config"),
     ("master", "https://10.0.0.1:6443", "master", "https://10.0.0.1:6443"),
     ("namespace", "team-a team-b", "namespaces", ("team-a", "team-b")),
+    ("frameworks", "tensorflow", "frameworks", ("tensorflow",)),
     ("threadiness", "4", "threadiness", 4),
     ("metrics-bind-address", "127.0.0.1:9090", "metrics_bind_address", "127.0.0.1:9090"),
     ("health-probe-bind-address", "0", "health_probe_bind_address", "0"),
@@ -142,6 +143,13 @@ def test_namespaces_repeat_and_split_and_dedupe():
     assert settings("--namespace", "a", "--namespace", "b,c", "--namespace", "a").namespaces == ("a", "b", "c")
 
 
+def test_frameworks_default_to_none_named_and_repeat_split_and_dedupe():
+    assert settings().frameworks == (), "unnamed: the defaults, each where its CRD is installed"
+    assert settings("--frameworks", "mxnet,tensorflow").frameworks == ("mxnet", "tensorflow")
+    assert settings("--frameworks", "tensorflow", "--frameworks", "mxnet tensorflow").frameworks == (
+        "tensorflow", "mxnet")
+
+
 @pytest.mark.parametrize(("text", "seconds"), [
     ("0", 0.0), ("12h", 43200.0), ("1h30m", 5400.0), ("90s", 90.0), ("1.5h", 5400.0), ("500ms", 0.5),
     ("2h45m10.5s", 9910.5), ("+5m", 300.0), ("1us", 1e-6), ("1µs", 1e-6), (".5s", 0.5),
@@ -195,6 +203,8 @@ BAD = [
     (("--metrics-bind-address", "8080"), "invalid value for --metrics-bind-address: bind address '8080'"),
     (("--health-probe-bind-address", "::1:8081"), "invalid value for --health-probe-bind-address:"),
     (("--namespace", "Team_A"), "invalid value for --namespace: 'Team_A' is not a valid namespace name"),
+    (("--frameworks", "pytorch"), "invalid value for --frameworks: 'pytorch' is not one of mxnet, tensorflow"),
+    (("--frameworks", ","), "invalid value for --frameworks: name at least one of mxnet, tensorflow"),
     (("--leader-elect=maybe",), "invalid value for --leader-elect: 'maybe' is not a valid boolean"),
     (("--json-log-format=nope",), "invalid value for --json-log-format:"),
     (("--log-level", "trace"), "invalid value for --log-level: 'trace' is not one of"),

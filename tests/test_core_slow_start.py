@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from mxjob_controller.core.slow_start import Slice, slow_start
+from mxjob_controller.core.slow_start import Slice, slow_start, slow_start_lanes
 from mxjob_controller.core.write_pool import PoolStoppedError, WritePool
 
 
@@ -53,6 +53,26 @@ def test_the_run_stops_after_the_first_failing_batch(pool: WritePool) -> None:
     assert str(outcome.error) == "quota exceeded"
     assert outcome.attempted == 7 and sorted(ran) == list(range(7))   # batches 1, 2, 4; tasks 7-9 never ran
     assert outcome.results == [0, 1, 2, 3, 5, 6]
+
+
+def test_lanes_double_on_their_own_share_rounds_and_a_failing_lane_sees_one_request(pool: WritePool) -> None:
+    """A job's services and pods go in step: one round trip per doubling for both, the round bounded by the slice's
+    batch and shared evenly; a pod API that refuses sees one pod, whatever the services reached."""
+    lanes = [[ok(i) for i in range(7)], [ok(100 + i) for i in range(7)]]
+    outcome = slow_start_lanes(lanes, pool, timeout=5, initial_batches=[1, 1])
+    assert outcome.batches == [2, 4, 8] and outcome.error is None
+    assert outcome.results == [0, 100, 1, 2, 101, 102, 3, 4, 5, 6, 103, 104, 105, 106]
+    big = slow_start_lanes([[ok(i) for i in range(40)], [ok(i) for i in range(40)]], pool, timeout=5,
+                           initial_batches=[1, 1], within=Slice(writes=1000, seconds=60, max_batch=16))
+    assert big.batches == [2, 4, 8, 16, 16, 16, 16, 2] and len(big.results) == 80
+    following = slow_start_lanes(lanes, pool, timeout=5, initial_batches=[1, 1], lags=[0, 1])
+    assert following.batches == [1, 3, 6, 4], "pods one round behind: a pod's Service always went before it"
+    assert following.results == [0, 1, 2, 100, 3, 4, 5, 6, 101, 102, 103, 104, 105, 106]
+    alone = slow_start_lanes([[], [ok(i) for i in range(3)]], pool, timeout=5, initial_batches=[1, 1], lags=[0, 1])
+    assert alone.batches == [1, 2], "with no Service to create, pods do not wait"
+    failing = slow_start_lanes([[ok(i) for i in range(40)], [boom("exceeded quota: pods")] * 40], pool, timeout=5,
+                               initial_batches=[8, 1])
+    assert failing.batches == [9] and str(failing.error) == "exceeded quota: pods" and failing.results == list(range(8))
 
 
 def test_a_batch_runs_in_parallel_on_named_threads(pool: WritePool) -> None:
@@ -122,3 +142,21 @@ def test_a_slice_bounds_writes_and_time_but_always_allows_its_floor(pool: WriteP
     cancelled = slow_start(tasks, pool, timeout=5, within=Slice(writes=100, seconds=60, max_batch=4,
                                                                   cancelled=lambda: True))
     assert cancelled.cancelled and cancelled.attempted == 0 and cancelled.deferred == 0
+
+
+def test_a_slice_yields_only_while_other_work_waits(pool: WritePool) -> None:
+    """The bounds exist for fairness: with no one waiting, the run goes on past them; once someone waits, it stops
+    at the next round."""
+    tasks = [ok(i) for i in range(40)]
+    alone = slow_start(tasks, pool, timeout=5, within=Slice(writes=10, seconds=0, max_batch=8,
+                                                              contended=lambda: False))
+    assert alone.batches == [1, 2, 4, 8, 8, 8, 8, 1] and alone.deferred == 0 and len(alone.results) == 40
+    asked: list[int] = []
+
+    def someone_waits_after_two_asks() -> bool:
+        asked.append(1)
+        return len(asked) > 2
+
+    joined = slow_start(tasks, pool, timeout=5, within=Slice(writes=3, seconds=60, max_batch=8,
+                                                               contended=someone_waits_after_two_asks))
+    assert joined.batches == [1, 2] and joined.deferred == 37 and len(asked) == 3

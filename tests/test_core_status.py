@@ -154,3 +154,30 @@ def test_the_old_status_is_not_modified() -> None:
     snapshot = copy.deepcopy(old)
     status(old, Verdict(succeeded=True), now=LATER)
     assert old == snapshot
+
+
+def test_replica_state_names_the_indices_that_completed() -> None:
+    """Succeeded with the framework's container exited 0: what TensorFlow's worker-0 rule reads."""
+    pods = {0: pod("j-worker-0", "Succeeded", exit_code=0), 1: pod("j-worker-1", "Running"),
+            2: pod("j-worker-2", "Failed", exit_code=1), 3: pod("j-worker-3", "Succeeded", exit_code=0,
+                                                              container="sidecar")}
+    assert replica_state(pods, "Worker", "Never", "mxnet").completed == frozenset({0})
+
+
+def test_two_frameworks_count_their_jobs_on_one_registry() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from mxjob_controller.core.metrics import JobMetrics
+
+    registry = CollectorRegistry()
+    mx, tf = JobMetrics(registry, "mxnet"), JobMetrics(registry, "tensorflow")   # no duplicate-series error
+    mx.transitions("ns", ["Created"])
+    tf.transitions("ns", ["Created", "Succeeded"])
+    tf.deleted("ns")
+
+    def value(what: str, framework: str) -> float | None:
+        return registry.get_sample_value(f"training_operator_jobs_{what}_total",
+                                         {"job_namespace": "ns", "framework": framework})
+    assert (value("created", "mxnet"), value("created", "tensorflow")) == (1.0, 1.0)
+    assert (value("successful", "tensorflow"), value("successful", "mxnet"), value("deleted", "tensorflow")) == (
+        1.0, None, 1.0)

@@ -1,5 +1,6 @@
-"""The whole local cluster: MXJobs run through the real controller and the local kubelet, jobs side by side get
-scheduler ports of their own, deleting a job kills its processes, and ``local up`` leaves no process behind when it
+"""The whole local cluster: MXJobs and TFJobs run through the real controllers and the local kubelet, jobs side by
+side get scheduler ports of their own, replicas of one type share their port on loopback addresses of their own (and
+collide without them), deleting a job kills its processes, and ``local up`` leaves no process behind when it
 stops."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pytest
 import yaml
 
 from mxjob_controller.local.job_ports import ANNOTATION
+from mxjob_controller.local.kubelet import kubelet as kubelet_module
+from mxjob_controller.local.kubelet.addresses import PodAddresses
 from tests.local_support import group_alive, group_of, local_cluster
 from tests.run_process import clean_env
 from tests.support import Kube, Kubectl, wait_for
@@ -136,6 +139,40 @@ def test_two_real_mxnet_jobs_at_once_both_succeed(tmp_path):
             assert counts == {"Scheduler": {"succeeded": 1}, "Server": {"succeeded": 1}, "Worker": {"succeeded": 2}}
 
 
+TF_CHECK = ROOT / "examples" / "tf-config-check" / "tfjob.yaml"
+
+
+def tfjob_outcome(kube: Kube, name: str) -> str:
+    status = kube.get(f"/apis/kubeflow.org/v1/namespaces/default/tfjobs/{name}").body.get("status") or {}
+    return next((c["type"] for c in status.get("conditions") or () if c["type"] in ("Succeeded", "Failed")
+                 and c["status"] == "True"), "")
+
+
+@pytest.mark.parametrize("own_addresses", [True, False], ids=["own-addresses", "all-on-127.0.0.1"])
+def test_replicas_of_one_type_share_their_port_on_addresses_of_their_own(tmp_path, monkeypatch, own_addresses):
+    """Two PS and two Workers all listen on tfjob-port 2222, each on its TF_CONFIG address: with an address per
+    pod the job succeeds; with every pod on 127.0.0.1 (as before, and where 127.0.0.0/8 is not all loopback) the
+    second replica of a type cannot bind and the job fails, so the addresses are what makes it work."""
+    if not own_addresses:
+        monkeypatch.setattr(kubelet_module, "PodAddresses", lambda: PodAddresses(enabled=False))
+    job = yaml.safe_load(TF_CHECK.read_text())
+    with local_cluster(tmp_path, controller=True, workdir=ROOT) as (cluster, kube, kubectl):
+        assert kube.post("/apis/kubeflow.org/v1/namespaces/default/tfjobs", job).ok
+        outcome = wait_for(lambda: tfjob_outcome(kube, "tf-config-check"), timeout=120, what="the job finished")
+        pods = {p["metadata"]["name"]: p for p in job_pods(kube, "tf-config-check")}
+        if own_addresses:
+            assert outcome == "Succeeded", kubectl.run("describe", "tfjob", "tf-config-check").stdout
+            ips = {name: p["status"]["podIP"] for name, p in pods.items()}
+            assert len(ips) == 5 and len(set(ips.values())) == 5
+            assert ips == {name: cluster.kubelet.addresses.address("default", name) for name in ips}
+            assert "ps-1 reached worker-0 at " + ips["tf-config-check-worker-0"] + ":2222" in \
+                kubectl.ok("logs", "tf-config-check-ps-1")
+        else:
+            assert outcome == "Failed"
+            wait_for(lambda: any("Address already in use" in kubectl.run("logs", name).stdout for name in pods),
+                     timeout=30, what="a replica that could not bind its type's port")
+
+
 def test_deleting_the_mxjob_kills_its_processes(tmp_path):
     with local_cluster(tmp_path, controller=True) as (_cluster, kube, _kubectl):
         assert kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", mxjob("sleepy", SLEEPER)).ok
@@ -159,7 +196,7 @@ def test_local_up_runs_a_job_and_leaves_no_process_when_it_stops(tmp_path, sig):
         assert up.poll() is None, output.read_text()
         kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache")
         kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
-        assert "Local cluster running: API server, MXJob controller, kubelet" in output.read_text()
+        assert "Local cluster running: API server, MXJob and TFJob controllers, kubelet" in output.read_text()
         kubectl.ok("create", "-f", "-", input=json.dumps(mxjob("tree", SLEEPER)))
         pods = wait_for(lambda: all_running(kube, "tree", 4), timeout=60, what="every pod running")
         wait_for(lambda: kubectl.ok("logs", "tree-worker-1") == "up\n", timeout=20, what="the worker's output")

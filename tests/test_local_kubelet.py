@@ -66,7 +66,7 @@ def test_node_and_binding(local):
     ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", 139, "Error", "Failed"),
 ])
 def test_exit_codes_and_signals_are_reported_exactly(local, script, code, reason, phase):
-    _cluster, kube, _kubectl = local
+    cluster, kube, _kubectl = local
     assert kube.post(PODS, script_pod("p", script)).ok
     pod = wait_phase(kube, "p", "Succeeded", "Failed")
     assert pod["status"]["phase"] == phase
@@ -74,7 +74,8 @@ def test_exit_codes_and_signals_are_reported_exactly(local, script, code, reason
     assert (ended["exitCode"], ended["reason"]) == (code, reason)
     assert ended["startedAt"] <= ended["finishedAt"]
     assert ended["containerID"].startswith("process://")
-    assert pod["status"]["podIP"] == "127.0.0.1" and pod["status"]["startTime"]
+    assert pod["status"]["podIP"] == cluster.kubelet.addresses.address("default", "p") != "127.0.0.1"
+    assert pod["status"]["hostIP"] == "127.0.0.1" and pod["status"]["startTime"]
     assert container_status(pod)["restartCount"] == 0
 
 
@@ -201,10 +202,13 @@ ENV = "import json, os, sys; print(json.dumps({'env': dict(os.environ), 'cwd': o
 
 
 def test_environment_as_a_kubelet_builds_it(local, tmp_path):
-    _cluster, kube, kubectl = local
+    cluster, kube, kubectl = local
     assert kube.post("/api/v1/namespaces/default/services", {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "db"},
         "spec": {"clusterIP": "None", "ports": [{"port": 5432}]}}).ok
+    assert kube.post("/api/v1/namespaces/default/services", {   # a replica's Service: its pod's own address
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "peer"},
+        "spec": {"clusterIP": "None", "selector": {"app": "peer"}, "ports": [{"port": 2222}]}}).ok
     assert kube.post("/api/v1/namespaces/default/configmaps", {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"mode": "fast"}}).ok
     body = script_pod("env", ENV, container={"workingDir": str(tmp_path), "env": [
@@ -214,15 +218,21 @@ def test_environment_as_a_kubelet_builds_it(local, tmp_path):
         {"name": "GREETING", "value": "hi $(POD) $$(POD) $(UNKNOWN)"},
         {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "mode"}}},
         {"name": "DB", "value": "tcp://db:5432,db.default:1,db.default.svc.cluster.local:2,dbx:3,db-1:4"},
+        {"name": "PEER", "value": "peer.default.svc:2222"},
+        {"name": "LATER", "value": "later.default.svc:2222,later:1"},
         {"name": "OMP_NUM_THREADS", "value": "3"}]})
     assert kube.post(PODS, body).ok
     wait_phase(kube, "env", "Succeeded")
     seen = json.loads(kubectl.ok("logs", "env"))
     env = seen["env"]
-    assert (env["POD"], env["NODE"], env["IP"], env["HOSTNAME"]) == ("env", "local", "127.0.0.1", "env")
+    assert (env["POD"], env["NODE"], env["HOSTNAME"]) == ("env", "local", "env")
+    assert env["IP"] == cluster.kubelet.addresses.address("default", "env") != "127.0.0.1", "the pod's own address"
     assert env["GREETING"] == "hi env $(POD) $(UNKNOWN)"
     assert env["MODE"] == "fast" and env["OMP_NUM_THREADS"] == "3"
-    assert env["DB"] == "tcp://127.0.0.1:5432,127.0.0.1:1,127.0.0.1:2,dbx:3,db-1:4"
+    assert env["DB"] == "tcp://127.0.0.1:5432,127.0.0.1:1,127.0.0.1:2,dbx:3,db-1:4", "no selector: this machine"
+    assert env["PEER"] == f"{cluster.kubelet.addresses.address('default', 'peer')}:2222" != "127.0.0.1:2222"
+    assert env["LATER"] == f"{cluster.kubelet.addresses.address('default', 'later')}:2222,later:1", \
+        "a Service's DNS form resolves before the Service exists; a bare word does not"
     assert seen["cwd"] == str(tmp_path)
     assert Path(seen["exe"]).parent == Path(env["PATH"].split(":")[0])
 

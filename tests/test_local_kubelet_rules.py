@@ -1,10 +1,14 @@
-"""The local kubelet's pure rules, table-tested: the pod phase from container statuses (the kubelet's getPhase), and
-a container's environment (order, ``$(VAR)`` expansion, the downward API, Service names on one machine)."""
+"""The local kubelet's pure rules, table-tested: the pod phase from container statuses (the kubelet's getPhase), a
+container's environment (order, ``$(VAR)`` expansion, the downward API, Service names on one machine), and the pods'
+loopback addresses."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
+from mxjob_controller.local.kubelet.addresses import PodAddresses, loopback_range_usable
 from mxjob_controller.local.kubelet.container_env import (
     ContainerConfigError,
     container_argv,
@@ -58,30 +62,61 @@ def test_conditions_keep_their_transition_time():
 
 POD = {"metadata": {"name": "job-worker-0", "namespace": "team", "uid": "u1", "labels": {"a": "1"}},
        "spec": {"nodeName": "local", "serviceAccountName": "sa"}}
-SERVICES = {("team", "job-scheduler-0"), ("team", "job-worker-1"), ("other", "db")}
+# (namespace, name) → the address the kubelet resolves it to: a job's per-replica Services (with a selector) have
+# addresses of their own; db (no selector: something on this machine outside the cluster) is 127.0.0.1.
+SERVICES = {("team", "job-scheduler-0"): "127.9.0.1", ("team", "job-worker-1"): "127.9.0.2",
+            ("other", "db"): "127.0.0.1"}
 
 
-def known(namespace: str, name: str) -> bool:
-    return (namespace, name) in SERVICES
+def known(namespace: str, name: str, qualified: bool) -> str | None:
+    """As the kubelet resolves: a qualified name (``svc.ns.svc``) of a Service not created yet gets its name's
+    address (here 127.9.9.9)."""
+    return SERVICES.get((namespace, name)) or ("127.9.9.9" if qualified else None)
 
 
 @pytest.mark.parametrize(("value", "expected"), [
-    ("job-scheduler-0", "127.0.0.1"),
-    ("JOB-SCHEDULER-0", "127.0.0.1"),
-    ("job-scheduler-0.team", "127.0.0.1"),
-    ("job-scheduler-0.team.svc", "127.0.0.1"),
-    ("job-scheduler-0.team.svc.cluster.local", "127.0.0.1"),
-    ("http://job-scheduler-0:9091/x", "http://127.0.0.1:9091/x"),
-    ('{"url":"job-worker-1","port":1}', '{"url":"127.0.0.1","port":1}'),
+    ("job-scheduler-0", "127.9.0.1"),
+    ("JOB-SCHEDULER-0", "127.9.0.1"),
+    ("job-scheduler-0.team", "127.9.0.1"),
+    ("job-scheduler-0.team.svc", "127.9.0.1"),
+    ("job-scheduler-0.team.svc.cluster.local", "127.9.0.1"),
+    ("http://job-scheduler-0:9091/x", "http://127.9.0.1:9091/x"),
+    ('{"url":"job-worker-1","port":1}', '{"url":"127.9.0.2","port":1}'),
+    ('["job-worker-1.team.svc:2222","job-scheduler-0.team.svc:2222"]', '["127.9.0.2:2222","127.9.0.1:2222"]'),
     ("job-worker-10", "job-worker-10"),            # a longer name is another name
     ("xjob-worker-1", "xjob-worker-1"),
     ("job-worker-1.other", "job-worker-1.other"),  # no such service in namespace other
+    ("job-worker-2.team.svc:2222", "127.9.9.9:2222"),  # a Service's own form: a Service, created or not yet
+    ("job-worker-2:2222", "job-worker-2:2222"),        # a bare word: a Service's only once it exists
     ("db", "db"),                                  # db is in another namespace: not by its bare name
     ("db.other.svc.cluster.local:5432", "127.0.0.1:5432"),
     ("job-scheduler-0.team.svc.cluster.example", "job-scheduler-0.team.svc.cluster.example"),
 ])
-def test_service_names_become_the_loopback(value, expected):
+def test_service_names_become_their_loopback_addresses(value, expected):
     assert rewrite_service_hosts(value, "team", known) == expected
+
+
+def test_each_name_gets_its_own_address_for_good():
+    addresses = PodAddresses(enabled=True, first_block=254)
+    first = [addresses.address("team", f"job-worker-{i}") for i in range(300)]
+    assert len(set(first)) == 300, "no two names share an address"
+    assert first[:2] == ["127.254.0.1", "127.254.0.2"] and first[254] == "127.254.1.1", "no .0 or .255 host"
+    assert addresses.address("team", "job-worker-7") == first[7], "a name keeps its address"
+    assert addresses.address("other", "job-worker-7") not in first, "the namespace is part of the name"
+    wrapped = PodAddresses(enabled=True, first_block=254)._nth(254 * 256)
+    assert wrapped == "127.1.0.1", "past a block, the next one (round to 1, never 127.0.x.x or 127.255.x.x)"
+    assert PodAddresses(enabled=False).address("team", "job-worker-1") == "127.0.0.1"
+
+
+def test_this_machine_routes_all_of_127_0_0_0_8_to_the_loopback():
+    """The premise of the addresses above (Linux): a listener on one of them is reached there, and another
+    listener on the same port but another address does not collide with it."""
+    assert loopback_range_usable()
+    with socket.create_server(("127.3.0.1", 0)) as first:
+        port = first.getsockname()[1]
+        with socket.create_server(("127.3.0.2", port)), socket.create_connection(("127.3.0.1", port), timeout=5):
+            conn, _ = first.accept()
+            conn.close()
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -97,6 +132,8 @@ def test_env_order_sources_and_errors():
                  "env": [{"name": "ROLE", "value": "worker"},
                          {"name": "IDX", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['a']"}}},
                          {"name": "SCHED", "value": "job-scheduler-0"},
+                         {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                         {"name": "HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
                          {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
                          {"name": "OPT", "valueFrom": {"secretKeyRef": {"name": "nope", "key": "k",
                                                                         "optional": True}}},
@@ -104,14 +141,16 @@ def test_env_order_sources_and_errors():
 
     def lookup(kind, namespace, name):
         return {"kind": "ConfigMap", "data": {"K": "v"}} if (kind, name) == ("ConfigMap", "cm") else None
-    env = container_env(POD, container, {"PATH": "/bin", "ROLE": "base"}, lookup=lookup, known_service=known,
-                        node_allocatable={"cpu": "2"})
-    assert env["ROLE"] == "worker" and env["IDX"] == "1" and env["SCHED"] == "127.0.0.1"
+    env = container_env(POD, container, {"PATH": "/bin", "ROLE": "base"}, lookup=lookup, service_address=known,
+                        pod_ip="127.9.0.3", node_allocatable={"cpu": "2"})
+    assert env["ROLE"] == "worker" and env["IDX"] == "1" and env["SCHED"] == "127.9.0.1"
+    assert env["IP"] == "127.9.0.3" and env["HOST"] == "127.0.0.1"
     assert env["CPU"] == "2" and "OPT" not in env and env["CM_K"] == "override v"
     assert env["PATH"] == "/bin" and env["OMP_NUM_THREADS"] == "1"
     assert container_argv(container, env) == ["run", "worker", "--id=1"]
     missing = {"name": "c", "env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}
     with pytest.raises(ContainerConfigError, match='secret "s" not found'):
-        container_env(POD, missing, {}, lookup=lookup, known_service=known)
+        container_env(POD, missing, {}, lookup=lookup, service_address=known)
     with pytest.raises(ContainerConfigError, match="has no command"):
         container_argv({"name": "c", "args": ["x"]}, {})
+

@@ -1,5 +1,7 @@
 """``mxjob-controller local run`` as a user runs it, on real processes: the real MXNet example (and its failing and
-restarted variants), the MXTune example, and its exit codes (0, 1, 2, 124, 130) with no process left behind."""
+restarted variants), the MXTune example, the TensorFlow-free TFJob check (every replica reaching every peer through
+TF_CONFIG, replicas of one type sharing port 2222 on addresses of their own) and the TFJob examples, and its exit
+codes (0, 1, 2, 124, 130) with no process left behind."""
 
 from __future__ import annotations
 
@@ -85,9 +87,41 @@ def test_the_mxtune_example():
     run = local_run("--logs", "--timeout", "120", str(MXTUNE))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "[mxtune-tuner-0] best configuration: tile 12 (cost 1.0)" in run.stdout
-    assert "[mxtune-tunerserver-0] registered with the tracker at 127.0.0.1:" in run.stdout
+    # The tracker's Service name resolves to its pod's own loopback address (local/kubelet/addresses.py).
+    assert re.search(r"^\[mxtune-tunerserver-0\] registered with the tracker at 127\.\d+\.\d+\.\d+:\d+ ", run.stdout,
+                     re.M), run.stdout
     assert "Succeeded  TunerTracker 1 succeeded · TunerServer 1 succeeded · Tuner 1 succeeded" in \
         final_line(run.stdout, "mxtune")
+
+
+TF_CHECK = ROOT / "examples" / "tf-config-check" / "tfjob.yaml"
+REACHED = re.compile(r"^\[tf-config-check-([a-z]+-\d)\] \1 reached ([a-z]+-\d) at (127\.\d+\.\d+\.\d+):(\d+)$", re.M)
+
+
+def test_the_tensorflow_free_check_every_replica_reaches_every_peer():
+    run = local_run("--logs", "--timeout", "120", str(TF_CHECK))
+    assert run.returncode == 0, run.stdout + run.stderr
+    replicas = {"chief-0", "ps-0", "ps-1", "worker-0", "worker-1"}
+    reached = REACHED.findall(run.stdout)
+    assert {(a, b) for a, b, _ip, _port in reached} == {(a, b) for a in replicas for b in replicas if a != b}
+    addresses = {b: ip for _a, b, ip, _port in reached}
+    assert len(set(addresses.values())) == 5 and "127.0.0.1" not in addresses.values(), "an address each"
+    assert {port for *_, port in reached} == {"2222"}, "every type on the default tfjob-port"
+    for replica in replicas:
+        assert f"[tf-config-check-{replica}] {replica} reached every peer and was reached by every peer (4)" in \
+            run.stdout
+    assert "Succeeded  Chief 1 succeeded · PS 2 succeeded · Worker 2 succeeded" in final_line(run.stdout,
+                                                                                               "tf-config-check")
+
+
+def test_the_tfjob_examples_run_to_success_side_by_side():
+    run = local_run("--logs", "--timeout", "120", str(ROOT / "examples" / "tensorflow" / "tfjob-dist.yaml"),
+                    str(ROOT / "examples" / "tensorflow" / "tfjob-run-policy.yaml"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Succeeded  Chief 1 succeeded · PS 1 succeeded · Worker 2 succeeded" in final_line(run.stdout, "tf-dist")
+    assert "Succeeded  PS 1 succeeded · Worker 2 succeeded" in final_line(run.stdout, "tf-run-policy")
+    assert "[tf-run-policy-worker-1] {'type': 'worker', 'index': 1}" in run.stdout
+    assert "all 2 job(s) succeeded" in run.stdout
 
 
 def sleeper_job(tmp_path: Path) -> Path:

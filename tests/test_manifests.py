@@ -22,7 +22,8 @@ from tests.manifests import INSTALL_NAMESPACE, MANIFESTS, find, kustomizations, 
 from tests.support import Kubectl, wait_for
 
 OVERLAYS = ["components/gang-scheduling", "components/servicemonitor", "controller", "crd", "install",
-            "overlays/gang-scheduling", "overlays/high-availability", "overlays/servicemonitor", "rbac"]
+            "overlays/gang-scheduling", "overlays/high-availability", "overlays/mxnet-only", "overlays/servicemonitor",
+            "overlays/tensorflow-only", "rbac"]
 NOT_BUILT_IN = {("monitoring.coreos.com/v1", "ServiceMonitor")}   # CRD kinds: no schema of Kubernetes' own
 RULE_FIELDS = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
 
@@ -54,23 +55,41 @@ def test_no_wildcard_anywhere(directory):
     assert "'*'" not in render_text(directory) and '"*"' not in render_text(directory)
 
 
+SHARED_OBJECTS = [
+    ("Namespace", INSTALL_NAMESPACE), ("ServiceAccount", "mxjob-controller"), ("ClusterRole", "mxjob-controller"),
+    ("ClusterRoleBinding", "mxjob-controller"), ("Role", "mxjob-controller-leader-election"),
+    ("RoleBinding", "mxjob-controller-leader-election"), ("Deployment", "mxjob-controller"),
+    ("Service", "mxjob-controller-metrics")]
+
+
+def kind_objects(plural: str) -> list[tuple[str, str]]:
+    """What one job kind adds to an install: its CRD, the controller's role for it, the users' roles."""
+    return [("CustomResourceDefinition", f"{plural}.kubeflow.org"), ("ClusterRole", f"mxjob-controller-{plural}"),
+            ("ClusterRoleBinding", f"mxjob-controller-{plural}"), ("ClusterRole", f"kubeflow-{plural}-admin"),
+            ("ClusterRole", f"kubeflow-{plural}-edit"), ("ClusterRole", f"kubeflow-{plural}-view")]
+
+
+@pytest.mark.parametrize(("directory", "plurals", "flag"), [
+    ("install", ("mxjobs", "tfjobs"), None), ("overlays/mxnet-only", ("mxjobs",), "--frameworks=mxnet"),
+    ("overlays/tensorflow-only", ("tfjobs",), "--frameworks=tensorflow")])
+def test_each_install_holds_its_frameworks_and_runs_them(directory, plurals, flag):
+    docs = render(directory)
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in docs) == sorted(
+        SHARED_OBJECTS + [o for plural in plurals for o in kind_objects(plural)])
+    args = container(docs)["args"]
+    assert [a for a in args if a.startswith("--frameworks")] == ([flag] if flag else [])
+    for plural in plurals:
+        assert find(docs, "CustomResourceDefinition", f"{plural}.kubeflow.org") == yaml.load(
+            (MANIFESTS / "crd" / f"kubeflow.org_{plural}.yaml").read_text(), Loader=yaml.CSafeLoader)
+
+
 def test_the_install_is_everything_in_one_namespace():
     docs = render("install")
-    kinds = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
-    assert kinds == sorted([
-        ("Namespace", INSTALL_NAMESPACE), ("CustomResourceDefinition", "mxjobs.kubeflow.org"),
-        ("ServiceAccount", "mxjob-controller"), ("ClusterRole", "mxjob-controller"),
-        ("ClusterRoleBinding", "mxjob-controller"), ("Role", "mxjob-controller-leader-election"),
-        ("RoleBinding", "mxjob-controller-leader-election"), ("ClusterRole", "kubeflow-mxjobs-admin"),
-        ("ClusterRole", "kubeflow-mxjobs-edit"), ("ClusterRole", "kubeflow-mxjobs-view"),
-        ("Deployment", "mxjob-controller"), ("Service", "mxjob-controller-metrics")])
     namespaced = [d for d in docs if d["kind"] in ("ServiceAccount", "Role", "RoleBinding", "Deployment", "Service")]
     assert {d["metadata"]["namespace"] for d in namespaced} == {INSTALL_NAMESPACE}
     for binding in (d for d in docs if d["kind"].endswith("Binding")):
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "mxjob-controller",
                                         "namespace": INSTALL_NAMESPACE}]
-    assert find(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org") == \
-        yaml.load((MANIFESTS / "crd" / "kubeflow.org_mxjobs.yaml").read_text(), Loader=yaml.CSafeLoader)
 
 
 def test_the_image_tag_is_this_version():
@@ -105,7 +124,8 @@ def test_the_deployment_is_hardened():
                                                                                   ["metadata"]["labels"]).items()
 
 
-@pytest.mark.parametrize("directory", ["install", "overlays/high-availability", "overlays/gang-scheduling"])
+@pytest.mark.parametrize("directory", ["install", "overlays/high-availability", "overlays/gang-scheduling",
+                                       "overlays/mxnet-only", "overlays/tensorflow-only"])
 def test_the_deployment_args_are_flags_run_accepts_with_leader_election_on(directory):
     docs = render(directory)
     args = container(docs)["args"]
@@ -154,7 +174,8 @@ def test_another_namespace_carries_the_bindings_along(tmp_path):
 
 # --- kubectl apply -k against local up ------------------------------------------------------------------------
 
-STORED = [("crd", "mxjobs.kubeflow.org", ""), ("serviceaccount", "mxjob-controller", INSTALL_NAMESPACE),
+STORED = [("crd", "mxjobs.kubeflow.org", ""), ("crd", "tfjobs.kubeflow.org", ""),
+          ("serviceaccount", "mxjob-controller", INSTALL_NAMESPACE), ("clusterrole", "mxjob-controller-tfjobs", ""),
           ("clusterrole", "mxjob-controller", ""), ("clusterrolebinding", "mxjob-controller", ""),
           ("role", "mxjob-controller-leader-election", INSTALL_NAMESPACE),
           ("rolebinding", "mxjob-controller-leader-election", INSTALL_NAMESPACE),
@@ -175,8 +196,10 @@ def test_kubectl_apply_k_install_is_accepted_by_local_up(tmp_path):
         kubectl = Kubectl(kubeconfig, tmp_path / "cache")
         applied = kubectl.ok("apply", "-k", str(MANIFESTS / "install"), timeout=60)
         assert "customresourcedefinition.apiextensions.k8s.io/mxjobs.kubeflow.org created" in applied
+        assert "customresourcedefinition.apiextensions.k8s.io/tfjobs.kubeflow.org created" in applied
         assert "deployment.apps/mxjob-controller created" in applied
-        kubectl.ok("wait", "--for", "condition=established", "crd/mxjobs.kubeflow.org", "--timeout", "30s")
+        kubectl.ok("wait", "--for", "condition=established", "crd/mxjobs.kubeflow.org", "crd/tfjobs.kubeflow.org",
+                   "--timeout", "30s")
         for kind, name, namespace in STORED:
             obj = kubectl.json("get", kind, name, *(["-n", namespace] if namespace else []))
             kubernetes_validate.validate(obj, KUBE_VERSION, strict=True)
@@ -191,6 +214,9 @@ def test_kubectl_apply_k_install_is_accepted_by_local_up(tmp_path):
         example = Path(MANIFESTS.parent / "examples" / "mxjob-single-worker.yaml").read_text()
         assert "mxjob.kubeflow.org/mxnet-single created" in kubectl.ok("create", "-f", "-", input=example)
         assert json.loads(kubectl.ok("get", "mxjob", "mxnet-single", "-o", "json"))["kind"] == "MXJob"
+        tfjob = Path(MANIFESTS.parent / "examples" / "tensorflow" / "tfjob-dist.yaml").read_text()
+        assert "tfjob.kubeflow.org/tf-dist created" in kubectl.ok("create", "-f", "-", input=tfjob)
+        assert json.loads(kubectl.ok("get", "tfjob", "tf-dist", "-o", "json"))["kind"] == "TFJob"
     finally:
         up.terminate()
         up.communicate(timeout=15)

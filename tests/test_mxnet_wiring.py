@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mxjob_controller.api.view import JobView, parse_job
+from mxjob_controller.core.framework import per_job
 from mxjob_controller.mxnet.framework import MXNetFramework
 from mxjob_controller.mxnet.wiring import dmlc_env, mx_config, wired_template, with_env
 
@@ -119,3 +120,21 @@ def test_the_adapter() -> None:
     assert framework.service_ports(job, "Server") == [{"name": "mxjob-port", "port": 9091}]
     assert (framework.resource.api_version, framework.resource.kind, framework.operator_name) == (
         "kubeflow.org/v1", "MXJob", "mxjob-controller")
+
+
+def test_per_job_computes_once_per_parsed_job_and_arguments() -> None:
+    calls: list[tuple[int, str]] = []
+
+    @per_job
+    def shared(job: object, suffix: str = "") -> list[str]:
+        calls.append((id(job), suffix))
+        return [suffix]
+
+    first, second = object(), object()
+    assert shared(first) is shared(first) and shared(first, "x") is shared(first, "x")
+    assert shared(second) is not shared(first)
+    assert calls == [(id(first), ""), (id(first), "x"), (id(second), "")]
+    for _ in range(40):   # bounded: the first job is forgotten, then computed again
+        shared(object())
+    shared(first)
+    assert calls[-1] == (id(first), "")

@@ -1,7 +1,7 @@
 """Least privilege: the RBAC evaluator (``tests/rbac.py``) decides as kube's authorizer does, and ``manifests/``
-grants the controller's service account exactly the permissions listed here. That each of them is used, and that
-nothing the controller requests is denied, is proven from the audit log of the end-to-end run
-(``test_e2e_run.py``).
+grants the controller's service account exactly the permissions listed here: the shared ones and each job kind's,
+both in the install, one in an overlay for one framework. That each of them is used, and that nothing the
+controller requests is denied, is proven from the audit log of the end-to-end runs (``test_e2e_run.py``).
 """
 
 from __future__ import annotations
@@ -176,14 +176,21 @@ def perms(role: str, group: str, resource: str, verbs: str, name: str = "") -> s
     return {Permission(role, group, resource, verb, name) for verb in verbs.split()}
 
 
-GRANTED = (perms(CR, "apiextensions.k8s.io", "customresourcedefinitions", "get", "mxjobs.kubeflow.org")
-           | perms(CR, "kubeflow.org", "mxjobs", "get list watch delete")
-           | perms(CR, "kubeflow.org", "mxjobs/status", "patch")
-           | perms(CR, "", "pods", "get list watch create patch delete")
-           | perms(CR, "", "services", "get list watch create patch delete")
-           | perms(CR, "", "events", "list create patch")
-           | perms(LE, "coordination.k8s.io", "leases", "create")
-           | perms(LE, "coordination.k8s.io", "leases", "get update watch", "mxjob-controller"))
+def job_kind(plural: str) -> set[Permission]:
+    """What one framework's controller needs of its job kind (its own ClusterRole)."""
+    role = f"ClusterRole/mxjob-controller-{plural}"
+    return (perms(role, "apiextensions.k8s.io", "customresourcedefinitions", "get", f"{plural}.kubeflow.org")
+            | perms(role, "kubeflow.org", plural, "get list watch delete")
+            | perms(role, "kubeflow.org", f"{plural}/status", "patch")
+            | perms(role, "kubeflow.org", f"{plural}/finalizers", "update"))
+
+
+SHARED = (perms(CR, "", "pods", "get list watch create patch delete")
+          | perms(CR, "", "services", "get list watch create patch delete")
+          | perms(CR, "", "events", "list create patch")
+          | perms(LE, "coordination.k8s.io", "leases", "create")
+          | perms(LE, "coordination.k8s.io", "leases", "get update watch", "mxjob-controller"))
+GRANTED = SHARED | job_kind("mxjobs") | job_kind("tfjobs")
 
 GANG_GRANTED = (perms(GANG, "scheduling.volcano.sh", "podgroups", "get list watch create patch delete")
                 | perms(GANG, "scheduling.x-k8s.io", "podgroups", "get list watch create patch delete")
@@ -194,22 +201,32 @@ def test_the_controller_is_granted_exactly_this():
     assert Policy.from_documents(render("install")).permissions(CONTROLLER) == GRANTED
 
 
+@pytest.mark.parametrize(("overlay", "plural"), [("overlays/mxnet-only", "mxjobs"),
+                                                 ("overlays/tensorflow-only", "tfjobs")])
+def test_an_install_of_one_framework_grants_nothing_of_the_other(overlay, plural):
+    docs = render(overlay)
+    assert Policy.from_documents(docs).permissions(CONTROLLER) == SHARED | job_kind(plural)
+    other = ({"mxjobs", "tfjobs"} - {plural}).pop()
+    assert not [d for d in docs if other in str(d)], f"nothing names {other}: CRD, roles, user roles"
+
+
 def test_gang_scheduling_adds_exactly_this():
     assert Policy.from_documents(render("overlays/gang-scheduling")).permissions(CONTROLLER) == GRANTED | GANG_GRANTED
 
 
-def test_user_roles_aggregate_into_kubeflow_s():
+@pytest.mark.parametrize("plural", ["mxjobs", "tfjobs"])
+def test_user_roles_aggregate_into_kubeflow_s(plural):
     docs = render("install")
     policy = Policy.from_documents(docs)
     labels = {d["metadata"]["name"]: d["metadata"].get("labels", {}) for d in docs if d["kind"] == "ClusterRole"}
-    assert labels["kubeflow-mxjobs-admin"]["rbac.authorization.kubeflow.org/aggregate-to-kubeflow-admin"] == "true"
-    assert labels["kubeflow-mxjobs-edit"]["rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit"] == "true"
-    assert labels["kubeflow-mxjobs-view"]["rbac.authorization.kubeflow.org/aggregate-to-kubeflow-view"] == "true"
-    admin = {(p.resource, p.verb) for rule in policy.roles["ClusterRole/kubeflow-mxjobs-admin"].rules
+    assert labels[f"kubeflow-{plural}-admin"]["rbac.authorization.kubeflow.org/aggregate-to-kubeflow-admin"] == "true"
+    assert labels[f"kubeflow-{plural}-edit"]["rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit"] == "true"
+    assert labels[f"kubeflow-{plural}-view"]["rbac.authorization.kubeflow.org/aggregate-to-kubeflow-view"] == "true"
+    admin = {(p.resource, p.verb) for rule in policy.roles[f"ClusterRole/kubeflow-{plural}-admin"].rules
              for p in rule.permissions("")}
-    assert ("mxjobs", "deletecollection") in admin and ("mxjobs/status", "get") in admin
-    assert ("mxjobs/status", "patch") not in admin, "status is the controller's to write"
-    view = {(p.resource, p.verb) for rule in policy.roles["ClusterRole/kubeflow-mxjobs-view"].rules
+    assert (plural, "deletecollection") in admin and (f"{plural}/status", "get") in admin
+    assert (f"{plural}/status", "patch") not in admin, "status is the controller's to write"
+    view = {(p.resource, p.verb) for rule in policy.roles[f"ClusterRole/kubeflow-{plural}-view"].rules
             for p in rule.permissions("")}
-    assert view == {("mxjobs", "get"), ("mxjobs", "list"), ("mxjobs", "watch"), ("mxjobs/status", "get")}
-    assert not any(b.role_name.startswith("kubeflow-mxjobs") for b in policy.bindings), "bound by Kubeflow, not us"
+    assert view == {(plural, "get"), (plural, "list"), (plural, "watch"), (f"{plural}/status", "get")}
+    assert not any(b.role_name.startswith(f"kubeflow-{plural}") for b in policy.bindings), "bound by Kubeflow"

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.local.apiserver.faults import FaultRule
 from tests.reconciler_support import DEADLINE, Harness, mxjob, replica
@@ -28,6 +30,7 @@ def env_of(pod: dict[str, Any]) -> dict[str, str]:
 JOB_1_4_2 = ["j-scheduler-0", "j-server-0", "j-server-1", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3"]
 
 
+@pytest.mark.as_service_account
 def test_a_1_4_2_job_creates_7_pods_and_7_headless_services(h: Harness) -> None:
     h.start()
     job = h.create_job(mxjob("j", scheduler=1, server=2, worker=4))
@@ -110,6 +113,7 @@ def test_with_3_of_7_missing_exactly_3_pods_and_3_services_are_created(h: Harnes
                                                                                "j-worker-2"]
 
 
+@pytest.mark.as_service_account
 def test_scaling_workers_down_deletes_the_last_worker_and_its_service(h: Harness) -> None:
     controller = h.start()
     h.create_job(mxjob("j", scheduler=1, server=1, worker=2))
@@ -221,6 +225,7 @@ def test_a_pod_controlled_by_another_kind_is_never_counted_or_touched(h: Harness
              what="the Created message cleared")
 
 
+@pytest.mark.as_service_account
 def test_a_create_refused_because_the_job_already_owns_the_name_counts_as_done(h: Harness) -> None:
     """An owned pod the cache cannot see (its labels were stripped): the create gets 409, the pod is recognised
     by its controller reference, gets its labels back, and nothing is reported as failed or created."""
@@ -249,6 +254,7 @@ def legacy_child(kind: str, job: dict[str, Any], rtype: str, index: int) -> dict
     return body
 
 
+@pytest.mark.as_service_account
 def test_children_of_the_old_operator_are_adopted_not_recreated(h: Harness) -> None:
     job = h.create_job(mxjob("j", scheduler=1, server=1, worker=2))
     originals = {}

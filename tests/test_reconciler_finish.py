@@ -101,6 +101,7 @@ CLEANUP_TABLE = [  # (job, cleanPodPolicy, the pods' phase at success, pods (and
 ]
 
 
+@pytest.mark.as_service_account
 def test_clean_pod_policy_after_success_deletes_7_7_0_0_and_a_resync_writes_nothing(h: Harness) -> None:
     controller = h.start()
     for name, policy, _, _ in CLEANUP_TABLE:
@@ -152,6 +153,7 @@ def job_exists(h: Harness, name: str) -> bool:
     return h.kube.get(jobs_path(NS, name)).ok
 
 
+@pytest.mark.as_service_account
 def test_ttl_unset_keeps_the_job_0_deletes_it_at_once_and_2s_after_two_seconds(h: Harness) -> None:
     ft = FakeTime()
     controller = h.start(**ft.options())

@@ -49,6 +49,7 @@ def with_template(job: dict[str, Any], rtype: str, **spec: Any) -> dict[str, Any
     return job
 
 
+@pytest.mark.as_service_account(install="overlays/gang-scheduling")
 def test_volcano_holds_every_pod_until_the_podgroup_is_admitted(h: Harness, volcano: gs.PodGroups) -> None:
     controller = h.start(gang_scheduler_name="volcano")
     h.create_job(mxjob("j", scheduler=1, server=1, worker=2) | {"metadata": {
@@ -77,6 +78,7 @@ def test_volcano_holds_every_pod_until_the_podgroup_is_admitted(h: Harness, volc
     assert len(podgroup_writes(h, "create")) == 1
 
 
+@pytest.mark.as_service_account(install="overlays/gang-scheduling")
 def test_a_podgroup_the_go_operator_made_is_adopted_and_anyone_elses_blocks_the_job(
         h: Harness, volcano: gs.PodGroups) -> None:
     ours = h.create_job(mxjob("ours", scheduler=0, server=0, worker=1))
@@ -176,6 +178,7 @@ def test_a_scheduler_name_in_the_template_is_kept_with_one_warning(h: Harness, v
                        "overwritten")]
 
 
+@pytest.mark.as_service_account(install="overlays/gang-scheduling")
 def test_the_podgroup_is_deleted_once_when_the_job_finishes(h: Harness, volcano: gs.PodGroups) -> None:
     controller = h.start(gang_scheduler_name="volcano")
     h.create_job(mxjob("j", scheduler=1, server=1, worker=1))
@@ -242,6 +245,7 @@ def test_suspending_deletes_the_podgroup_and_resuming_makes_it_again(h: Harness,
     h.wait_children(NS, "j", 2)
 
 
+@pytest.mark.as_service_account(install="overlays/gang-scheduling")
 def test_scheduler_plugins_podgroup_and_pods(h: Harness) -> None:
     gs.install(h.kube, gs.scheduler_plugins_crd())
     groups = gs.scheduler_plugins(h.kube)

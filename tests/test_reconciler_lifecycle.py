@@ -30,6 +30,7 @@ def create_namespace(h: Harness, name: str) -> None:
     assert reply.status == 201, reply.body
 
 
+@pytest.mark.as_service_account
 def test_a_restarted_controller_picks_up_where_the_last_one_stopped(h: Harness) -> None:
     first_registry, second_registry = CollectorRegistry(), CollectorRegistry()
     first = h.start(registry=first_registry)

@@ -11,6 +11,8 @@ import math
 import time
 from typing import Any
 
+import pytest
+
 from mxjob_controller.kube.timefmt import rfc3339
 from tests.reconciler_support import DEADLINE, Harness, metric, mxjob
 from tests.reconciler_time import FakeTime
@@ -43,6 +45,7 @@ def true_conditions(h: Harness, job: str) -> list[str]:
 
 # --- ExitCode --------------------------------------------------------------------------------------------
 
+@pytest.mark.as_service_account
 def test_retryable_exits_and_an_eviction_restart_the_pod_under_its_name(h: Harness) -> None:
     controller = h.start()
     h.create_job(mxjob("j", scheduler=0, server=0, worker=5, restart_policy="ExitCode"))

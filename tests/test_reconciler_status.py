@@ -28,6 +28,7 @@ def status_writes(h: Harness, since: float | None = None) -> list:
     return h.writes("patch", "mxjobs", since=since, subresource="status")
 
 
+@pytest.mark.as_service_account
 def test_running_then_succeeded_with_times_and_counts_in_the_same_write(h: Harness) -> None:
     controller = h.start()
     h.create_job(mxjob("j", scheduler=1, server=2, worker=4, cleanPodPolicy="None"))   # pods kept to finish them
@@ -91,6 +92,7 @@ def test_a_worker_only_job_succeeds_only_when_every_worker_has(h: Harness) -> No
     h.wait_condition(NS, "j", "Succeeded")
 
 
+@pytest.mark.as_service_account
 def test_a_failed_replica_fails_the_job_naming_pod_code_and_reason(h: Harness) -> None:
     controller = h.start()
     h.create_job(mxjob("j", scheduler=1, server=1, worker=2))
@@ -204,6 +206,7 @@ def test_an_idle_resync_writes_nothing(h: Harness) -> None:
     assert writes == []
 
 
+@pytest.mark.as_service_account
 def test_a_status_conflict_rereads_the_job_and_counts_it_once(apiserver: APIServer, h: Harness) -> None:
     rule = apiserver.faults.add(FaultRule(verb="patch", resource="mxjobs", subresource="status", code=409, count=1))
     controller = h.start()

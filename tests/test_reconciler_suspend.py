@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from mxjob_controller.kube.timefmt import rfc3339
 from tests.reconciler_support import DEADLINE, Harness, jobs_path, metric, mxjob
 from tests.support import Kubectl, wait_for
@@ -67,6 +69,7 @@ def test_a_job_suspended_at_creation_gets_no_pod_and_no_start_time(h: Harness) -
     assert metric(controller.registry, "created") == 1
 
 
+@pytest.mark.as_service_account
 def test_suspend_a_running_job_then_resume_it(h: Harness) -> None:
     wall = Wall(T0)
     controller = h.start(wall=wall)

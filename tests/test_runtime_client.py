@@ -584,6 +584,14 @@ def test_unsupported_or_contradictory_kubeconfigs_are_refused(tmp_path):
         load_config(kubeconfig=tmp_path / "nothing-here", env={})
 
 
+def test_the_service_account_directory_can_be_named_outside_a_pod():
+    from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR, default_service_account_dir
+
+    assert default_service_account_dir({}) == SERVICE_ACCOUNT_DIR == "/var/run/secrets/kubernetes.io/serviceaccount"
+    assert default_service_account_dir({"MXJOB_SERVICE_ACCOUNT_DIR": "/tmp/sa"}) == "/tmp/sa"
+    assert default_service_account_dir({"MXJOB_SERVICE_ACCOUNT_DIR": ""}) == SERVICE_ACCOUNT_DIR
+
+
 def test_in_cluster_config_and_token_rotation(tmp_path):
     sa = tmp_path / "sa"
     sa.mkdir()

@@ -92,17 +92,21 @@ def test_events_are_prompt_while_the_main_client_budget_is_used_up(h: Harness) -
 
 
 def test_the_run_flags_size_the_events_client(apiserver: APIServer) -> None:
+    """Each framework's controller (both by default) gets an events client of its own, sized by the flags."""
     client = Client(ClientConfig(host=apiserver.url, qps=20, burst=30), component="controller")
-    controller = controllers.new_controller(client, RunSettings(event_qps=7.5, event_burst=9), CollectorRegistry())
+    built = controllers.new_controller(client, RunSettings(event_qps=7.5, event_burst=9), CollectorRegistry())
+    assert isinstance(built, controllers.Controllers)
     try:
-        assert isinstance(controller, MXJobController)
-        bucket, main = controller.event_client.rate_limiter, client.rate_limiter
-        assert bucket is not None and main is not None and bucket is not main
-        assert (bucket.qps, bucket.burst, main.qps, main.burst) == (7.5, 9, 20.0, 30)
-        assert controller.event_client.user_agent.endswith(" events")
+        assert isinstance(built.controllers[0], MXJobController)
+        assert built.names == ["mxjob-controller", "tfjob-controller"]
+        for controller in built.controllers:
+            bucket, main = controller.event_client.rate_limiter, client.rate_limiter
+            assert bucket is not None and main is not None and bucket is not main
+            assert (bucket.qps, bucket.burst, main.qps, main.burst) == (7.5, 9, 20.0, 30)
+            assert controller.event_client.user_agent.endswith(" events")
     finally:
-        assert controller.stop(5.0)
-        assert controller.event_client.closed
+        assert built.stop(5.0)
+        assert all(controller.event_client.closed for controller in built.controllers)
         client.close()
 
 

@@ -432,6 +432,42 @@ def test_a_failing_handler_does_not_stop_delivery(client, informers):
     wait_for(lambda: {k for k, _ in other.of_kind("add")} == {"default/boom", "default/fine"}, timeout=DEADLINE)
 
 
+def test_inline_handlers_see_every_change_on_the_informers_own_threads(apiserver, client, informers):
+    """The controller's handlers run inline (no thread of their own): the same guarantees (every change in order,
+    across dropped watches; resyncs; a failing handler does not stop delivery), on the reflector's and the resync
+    thread, and the informer starts no handler thread."""
+    informer = SharedInformer(client, CONFIGMAPS, namespace="default", backoff_policy=FAST)
+    recorder, resyncing = Recorder(), Recorder()
+    survived: list[str] = []
+
+    def fragile(obj: dict) -> None:
+        if obj["metadata"]["name"].startswith("boom"):
+            raise RuntimeError("handler bug")
+        survived.append(obj["metadata"]["name"])
+
+    informer.add_handler(on_add=fragile, inline=True)
+    registration = recorder.register(informer, inline=True)
+    resyncing.register(informer, resync_period=0.2, inline=True)
+    start(informers, informer)
+    assert registration.has_synced()
+    client.create(CONFIGMAPS, configmap("boom"))
+    writer = Writer(client)
+    for _round in range(4):
+        before = informer.reflector.watches
+        apiserver.store.close_watchers()
+        for _ in range(8):
+            writer.step()
+        wait_for(lambda b=before: informer.reflector.watches > b, timeout=DEADLINE, what="a new watch")
+    client.create(CONFIGMAPS, configmap("fine"))
+    wait_converged(client, informer, recorder)
+    assert_saw_every_change(recorder, writer)
+    wait_for(lambda: "fine" in survived, timeout=DEADLINE, what="delivery after the failure")
+    wait_for(lambda: resyncing.of_kind("resync"), timeout=DEADLINE, what="a resync")
+    assert recorder.threads == {f"informer-{informer.name}"}
+    assert resyncing.threads <= {f"informer-{informer.name}", f"informer-{informer.name}-resync"}
+    assert not [t.name for t in threading.enumerate() if t.name.startswith(f"informer-{informer.name}-h")]
+
+
 def test_a_late_handler_first_gets_the_cache(client, informers):
     for name in ("a", "b", "c"):
         client.create(CONFIGMAPS, configmap(name))

@@ -95,6 +95,7 @@ def installed(wheel: Path) -> Path:
 def test_the_wheel_holds_the_package_and_its_data_only(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "mxjob_controller/data/crds/kubeflow.org_mxjobs.yaml" in names
+    assert "mxjob_controller/data/crds/kubeflow.org_tfjobs.yaml" in names
     assert "mxjob_controller/cli/run.py" in names
     assert not [n for n in names if n.startswith(("tests/", "hack/", "manifests/")) or "__pycache__" in n]
     entry_points = zipfile.ZipFile(wheel).read(f"mxjob_controller-{__version__}.dist-info/entry_points.txt").decode()

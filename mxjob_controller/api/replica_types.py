@@ -1,21 +1,32 @@
-"""Replica-type keys of ``spec.mxReplicaSpecs``: matched case-insensitively, as the Go operators do.
+"""Replica-type keys of a job's replica-spec map: matched case-insensitively, as the Go operators do.
 
-Users write ``worker`` or ``WORKER`` as often as ``Worker``; the controller, its labels and its status
-always use the canonical spelling, so the mapping lives here, once.
+Users write ``worker`` or ``WORKER`` as often as ``Worker``; the controller, its labels and its status always use
+the canonical spelling, so the mapping lives here, once. The vocabulary is MXJob's unless a framework passes its
+own (TFJob: Chief, Master, PS, Worker, Evaluator).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mxjob_controller.api.constants import REPLICA_TYPES
 
-_BY_FOLDED = {t.casefold(): t for t in REPLICA_TYPES}
+_FOLDED: dict[tuple[str, ...], dict[str, str]] = {}
 
 
-def canonical_type(key: object) -> str | None:
-    """``"worker"`` → ``"Worker"``; None for a key that names no replica type."""
-    return _BY_FOLDED.get(key.casefold()) if isinstance(key, str) else None
+def _by_folded(types: Sequence[str]) -> dict[str, str]:
+    key = tuple(types)
+    found = _FOLDED.get(key)
+    if found is None:
+        found = _FOLDED[key] = {t.casefold(): t for t in key}
+    return found
 
 
-def canonical_order(types: list[str]) -> list[str]:
-    """Canonical types in the API's order (Scheduler, Server, Worker, TunerTracker, TunerServer, Tuner)."""
-    return sorted(types, key=REPLICA_TYPES.index)
+def canonical_type(key: object, types: Sequence[str] = REPLICA_TYPES) -> str | None:
+    """``"worker"`` → ``"Worker"``; None for a key that names none of ``types``."""
+    return _by_folded(types).get(key.casefold()) if isinstance(key, str) else None
+
+
+def canonical_order(present: list[str], types: Sequence[str] = REPLICA_TYPES) -> list[str]:
+    """Canonical types in the API's order (MXJob's: Scheduler, Server, Worker, TunerTracker, TunerServer, Tuner)."""
+    return sorted(present, key=list(types).index)

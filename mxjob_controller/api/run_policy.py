@@ -1,8 +1,8 @@
-"""The run policy of an MXJob, read from both places the two upstream APIs put it.
+"""The run policy of a Kubeflow job (MXJob, TFJob), read from both places the upstream APIs put it.
 
-mxnet-operator's API has the run-policy fields inline in ``spec`` (``spec.cleanPodPolicy``...);
-training-operator's has them under ``spec.runPolicy``. Both spellings are accepted and merged field by
-field (``schedulingPolicy`` one level deeper, sub-field by sub-field). A field set in both places to
+The older APIs (mxnet-operator, tf-operator v1.0) have the run-policy fields inline in ``spec``
+(``spec.cleanPodPolicy``...); training-operator's has them under ``spec.runPolicy``. Both spellings are accepted
+and merged field by field (``schedulingPolicy`` one level deeper, sub-field by sub-field). A field set in both places to
 *different* values is a validation error naming both paths; equal values are fine. ``suspend`` and
 ``managedBy`` exist only under ``spec.runPolicy``.
 """
@@ -98,8 +98,9 @@ def merged_run_policy(spec: Mapping[str, Any]) -> tuple[dict, list[FieldError]]:
     return _merge(inline, nested, INLINE_PATH, NESTED_PATH, conflicts), conflicts
 
 
-def run_policy_of(spec: Mapping[str, Any]) -> RunPolicy:
-    """The typed run policy of a *valid* spec, defaults applied."""
+def run_policy_of(spec: Mapping[str, Any], default_clean_pod_policy: str = DEFAULT_CLEAN_POD_POLICY) -> RunPolicy:
+    """The typed run policy of a *valid* spec, defaults applied (the framework's ``cleanPodPolicy`` default: MXJob's
+    ``All`` unless given)."""
     merged, _ = merged_run_policy(spec)
     sp = merged.get("schedulingPolicy")
     scheduling = None
@@ -110,7 +111,7 @@ def run_policy_of(spec: Mapping[str, Any]) -> RunPolicy:
             priority_class=sp.get("priorityClass") or "",
             schedule_timeout_seconds=sp.get("scheduleTimeoutSeconds"))
     return RunPolicy(
-        clean_pod_policy=merged.get("cleanPodPolicy") or DEFAULT_CLEAN_POD_POLICY,
+        clean_pod_policy=merged.get("cleanPodPolicy") or default_clean_pod_policy,
         ttl_seconds_after_finished=merged.get("ttlSecondsAfterFinished"),
         active_deadline_seconds=merged.get("activeDeadlineSeconds"),
         backoff_limit=merged.get("backoffLimit"),

@@ -22,11 +22,16 @@ What is checked:
   TunerServer and Tuner; every job needs a Worker or a Tuner;
 - the run policy (inline and under ``spec.runPolicy``): enums, non-negative numbers, no conflicting
   values between the two places; ``spec.successPolicy`` one of ``""``, ``AllWorkers``.
+
+The rules that are MXJob's only by their names (the replica-spec map's path, its types, the singleton types, the
+framework's container) take them as a :class:`ReplicaRules`, so another framework's validator
+(``tensorflow/api.py``) applies the same checks with its own vocabulary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mxjob_controller.api import checks
@@ -56,42 +61,73 @@ from mxjob_controller.kube.names import DNS1035_LABEL_MAX, dns1035_label_errors
 SPECS_PATH = "spec.mxReplicaSpecs"
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaRules:
+    """A framework's replica-spec vocabulary, as the shared checks need it."""
+
+    path: str                      # where the map is: "spec.mxReplicaSpecs"
+    types: tuple[str, ...]         # canonical types, in the order errors list them
+    singletons: frozenset[str]     # types a job runs exactly one of
+    container: str                 # the container every replica needs: "mxnet"
+    container_role: str            # what that container is, for the message: "the MXNet process"
+
+    @property
+    def key(self) -> str:
+        """The map's key in ``spec``: ``mxReplicaSpecs``."""
+        return self.path.removeprefix("spec.")
+
+
+MXJOB_RULES = ReplicaRules(SPECS_PATH, REPLICA_TYPES, SINGLETON_TYPES, DEFAULT_CONTAINER_NAME, "the MXNet process")
+
+#: Checks one replica spec: (canonical type, the spec as written, its path) → errors.
+CheckReplica = Callable[[str, Any, str], list[FieldError]]
+
+
 def validate_job(job: Mapping[str, Any]) -> list[FieldError]:
     """Every problem with an MXJob (a plain dict, as the API server sends it); empty when it is valid."""
-    if not isinstance(job, Mapping):
-        return checks.object_errors(job, "")
-    meta = job.get("metadata")
-    spec = job.get("spec")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    specs = spec.get("mxReplicaSpecs") if isinstance(spec, dict) else None
-    errs = name_errors(name, _replica_counts(specs))
+    errs, spec = job_errors(job, MXJOB_RULES)
     if spec is None:
-        return [*errs, fe.required("spec")]
-    if not isinstance(spec, dict):
-        return errs + checks.object_errors(spec, "spec")
+        return errs
     if spec.get("jobMode") is not None:
         errs += checks.enum_errors(spec["jobMode"], "spec.jobMode", JOB_MODES)
-    errs += replica_specs_errors(specs, spec.get("jobMode"))
+    errs += replica_specs_errors(spec.get(MXJOB_RULES.key), spec.get("jobMode"))
     errs += run_policy_errors(spec)
     if spec.get("successPolicy") is not None:
         errs += checks.enum_errors(spec["successPolicy"], "spec.successPolicy", SUCCESS_POLICIES)
-    return _unique(errs)
+    return unique(errs)
 
 
-def _unique(errs: list[FieldError]) -> list[FieldError]:
+def job_errors(job: Any, rules: ReplicaRules) -> tuple[list[FieldError], dict[str, Any] | None]:
+    """What every job kind checks first: an object, its name (short enough for its longest child name), its spec;
+    and the spec to check further (None when there is none to check)."""
+    if not isinstance(job, Mapping):
+        return checks.object_errors(job, ""), None
+    meta = job.get("metadata")
+    spec = job.get("spec")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    specs = spec.get(rules.key) if isinstance(spec, dict) else None
+    errs = name_errors(name, replica_counts_of(specs, rules.types))
+    if spec is None:
+        return [*errs, fe.required("spec")], None
+    if not isinstance(spec, dict):
+        return errs + checks.object_errors(spec, "spec"), None
+    return errs, spec
+
+
+def unique(errs: list[FieldError]) -> list[FieldError]:
     """Drop repeats (the schema check and ours may both find a missing image), keeping the first's place."""
     return list(dict.fromkeys(errs))
 
 
 # --- metadata.name ---------------------------------------------------------------------------------------
 
-def _replica_counts(specs: Any) -> dict[str, int]:
+def replica_counts_of(specs: Any, types: tuple[str, ...] = REPLICA_TYPES) -> dict[str, int]:
     """Canonical type → replicas (1 when unset or unusable): what decides the longest child name."""
     counts: dict[str, int] = {}
     if not isinstance(specs, dict):
         return counts
     for key, value in specs.items():
-        canon = canonical_type(key)
+        canon = canonical_type(key, types)
         if canon is None:
             continue
         n = value.get("replicas") if isinstance(value, dict) else None
@@ -130,29 +166,38 @@ def name_errors(name: Any, counts: Mapping[str, int]) -> list[FieldError]:
 # --- spec.mxReplicaSpecs ---------------------------------------------------------------------------------
 
 def replica_specs_errors(specs: Any, job_mode: Any) -> list[FieldError]:
+    errs, present = keyed_specs_errors(specs, MXJOB_RULES, replica_spec_errors)
+    if present is None:
+        return errs   # missing or not a map: nothing more to say
+    return errs + _required_types_errors(present, job_mode)
+
+
+def keyed_specs_errors(specs: Any, rules: ReplicaRules,
+                       check: CheckReplica) -> tuple[list[FieldError], set[str] | None]:
+    """The replica-spec map's own problems (missing, not a map, unknown or duplicate keys, too many replicas in
+    all) and each spec's (``check``); and the canonical types present (None when there is no map to look in)."""
     if specs is None or specs == {}:
-        return [fe.required(SPECS_PATH, "must have at least one replica type: " + _type_list(REPLICA_TYPES))]
+        return [fe.required(rules.path, "must have at least one replica type: " + type_list(rules.types))], None
     if not isinstance(specs, dict):
-        return checks.object_errors(specs, SPECS_PATH)
+        return checks.object_errors(specs, rules.path), None
     errs: list[FieldError] = []
     seen: dict[str, str] = {}  # canonical type -> first key that named it
     for key, value in specs.items():
-        canon = canonical_type(key)
+        canon = canonical_type(key, rules.types)
         if canon is None:
-            errs.append(fe.not_supported(SPECS_PATH, key, REPLICA_TYPES))
+            errs.append(fe.not_supported(rules.path, key, rules.types))
             continue
         if canon in seen:
-            errs.append(fe.FieldError(SPECS_PATH, "FieldValueDuplicate", (
+            errs.append(fe.FieldError(rules.path, "FieldValueDuplicate", (
                 f"Duplicate value: {fe.format_value(key)}: names the same replica type as "
                 f"{fe.format_value(seen[canon])} (replica types are case-insensitive)")))
             continue
         seen[canon] = key
-        errs += replica_spec_errors(canon, value, fe.child(SPECS_PATH, key))
-    errs += _required_types_errors(set(seen), job_mode)
-    return errs + _total_replicas_errors(specs)
+        errs += check(canon, value, fe.child(rules.path, key))
+    return errs + _total_replicas_errors(specs, rules.path), set(seen)
 
 
-def _total_replicas_errors(specs: dict[str, Any]) -> list[FieldError]:
+def _total_replicas_errors(specs: dict[str, Any], path: str) -> list[FieldError]:
     """A job's replicas in all, each type's counted as written (1 when unset); types already refused for their
     own count are left out, so a single oversized type is reported once, at its field."""
     total = 0
@@ -162,11 +207,11 @@ def _total_replicas_errors(specs: dict[str, Any]) -> list[FieldError]:
             total += n
     if total <= MAX_REPLICAS_PER_JOB:
         return []
-    return [fe.invalid(SPECS_PATH, total, f"a job may have at most {MAX_REPLICAS_PER_JOB} replicas in all "
-                                          f"(the sum of every type's replicas)")]
+    return [fe.invalid(path, total, f"a job may have at most {MAX_REPLICAS_PER_JOB} replicas in all "
+                                    f"(the sum of every type's replicas)")]
 
 
-def _type_list(types: tuple[str, ...] | list[str]) -> str:
+def type_list(types: tuple[str, ...] | list[str]) -> str:
     return ", ".join(fe.format_value(t) for t in types)
 
 
@@ -176,7 +221,7 @@ def _required_types_errors(present: set[str], job_mode: Any) -> list[FieldError]
     for rtype in needed:
         if rtype not in present:
             errs.append(fe.required(fe.child(SPECS_PATH, rtype),
-                                    f'jobMode "{job_mode}" needs {_type_list(needed[:-1])} and '
+                                    f'jobMode "{job_mode}" needs {type_list(needed[:-1])} and '
                                     f'{fe.format_value(needed[-1])} replica specs'))
     reported = any(t in WORKLOAD_TYPES and t not in present for t in needed)
     if not reported and not present.intersection(WORKLOAD_TYPES):
@@ -185,7 +230,15 @@ def _required_types_errors(present: set[str], job_mode: Any) -> list[FieldError]
 
 
 def replica_spec_errors(rtype: str, spec: Any, path: str) -> list[FieldError]:
-    """One replica spec (``rtype`` is canonical, ``path`` names the key as written)."""
+    """One MXJob replica spec (``rtype`` is canonical, ``path`` names the key as written)."""
+    errs = common_replica_spec_errors(rtype, spec, path, MXJOB_RULES)
+    if isinstance(spec, dict) and spec.get("label") is not None:
+        errs += checks.string_errors(spec["label"], fe.child(path, "label"))
+    return errs
+
+
+def common_replica_spec_errors(rtype: str, spec: Any, path: str, rules: ReplicaRules) -> list[FieldError]:
+    """What every Kubeflow replica spec must satisfy: ``replicas``, ``restartPolicy`` and the pod template."""
     if spec is None:
         return [fe.required(path)]
     if not isinstance(spec, dict):
@@ -193,19 +246,17 @@ def replica_spec_errors(rtype: str, spec: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     replicas = spec.get("replicas")
     if replicas is not None:
-        errs += _replicas_errors(rtype, replicas, fe.child(path, "replicas"))
+        errs += _replicas_errors(rtype, replicas, fe.child(path, "replicas"), rules.singletons)
     if spec.get("restartPolicy") is not None:
         errs += checks.enum_errors(spec["restartPolicy"], fe.child(path, "restartPolicy"), RESTART_POLICIES)
-    if spec.get("label") is not None:
-        errs += checks.string_errors(spec["label"], fe.child(path, "label"))
-    errs += _template_errors(spec.get("template"), fe.child(path, "template"))
+    errs += _template_errors(spec.get("template"), fe.child(path, "template"), rules)
     return errs
 
 
-def _replicas_errors(rtype: str, replicas: Any, path: str) -> list[FieldError]:
+def _replicas_errors(rtype: str, replicas: Any, path: str, singletons: frozenset[str]) -> list[FieldError]:
     if not checks.is_int(replicas):
         return [checks.type_error(path, replicas, "integer")]
-    if rtype in SINGLETON_TYPES and replicas != 1:
+    if rtype in singletons and replicas != 1:
         return [fe.invalid(path, replicas, f"must be 1: a job has exactly one {rtype}")]
     if replicas < 1:
         return [fe.invalid(path, replicas, "must be greater than or equal to 1")]
@@ -215,7 +266,7 @@ def _replicas_errors(rtype: str, replicas: Any, path: str) -> list[FieldError]:
     return []
 
 
-def _template_errors(template: Any, path: str) -> list[FieldError]:
+def _template_errors(template: Any, path: str, rules: ReplicaRules) -> list[FieldError]:
     containers_path = fe.child(fe.child(path, "spec"), "containers")
     if template is None:
         return [fe.required(containers_path)]
@@ -226,24 +277,24 @@ def _template_errors(template: Any, path: str) -> list[FieldError]:
         return [fe.required(containers_path)]
     if not isinstance(pod_spec, dict):
         return checks.object_errors(pod_spec, fe.child(path, "spec"))
-    errs = _containers_errors(pod_spec.get("containers"), containers_path)
+    errs = _containers_errors(pod_spec.get("containers"), containers_path, rules)
     errs += pod_template_schema_errors(template, path)
     return errs
 
 
-def _containers_errors(containers: Any, path: str) -> list[FieldError]:
+def _containers_errors(containers: Any, path: str, rules: ReplicaRules) -> list[FieldError]:
     if containers is None or containers == []:
         return [fe.required(path)]
     if not isinstance(containers, list):
         return [checks.type_error(path, containers, "array")]
     errs: list[FieldError] = []
-    named_mxnet = False
+    named = False
     for i, container in enumerate(containers):
         at = fe.child(path, i)
         if not isinstance(container, dict):
             errs += checks.object_errors(container, at)
             continue
-        named_mxnet = named_mxnet or container.get("name") == DEFAULT_CONTAINER_NAME
+        named = named or container.get("name") == rules.container
         image = container.get("image")
         if image is None or image == "":
             errs.append(fe.required(fe.child(at, "image")))
@@ -251,6 +302,6 @@ def _containers_errors(containers: Any, path: str) -> list[FieldError]:
             errs += checks.string_errors(image, fe.child(at, "image"))
         elif image.strip() != image:
             errs.append(fe.invalid(fe.child(at, "image"), image, "must not have leading or trailing whitespace"))
-    if not named_mxnet:
-        errs.append(fe.required(path, f'must have a container named "{DEFAULT_CONTAINER_NAME}" (the MXNet process)'))
+    if not named:
+        errs.append(fe.required(path, f'must have a container named "{rules.container}" ({rules.container_role})'))
     return errs

@@ -5,6 +5,7 @@
 - :func:`go_bool_option`: a boolean flag Go-style: ``--leader-elect``, ``--leader-elect=true``,
   ``--json-log-format=false`` (click's own boolean flags refuse ``=value``).
 - :class:`NamespaceList`: one or more namespaces, repeated or comma/space separated, each a valid namespace name.
+- :class:`NameList`: one or more names out of a fixed set, repeated or comma/space separated (``--frameworks``).
 - :class:`BindAddress`: ``[host]:port`` or ``0`` (off), checked with the endpoints' own parser.
 """
 
@@ -78,6 +79,26 @@ class NamespaceList(click.ParamType):
             errors = dns1123_label_errors(name)
             if errors:
                 self.fail(f"{name!r} is not a valid namespace name: {'; '.join(errors)}", param, ctx)
+        return names
+
+
+class NameList(click.ParamType):
+    """One flag occurrence → a tuple of names, each one of ``choices`` (``a,b`` and ``"a b"`` are two)."""
+
+    name = "names"
+
+    def __init__(self, choices: tuple[str, ...]) -> None:
+        self.choices = choices
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        names = tuple(n for n in re.split(r"[\s,]+", str(value)) if n)
+        if not names:
+            self.fail(f"name at least one of {', '.join(self.choices)}", param, ctx)
+        for name in names:
+            if name not in self.choices:
+                self.fail(f"{name!r} is not one of {', '.join(self.choices)}", param, ctx)
         return names
 
 

@@ -23,6 +23,7 @@ from mxjob_controller.logs import setup_logging
 log = logging.getLogger(__name__)
 DEFAULT_KUBECONFIG = ".mxjob-local/kubeconfig"
 RUN_KUBECONFIG = ".mxjob-local/run-kubeconfig"
+_AUTHORIZATION = {"rbac": "RBAC", "always-allow": "AlwaysAllow"}   # --authorization → kube's mode names
 # Containers run in sessions of their own, so a closed terminal (SIGHUP) reaches only us: we stop them all.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 __all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
@@ -30,8 +31,8 @@ __all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
 
 @click.group()
 def local() -> None:
-    """The local cluster on this machine: an embedded API server, the MXJob controller, and a kubelet that runs
-    pods as processes."""
+    """The local cluster on this machine: an embedded API server, the MXJob and TFJob controllers, and a kubelet
+    that runs pods as processes."""
 
 
 @local.command()
@@ -63,7 +64,8 @@ def local() -> None:
               help="process: run pods' containers as local processes on the node 'local'; none: leave pods Pending "
                    "(for tests that play the kubelet).")
 @click.option("--controller/--no-controller", default=True, show_default=True,
-              help="Run the MXJob controller in this process (--no-controller: run `mxjob-controller run` yourself).")
+              help="Run the job controllers (MXJob, TFJob) in this process (--no-controller: run `mxjob-controller "
+                   "run` yourself).")
 @click.option("--threadiness", default=4, show_default=True, type=click.IntRange(min=1),
               help="Reconcile workers of the embedded controller.")
 @click.option("--job-ports", default=f"{DEFAULT_RANGE[0]}-{DEFAULT_RANGE[1]}", show_default=True,
@@ -75,21 +77,41 @@ def local() -> None:
                    "directory]")
 @click.option("--crashloop-backoff", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
               help="Seconds before the second restart of a crashing container (then doubling, at most 5 minutes).")
+@click.option("--tls", is_flag=True,
+              help="Serve HTTPS with a CA and a certificate made at start (the kubeconfig carries the CA and an "
+                   "administrator's token); authentication and RBAC are then enforced.")
+@click.option("--authorization", default=None, type=click.Choice(list(_AUTHORIZATION), case_sensitive=False),
+              help="rbac: requests need a bearer token and are authorized by the Roles and bindings applied to "
+                   "the server (the kubeconfig's user is in system:masters); always-allow: everything is allowed.  "
+                   "[default: rbac with --tls, else always-allow]")
+@click.option("--serviceaccount", "service_account", default=None, metavar="NAMESPACE/NAME",
+              callback=lambda _c, _p, v: _parse_service_account(v),
+              help="Write a token of this ServiceAccount (which may be created later, e.g. by kubectl apply) to "
+                   "--token-dir with ca.crt and namespace, as a pod's projected volume holds them. Needs --tls.")
+@click.option("--token-dir", default=None, type=click.Path(file_okay=False),
+              help="Where --serviceaccount's files go: `mxjob-controller run` reads them with "
+                   "MXJOB_SERVICE_ACCOUNT_DIR set to it and KUBERNETES_SERVICE_HOST/PORT set, as in a pod.")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, kubelet_mode: str, controller: bool, threadiness: int,
-       job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float) -> None:
-    """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, the MXJob
-    controller, and a kubelet that runs each pod's containers as processes of this machine."""
+       job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
+       authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None) -> None:
+    """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, the MXJob and TFJob
+    controllers, and a kubelet that runs each pod's containers as processes of this machine."""
     if no_crds and controller:
         raise click.UsageError("--no-crds leaves the MXJob API out, which the controller needs: add --no-controller")
+    if (service_account is None) != (token_dir is None):
+        raise click.UsageError("--serviceaccount and --token-dir go together")
+    if service_account is not None and not tls:
+        raise click.UsageError("--serviceaccount needs --tls: in-cluster clients speak HTTPS only")
     setup_logging(log_level, json_log_format)
     stop = threading.Event()
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: stop.set())
     cluster = LocalCluster(ClusterOptions(
         server=ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval, watcher_queue=watcher_queue,
-                             fault_seed=fault_seed, audit_log=audit_log),
+                             fault_seed=fault_seed, audit_log=audit_log, tls=tls,
+                             authorization=_AUTHORIZATION[authorization.lower()] if authorization else None),
         crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, threadiness=threadiness,
         job_ports=job_ports,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
@@ -102,14 +124,23 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     try:
+        if service_account is not None and token_dir is not None:   # before the kubeconfig: that says "ready"
+            cluster.server.write_token_dir(token_dir, *service_account)
         path = cluster.server.write_kubeconfig(kubeconfig_out)
-        parts = ["API server"] + (["MXJob controller"] if controller else []) + \
+        parts = ["API server"] + (["MXJob and TFJob controllers"] if controller else []) + \
             (["kubelet (node 'local', pods run as processes)"] if kubelet_mode == "process" else [])
         click.echo(f"Local cluster running: {', '.join(parts)}")
-        click.echo(f"Embedded Kubernetes API server listening on {cluster.server.url}")
+        click.echo(f"Embedded Kubernetes API server listening on {cluster.server.url}"
+                   + (f" (authorization: {cluster.server.options.authorization_mode})"
+                      if cluster.server.admin_token else ""))
         click.echo(f"Kubeconfig written to {path}")
         click.echo(f"  export KUBECONFIG={Path(path).resolve()}")
         click.echo("  kubectl create -f examples/mxjob-dist-train.yaml && kubectl get mxjobs,pods")
+        if service_account is not None and token_dir is not None:
+            click.echo(f"Service account {'/'.join(service_account)}: token, ca.crt and namespace in {token_dir}; "
+                       "the controller as in a pod:")
+            click.echo(f"  MXJOB_SERVICE_ACCOUNT_DIR={Path(token_dir).resolve()} KUBERNETES_SERVICE_HOST="
+                       f"{cluster.server.host} KUBERNETES_SERVICE_PORT={cluster.server.port} mxjob-controller run")
         click.echo("Press Ctrl-C to stop.", err=False)
         while not stop.wait(0.5):
             pass
@@ -119,6 +150,17 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
             Path(kubeconfig_out).unlink()
         except FileNotFoundError:
             pass
+        if token_dir is not None:   # the token died with the server: as a pod's volume, it goes too
+            Path(token_dir, "token").unlink(missing_ok=True)
+
+
+def _parse_service_account(value: str | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    namespace, sep, name = value.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise click.BadParameter(f"{value!r}: expected NAMESPACE/NAME", param_hint="--serviceaccount")
+    return namespace, name
 
 
 def _parse_ports(value: str) -> tuple[int, int] | None:
@@ -155,7 +197,8 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
               help="Least severe level of the cluster's own log (on stderr).")
 def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
               threadiness: int, log_level: str) -> None:
-    """Run the MXJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait for them.
+    """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
+    for them.
 
     Exits 0 when every job succeeded, 1 when one failed (its message and its failed pods' last log lines are
     printed), 124 after --timeout, 130 on Ctrl-C; every process is stopped before it exits."""
@@ -199,9 +242,9 @@ def _run_on(cluster: LocalCluster, docs: list[dict], kubeconfig_out: str, option
         click.echo(f"Error: {e}", err=True)
         return local_run.FAILED
     if not jobs:
-        click.echo("Error: no MXJob in the files given", err=True)
+        click.echo("Error: no MXJob or TFJob in the files given", err=True)
         return local_run.FAILED
-    click.echo(f"Running {len(jobs)} MXJob(s) on a local cluster (kubectl: export KUBECONFIG="
+    click.echo(f"Running {len(jobs)} job(s) on a local cluster (kubectl: export KUBECONFIG="
                f"{Path(kubeconfig_out).resolve()})")
     return local_run.run_jobs(cluster, client, jobs, options, sys.stdout, interrupt).exit_code
 

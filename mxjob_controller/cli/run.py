@@ -25,7 +25,8 @@ from click.core import ParameterSource
 from prometheus_client import disable_created_metrics
 
 from mxjob_controller import __version__
-from mxjob_controller.cli.flag_types import BindAddress, GoDuration, NamespaceList, go_bool_option
+from mxjob_controller.cli.flag_types import BindAddress, GoDuration, NameList, NamespaceList, go_bool_option
+from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS, FRAMEWORKS, OPTIONAL_BY_DEFAULT
 from mxjob_controller.kube.names import dns1123_label_errors, dns1123_subdomain_errors
 from mxjob_controller.logs import LEVELS, setup_logging
 from mxjob_controller.manager.settings import (
@@ -38,7 +39,7 @@ from mxjob_controller.manager.settings import (
     RunSettings,
     lease_namespace,
 )
-from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
+from mxjob_controller.runtime.client.incluster import default_service_account_dir
 
 if TYPE_CHECKING:
     from mxjob_controller.manager.process import Manager
@@ -46,8 +47,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VOLCANO = "volcano"
-# Where the pod's service account is mounted (read for the Lease namespace and in-cluster credentials).
-service_account_dir = SERVICE_ACCOUNT_DIR
+# Where the pod's service account is mounted (read for the Lease namespace and in-cluster credentials):
+# /var/run/secrets/kubernetes.io/serviceaccount, or $MXJOB_SERVICE_ACCOUNT_DIR (local up --token-dir, tests).
+service_account_dir = default_service_account_dir()
 
 
 class FlagError(click.UsageError):
@@ -105,10 +107,14 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
 @_option("--master", "MXJOB_MASTER", default=None, metavar="URL",
          help="API server URL; overrides the kubeconfig's server.")
 @_option("--namespace", "MXJOB_NAMESPACE", "namespaces", multiple=True, type=NamespaceList(),
-         help="Reconcile MXJobs in this namespace only; repeat (or separate with commas) for several. "
+         help="Reconcile jobs in this namespace only; repeat (or separate with commas) for several. "
               "Default: every namespace.")
+@_option("--frameworks", "MXJOB_FRAMEWORKS", "frameworks", multiple=True, type=NameList(tuple(FRAMEWORKS)),
+         help=f"Reconcile these frameworks' jobs only ({', '.join(FRAMEWORKS)}); repeat or separate with commas. "
+              f"Each one's CRD must be installed. Default: {', '.join(DEFAULT_FRAMEWORKS)}, where "
+              f"{' and '.join(sorted(OPTIONAL_BY_DEFAULT))} only if its CRD is installed.")
 @_option("--threadiness", "MXJOB_THREADINESS", default=None, type=click.IntRange(min=1),
-         help="Reconcile worker threads (jobs reconciled at once).  [default: 1]")
+         help="Reconcile worker threads (jobs reconciled at once), per framework.  [default: 1]")
 @click.option("--controller-threads", default=None, type=click.IntRange(min=1), allow_from_autoenv=False,
               callback=_deprecated("--threadiness"), help="Deprecated alias of --threadiness (training-operator).")
 @_option("--metrics-bind-address", "MXJOB_METRICS_BIND_ADDRESS", default=":8080", show_default=True,
@@ -132,7 +138,7 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
 @_option("--event-burst", "MXJOB_EVENT_BURST", default=DEFAULT_EVENT_BURST, show_default=True,
          type=click.IntRange(min=1), help="Event writes allowed in a burst above --event-qps.")
 @_option("--resync-period", "MXJOB_RESYNC_PERIOD", default=None, type=GoDuration(),
-         help="Reconcile every MXJob at least this often, changed or not (Go duration: 12h, 30m; 0: never).  "
+         help="Reconcile every job at least this often, changed or not (Go duration: 12h, 30m; 0: never).  "
               "[default: 12h]")
 @click.option("--resyc-period", default=None, type=GoDuration(), allow_from_autoenv=False,
               callback=_deprecated("--resync-period"), help="Deprecated alias of --resync-period (mxnet-operator).")
@@ -146,7 +152,7 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
          type=click.Choice(LEVELS, case_sensitive=False), help="Least severe level logged.")
 @click.pass_context
 def run(ctx: click.Context, **flags: Any) -> None:
-    """Run the MXJob controller against a Kubernetes API server until SIGTERM or SIGINT."""
+    """Run the job controllers (MXJob, TFJob) against a Kubernetes API server until SIGTERM or SIGINT."""
     settings = build_settings(ctx, flags)
     setup_logging(settings.log_level, settings.json_log_format)
     # Series as Go operators expose them: no ``*_created`` sample beside every counter and histogram.
@@ -189,8 +195,10 @@ def build_settings(ctx: click.Context, flags: dict[str, Any]) -> RunSettings:
                         ctx)
     namespace, _source = lease_namespace(flag_namespace, service_account_dir=service_account_dir)
     namespaces = tuple(dict.fromkeys(n for group in flags["namespaces"] for n in group))
+    frameworks = tuple(dict.fromkeys(n for group in flags["frameworks"] for n in group))
     return RunSettings(
         kubeconfig=flags["kubeconfig"] or None, master=flags["master"] or None, namespaces=namespaces,
+        frameworks=frameworks,
         threadiness=threadiness or 1, metrics_bind_address=flags["metrics_bind_address"],
         health_probe_bind_address=flags["health_probe_bind_address"], leader_elect=bool(flags["leader_elect"]),
         leader_election_id=lease_name, leader_election_namespace=namespace, kube_api_qps=flags["kube_api_qps"],

@@ -24,6 +24,14 @@ def template_restart_policy(template: dict[str, Any]) -> str:
     return ((template.get("spec") or {}).get("restartPolicy")) or ""
 
 
+def with_env(env: list[Any] | None, additions: list[dict[str, str]]) -> list[Any]:
+    """The user's ``env`` followed by each addition whose name the user did not set: what a framework's wiring
+    adds to a container never overrides a variable the user chose."""
+    user = list(env or [])
+    taken = {e.get("name") for e in user if isinstance(e, dict)}
+    return user + [dict(a) for a in additions if a["name"] not in taken]
+
+
 def build_pod(template: dict[str, Any], *, name: str, namespace: str, labels: dict[str, str],
               owner: dict[str, Any], restart_policy: str) -> dict[str, Any]:
     """The pod to create; ``template`` is not modified.

@@ -91,7 +91,7 @@ class ChildControl:
             log.warning("creating %s %s failed: %s", kind.noun, name, e, extra=extra)
             self.recorder.event(ctx.ref(), WARNING, f"FailedCreate{kind.kind}", f"Error creating: {describe(e)}")
             raise
-        log.info("created %s %s", kind.noun, name, extra=extra)
+        log.debug("created %s %s", kind.noun, name, extra=extra)   # the pass logs one line per kind (child_sync)
         self.recorder.event(ctx.ref(), NORMAL, f"SuccessfulCreate{kind.kind}", f"Created {kind.noun}: {name}")
         return Created.CREATED
 

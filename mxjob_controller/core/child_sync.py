@@ -5,8 +5,11 @@ One pass, from the informer cache:
 1. adopt children the old operator made (legacy labels, our job as controller): our labels are patched in;
 2. delete surplus children (index out of range, duplicates, replica types the job no longer has), pods and
    services alike, all at once;
-3. create missing services, then missing pods, in slow-start batches; a failure stops the creations (the job is
-   requeued with back-off by the caller).
+3. create missing services and pods in two slow starts run in step (``slow_start_lanes``: each round sends the
+   next batch of both, the pods one round behind their Services, so a pod's Service exists when it starts; each
+   kind doubles on its own, so a small job's children take 4 round trips, not 6, and a pod API that fails, a
+   quota, still sees one doomed pod); a failure stops the creations (the job is requeued with back-off by the
+   caller). One log line per kind names what was created.
 
 All of it within one :class:`~mxjob_controller.core.slow_start.Slice` of writes (its first batch's worth always
 goes, so a small job is created in one pass however slow the API is): what the slice leaves is counted in
@@ -35,7 +38,7 @@ from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.labels import child_name, needs_adoption, replica_labels, service_selector
 from mxjob_controller.core.once import OncePerGeneration
-from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start
+from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start_lanes
 from mxjob_controller.core.write_pool import WritePool
 from mxjob_controller.runtime.events import WARNING, EventRecorder
 
@@ -87,19 +90,24 @@ class ChildSync:
             outcome = budget.run(upkeep, self.pool, self.write_timeout, initial_batch=within.max_batch)
             error = outcome.error
         blocked: list[tuple[str, str]] = []
-        for kind, children, existing in ((SERVICE, svc_children, services), (POD, pod_children, pods)):
-            creations = self._creations(ctx, kind, children, within.cancelled) \
-                if create and error is None else []
-            if not creations:
-                continue
-            outcome = budget.run(creations, self.pool, self.write_timeout, initial_batch=len(existing))
-            blocked += [(kind.kind, name) for name, created in outcome.results if created is Created.BLOCKED]
+        lanes = [self._creations(ctx, kind, children, within.cancelled)
+                 for kind, children in ((SERVICE, svc_children), (POD, pod_children))] \
+            if create and error is None else []
+        if any(lanes):
+            outcome = budget.run_lanes(lanes, self.pool, self.write_timeout,
+                                       initial_batches=[len(services), len(pods)], lags=[0, 1])
+            for kind in (SERVICE, POD):
+                done = [(name, created) for k, name, created in outcome.results if k is kind]
+                blocked += [(kind.kind, name) for name, created in done if created is Created.BLOCKED]
+                names = [name for name, created in done if created is Created.CREATED]
+                if names:
+                    log.info("created %d %s%s: %s", len(names), kind.noun, "" if len(names) == 1 else "s",
+                             _names(names), extra=ctx.extra())
             if outcome.error is not None:
-                skipped = len(creations) - outcome.attempted
-                log.warning("creating %ss stopped at the first failure (%d not attempted): %s", kind.noun, skipped,
+                skipped = sum(len(lane) for lane in lanes) - outcome.attempted
+                log.warning("creating children stopped at the first failure (%d not attempted): %s", skipped,
                             outcome.error, extra=ctx.extra())
-                error = error or outcome.error
-                break
+                error = outcome.error
         if budget.cancelled:
             log.info("the job was deleted or replaced: its remaining child writes were dropped", extra=ctx.extra())
         return SyncResult(pod_children, svc_children, tuple(blocked), error,
@@ -133,13 +141,13 @@ class ChildSync:
                 for rtype, replica_children in children.by_type.items() for index in replica_children.missing]
 
     def _create(self, ctx: JobContext, kind: ChildKind, rtype: str, index: int,
-                cancelled: Callable[[], bool]) -> tuple[str, Created | None]:
+                cancelled: Callable[[], bool]) -> tuple[ChildKind, str, Created | None]:
         """Create one child, unless its job was deleted since the task was queued (then ``None``)."""
         name = child_name(ctx.name, rtype, index)
         if cancelled():
-            return name, None
+            return kind, name, None
         body = self._pod(ctx, rtype, index) if kind is POD else self._service(ctx, rtype, index)
-        return name, self.control.create(ctx, kind, rtype, index, body)
+        return kind, name, self.control.create(ctx, kind, rtype, index, body)
 
     def _pod(self, ctx: JobContext, rtype: str, index: int) -> dict[str, Any]:
         template = self.framework.pod_template(ctx.spec, rtype, index)
@@ -179,18 +187,31 @@ class _Budget:
 
     def run(self, tasks: Sequence[Callable[[], Any]], pool: WritePool, timeout: float, *,
             initial_batch: int) -> SlowStartOutcome:
+        return self.run_lanes([tasks], pool, timeout, initial_batches=[initial_batch])
+
+    def run_lanes(self, lanes: Sequence[Sequence[Callable[[], Any]]], pool: WritePool, timeout: float, *,
+                  initial_batches: Sequence[int], lags: Sequence[int] = ()) -> SlowStartOutcome:
         left = self.within.writes - self.spent
         floor = max(0, self.within.max_batch - self.spent)   # a pass always gets a batch's worth of writes
-        if self.cancelled or (self.spent and (left <= 0 or (not floor and time.monotonic() >= self.ends))):
-            self.deferred += len(tasks)
-            return SlowStartOutcome(deferred=len(tasks), cancelled=self.cancelled)
-        outcome = slow_start(tasks, pool, timeout=timeout, initial_batch=max(1, min(initial_batch,
-                                                                                     self.within.max_batch)),
-                             within=Slice(writes=left, seconds=max(0.0, self.ends - time.monotonic()),
-                                          max_batch=self.within.max_batch, cancelled=self.within.cancelled,
-                                          floor=floor))
+        used_up = self.spent and (left <= 0 or (not floor and time.monotonic() >= self.ends))
+        if self.cancelled or (used_up and self.within.contended()):
+            waiting = sum(len(lane) for lane in lanes)
+            self.deferred += waiting
+            return SlowStartOutcome(deferred=waiting, cancelled=self.cancelled)
+        outcome = slow_start_lanes(lanes, pool, timeout=timeout,
+                                   initial_batches=[max(1, min(n, self.within.max_batch)) for n in initial_batches],
+                                   lags=lags,
+                                   within=Slice(writes=left, seconds=max(0.0, self.ends - time.monotonic()),
+                                                max_batch=self.within.max_batch, cancelled=self.within.cancelled,
+                                                floor=floor, contended=self.within.contended))
         self.spent += outcome.attempted
         self.done += len(outcome.results)
         self.deferred += outcome.deferred
         self.cancelled = self.cancelled or outcome.cancelled
         return outcome
+
+
+def _names(names: list[str], shown: int = 3) -> str:
+    """A few names of a list, for a log line that stays short for a job of thousands."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")

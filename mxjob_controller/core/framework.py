@@ -1,4 +1,4 @@
-"""The seam between the core and a framework (MXNet here): everything the core needs to know about a job kind.
+"""The seam between the core and a framework: everything the core needs to know about a job kind.
 
 The core never reads a framework's spec directly; it asks through this protocol. A framework supplies its API
 (resource, parse), the order of its replica types, how a replica's pod is wired into the framework's cluster (the
@@ -8,9 +8,12 @@ and the rules that turn the replicas' states into the job's state (and the shape
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mxjob_controller.core.common_types import ReplicaCounts
 from mxjob_controller.core.pod_status import PodFailure, ReplicaState
@@ -121,7 +124,7 @@ class Framework(Protocol):
     resource: Resource      # the job's API resource (group, version, plural, kind)
     operator_name: str      # the operator-name label value, and the events' source component
     framework_name: str     # the ``framework`` label of the job metrics
-    group_label: str        # the legacy ``group-name`` label value
+    group_label: str        # the legacy ``group-name`` label value; "": no legacy labels, nothing to adopt
     default_container: str  # the container whose exit code speaks for a pod
     managers: tuple[str, ...]  # the ``runPolicy.managedBy`` values that mean "this controller" (core/managed_by.py)
 
@@ -158,3 +161,34 @@ class Framework(Protocol):
         """The per-type counts a status holds (canonical type → counts), in any shape the framework's writers (this
         controller, the operators it replaces) put them: what :meth:`with_replica_counts` writes, read back."""
         ...
+
+
+_R = TypeVar("_R")
+_PER_JOB_SIZE = 16   # parsed jobs remembered per function: one per worker thread's pass is enough
+
+
+def per_job(func: Callable[..., _R]) -> Callable[..., _R]:
+    """``func(job, *args)`` computed once per parsed job (its identity) and arguments, for what every replica of a
+    job shares: a reconcile parses a job once and builds all its pods from that one object, so a cluster spec that
+    lists every replica is built once per pass, not once per pod (per pod, a 5,000-replica job's pods cost
+    quadratic time). The result is shared: callers must not change it. Thread-safe; the last few jobs are kept
+    (holding the job itself, so its identity is not reused while remembered)."""
+    memo: OrderedDict[tuple[Any, ...], tuple[Any, _R]] = OrderedDict()
+    lock = threading.Lock()
+
+    @functools.wraps(func)
+    def remembered(job: Any, *args: Any) -> _R:
+        key = (id(job), *args)
+        with lock:
+            hit = memo.get(key)
+            if hit is not None and hit[0] is job:
+                return hit[1]
+        value = func(job, *args)
+        with lock:
+            memo[key] = (job, value)
+            memo.move_to_end(key)
+            while len(memo) > _PER_JOB_SIZE:
+                memo.popitem(last=False)
+        return value
+
+    return remembered

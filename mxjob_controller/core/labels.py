@@ -1,9 +1,10 @@
 """Names and labels of a job's children (pods and services), as Kubeflow's training-operator writes them.
 
-Every child carries the ``training.kubeflow.org/*`` labels and also the legacy ``group-name`` / ``job-name`` /
-``replica-type`` / ``replica-index`` ones that kubeflow/common (and so the Go mxnet-operator) used, so selectors
-written for either operator keep matching. Children made by the old operator carry only the legacy labels; they are
-recognised by them (``replica_of`` falls back to them) and adopted by patching the new labels in.
+Every child carries the ``training.kubeflow.org/*`` labels and, for a framework with a legacy ``group-name`` value,
+also the legacy ``group-name`` / ``job-name`` / ``replica-type`` / ``replica-index`` ones that kubeflow/common (and
+so an older Go operator) used, so selectors written for either operator keep matching. Children made by the old
+operator carry only the legacy labels; they are recognised by them (``replica_of`` falls back to them) and adopted
+by patching the new labels in. A framework with no legacy group (``""``) gets exactly training-operator's labels.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ def child_name(job_name: str, replica_type: str, index: int) -> str:
 
 
 def job_labels(operator: str, group: str, job_name: str) -> dict[str, str]:
-    """The labels every child of a job carries (new and legacy)."""
+    """The labels every child of a job carries (new, and legacy unless ``group`` is ``""``)."""
     job = job_name.replace("/", "-")
+    if not group:
+        return {OPERATOR_NAME: operator, JOB_NAME: job}
     return {OPERATOR_NAME: operator, JOB_NAME: job, LEGACY_GROUP_NAME: group, LEGACY_JOB_NAME: job}
 
 
@@ -38,8 +41,9 @@ def replica_labels(operator: str, group: str, job_name: str, replica_type: str, 
                    master: bool = False) -> dict[str, str]:
     """The labels of one replica's children; ``master`` adds ``job-role=master`` where the framework says."""
     rtype = replica_type.lower()
-    labels = {**job_labels(operator, group, job_name), REPLICA_TYPE: rtype, REPLICA_INDEX: str(index),
-              LEGACY_REPLICA_TYPE: rtype, LEGACY_REPLICA_INDEX: str(index)}
+    labels = {**job_labels(operator, group, job_name), REPLICA_TYPE: rtype, REPLICA_INDEX: str(index)}
+    if group:
+        labels.update({LEGACY_REPLICA_TYPE: rtype, LEGACY_REPLICA_INDEX: str(index)})
     if master:
         labels[JOB_ROLE] = MASTER_ROLE
     return labels

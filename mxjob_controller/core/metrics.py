@@ -6,6 +6,10 @@ Counted from transitions, never from reconciles: a job is counted when the statu
 write was computed from. A job already ``Created`` in the API is therefore never counted again, by a restarted
 controller or a new leader (training-operator counted on every informer ADD, so every restart re-counted every job:
 #2408). ``deleted`` is counted by whoever deletes a job, after the delete succeeded.
+
+Several frameworks in one process share one registry: the families are registered once per registry
+(``families_for``), and each framework's :class:`JobMetrics` counts into them under its own ``framework`` label, as
+training-operator's one process counts every job kind.
 """
 
 from __future__ import annotations

@@ -42,10 +42,12 @@ class PodFailure:
 
 @dataclass(frozen=True, slots=True)
 class ReplicaState:
-    """One replica type as its pods show it: counts, and the failures that count against the job."""
+    """One replica type as its pods show it: counts, the failures that count against the job, and which indices
+    have completed (a framework may decide on one replica: TensorFlow's worker 0)."""
 
     counts: ReplicaCounts = field(default_factory=ReplicaCounts)
     failures: tuple[PodFailure, ...] = ()
+    completed: frozenset[int] = frozenset()
 
 
 def phase(pod: dict[str, Any]) -> str:
@@ -120,12 +122,18 @@ def fails_the_job(restart_policy: str, pod: dict[str, Any], container: str) -> b
     return False
 
 
+def completed(pod: dict[str, Any], container: str) -> bool:
+    """The pod has Succeeded and its framework ``container`` exited 0 (training-operator's ``worker0Completed``)."""
+    return phase(pod) == SUCCEEDED and exit_code(pod, container) == 0
+
+
 def replica_state(pods_by_index: dict[int, dict[str, Any]], replica_type: str, restart_policy: str,
                   container: str) -> ReplicaState:
     """The state of one replica type from its pods (one per index)."""
     failures = tuple(failure_of(pod, replica_type, index, container)
                      for index, pod in sorted(pods_by_index.items()) if fails_the_job(restart_policy, pod, container))
-    return ReplicaState(count_pods(pods_by_index.values()), failures)
+    done = frozenset(index for index, pod in pods_by_index.items() if completed(pod, container))
+    return ReplicaState(count_pods(pods_by_index.values()), failures, done)
 
 
 def termination(pod: dict[str, Any], container: str) -> tuple[int, str] | None:

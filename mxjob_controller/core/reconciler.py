@@ -121,8 +121,11 @@ class JobReconciler:
     def __init__(self, framework: Framework, client: Client, caches: JobCaches, expectations: ControllerExpectations,
                  recorder: EventRecorder, metrics: JobMetrics, pool: WritePool,
                  options: ReconcilerOptions | None = None, wall: Callable[[], float] = time.time,
-                 gang: GangScheduling | None = None) -> None:
+                 gang: GangScheduling | None = None, contended: Callable[[], bool] = lambda: True) -> None:
+        """``contended``: whether other jobs wait for a worker (the controller: keys ready in its queue); a pass
+        yields after its slice of writes only then."""
         self.framework = framework
+        self.contended = contended
         self.gang = gang
         self.caches = caches
         self.expectations = expectations
@@ -221,7 +224,8 @@ class JobReconciler:
             return current is None or meta.get("uid") != ctx.uid or bool(meta.get("deletionTimestamp"))
 
         o = self.options
-        return Slice(writes=o.slice_writes, seconds=o.slice_seconds, max_batch=o.slice_batch, cancelled=cancelled)
+        return Slice(writes=o.slice_writes, seconds=o.slice_seconds, max_batch=o.slice_batch, cancelled=cancelled,
+                     contended=self.contended)
 
     def _suspend(self, ctx: JobContext, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """A suspended job: its children and PodGroup deleted, its status saying so."""

@@ -25,13 +25,16 @@ from mxjob_controller.core.write_pool import WritePool
 class Slice:
     """The most one run may do: ``writes`` tasks, started within ``seconds`` (the first ``floor`` start whatever the
     time: a small job is never split over passes, each of which waits its turn in the queue), in batches of at most
-    ``max_batch``; ``cancelled`` is asked before every batch."""
+    ``max_batch``; ``cancelled`` is asked before every batch. The write and time bounds are there so that other
+    work gets its turn: they end a run only while ``contended()`` says other work waits (a large job alone goes on
+    in one pass instead of yielding to no one)."""
 
     writes: int
     seconds: float
     max_batch: int
     cancelled: Callable[[], bool] = lambda: False
     floor: int = 0
+    contended: Callable[[], bool] = lambda: True
 
 
 UNBOUNDED = Slice(writes=1 << 62, seconds=float("inf"), max_batch=1 << 62)
@@ -52,20 +55,48 @@ def slow_start(tasks: Sequence[Callable[[], Any]], pool: WritePool, *, timeout: 
     """Run ``tasks`` on ``pool`` in doubling batches; stop after a batch with a failure, or when ``within`` is used
     up or cancelled. ``timeout`` bounds the wait for each batch (a task still running then counts as failed; its
     own writes have their own timeouts)."""
+    return slow_start_lanes([tasks], pool, timeout=timeout, initial_batches=[initial_batch], within=within)
+
+
+def slow_start_lanes(lanes: Sequence[Sequence[Callable[[], Any]]], pool: WritePool, *, timeout: float,
+                     initial_batches: Sequence[int], lags: Sequence[int] = (),
+                     within: Slice = UNBOUNDED) -> SlowStartOutcome:
+    """Several slow starts in step, one per *lane* (a job's services, its pods): each round sends every lane's next
+    batch together, and each lane doubles on its own, so kinds of writes share round trips (a small job's services
+    and pods take 4 of them, not 6) while an API failing one kind still sees one request of it. Lane ``i`` starts
+    ``lags[i]`` rounds late (a job's pods follow their Services by one round, so a pod's Service exists when it
+    starts, as when all Services went first). A round holds at most ``within.max_batch`` tasks, shared evenly by
+    the lanes with work in it. The run stops after the first round with a failure; ``results`` are in submission
+    order."""
     outcome = SlowStartOutcome()
-    remaining = list(tasks)
-    size = max(1, initial_batch)
+    remaining = [list(lane) for lane in lanes]
+    sizes = [max(1, n) for n in initial_batches]
+    starts = list(lags) + [0] * (len(lanes) - len(lags))
     ends = time.monotonic() + within.seconds
-    while remaining:
+    rounds = 0
+    while any(remaining):
         left = within.writes - outcome.attempted
         if within.cancelled():
             outcome.cancelled = True
             return outcome
-        if left <= 0 or (outcome.attempted and outcome.attempted >= within.floor and time.monotonic() >= ends):
-            outcome.deferred = len(remaining)
+        used_up = left <= 0 or (outcome.attempted and outcome.attempted >= within.floor and time.monotonic() >= ends)
+        waiting = (used_up or left < within.max_batch) and within.contended()   # asked only when a bound binds
+        if used_up and waiting:
+            outcome.deferred = sum(len(lane) for lane in remaining)
             return outcome
-        take = min(size, within.max_batch, left)
-        batch, remaining = remaining[:take], remaining[take:]
+        room = min(within.max_batch, left) if waiting else within.max_batch
+        active = [i for i, lane in enumerate(remaining) if lane and starts[i] <= rounds] \
+            or [i for i, lane in enumerate(remaining) if lane]   # nothing else left to wait for
+        share = max(1, room // len(active))
+        batch: list[Callable[[], Any]] = []
+        took: list[int] = []
+        for i in active:
+            take = min(sizes[i], share, room - len(batch))
+            if take <= 0:
+                break
+            batch += remaining[i][:take]
+            remaining[i] = remaining[i][take:]
+            took.append(i)
         outcome.batches.append(len(batch))
         outcome.attempted += len(batch)
         deadline = time.monotonic() + timeout
@@ -79,5 +110,7 @@ def slow_start(tasks: Sequence[Callable[[], Any]], pool: WritePool, *, timeout: 
                 outcome.results.append(task.result)
         if outcome.error is not None:
             return outcome
-        size *= 2
+        for i in took:
+            sizes[i] *= 2
+        rounds += 1
     return outcome

@@ -1,4 +1,5 @@
-"""The whole local cluster in one process: the embedded API server, the MXJob controller and the local kubelet.
+"""The whole local cluster in one process: the embedded API server, the job controllers (MXJob and TFJob) and the
+local kubelet.
 
     with LocalCluster(ClusterOptions()) as cluster:      # started; stopped (every process gone) on exit
         cluster.server.write_kubeconfig("kubeconfig")
@@ -6,9 +7,9 @@
 
 The controller and the kubelet reach the API server over HTTP with the project's client, as they would on a cluster;
 only the kubelet's log files are handed to the server in-process (``pods/log``). Each part can be left out for tests
-that play it themselves (``kubelet=False`` leaves pods Pending; ``controller=False`` runs no MXJob controller).
-Start order: server, CRDs, kubelet, controller; stop order: controller (no new pods), kubelet (every container
-process stopped), server.
+that play it themselves (``kubelet=False`` leaves pods Pending; ``controller=False`` runs no job controller).
+Start order: server, CRDs (every framework's: ``mxjob_controller/data/crds``), kubelet, controllers; stop order:
+controllers (no new pods), kubelet (every container process stopped), server.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from mxjob_controller.local.apiserver import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
 from mxjob_controller.local.kubelet import Kubelet, KubeletOptions
 from mxjob_controller.manager.settings import DEFAULT_BURST, DEFAULT_QPS
-from mxjob_controller.runtime.client import Client, ClientConfig
+from mxjob_controller.runtime.client import Client
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class ClusterOptions:
     crds: bool = True                                  # apply the packaged CRDs at start
     kubelet: bool = True                               # run pods as local processes
     kubelet_options: KubeletOptions = field(default_factory=KubeletOptions)
-    controller: bool = True                            # run the MXJob controller in this process
+    controller: bool = True                            # run the job controllers in this process
     threadiness: int = 4                               # the controller's reconcile workers
     job_ports: tuple[int, int] | None = DEFAULT_RANGE  # scheduler ports given to MXJobs; None: leave them
 
@@ -99,20 +100,25 @@ class LocalCluster:
         return self._client(component, -1.0, 1)
 
     def _client(self, component: str, qps: float, burst: int) -> Client:
-        client = Client(ClientConfig(host=self.server.url, qps=qps, burst=burst), component=component,
+        # With authentication on, each part is a user of its own in system:masters: the cluster's own parts are
+        # trusted, as kube's control plane is (the controller under its ServiceAccount is `mxjob-controller run`).
+        token = self.server.issue_user_token(f"mxjob-local:{component}", ("system:masters",)) \
+            if self.server.admin_token else None
+        client = Client(self.server.client_config(token, qps=qps, burst=burst), component=component,
                         program=PROGRAM, version=__version__)
         self._clients.append(client)
         return client
 
     def _start_controller(self) -> Any:
         # Imported here: `local up --no-controller` (tests, benchmarks) does not load the controller at all.
-        from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController  # noqa: PLC0415
+        from mxjob_controller.core.job_controller import ControllerOptions  # noqa: PLC0415
+        from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS  # noqa: PLC0415
+        from mxjob_controller.manager.controllers import build_controllers  # noqa: PLC0415
         from mxjob_controller.runtime.registry import new_registry  # noqa: PLC0415
 
         client = self._client("controller", DEFAULT_QPS, DEFAULT_BURST)
-        controller = MXJobController(client, ControllerOptions(threadiness=self.options.threadiness,
-                                                               registry=new_registry()))
-        return controller.start()
+        options = ControllerOptions(threadiness=self.options.threadiness, registry=new_registry())
+        return build_controllers(client, options, DEFAULT_FRAMEWORKS).start()
 
     def stop(self, timeout: float = 15.0) -> bool:
         """Stop within about ``timeout`` seconds; True if every part stopped cleanly. No container process started

@@ -4,11 +4,12 @@
     sys.exit(outcome.exit_code)      # 0 all succeeded, 1 one failed, 124 timed out, 130 interrupted
 
 Everything goes through the API server over HTTP, as kubectl would: the documents are created in order (a missing
-namespace is created first), then the MXJobs among them are watched until every one has succeeded, one has failed
-(fail fast: the others are stopped with the cluster), the time is up, or ``interrupt`` is set. Progress is a line per
-change (or, on a terminal, a block redrawn in place): each job's state and replica counts. With ``logs``, every
-container's output is streamed, each line prefixed by its pod. When a job fails, the last lines of each failed pod
-are printed; they are read from the kubelet's files, which outlive the pods that the job's cleanPodPolicy removes.
+namespace is created first), then the jobs among them (MXJobs, TFJobs) are watched until every one has succeeded,
+one has failed (fail fast: the others are stopped with the cluster), the time is up, or ``interrupt`` is set.
+Progress is a line per change (or, on a terminal, a block redrawn in place): each job's state and replica counts.
+With ``logs``, every container's output is streamed, each line prefixed by its pod. When a job fails, the last lines
+of each failed pod are printed; they are read from the kubelet's files, which outlive the pods that the job's
+cleanPodPolicy removes.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
+from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.local.cluster import LocalCluster
 from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, KubeError, Resource
 
 log = logging.getLogger(__name__)
 
-MXJOBS = Resource("kubeflow.org", "v1", "mxjobs", kind="MXJob")
+#: The job kinds followed to their end, and where they are served.
+JOB_RESOURCES = {entry.kind: entry.framework().resource for entry in FRAMEWORKS.values()}
 SUCCEEDED, FAILED, TIMED_OUT, INTERRUPTED = 0, 1, 124, 130
 _POLL = 0.25          # seconds between looks at the jobs
 _TAIL = 20            # log lines shown of each failed pod
@@ -51,9 +54,21 @@ class SubmitError(Exception):
     """A document the API server refused: the message names it and says why."""
 
 
-def submit(client: Client, docs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Create every document in order; the (namespace, name) of the MXJobs among them."""
-    jobs: list[tuple[str, str]] = []
+class Job(NamedTuple):
+    """A submitted job: its resource and where it is."""
+
+    resource: Resource
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def submit(client: Client, docs: Sequence[dict[str, Any]]) -> list[Job]:
+    """Create every document in order; the jobs (MXJobs, TFJobs) among them."""
+    jobs: list[Job] = []
     made_namespaces: set[str] = set()
     for doc in docs:
         kind, meta = doc.get("kind") or "", doc.get("metadata") or {}
@@ -71,8 +86,8 @@ def submit(client: Client, docs: Sequence[dict[str, Any]]) -> list[tuple[str, st
             created = client.create(resource, doc, namespace)
         except KubeError as e:
             raise SubmitError(f"{what}: {_api_message(e)}") from None
-        if kind == "MXJob":
-            jobs.append((namespace or "default", created["metadata"]["name"]))
+        if kind in JOB_RESOURCES and resource.group == JOB_RESOURCES[kind].group:
+            jobs.append(Job(JOB_RESOURCES[kind], namespace or "default", created["metadata"]["name"]))
     return jobs
 
 
@@ -150,7 +165,7 @@ class _LogStreams:
             thread.join(max(0.0, end - time.monotonic()))
 
 
-def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[tuple[str, str]], options: RunOptions,
+def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options: RunOptions,
              out: TextIO, interrupt: threading.Event) -> Outcome:
     """Follow ``jobs`` until they all succeed, one fails, the timeout passes or ``interrupt`` is set."""
     start = time.monotonic()
@@ -170,7 +185,7 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[tuple[str, st
     failed_pods: dict[str, dict[str, Any]] = {}   # uid → pod, every pod seen failing
     try:
         while True:
-            states = {f"{ns}/{name}": _job_state(client, ns, name) for ns, name in jobs}
+            states = {job.key: _job_state(client, job) for job in jobs}
             pods = _pods(client, jobs)
             for pod in pods:
                 if _failing(pod):
@@ -216,12 +231,13 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[tuple[str, st
             streams.join(1.0)
 
 
-def _job_state(client: Client, namespace: str, name: str) -> dict[str, str]:
+def _job_state(client: Client, submitted: Job) -> dict[str, str]:
     try:
-        job = client.get(MXJOBS, name, namespace)
+        job = client.get(submitted.resource, submitted.name, submitted.namespace)
     except KubeError as e:  # a job that vanished has failed; a read that failed is asked again next turn
         return {"state": "Failed" if getattr(e, "code", 0) == 404 else "Unknown",
-                "summary": f"cannot be read: {_api_message(e)}", "message": f"MXJob {name}: {_api_message(e)}"}
+                "summary": f"cannot be read: {_api_message(e)}",
+                "message": f"{submitted.resource.kind} {submitted.name}: {_api_message(e)}"}
     status = job.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
     state = next((t for t in ("Failed", "Succeeded", "Suspended", "Restarting", "Running", "Created")
@@ -234,10 +250,10 @@ def _job_state(client: Client, namespace: str, name: str) -> dict[str, str]:
     return {"state": state, "summary": f"{state:<10} {replicas}", "message": message}
 
 
-def _pods(client: Client, jobs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+def _pods(client: Client, jobs: Sequence[Job]) -> list[dict[str, Any]]:
     pods: list[dict[str, Any]] = []
-    for namespace in sorted({ns for ns, _ in jobs}):
-        names = ",".join(sorted({name for ns, name in jobs if ns == namespace}))
+    for namespace in sorted({job.namespace for job in jobs}):
+        names = ",".join(sorted({job.name for job in jobs if job.namespace == namespace}))
         try:
             pods += client.list(PODS, namespace, label_selector=f"training.kubeflow.org/job-name in ({names})")["items"]
         except KubeError:

@@ -1,33 +1,36 @@
-"""Which controller ``run`` runs: one factory function, the only place the manager learns about MXJobs.
+"""Which controllers ``run`` runs: one factory function, the only place the manager learns about job kinds.
 
-The manager needs from a controller exactly what ``mxnet.controller.MXJobController`` offers: ``start(cancel)``
+The manager needs from a controller exactly what ``core.job_controller.JobController`` offers: ``start(cancel)``
 (returns once its caches have their initial lists and its workers run; raises if they cannot sync, and
 :class:`StartCancelledError` as soon as ``cancel`` is set meanwhile), ``stop(deadline) -> bool`` (stop taking work,
 let in-flight reconciles finish, stop every thread, within ``deadline`` seconds; also after a failed start), and
-``factory.has_synced()`` for ``/readyz``. The errors a start can end with that the manager reports in its own words
+``factory.has_synced()`` for ``/readyz``. Several frameworks (``--frameworks mxnet,tensorflow``) run as one
+:class:`Controllers` of that same shape. The errors a start can end with that the manager reports in its own words
 are re-exported here. Tests hand the manager another factory through the same signature.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.manager.settings import RunSettings
-from mxjob_controller.mxnet.controller import (
-    CONTROLLER_NAME,
+from mxjob_controller.core.job_controller import (
     ControllerOptions,
-    MXJobController,
+    JobController,
     PodGroupAPIMissingError,
     StartCancelledError,
 )
+from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS, FRAMEWORKS, MXNET
+from mxjob_controller.manager.settings import RunSettings
+from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.runtime.client import Client
 
-__all__ = ["CONTROLLER_NAME", "ControllerFactory", "ManagedController", "PodGroupAPIMissingError",
-           "StartCancelledError", "new_controller"]
+__all__ = ["ControllerFactory", "Controllers", "ManagedController", "PodGroupAPIMissingError", "StartCancelledError",
+           "build_controllers", "new_controller"]
 
 
 class CacheFactory(Protocol):
@@ -35,7 +38,7 @@ class CacheFactory(Protocol):
 
 
 class ManagedController(Protocol):
-    """What the manager runs (``mxnet.controller.MXJobController`` has this shape)."""
+    """What the manager runs (``JobController`` and :class:`Controllers` have this shape)."""
 
     factory: CacheFactory
 
@@ -44,13 +47,60 @@ class ManagedController(Protocol):
     def stop(self, deadline: float = ...) -> bool: ...
 
 
-ControllerFactory = Callable[[Client, RunSettings, CollectorRegistry], ManagedController]
+class ControllerFactory(Protocol):
+    def __call__(self, client: Client, settings: RunSettings, registry: CollectorRegistry) -> ManagedController: ...
+
+
+class _AllSynced:
+    def __init__(self, controllers: Sequence[JobController]) -> None:
+        self._controllers = controllers
+
+    def has_synced(self) -> bool:
+        return all(c.factory.has_synced() for c in self._controllers)
+
+
+class Controllers:
+    """Several frameworks' controllers as one: started in order (a failed or cancelled start raises, and the
+    manager's stop then stops those already started), stopped in reverse order within one deadline, ready when
+    all are."""
+
+    def __init__(self, controllers: Sequence[JobController]) -> None:
+        self.controllers = list(controllers)
+        self.factory = _AllSynced(self.controllers)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.controllers]
+
+    def start(self, cancel: threading.Event | None = None) -> Controllers:
+        for controller in self.controllers:
+            controller.start(cancel)
+        return self
+
+    def stop(self, deadline: float = 30.0) -> bool:
+        end = time.monotonic() + deadline
+        clean = True
+        for controller in reversed(self.controllers):
+            clean = controller.stop(max(0.0, end - time.monotonic())) and clean
+        return clean
 
 
 def new_controller(client: Client, settings: RunSettings, registry: CollectorRegistry) -> ManagedController:
-    """The MXJob controller, scoped and sized by the flags, reporting on the process's registry."""
+    """The controller of each framework in ``settings.frameworks`` (default: every default framework), scoped and
+    sized by the flags, all reporting on the process's registry: one :class:`JobController` alone, or several as
+    :class:`Controllers`."""
     options = ControllerOptions(namespaces=settings.namespaces or None, threadiness=settings.threadiness,
                                 resync_period=settings.resync_period, registry=registry,
                                 gang_scheduler_name=settings.gang_scheduler_name or None,
                                 event_qps=settings.event_qps, event_burst=settings.event_burst)
-    return MXJobController(client, options)
+    return build_controllers(client, options, settings.frameworks or DEFAULT_FRAMEWORKS)
+
+
+def build_controllers(client: Client, options: ControllerOptions, names: Sequence[str]) -> ManagedController:
+    """One controller per framework named (MXNet's is an :class:`MXJobController`), with the same options and
+    client: alone, or several as :class:`Controllers`."""
+    built: list[JobController] = [
+        MXJobController(client, options) if name == MXNET else JobController(client, options,
+                                                                             FRAMEWORKS[name].framework())
+        for name in names]
+    return built[0] if len(built) == 1 else Controllers(built)

@@ -6,8 +6,10 @@ order and stopped in the reverse one (controller-runtime's manager, for one cont
 
 What it guarantees:
 
-- Start: a configuration or connection problem, a missing MXJob CRD, missing RBAC or a busy port ends ``run`` with 1
-  and one error line saying what to do; nothing is left running.
+- Start: a configuration or connection problem, a missing CRD of a framework that must run (MXJob's, or any named
+  by ``--frameworks``), missing RBAC or a busy port ends ``run`` with 1 and one error line saying what to do;
+  nothing is left running. Without ``--frameworks``, TFJobs are reconciled where their CRD is installed (else a
+  warning).
 - Only a leader reconciles: with ``leader_elect`` the controller is built and started when the Lease is acquired,
   on the elector's ``-leading`` thread; a standby serves ``/metrics`` (``leader_election_master_status 0``) and
   reports ready. Without it, the controller starts at once.
@@ -21,6 +23,7 @@ What it guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -37,7 +40,7 @@ from mxjob_controller.manager.controllers import (
     PodGroupAPIMissingError,
     StartCancelledError,
 )
-from mxjob_controller.manager.crd_check import StartupError, check_mxjob_crd
+from mxjob_controller.manager.crd_check import StartupError, frameworks_to_run
 from mxjob_controller.manager.settings import RunSettings
 from mxjob_controller.runtime.client import Client, ClientConfig, ConfigError, load_config
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
@@ -81,7 +84,9 @@ class Manager:
         """Run until :meth:`request_stop` or a failure: 0 after a graceful stop, 1 after a failure."""
         try:
             config, client = self._connect()
-            check_mxjob_crd(client)
+            chosen = frameworks_to_run(client, self.settings.frameworks)
+            self.settings = dataclasses.replace(self.settings, frameworks=chosen)   # what the factory builds
+            log.info("reconciling %s", ", ".join(chosen), extra={"frameworks": list(chosen)})
             registry = new_registry()
             endpoints = self._endpoints(registry)
         except StartupError as e:
@@ -183,7 +188,7 @@ class Manager:
             self._fail(f"the controller failed to start: {e}")
             self._stop_unstarted(controller)
             return
-        log.info("controller running", extra={"controller": controllers.CONTROLLER_NAME})
+        log.info("controller running", extra={"frameworks": list(self.settings.frameworks)})
         while not until.wait(60.0):
             pass
         lost = self._elector is not None and self._elector.lost

@@ -26,6 +26,8 @@ class RunSettings:
     kubeconfig: str | None = None
     master: str | None = None
     namespaces: tuple[str, ...] = ()            # empty: every namespace
+    frameworks: tuple[str, ...] = ()            # empty: the default ones (frameworks.DEFAULT_FRAMEWORKS) whose CRD
+                                                # is installed; named: exactly these, each CRD required
     threadiness: int = 1
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"

@@ -125,7 +125,11 @@ class Reflector:
             except ApiError as e:
                 delay = self.backoff.next_delay(e.retry_after)
                 need_list = True
-                log.warning("%s: %s; relisting in %.2fs", self.name, e, delay)
+                if e.code in (401, 403):   # RBAC (or credentials): nothing will sync until someone acts
+                    log.error("%s: the API server refuses to list and watch (%d %s): %s; retrying in %.2fs",
+                              self.name, e.code, e.reason, e.message, delay)
+                else:
+                    log.warning("%s: %s; relisting in %.2fs", self.name, e, delay)
             except Exception:
                 delay = self.backoff.next_delay()
                 need_list = True

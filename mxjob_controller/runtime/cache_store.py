@@ -52,15 +52,18 @@ class Indexer:
                 self._values.setdefault(key, {}).update(by_name)
                 self._index(key, by_name)
 
-    def upsert(self, obj: Obj) -> Obj | None:
-        """Store ``obj`` under its key; returns what it replaced."""
-        key = self.key_func(obj)
+    def upsert(self, obj: Obj, key: str | None = None) -> Obj | None:
+        """Store ``obj`` under its key (``key`` when the caller computed it already); returns what it replaced."""
+        if key is None:
+            key = self.key_func(obj)
         with self._lock:
             values = self._compute(obj)
             old = self._items.get(key)
-            if old is not None:
-                self._unindex(key)
             self._items[key] = obj
+            if old is not None:
+                if self._values[key] == values:   # the usual update (a pod's status): its index entries stay
+                    return old
+                self._unindex(key)
             self._values[key] = values
             self._index(key, values)
             return old

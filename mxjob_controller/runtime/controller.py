@@ -11,7 +11,10 @@
 controller-runtime decides it:
 
 - raised: the exception is logged with the key and its traceback, counted (``result="error"``), and the key is
-  re-added with rate limiting (5 ms, 10 ms, 20 ms ... per key, 10 qps overall); the worker thread carries on;
+  re-added with rate limiting (5 ms, 10 ms, 20 ms ... per key, 10 qps overall); the worker thread carries on. A
+  request the API server refused as unauthenticated or forbidden (401/403: RBAC) is logged as an error with the
+  server's message, which names the verb, resource and namespace, and no traceback; ``on_error`` (if given) is then
+  told, e.g. to put a Warning event on the object;
 - ``requeue_after > 0``: the key's back-off is reset and it comes back after that many seconds;
 - ``requeue``: re-added with rate limiting, like an error but not counted as one;
 - otherwise (done): the key's back-off is reset (``forget``).
@@ -32,6 +35,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
+from mxjob_controller.runtime.client import ApiError
+from mxjob_controller.runtime.client.errors import refused
 from mxjob_controller.runtime.clock import Clock
 from mxjob_controller.runtime.controller_metrics import (
     ERROR,
@@ -66,6 +71,8 @@ DONE = Result()
 REQUEUE_RATE_LIMITED = Result(requeue=True)
 
 Reconcile = Callable[[Hashable], "Result | None"]
+ErrorHandler = Callable[[Hashable, Exception], None]
+"""Told of every exception a reconcile raised, after it was logged (must not raise; errors are logged)."""
 
 
 class Controller:
@@ -77,7 +84,8 @@ class Controller:
 
     def __init__(self, name: str, reconcile: Reconcile, *, workers: int = 1,
                  queue: RateLimitingQueue | None = None, registry: CollectorRegistry | None = None,
-                 clock: Clock | None = None, trace_path: str | os.PathLike[str] | None = None) -> None:
+                 clock: Clock | None = None, trace_path: str | os.PathLike[str] | None = None,
+                 on_error: ErrorHandler | None = None) -> None:
         if not name:
             raise ValueError("a controller needs a name (it labels its threads and metrics)")
         if workers < 1:
@@ -85,6 +93,7 @@ class Controller:
         self.name = name
         self.workers = workers
         self._reconcile = reconcile
+        self.on_error = on_error
         self.queue = queue if queue is not None else RateLimitingQueue(name, registry=registry, controller=name,
                                                                         clock=clock)
         self._metrics: ControllerMetrics | NoControllerMetrics = (
@@ -168,9 +177,15 @@ class Controller:
                     result = DONE
                 elif not isinstance(result, Result):
                     raise TypeError(f"reconcile returned {type(result).__name__}, not a Result")
-            except Exception:
-                log.exception("controller %s: reconcile of %r failed; retrying with back-off", self.name, key)
+            except Exception as e:
+                if refused(e):
+                    assert isinstance(e, ApiError)
+                    log.error("controller %s: reconcile of %r failed: the API server refused a request (%d %s): %s; "
+                              "retrying with back-off", self.name, key, e.code, e.reason, e.message)
+                else:
+                    log.exception("controller %s: reconcile of %r failed; retrying with back-off", self.name, key)
                 self.queue.add_rate_limited(key)
+                self._report(key, e)
                 return
             outcome = self._follow(key, result)
         finally:
@@ -178,6 +193,14 @@ class Controller:
             self._metrics.finished(outcome, end - start)
             if self._trace is not None:
                 self._trace.record(key, thread, start, end, outcome)
+
+    def _report(self, key: Hashable, error: Exception) -> None:
+        if self.on_error is None:
+            return
+        try:
+            self.on_error(key, error)
+        except Exception:
+            log.exception("controller %s: reporting the failed reconcile of %r failed", self.name, key)
 
     def _follow(self, key: Hashable, result: Result) -> str:
         """Queue ``key`` as ``result`` asks; the metric result it counts as."""

@@ -136,6 +136,8 @@ class EventRecorder:
         # (uid, reason) of the important events this process recorded. Larger than the important queue, so an event
         # still queued is always remembered (the queue is FIFO: the keys of queued events are the newest ones).
         self._recorded: LRUCache[tuple[str, str], bool] = LRUCache(maxsize=2 * self._important_size)
+        # The latest Warning messages recorded about each object (uid → (wall time, message)), for warned().
+        self._warnings: LRUCache[str, deque[tuple[float, str]]] = LRUCache(maxsize=4096)
         self._cond = threading.Condition()
         self._unfinished = 0        # queued or being written
         self._last_ns = 0
@@ -162,7 +164,20 @@ class EventRecorder:
         with self._cond:
             if important and ref.uid:
                 self._recorded[key] = True
+            if event_type == WARNING and ref.uid:
+                recent = self._warnings.get(ref.uid)
+                if recent is None:
+                    recent = self._warnings[ref.uid] = deque(maxlen=16)
+                recent.append((self._wall(), message))
             return self._enqueue(_Queued(body, important), key)
+
+    def warned(self, ref: ObjectReference, text: str, within: float = 60.0) -> bool:
+        """Whether a Warning event about ``ref`` whose message contains ``text`` was recorded in the last ``within``
+        seconds (so that one failure is not reported twice: ``FailedCreatePod`` already carries a 403's message)."""
+        since = self._wall() - within
+        with self._cond:
+            recent = list(self._warnings.get(ref.uid) or ())
+        return any(t >= since and text in message for t, message in recent)
 
     def event_once(self, ref: ObjectReference, event_type: str, reason: str, message: str, *,
                    at: float | None = None) -> bool:

@@ -17,8 +17,9 @@ Guarantees:
   for everything already cached.
 - A relist does not re-deliver objects whose resourceVersion did not change; a handler that wants periodic
   re-delivery asks for a resync period and then gets update(obj, obj) for every cached object each period.
-- Handlers run on their own named threads (``informer-<name>-h<N>``), never on the reflector's; one failing
-  handler never stops delivery to itself or to others.
+- Handlers run on their own named threads (``informer-<name>-h<N>``), never on the reflector's, unless added with
+  ``inline=True`` (for handlers that only queue keys: see ``informer_listener``); one failing handler never stops
+  delivery to itself or to others.
 - The label and field selectors are sent to the server: objects that do not match are never transferred, never
   cached, never delivered (an object that stops matching is delivered as deleted).
 - :meth:`stop` ends every thread of the informer, each join bounded by its timeout.
@@ -131,13 +132,16 @@ class SharedInformer:
     # --- handlers -------------------------------------------------------------------------------------
 
     def add_handler(self, on_add: OnAdd | None = None, on_update: OnUpdate | None = None,
-                    on_delete: OnDelete | None = None, *, resync_period: float | None = None) -> HandlerRegistration:
+                    on_delete: OnDelete | None = None, *, resync_period: float | None = None,
+                    inline: bool = False) -> HandlerRegistration:
         """Register callbacks; ``resync_period`` (default: the informer's; 0 = never) asks for update(obj, obj)
-        of every cached object that often."""
+        of every cached object that often. ``inline``: call them on the informer's own threads, for handlers that
+        never block (no thread of their own)."""
         with self._lock:
             self._handler_count += 1
             period = self.resync_period if resync_period is None else resync_period
-            listener = Listener(f"informer-{self.name}-h{self._handler_count}", on_add, on_update, on_delete, period)
+            listener = Listener(f"informer-{self.name}-h{self._handler_count}", on_add, on_update, on_delete, period,
+                                inline=inline)
             listener.next_resync = time.monotonic() + period
             for obj in self.store.list():   # a late handler first learns what is already known
                 listener.push((ADD, obj))
@@ -249,8 +253,10 @@ class SharedInformer:
                 if self.store.delete(key) is not None:  # unknown objects' deletions are dropped, as client-go does
                     self._distribute([(DELETE, obj)])
                 return
-            old = self.store.upsert(obj)
-            self._distribute([(ADD, obj)] if old is None else [(UPDATE, old, obj)])
+            old = self.store.upsert(obj, key)
+            note = (ADD, obj) if old is None else (UPDATE, old, obj)
+            for listener in self._listeners:
+                listener.push(note)
 
     def _transformed(self, obj: dict[str, Any]) -> dict[str, Any]:
         if self.transform is None:

@@ -71,6 +71,7 @@ from mxjob_controller.runtime.client import (
     KubeError,
     NotFound,
 )
+from mxjob_controller.runtime.client.errors import refused
 from mxjob_controller.runtime.clock import Clock, RealClock
 from mxjob_controller.runtime.lease_watch import LeaseWatch
 from mxjob_controller.runtime.registry import families_for
@@ -140,6 +141,11 @@ def leader_election_client(config: ClientConfig, component: str, renew_deadline:
     sharing the process cannot starve the renewals. ``program``/``version`` name the caller (see ``user_agent``)."""
     return Client(config.with_overrides(connect_timeout=min(config.connect_timeout, renew_deadline)),
                   component=component, program=program, version=version, max_retries=0)
+
+
+def _level(error: BaseException) -> int:
+    """A Lease the API server refuses us (RBAC, 403) is an error: nobody leads until someone fixes it."""
+    return logging.ERROR if refused(error) else logging.WARNING
 
 
 class LeaseRecord(NamedTuple):
@@ -357,7 +363,7 @@ class LeaderElector:
         except NotFound:
             return self._create(desired, deadline)
         except KubeError as e:
-            log.warning("leader election: reading lease %s/%s failed: %s", self.config.namespace,
+            log.log(_level(e), "leader election: reading lease %s/%s failed: %s", self.config.namespace,
                         self.config.lease_name, e)
             return False
         record = LeaseRecord.of(lease)
@@ -384,7 +390,7 @@ class LeaderElector:
         except AlreadyExists:
             return False  # another candidate created it first
         except KubeError as e:
-            log.warning("leader election: creating lease %s/%s failed: %s", self.config.namespace,
+            log.log(_level(e), "leader election: creating lease %s/%s failed: %s", self.config.namespace,
                         self.config.lease_name, e)
             return False
         return self._hold(created, desired, started)
@@ -397,7 +403,7 @@ class LeaderElector:
         except Conflict:
             return False  # someone wrote it since we read it
         except KubeError as e:
-            log.warning("leader election: updating lease %s/%s failed: %s", self.config.namespace,
+            log.log(_level(e), "leader election: updating lease %s/%s failed: %s", self.config.namespace,
                         self.config.lease_name, e)
             return False
         return self._hold(updated, record, started)

@@ -26,6 +26,7 @@ from typing import Any
 from mxjob_controller.runtime.backoff import Backoff
 from mxjob_controller.runtime.cache_reflector import SHORT_WATCH
 from mxjob_controller.runtime.client import LEASES, ApiError, Cancelled, Client, Gone, KubeError, WatchStream
+from mxjob_controller.runtime.client.errors import refused
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,8 @@ class LeaseWatch:
                 if self._stop.is_set():
                     break
                 delay = self._backoff.next_delay(e.retry_after if isinstance(e, ApiError) else None)
-                log.debug("lease watch %s/%s: %s; retrying in %.2fs", self._namespace, self._name, e, delay)
+                log.log(logging.ERROR if refused(e) else logging.DEBUG, "lease watch %s/%s: %s; retrying in %.2fs",
+                        self._namespace, self._name, e, delay)
             if delay > 0 and self._stop.wait(delay):
                 break
 

@@ -2,7 +2,8 @@
 
 Each record has the request's time, verb (kube's: get list watch create update patch delete deletecollection;
 the lower-case method for non-resource paths), group, resource, subresource, namespace, name, user agent, the
-response code, and the server time spent (for a watch: how long the stream was open). Records are kept in
+user the server authenticated (empty when it authenticates nobody, or refused the credentials), the response
+code, and the server time spent (for a watch: how long the stream was open). Never a credential. Records are kept in
 memory, the newest ``capacity`` of them, and queried with :meth:`AuditLog.records`; with a path they are also
 appended to a file as JSON lines, one object per request, flushed as written.
 
@@ -45,6 +46,7 @@ class AuditRecord:
     # with fieldSelector metadata.name=<n> is authorized as a request for the object <n>).
     label_selector: str = ""
     field_selector: str = ""
+    user: str = ""        # the authenticated user's name
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -74,7 +76,7 @@ class AuditLog:
                              group=info.group, version=info.version, resource=info.resource,
                              subresource=info.subresource, namespace=info.namespace, name=info.name,
                              user_agent=info.user_agent, code=ex.code, elapsed=elapsed,
-                             **_selectors(info.verb, ex.query))
+                             user=getattr(ex.user, "name", "") or "", **_selectors(info.verb, ex.query))
         with self._lock:
             self._records.append(record)
             if self.path is not None:
@@ -85,7 +87,8 @@ class AuditLog:
 
     def records(self, *, verb: str | None = None, resource: str | None = None, subresource: str | None = None,
                 namespace: str | None = None, name: str | None = None, user_agent: str | None = None,
-                code: int | None = None, group: str | None = None, since: float | None = None) -> list[AuditRecord]:
+                code: int | None = None, group: str | None = None, since: float | None = None,
+                user: str | None = None) -> list[AuditRecord]:
         """Records, oldest first, matching every filter given (``user_agent`` is a prefix; ``since`` a time)."""
         with self._lock:
             snapshot = list(self._records)
@@ -95,7 +98,7 @@ class AuditLog:
                 and (namespace is None or r.namespace == namespace) and (name is None or r.name == name)
                 and (user_agent is None or r.user_agent.startswith(user_agent))
                 and (code is None or r.code == code) and (group is None or r.group == group)
-                and (since is None or r.time >= since)]
+                and (since is None or r.time >= since) and (user is None or r.user == user)]
 
     def clear(self) -> None:
         with self._lock:

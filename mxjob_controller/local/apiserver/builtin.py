@@ -32,7 +32,8 @@ CONFIGMAPS = ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", name
                           short_names=("cm",))
 SECRETS = ResourceType("", "v1", "secrets", "secret", "Secret", namespaced=True, field_getters=_fields("type"))
 SERVICEACCOUNTS = ResourceType("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount",
-                               namespaced=True, short_names=("sa",), return_deleted_object=True)
+                               namespaced=True, short_names=("sa",), return_deleted_object=True,
+                               extra_subresources=("token",))
 NODES = ResourceType("", "v1", "nodes", "node", "Node", namespaced=False, short_names=("no",),
                      status_subresource=True, field_getters=_fields("spec.unschedulable"))
 LEASES = ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", namespaced=True)

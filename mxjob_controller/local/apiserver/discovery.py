@@ -19,6 +19,7 @@ _SUBRESOURCE_SHAPES: dict[str, tuple[tuple[str, ...], str | None, str, str]] = {
     "binding": (("create",), None, "", "Binding"),
     "finalize": (("update",), None, "", ""),
     "scale": (("get", "patch", "update"), "autoscaling", "v1", "Scale"),
+    "token": (("create",), "authentication.k8s.io", "v1", "TokenRequest"),
 }
 
 

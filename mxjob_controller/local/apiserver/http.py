@@ -21,6 +21,10 @@ always with a ``Status`` in JSON and ``Connection: close`` (Go answers these in 
 
 After such a refusal the rest of the request is read and dropped until the client closes (half a second at
 most, as Go's ``closeWriteAndWait``): closing with bytes unread makes the kernel reset the connection.
+
+With an ``ssl_context`` every connection is TLS: the handshake is made on the connection's own thread (a slow
+client never holds up the accept loop) within the header timeout; a failed one closes the connection, and a plain
+HTTP request gets Go's plain-text answer ``400 Client sent an HTTP request to an HTTPS server.``
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import re
 import select
 import selectors
 import socket
+import ssl
 import threading
 import time
 import uuid
@@ -93,6 +98,7 @@ class Exchange:
     code: int = 0
     started: float = 0.0
     response_bytes: int = 0
+    user: Any = None  # who the server authenticated (auth.UserInfo); None when it authenticates nobody
 
 
 Application = Callable[[Exchange], Response]
@@ -111,8 +117,10 @@ class APIHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, address: tuple[str, int], app: Application) -> None:
+    def __init__(self, address: tuple[str, int], app: Application,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.app = app
+        self.ssl_context = ssl_context
         self.observers: list[Observer] = []
         self.bookmark_interval = 60.0
         self.header_timeout = HEADER_TIMEOUT  # seconds for a request line and its headers to arrive
@@ -137,6 +145,12 @@ class APIHTTPServer(ThreadingHTTPServer):
 
     def stop_accepting(self) -> None:
         self._accepting_ends.set()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        if self.ssl_context is not None:   # the handshake waits for the connection's thread (_Handler.setup)
+            sock = self.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
 
     def process_request(self, request: Any, client_address: Any) -> None:
         t = threading.Thread(target=self._connection, args=(request, client_address),
@@ -210,6 +224,33 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.track(self.connection, True)
+        self.handshake_failed = False
+        if isinstance(self.connection, ssl.SSLSocket):
+            self.handshake_failed = not self._handshake()
+
+    def _handshake(self) -> bool:
+        """The TLS handshake, within the header timeout; False (the connection is then closed) when it fails."""
+        self.connection.settimeout(self.server.header_timeout)
+        try:
+            self.connection.do_handshake()
+        except ssl.SSLError as e:
+            if e.reason == "HTTP_REQUEST":   # Go's answer to plain HTTP on a TLS port, written unencrypted
+                try:
+                    socket.socket.sendall(self.connection, b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                                                           b"Client sent an HTTP request to an HTTPS server.\n")
+                except OSError:
+                    pass
+            log.debug("TLS handshake with %s failed: %s", self.address_string(), e.reason or e)
+            return False
+        except OSError:
+            return False
+        finally:
+            self.connection.settimeout(self.timeout)
+        return True
+
+    def handle(self) -> None:
+        if not self.handshake_failed:
+            super().handle()
 
     def finish(self) -> None:
         try:
@@ -473,11 +514,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _client_gone(self) -> bool:
         try:
             readable, _, _ = select.select([self.connection], [], [], 0)
-            if readable:
+            if not readable:
+                return False
+            if not isinstance(self.connection, ssl.SSLSocket):
                 return self.connection.recv(1, socket.MSG_PEEK) == b""
+            # TLS: what arrived may be part of a record; peek at what it decrypts to without waiting.
+            self.connection.settimeout(0)
+            try:
+                return self.rfile.peek(1) == b""
+            except (ssl.SSLWantReadError, BlockingIOError):
+                return False
+            finally:
+                self.connection.settimeout(self.timeout)
         except (OSError, ValueError):
             return True
-        return False
 
     def _stream_watch(self, stream: WatchStream, resp: Response) -> None:
         """Send events until the watch times out, the watcher is closed, or the client goes away."""

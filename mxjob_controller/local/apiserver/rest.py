@@ -68,6 +68,7 @@ class Request:
     body: bytes = b""
     accept: str = ""
     user_agent: str = ""
+    user: Any = None  # the authenticated caller (auth.UserInfo), for the review APIs; None: nobody was asked
 
 
 @dataclass(slots=True)
@@ -119,6 +120,9 @@ SubresourceCreator = Callable[[Request], Response]
 """Serves a POST to a subresource (``pods/binding``)."""
 Admission = Callable[[ResourceType, dict, WriteContext], None]
 """Mutating admission on create: runs after defaulting, before validation; may change the object in place."""
+ValidatingAdmission = Callable[[ResourceType, dict, "dict | None", WriteContext], None]
+"""(rt, new object, old object (None on create), ctx): raises StatusError to refuse a create or an update (the
+caller is ``ctx.user``); runs after mutating admission, before validation."""
 
 
 class REST:
@@ -133,7 +137,10 @@ class REST:
         self.table_converter: TableConverter | None = None
         self.log_reader: LogReader | None = None
         self.subresource_creators: dict[tuple[str, str], SubresourceCreator] = {}  # (storage key, subresource)
+        # Create-only kinds that store nothing (the access reviews): storage key → handler of their POST.
+        self.virtual_creators: dict[str, SubresourceCreator] = {}
         self.admission: list[Admission] = []
+        self.validating_admission: list[ValidatingAdmission] = []
         self.lookup: Callable[[str, str, str], dict | None] | None = None
         self.deleter = Deleter(store, self.strategy, namespaces_key)
 
@@ -223,7 +230,7 @@ class REST:
 
     def _context(self, req: Request) -> WriteContext:
         return WriteContext(rt=req.rt, subresource=req.subresource, dry_run=_dry_run(req.query, req.verb),
-                            field_manager=req.query.get("fieldManager", ""), lookup=self.lookup)
+                            field_manager=req.query.get("fieldManager", ""), lookup=self.lookup, user=req.user)
 
     def _field_validation(self, req: Request) -> str:
         value = req.query.get("fieldValidation", "") or "Warn"
@@ -432,6 +439,9 @@ class REST:
     # --- write verbs ----------------------------------------------------------------------------------
 
     def _create(self, req: Request) -> Response:
+        virtual = self.virtual_creators.get(req.rt.storage_key)
+        if virtual is not None and not req.subresource:
+            return virtual(req)
         if req.subresource:
             creator = self.subresource_creators.get((req.rt.storage_key, req.subresource))
             if creator is None:
@@ -446,6 +456,8 @@ class REST:
         strategy.prepare_create(obj, ctx)
         for admit in self.admission:
             admit(req.rt, obj, ctx)
+        for check in self.validating_admission:
+            check(req.rt, obj, None, ctx)
         self._validate(req, obj, None, ctx)
         self._to_storage(req.rt, obj)
         name = obj["metadata"]["name"]
@@ -527,6 +539,8 @@ class REST:
         strategy = self.strategy(req.rt)
         old = current.obj
         strategy.prepare_update(new, old, ctx)
+        for check in self.validating_admission:
+            check(req.rt, new, old, ctx)
         self._validate(req, new, old, ctx)
         self._to_storage(req.rt, new)
         new["metadata"]["resourceVersion"] = str(current.rv)

@@ -4,6 +4,11 @@
         api.write_kubeconfig("kubeconfig")  # for kubectl and the official client
         ...
 
+    with APIServer(ServerOptions(tls=True)) as api:      # HTTPS, bearer tokens, RBAC enforced (auth/)
+        api.write_kubeconfig("kubeconfig")              # the CA and the administrator's token in it
+        api.write_token_dir(sa_dir, "kubeflow", "mxjob-controller")   # a pod's service-account volume
+        client = Client(api.client_config())            # an administrator's client in this process
+
 Everything is in memory; nothing survives ``stop()``.
 """
 
@@ -21,6 +26,10 @@ from typing import Any
 from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from mxjob_controller.local.apiserver import builtin, errors, patchers, tables
 from mxjob_controller.local.apiserver.audit import DEFAULT_CAPACITY, AuditLog
+from mxjob_controller.local.apiserver.auth import ALWAYS_ALLOW, RBAC, Security
+from mxjob_controller.local.apiserver.auth.admission import OwnerReferencesPermissionEnforcement
+from mxjob_controller.local.apiserver.auth.reviews import REVIEW_TYPES
+from mxjob_controller.local.apiserver.auth.security import bootstrap_policy
 from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.faults import FaultInjector
 from mxjob_controller.local.apiserver.gc import GarbageCollector
@@ -29,6 +38,7 @@ from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
 from mxjob_controller.local.apiserver.kinds.pods import PodStrategy, bind
+from mxjob_controller.local.apiserver.kinds.rbac import BindingStrategy, ClusterRoleStrategy
 from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
 from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
 from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
@@ -40,6 +50,7 @@ from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
 from mxjob_controller.local.apiserver.validation import strict_json
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.kubeconfig import kubeconfig_for, write_kubeconfig
+from mxjob_controller.runtime.client.config import ClientConfig, StaticToken
 
 log = logging.getLogger(__name__)
 
@@ -73,23 +84,42 @@ class ServerOptions:
     audit_capacity: int = DEFAULT_CAPACITY  # audit records kept in memory
     audit_log: str | None = None  # also append audit records here, as JSON lines
     header_timeout: float = HEADER_TIMEOUT  # seconds for a request's line and headers to arrive
+    tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/tls.py)
+    # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
+    # RBAC turns authentication on (bearer tokens; 401 without one).
+    authorization: str | None = None
+
+    @property
+    def authorization_mode(self) -> str:
+        return self.authorization or (RBAC if self.tls else ALWAYS_ALLOW)
 
 
 class APIServer:
     def __init__(self, options: ServerOptions | None = None) -> None:
         self.options = options or ServerOptions()
         self.registry = Registry()
-        self.registry.add(*builtin.BUILTIN_TYPES)
+        self.registry.add(*builtin.BUILTIN_TYPES, *REVIEW_TYPES)
         self.store = Store(StoreOptions(self.options.history_events, self.options.history_age,
                                         self.options.watcher_queue))
+        self.security = Security(self.store, tls=self.options.tls, authorization=self.options.authorization_mode,
+                                 host=self.options.host)
         strategies = {
             builtin.PODS.storage_key: PodStrategy(),
             builtin.SERVICES.storage_key: ServiceStrategy(),
             builtin.SECRETS.storage_key: SecretStrategy(),
             builtin.NAMESPACES.storage_key: NamespaceStrategy(),
             builtin.CRDS.storage_key: CRDStrategy(self.registry, self._write_crd_status, self._purge_crd),
+            builtin.CLUSTERROLES.storage_key: ClusterRoleStrategy(self.store, builtin.CLUSTERROLES.storage_key),
+            builtin.ROLEBINDINGS.storage_key: BindingStrategy(),
+            builtin.CLUSTERROLEBINDINGS.storage_key: BindingStrategy(),
         }
         self.rest = REST(self.store, strategies, CustomResourceStrategy())
+        self.rest.virtual_creators.update(self.security.reviews.creators())
+        self.rest.subresource_creators[(builtin.SERVICEACCOUNTS.storage_key, "token")] = \
+            self.security.reviews.token_request
+        if self.options.authorization_mode == RBAC:   # as hardened clusters (OpenShift) run it: auth/admission.py
+            self.rest.validating_admission.append(
+                OwnerReferencesPermissionEnforcement(self.security.authorizer, self.registry))
         self.rest.lookup = self._lookup
         self.rest.subresource_creators[(builtin.PODS.storage_key, "binding")] = self._bind
         patchers.install(self.rest)  # JSON patch and strategic merge patch
@@ -103,6 +133,7 @@ class APIServer:
         self.gc = GarbageCollector(self.registry, self.store, self.rest)
         self.namespace_controller = NamespaceController(self.registry, self.store, self.rest)
         self.faults = FaultInjector(self.store, self.options.fault_seed)
+        self.router.interceptors.append(self.security.intercept)   # first: a refused request goes no further
         self.router.interceptors.append(self.faults.intercept)
         self.router.response_wrappers.append(self.faults.wrap)
         self.audit = AuditLog(self.options.audit_capacity, self.options.audit_log)
@@ -110,13 +141,18 @@ class APIServer:
         self._thread: threading.Thread | None = None
         for ns in BOOTSTRAP_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        if self.options.authorization_mode == RBAC:
+            for obj in bootstrap_policy():
+                self.create(obj)
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
     def start(self) -> APIServer:
         if self._http is not None:
             return self
-        self._http = APIHTTPServer((self.options.host, self.options.port), self.router)
+        tls = self.security.tls
+        self._http = APIHTTPServer((self.options.host, self.options.port), self.router,
+                                   tls.server_context() if tls is not None else None)
         self._http.bookmark_interval = self.options.bookmark_interval
         self._http.header_timeout = self.options.header_timeout
         self._http.observers.append(self.audit.observe)
@@ -135,6 +171,7 @@ class APIServer:
         built-in controllers. True if every thread ended; False (and a warning naming them) otherwise."""
         http, self._http = self._http, None
         if http is None:
+            self.security.close()   # never started (or stopped already): its key material goes all the same
             return True
         deadline = time.monotonic() + timeout
         left: list[str] = []
@@ -151,6 +188,7 @@ class APIServer:
             if not controller.stop(_remaining(deadline)):
                 left.append(name)
         self.audit.close()
+        self.security.close()
         if left:
             log.warning("embedded API server stopped with threads still running after %.1fs: %s", timeout,
                         ", ".join(left))
@@ -183,18 +221,58 @@ class APIServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.security.tls is not None else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
 
     @property
     def http(self) -> APIHTTPServer:
         assert self._http is not None, "server not started"
         return self._http
 
-    def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
-        return kubeconfig_for(self.url, namespace=namespace)
+    # --- credentials (auth/security.py) -----------------------------------------------------------------
 
-    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
-        return write_kubeconfig(path, self.kubeconfig(namespace))
+    @property
+    def admin_token(self) -> str | None:
+        """The kubeconfig user's token (a member of ``system:masters``); None when the server authenticates no one."""
+        return self.security.admin_token
+
+    @property
+    def ca_file(self) -> str | None:
+        """The PEM file of the CA that signed the serving certificate (TLS only)."""
+        tls = self.security.tls
+        return str(tls.ca_file) if tls is not None else None
+
+    def kubeconfig(self, namespace: str = "default", token: str | None = None) -> dict[str, Any]:
+        """A kubeconfig for this server: the CA to verify it by, and ``token`` (default: the administrator's)."""
+        tls = self.security.tls
+        return kubeconfig_for(self.url, namespace=namespace, ca_pem=tls.ca_pem if tls is not None else None,
+                              token=token or self.admin_token)
+
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default", token: str | None = None) -> Path:
+        return write_kubeconfig(path, self.kubeconfig(namespace, token))
+
+    def client_config(self, token: str | None = None, **overrides: Any) -> ClientConfig:
+        """How a client in this process reaches the server: its URL, CA and ``token`` (default: the
+        administrator's); ``overrides`` set other ``ClientConfig`` fields (qps, burst...)."""
+        token = token or self.admin_token
+        settings: dict[str, Any] = {"host": self.url, "ca_file": self.ca_file,
+                                    "token": StaticToken(token) if token else None, "source": "embedded API server"}
+        return ClientConfig(**{**settings, **overrides})
+
+    def issue_user_token(self, name: str, groups: tuple[str, ...] = ()) -> str:
+        """A token for the user ``name`` in ``groups`` (and ``system:authenticated``), as kube's token file makes
+        one: to act as a user RBAC knows by name."""
+        return self.security.issue_user_token(name, groups)
+
+    def issue_service_account_token(self, namespace: str, name: str) -> str:
+        """A token of the ServiceAccount ``namespace/name``: it authenticates while that account exists (which it
+        need not yet)."""
+        return self.security.issue_service_account_token(namespace, name)
+
+    def write_token_dir(self, directory: str | Path, namespace: str, name: str) -> Path:
+        """``token``, ``ca.crt`` and ``namespace`` in ``directory``, as a pod's service-account volume (TLS only)."""
+        return self.security.write_token_dir(directory, namespace, name)
 
     # --- in-process access (bootstrap, tests) ---------------------------------------------------------
 

@@ -11,6 +11,7 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kube.timefmt import now_rfc3339
@@ -32,6 +33,7 @@ class WriteContext:
     warnings: list[str] = field(default_factory=list)
     # Set by the server: read access to other objects (e.g. a pod's service account), and the node name.
     lookup: Callable[[str, str, str], dict | None] | None = None
+    user: Any = None   # the authenticated caller (auth.UserInfo); None for the server's own writes
 
 
 class Strategy:

@@ -12,7 +12,9 @@ For one machine: the process also gets a small base environment (``PATH`` with t
 so ``python`` finds what is installed; ``HOME``, locale and temp settings; ``HOSTNAME`` as the pod's name), and
 ``OMP_NUM_THREADS=1`` and ``DMLC_NODE_HOST=127.0.0.1`` unless the pod sets them (:data:`ONE_MACHINE_DEFAULTS`). In
 the pod's own values, every DNS name of a known Service (``svc``, ``svc.ns``, ``svc.ns.svc``,
-``svc.ns.svc.cluster.local``) becomes ``127.0.0.1``: every pod listens on this machine's loopback.
+``svc.ns.svc.cluster.local``) becomes that Service's address on this machine's loopback (``addresses.py``: the
+address of the pod it stands for, or 127.0.0.1), and ``status.podIP`` is the pod's own address. A name in the
+Services' own form (``svc.ns.svc``...) is a Service's even before the Service exists: its address is its name's.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from fractions import Fraction
 from typing import Any
 
 from mxjob_controller.kube import quantity
+from mxjob_controller.local.kubelet.addresses import LOCAL_IP
 
-LOCAL_IP = "127.0.0.1"
 CLUSTER_DOMAIN = "cluster.local"
 # Set unless the pod sets them: every container shares this machine's cores; a ps-lite (MXNet) node announces this
 # address to its peers (left alone, it picks a non-loopback interface, which a machine may not have).
@@ -40,8 +42,10 @@ _FIELD_KEY = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
 
 Lookup = Callable[[str, str, str], dict | None]
 """(kind "ConfigMap"/"Secret", namespace, name) -> the object, or None when it does not exist."""
-KnownService = Callable[[str, str], bool]
-"""(namespace, name) -> whether that Service exists."""
+ServiceAddress = Callable[[str, str, bool], "str | None"]
+"""(namespace, name, qualified) -> the address that Service's name resolves to, None when there is no such Service.
+``qualified``: the name was written in the Services' own DNS form (``<svc>.<ns>.svc[.cluster.local]``), so it names
+a Service even if that one is not created yet (a job's pods and Services are created side by side)."""
 
 
 class ContainerConfigError(Exception):
@@ -60,7 +64,7 @@ def base_environment(pod_name: str, environ: Mapping[str, str] | None = None) ->
 
 
 def container_env(pod: dict[str, Any], container: dict[str, Any], base: Mapping[str, str], *,
-                  lookup: Lookup, known_service: KnownService,
+                  lookup: Lookup, service_address: ServiceAddress, pod_ip: str = LOCAL_IP,
                   node_allocatable: Mapping[str, str] | None = None) -> dict[str, str]:
     """The full environment of ``container`` of ``pod`` (see the module's docstring for the rules)."""
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
@@ -70,13 +74,14 @@ def container_env(pod: dict[str, Any], container: dict[str, Any], base: Mapping[
     for var in container.get("env") or ():
         name = var.get("name") or ""
         if "valueFrom" in var:
-            value = _value_from(var["valueFrom"], name, pod, container, namespace, lookup, node_allocatable or {})
+            value = _value_from(var["valueFrom"], name, pod, container, namespace, lookup, node_allocatable or {},
+                                pod_ip)
             if value is None:
                 continue  # an optional reference that does not exist: the variable is not set
         else:
             value = expand(var.get("value") or "", own)
         own[name] = value
-    own = {k: rewrite_service_hosts(v, namespace, known_service) for k, v in own.items()}
+    own = {k: rewrite_service_hosts(v, namespace, service_address) for k, v in own.items()}
     env = dict(base)
     env.update(own)
     for name, value in ONE_MACHINE_DEFAULTS:
@@ -104,27 +109,27 @@ def expand(value: str, env: Mapping[str, str]) -> str:
     return _REFERENCE.sub(replace, value)
 
 
-def rewrite_service_hosts(value: str, namespace: str, known_service: KnownService) -> str:
-    """``value`` with every DNS name of a known Service replaced by the loopback address.
+def rewrite_service_hosts(value: str, namespace: str, service_address: ServiceAddress) -> str:
+    """``value`` with every DNS name of a known Service replaced by its address on the loopback.
 
     A name is whole (``job-worker-1`` in ``job-worker-10`` is not one), case-insensitive, resolved as a pod's
     resolver would with the search path ``<ns>.svc.cluster.local svc.cluster.local cluster.local``."""
     def replace(m: re.Match[str]) -> str:
         host = m.group(0)
-        return LOCAL_IP if _service_of(host.lower(), namespace, known_service) else host
+        return _service_of(host.lower(), namespace, service_address) or host
     return _HOSTNAME.sub(replace, value)
 
 
-def _service_of(host: str, namespace: str, known_service: KnownService) -> bool:
+def _service_of(host: str, namespace: str, service_address: ServiceAddress) -> str | None:
     for suffix in (f".svc.{CLUSTER_DOMAIN}", ".svc"):
         if host.endswith(suffix):
             host = host[: -len(suffix)]
             parts = host.split(".")
-            return len(parts) == 2 and known_service(parts[1], parts[0])
+            return service_address(parts[1], parts[0], True) if len(parts) == 2 else None
     parts = host.split(".")
     if len(parts) == 1:
-        return known_service(namespace, host)
-    return len(parts) == 2 and known_service(parts[1], parts[0])
+        return service_address(namespace, host, False)
+    return service_address(parts[1], parts[0], False) if len(parts) == 2 else None
 
 
 def _env_from(source: dict[str, Any], namespace: str, lookup: Lookup) -> dict[str, str]:
@@ -151,9 +156,9 @@ def _data(obj: dict[str, Any]) -> dict[str, str]:
 
 
 def _value_from(source: dict[str, Any], name: str, pod: dict[str, Any], container: dict[str, Any], namespace: str,
-                lookup: Lookup, allocatable: Mapping[str, str]) -> str | None:
+                lookup: Lookup, allocatable: Mapping[str, str], pod_ip: str) -> str | None:
     if "fieldRef" in source:
-        return field_value(pod, (source["fieldRef"] or {}).get("fieldPath") or "")
+        return field_value(pod, (source["fieldRef"] or {}).get("fieldPath") or "", pod_ip)
     if "resourceFieldRef" in source:
         return _resource_value(source["resourceFieldRef"] or {}, container, allocatable)
     for key, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
@@ -172,13 +177,14 @@ def _value_from(source: dict[str, Any], name: str, pod: dict[str, Any], containe
     raise ContainerConfigError(f"env {name}: valueFrom names no source")
 
 
-def field_value(pod: dict[str, Any], path: str) -> str:
-    """The downward API's ``fieldRef`` values; on this machine every pod's and host's IP is the loopback."""
+def field_value(pod: dict[str, Any], path: str, pod_ip: str = LOCAL_IP) -> str:
+    """The downward API's ``fieldRef`` values; on this machine the host's IP is 127.0.0.1 and the pod's is its own
+    loopback address (``pod_ip``)."""
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     simple = {
         "metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"), "metadata.uid": meta.get("uid"),
         "spec.nodeName": spec.get("nodeName"), "spec.serviceAccountName": spec.get("serviceAccountName"),
-        "status.hostIP": LOCAL_IP, "status.hostIPs": LOCAL_IP, "status.podIP": LOCAL_IP, "status.podIPs": LOCAL_IP,
+        "status.hostIP": LOCAL_IP, "status.hostIPs": LOCAL_IP, "status.podIP": pod_ip, "status.podIPs": pod_ip,
     }
     if path in simple:
         return simple[path] or ""

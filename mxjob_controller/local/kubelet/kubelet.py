@@ -7,7 +7,8 @@
 
 It talks to the API server over HTTP like any node: it registers its Node, watches every pod, binds the ones
 waiting for the default scheduler to itself (``pods/binding``, as kube-scheduler would on a one-node cluster), runs
-those bound to it (``pod_worker``), writes their status and confirms their graceful deletion. Pods for another
+those bound to it (``pod_worker``), writes their status and confirms their graceful deletion. Each pod gets a
+loopback address of its own (``addresses``), to which its Service's name resolves. Pods for another
 scheduler (Volcano, scheduler-plugins) or held by ``schedulingGates`` stay Pending, as they would on a cluster
 without that scheduler.
 
@@ -33,7 +34,7 @@ from typing import Any
 
 from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from mxjob_controller.kube.timefmt import now_rfc3339
-from mxjob_controller.local.kubelet.container_env import LOCAL_IP
+from mxjob_controller.local.kubelet.addresses import LOCAL_IP, PodAddresses
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.pod_worker import PodWorker
 from mxjob_controller.local.kubelet.runtime import Reaper, kill_groups
@@ -82,6 +83,7 @@ class Kubelet:
         self.reaper = Reaper()
         self.stopping = threading.Event()
         self.allocatable = {"cpu": str(os.cpu_count() or 1), "memory": f"{_memory_kib()}Ki", "pods": "110"}
+        self.addresses = PodAddresses()
         self._lock = threading.Lock()
         self._workers: dict[str, PodWorker] = {}        # pod uid → its worker, while it runs
         self._finished: set[str] = set()                # uids whose worker ended: never started again
@@ -148,30 +150,39 @@ class Kubelet:
         except NotFound:
             return None
 
-    def service_resolver(self, namespace: str) -> Callable[[str, str], bool]:
-        """Which (namespace, name) Services exist, read fresh from the API for one container start: the pod's own
-        namespace listed once (a job's services are created before its pods, so they are all there), others
-        looked up by name as they are asked for. A failed read raises (the start is retried): a container must
-        not start with names it cannot resolve."""
-        known: dict[str, set[str]] = {}
+    def pod_address(self, namespace: str, name: str) -> str:
+        """The pod's own loopback address (its ``status.podIP``)."""
+        return self.addresses.address(namespace, name)
+
+    def service_resolver(self, namespace: str) -> Callable[[str, str, bool], str | None]:
+        """The address each (namespace, name) Service resolves to, None for no such Service, read fresh from the API
+        for one container start: the pod's own namespace listed once, others looked up by name as they are asked
+        for. A Service with a selector resolves to the address of its name (that of the pod named like it), one
+        without to 127.0.0.1. A name written in the Services' DNS form (``qualified``: ``<svc>.<ns>.svc``, as
+        TF_CONFIG writes them) resolves to its name's address even if that Service is not there yet: a job's
+        Services and pods are created side by side, and the address does not depend on the Service. A failed
+        read raises (the start is retried): a container must not start with names it cannot resolve."""
+        known: dict[str, dict[str, bool]] = {}   # namespace → Service name → has a selector
         absent: set[tuple[str, str]] = set()
 
-        def exists(ns: str, name: str) -> bool:
-            if ns == namespace:
-                if ns not in known:
-                    items = self.client.list_all(SERVICES, ns, timeout=10, deadline=20).get("items") or []
-                    known[ns] = {(s.get("metadata") or {}).get("name") for s in items}
-                return name in known[ns]
-            if name in known.get(ns, ()) or (ns, name) in absent:
-                return (ns, name) not in absent
-            try:
-                self.client.get(SERVICES, name, ns, timeout=10, deadline=15)
-            except NotFound:
-                absent.add((ns, name))
-                return False
-            known.setdefault(ns, set()).add(name)
-            return True
-        return exists
+        def selects(service: dict) -> bool:
+            return bool((service.get("spec") or {}).get("selector"))
+
+        def address(ns: str, name: str, qualified: bool) -> str | None:
+            if ns == namespace and ns not in known:
+                items = self.client.list_all(SERVICES, ns, timeout=10, deadline=20).get("items") or []
+                known[ns] = {(s.get("metadata") or {}).get("name"): selects(s) for s in items}
+            elif ns != namespace and name not in known.get(ns, {}) and (ns, name) not in absent:
+                try:
+                    service = self.client.get(SERVICES, name, ns, timeout=10, deadline=15)
+                except NotFound:
+                    absent.add((ns, name))
+                else:
+                    known.setdefault(ns, {})[name] = selects(service)
+            if name not in known.get(ns, {}):
+                return self.addresses.address(ns, name) if qualified else None
+            return self.addresses.address(ns, name) if known[ns][name] else LOCAL_IP
+        return address
 
     # --- pods -----------------------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mxjob_controller.local.kubelet.container_env import LOCAL_IP
+from mxjob_controller.local.kubelet.addresses import LOCAL_IP
 
 PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
 
@@ -127,13 +127,14 @@ def container_status(name: str, image: str, state: dict[str, Any], last_state: d
 
 def pod_status(previous: dict[str, Any], restart_policy: str, init_statuses: list[dict[str, Any]],
                statuses: list[dict[str, Any]], start_time: str, now: str, terminal: bool = False,
-               reason: str = "", message: str = "") -> dict[str, Any]:
-    """The whole status to write: phase, conditions, IPs, start time and every container's status."""
+               reason: str = "", message: str = "", pod_ip: str = LOCAL_IP) -> dict[str, Any]:
+    """The whole status to write: phase, conditions, IPs (the host's 127.0.0.1, the pod's own ``pod_ip``), start
+    time and every container's status."""
     pod_phase = phase(restart_policy, init_statuses, statuses, terminal)
     status: dict[str, Any] = {
         "phase": pod_phase,
         "conditions": conditions(pod_phase, init_statuses, statuses, previous.get("conditions") or [], now),
-        "hostIP": LOCAL_IP, "hostIPs": [{"ip": LOCAL_IP}], "podIP": LOCAL_IP, "podIPs": [{"ip": LOCAL_IP}],
+        "hostIP": LOCAL_IP, "hostIPs": [{"ip": LOCAL_IP}], "podIP": pod_ip, "podIPs": [{"ip": pod_ip}],
         "startTime": start_time, "containerStatuses": statuses,
     }
     if init_statuses:

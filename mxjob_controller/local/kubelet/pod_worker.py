@@ -99,6 +99,7 @@ class PodWorker:
         self.app = [Slot(c, False, state=pod_status.waiting("PodInitializing" if self.init else "ContainerCreating"))
                     for c in spec.get("containers") or []]
         self._start_time = (pod.get("status") or {}).get("startTime") or now_rfc3339()
+        self.pod_ip = kubelet.pod_address(self.namespace, self.name)
         self._written: dict[str, Any] | None = None
         self._reason = self._message = ""
         self.thread = threading.Thread(target=self._run, name=f"kubelet-pod-{self.namespace}/{self.name}", daemon=True)
@@ -208,7 +209,7 @@ class PodWorker:
         pod = self._current()
         try:
             env = container_env(pod, slot.spec, base_environment(self.name), lookup=self.kubelet.lookup,
-                                known_service=self.kubelet.service_resolver(self.namespace),
+                                service_address=self.kubelet.service_resolver(self.namespace), pod_ip=self.pod_ip,
                                 node_allocatable=self.kubelet.allocatable)
             argv = container_argv(slot.spec, env)
         except KubeError as e:  # reading a ConfigMap, Secret or the Services failed: try again soon
@@ -338,7 +339,8 @@ class PodWorker:
         app = [s.status() for s in self.app]
         previous = self._written or (self._current().get("status") or {})
         status = pod_status.pod_status(previous, self.restart_policy, init, app, self._start_time, now_rfc3339(),
-                                       terminal=self._terminating, reason=self._reason, message=self._message)
+                                       terminal=self._terminating, reason=self._reason, message=self._message,
+                                       pod_ip=self.pod_ip)
         if self._reason:  # stopped by the kubelet (deadline, failure): Failed, whatever the exit codes
             status["phase"] = pod_status.FAILED
         return status

@@ -2,11 +2,12 @@
 
 ``import kubernetes.client`` executes the package's ``__init__``, which imports every generated API class and
 model: about 1,300 modules, 0.4-0.5 s and 55 MiB of RSS on a development machine, against 0.15 s and 20 MiB for
-what this package needs. The transport needs only ``Configuration`` (TLS, proxy and pool settings),
-``rest.RESTClientObject`` (the urllib3 pool manager built from it) and ``ApiException``, whose modules import
-nothing else of the package. So, unless the package is already imported (then its modules are used as they are),
-those three files are executed from the installed package under their own names and then removed from
-``sys.modules`` again: a later ``import kubernetes`` by anyone gets the complete package, untouched.
+what this package needs. The transport needs only ``Configuration`` (TLS, proxy and pool settings) and
+``rest.RESTClientObject`` (the urllib3 pool manager built from it), whose modules (and ``exceptions``, which
+``rest`` imports) import nothing else of the package. So, unless the package is already imported (then its
+modules are used as they are), those three files are executed from the installed package under their own names
+and then removed from ``sys.modules`` again: a later ``import kubernetes`` by anyone gets the whole package,
+untouched.
 
 Guarantee: the code run is the installed client's own, byte for byte; only what gets imported changes. (This
 runs once, when this module is first imported; a thread importing ``kubernetes`` at that very moment could see
@@ -60,6 +61,5 @@ _loaded = _modules()
 
 Configuration = _loaded["configuration"].Configuration
 RESTClientObject = _loaded["rest"].RESTClientObject
-ApiException = _loaded["exceptions"].ApiException
 
-__all__ = ["ApiException", "Configuration", "RESTClientObject"]
+__all__ = ["Configuration", "RESTClientObject"]

@@ -191,6 +191,12 @@ _GENERIC: dict[int, tuple[str, str]] = {
 }
 
 
+def refused(error: BaseException) -> bool:
+    """Whether ``error`` is the API server refusing the caller: 401 (its credentials) or 403 (RBAC). Retrying does
+    not help until someone changes the RBAC or the credentials: callers log these as errors."""
+    return isinstance(error, ApiError) and error.code in (401, 403)
+
+
 def error_for_status(status: dict[str, Any], headers: Mapping[str, str] | None = None) -> ApiError:
     """The typed error for a failure ``Status`` (from a response body or a watch ERROR event)."""
     reason = str(status.get("reason") or "")

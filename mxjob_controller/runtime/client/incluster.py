@@ -3,6 +3,10 @@
 The API server is ``https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`` (IPv6 hosts bracketed); the
 token is read from the mounted file on every request that follows a rotation (see :class:`FileToken`), and the
 server is verified with the mounted ``ca.crt``. The pod's namespace comes from the mounted ``namespace`` file.
+
+The mount is at :data:`SERVICE_ACCOUNT_DIR`, as in every pod. Outside a pod (a test, ``local up --serviceaccount
+... --token-dir DIR``), ``$MXJOB_SERVICE_ACCOUNT_DIR`` names another directory holding the same three files
+(:func:`default_service_account_dir`); client-go has no such variable, and in a pod nothing sets it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,13 @@ from collections.abc import Mapping
 from mxjob_controller.runtime.client.config import ClientConfig, ConfigError, FileToken
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SERVICE_ACCOUNT_DIR_ENV = "MXJOB_SERVICE_ACCOUNT_DIR"
+
+
+def default_service_account_dir(env: Mapping[str, str] | None = None) -> str:
+    """``$MXJOB_SERVICE_ACCOUNT_DIR`` when set, else the pod's mount."""
+    env = os.environ if env is None else env
+    return env.get(SERVICE_ACCOUNT_DIR_ENV) or SERVICE_ACCOUNT_DIR
 
 
 def in_cluster_available(env: Mapping[str, str] | None = None, root: str = SERVICE_ACCOUNT_DIR) -> bool:

@@ -1,0 +1,166 @@
+"""The server's security, assembled: TLS, authentication and authorization, as one filter before every request.
+
+Off by default: every request is then the administrator and everything is allowed, as a server without any
+``--authorization-mode`` would behave. On (``tls`` or ``authorization="RBAC"``), in kube-apiserver's order:
+
+1. authentication: the ``Authorization: Bearer`` token must name a user (:mod:`.tokens`), else 401 with kube's
+   ``Unauthorized`` Status; there is no anonymous user;
+2. authorization: ``system:masters`` may do anything; everyone else what RBAC grants over the server's own Roles,
+   ClusterRoles and bindings (:mod:`.rbac`), else 403 with kube's message, e.g. ``pods is forbidden: User
+   "system:serviceaccount:kubeflow:mxjob-controller" cannot create resource "pods" in API group "" in the namespace
+   "default"``.
+
+The filter is the first of ``Router.interceptors``: a refused request reaches neither fault injection nor a handler
+(kube refuses a forbidden request before it knows whether the resource exists). With RBAC the server starts with
+kube's bootstrap policy (``cluster-admin`` for ``system:masters``; discovery, health and the self-reviews for every
+authenticated user), runs the cluster-role aggregation controller's part (``kinds/rbac.py``), and admits owner
+references as OpenShift does (``admission.py``: ``blockOwnerDeletion`` needs ``update`` on the owner's finalizers).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mxjob_controller.local.apiserver import builtin
+from mxjob_controller.local.apiserver.auth import rbac
+from mxjob_controller.local.apiserver.auth.authorizer import (
+    ALWAYS_ALLOW,
+    RBAC,
+    Authorizer,
+    StorePolicy,
+    request_attributes,
+)
+from mxjob_controller.local.apiserver.auth.reviews import Reviews
+from mxjob_controller.local.apiserver.auth.tls import TLSMaterial
+from mxjob_controller.local.apiserver.auth.tokens import TokenAuthenticator, bearer_token
+from mxjob_controller.local.apiserver.auth.user import ADMIN, AUTHENTICATED, MASTERS, UserInfo
+from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.http import Exchange
+from mxjob_controller.local.apiserver.store import Store
+
+log = logging.getLogger(__name__)
+
+_RBAC_V1 = "rbac.authorization.k8s.io/v1"
+_BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
+_AUTOUPDATE = {"rbac.authorization.kubernetes.io/autoupdate": "true"}
+
+
+def unauthorized() -> StatusError:
+    """kube's 401 (``apierrors.NewUnauthorized("Unauthorized")``)."""
+    return StatusError(401, "Unauthorized", "Unauthorized")
+
+
+def bootstrap_policy() -> list[dict[str, Any]]:
+    """What kube-apiserver's RBAC bootstrap policy creates that clients of this server rely on."""
+    def role(name: str, *rules: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": _RBAC_V1, "kind": "ClusterRole",
+                "metadata": {"name": name, "labels": dict(_BOOTSTRAP_LABELS), "annotations": dict(_AUTOUPDATE)},
+                "rules": list(rules)}
+
+    def binding(name: str, *groups: str) -> dict[str, Any]:
+        return {"apiVersion": _RBAC_V1, "kind": "ClusterRoleBinding",
+                "metadata": {"name": name, "labels": dict(_BOOTSTRAP_LABELS), "annotations": dict(_AUTOUPDATE)},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in groups]}
+
+    public_urls = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
+    return [
+        role("cluster-admin", *(dict(r) for r in rbac.EVERYTHING)),
+        binding("cluster-admin", MASTERS),
+        role("system:discovery", {"verbs": ["get"], "nonResourceURLs": [
+            "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz",
+            "/version", "/version/"]}),
+        binding("system:discovery", AUTHENTICATED),
+        role("system:basic-user",
+             {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+              "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]},
+             {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"]}),
+        binding("system:basic-user", AUTHENTICATED),
+        role("system:public-info-viewer", {"verbs": ["get"], "nonResourceURLs": public_urls}),
+        binding("system:public-info-viewer", AUTHENTICATED, "system:unauthenticated"),
+    ]
+
+
+class Security:
+    """TLS material, tokens and the authorizer of one server; :meth:`intercept` is its request filter."""
+
+    def __init__(self, store: Store, *, tls: bool = False, authorization: str = ALWAYS_ALLOW,
+                 host: str = "127.0.0.1") -> None:
+        self.store = store
+        self.authorization = authorization
+        self.enforcing = tls or authorization == RBAC
+        self.tls = TLSMaterial(host) if tls else None
+        self.tokens = TokenAuthenticator(self.service_account)
+        self.authorizer = Authorizer(authorization, StorePolicy(store))
+        self.reviews = Reviews(self.authorizer, self.tokens, self.service_account)
+        # The kubeconfig's user. Without enforcement no token is needed (none is written).
+        self.admin_token = self.tokens.issue_user(ADMIN) if self.enforcing else None
+
+    def service_account(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        entry = self.store.get(builtin.SERVICEACCOUNTS.storage_key, (namespace, name))
+        return entry.obj if entry is not None else None
+
+    # --- the filter -----------------------------------------------------------------------------------
+
+    def intercept(self, ex: Exchange) -> None:
+        """Authenticate, then authorize ``ex``; raise the 401 or 403 a refused request gets."""
+        if not self.enforcing:
+            return
+        token = bearer_token(ex.headers.get("Authorization"))
+        user = self.tokens.authenticate(token) if token else None
+        if user is None:
+            raise unauthorized()
+        ex.user = user
+        attrs = request_attributes(ex.info, ex.query, user)
+        decision = self.authorizer.authorize(attrs)
+        if decision.allowed:
+            return
+        message, details = rbac.forbidden_status(attrs, decision.reason)
+        log.debug("forbidden: %s", message)
+        raise StatusError(403, "Forbidden", message, details)
+
+    # --- credentials ----------------------------------------------------------------------------------
+
+    def issue_user_token(self, name: str, groups: tuple[str, ...] = (), uid: str = "") -> str:
+        """A token for a made-up user (kube's ``--token-auth-file``), always also in ``system:authenticated``."""
+        all_groups = tuple(dict.fromkeys((*groups, AUTHENTICATED)))
+        return self.tokens.issue_user(UserInfo(name, uid, all_groups))
+
+    def issue_service_account_token(self, namespace: str, name: str) -> str:
+        """A token of the ServiceAccount ``namespace/name``, which may not exist yet (bound on first use)."""
+        account = self.service_account(namespace, name)
+        uid = ((account or {}).get("metadata") or {}).get("uid") or ""
+        return self.tokens.issue_service_account(namespace, name, uid)
+
+    def write_token_dir(self, directory: str | os.PathLike[str], namespace: str, name: str) -> Path:
+        """``token``, ``ca.crt`` and ``namespace`` of ``namespace/name``, as a pod's projected service-account
+        volume holds them; each file written whole (temp file and rename), the token 0600."""
+        if self.tls is None:
+            raise ValueError("a service-account token directory needs TLS: in-cluster clients speak https only")
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        for filename, data, mode in (("ca.crt", self.tls.ca_pem, 0o644), ("namespace", namespace.encode(), 0o644),
+                                     ("token", self.issue_service_account_token(namespace, name).encode(), 0o600)):
+            _write_atomically(path / filename, data, mode)
+        return path
+
+    def close(self) -> None:
+        if self.tls is not None:
+            self.tls.close()
+
+
+def _write_atomically(path: Path, data: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,93 @@
+"""Bearer tokens → users: the server's only way to authenticate a request (kube's token authenticators).
+
+Two kinds of token, each an opaque random string (256 bits) known only to this process:
+
+- a *user* token names a fixed user (kube's ``--token-auth-file``): the kubeconfig's administrator, the local
+  cluster's own parts, users a test makes up;
+- a *service-account* token names ``<namespace>/<name>`` (kube's bound service-account tokens, from a TokenRequest
+  or a pod's projected volume). It authenticates only while that ServiceAccount exists, and only as the
+  ServiceAccount it was first used with (bound to its uid): deleting the account revokes it, and an account
+  re-created under the same name does not inherit it. A token may be issued before its account exists (``local up
+  --serviceaccount`` writes the token before ``kubectl apply`` creates the account): it is bound on first use.
+  Tokens from a TokenRequest expire (``expirationSeconds``); the others live as long as the server.
+
+An unknown, expired or revoked token authenticates nobody (the request gets 401). Tokens are never logged.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mxjob_controller.local.apiserver.auth.user import UserInfo, service_account_user
+
+ServiceAccountLookup = Callable[[str, str], "Mapping[str, Any] | None"]
+"""(namespace, name) → the ServiceAccount object, or None."""
+
+
+@dataclass(slots=True)
+class _Issued:
+    user: UserInfo | None = None                  # a user token
+    account: tuple[str, str] | None = None        # a service-account token: (namespace, name)
+    uid: str = ""                                 # the account it is bound to ("": bound on first use)
+    expires: float | None = None                  # time.time() after which it is refused
+
+
+class TokenAuthenticator:
+    def __init__(self, lookup: ServiceAccountLookup, clock: Callable[[], float] = time.time) -> None:
+        self._lookup = lookup
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._tokens: dict[str, _Issued] = {}
+
+    def issue_user(self, user: UserInfo) -> str:
+        return self._issue(_Issued(user=user))
+
+    def issue_service_account(self, namespace: str, name: str, uid: str = "",
+                              expiration_seconds: float | None = None) -> str:
+        expires = None if expiration_seconds is None else self._clock() + expiration_seconds
+        return self._issue(_Issued(account=(namespace, name), uid=uid, expires=expires))
+
+    def _issue(self, issued: _Issued) -> str:
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._tokens[token] = issued
+        return token
+
+    def authenticate(self, token: str) -> UserInfo | None:
+        """The user ``token`` stands for now; None when it stands for nobody."""
+        with self._lock:
+            issued = self._tokens.get(token)
+        if issued is None:
+            return None
+        if issued.expires is not None and self._clock() >= issued.expires:
+            return None
+        if issued.user is not None:
+            return issued.user
+        assert issued.account is not None
+        namespace, name = issued.account
+        account = self._lookup(namespace, name)
+        if account is None:
+            return None
+        uid = (account.get("metadata") or {}).get("uid") or ""
+        with self._lock:
+            if not issued.uid:
+                issued.uid = uid
+            elif issued.uid != uid:
+                return None   # another account of the same name: the one it was bound to is gone
+        return service_account_user(namespace, name, uid)
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (scheme case-insensitive); "" for a bearer header
+    without a token, None for no header or another scheme."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip()

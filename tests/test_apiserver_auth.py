@@ -1,0 +1,408 @@
+"""Authentication, authorization and TLS of the embedded API server, over HTTPS with the official client, our own
+client and the real kubectl: the CA the kubeconfig carries, 401 and 403 as kube-apiserver answers them,
+service-account tokens (issued before the account exists, revoked with it), TokenRequest, the review APIs behind
+``kubectl auth can-i`` and ``kubectl auth whoami``, ClusterRole aggregation, and the audit log's user."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver.auth.tokens import TokenAuthenticator, bearer_token
+from mxjob_controller.local.apiserver.auth.user import ADMIN
+from mxjob_controller.runtime.client import Client, Forbidden, TransportError, Unauthorized
+from mxjob_controller.runtime.client.incluster import load_in_cluster
+from tests.support import Kube, Kubectl, configmap, wait_for
+
+SA_USER = "system:serviceaccount:ops:bot"
+UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized",
+                "reason": "Unauthorized", "code": 401}
+POLICY = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: ops}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: bot, namespace: ops}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: configmaps, namespace: default}
+rules:
+- {apiGroups: [""], resources: [configmaps], verbs: [get, list, create]}
+- {apiGroups: [""], resources: [pods/status], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: bot, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: configmaps}
+subjects: [{kind: ServiceAccount, name: bot, namespace: ops}]
+"""
+
+
+@pytest.fixture
+def server_options() -> ServerOptions:
+    return ServerOptions(bookmark_interval=0.2, tls=True)
+
+
+def apply(kubectl: Kubectl, text: str) -> None:
+    kubectl.ok("apply", "-f", "-", input=text)
+
+
+def kubectl_as(apiserver: APIServer, tmp_path: Path, token: str, name: str) -> Kubectl:
+    return Kubectl(apiserver.write_kubeconfig(tmp_path / f"kubeconfig-{name}", token=token), tmp_path / "cache")
+
+
+def raw(apiserver: APIServer, path: str, token: str | None = None, method: str = "GET",
+        body: dict | None = None, content_type: str = "application/json") -> tuple[int, Any]:
+    """One request with the standard library, verifying the server against its CA: the code and the body (parsed
+    when it is JSON)."""
+    context = ssl.create_default_context(cafile=apiserver.ca_file)
+    headers = {"Content-Type": content_type}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(apiserver.url + path, data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as resp:
+            status, data = resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        status, data = e.code, e.read()
+    try:
+        return status, json.loads(data or b"null")
+    except ValueError:
+        return status, data.decode()
+
+
+# --- TLS ------------------------------------------------------------------------------------------------------
+
+def test_https_with_a_ca_of_its_own_that_clients_verify(apiserver: APIServer, kubectl: Kubectl, tmp_path: Path):
+    assert apiserver.url.startswith("https://127.0.0.1:")
+    config = yaml.safe_load(Path(kubectl.kubeconfig).read_text())
+    cluster = config["clusters"][0]["cluster"]
+    assert "certificate-authority-data" in cluster and "insecure-skip-tls-verify" not in cluster
+    assert "default" in kubectl.ok("get", "namespaces", "-o", "name")
+    with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+        urllib.request.urlopen(apiserver.url + "/version", context=ssl.create_default_context(), timeout=10)
+    for host in ("localhost", "127.0.0.1"):   # both are names in the serving certificate
+        url = apiserver.url.replace("127.0.0.1", host)
+        with urllib.request.urlopen(urllib.request.Request(url + "/version", headers={
+                "Authorization": f"Bearer {apiserver.admin_token}"}),
+                context=ssl.create_default_context(cafile=apiserver.ca_file), timeout=10) as resp:
+            assert resp.status == 200
+    with Client(apiserver.client_config()) as client:
+        assert client.request("GET", "/version")["gitVersion"]
+    with Client(apiserver.client_config(ca_file=None)) as unverified, \
+            pytest.raises(TransportError, match="CERTIFICATE"):
+        unverified.request("GET", "/version")   # the system's CAs do not know this one
+
+
+def test_plain_http_to_the_tls_port_gets_go_s_answer(apiserver: APIServer):
+    with socket.create_connection((apiserver.host, apiserver.port), timeout=10) as sock:
+        sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.0 400 Bad Request\r\n")
+    assert answer.endswith(b"Client sent an HTTP request to an HTTPS server.\n")
+
+
+def test_the_key_material_lives_in_a_private_directory_removed_at_stop():
+    server = APIServer(ServerOptions(tls=True)).start()
+    tls = server.security.tls
+    assert tls is not None
+    assert (tls.directory.stat().st_mode & 0o777) == 0o700 and (tls.key_file.stat().st_mode & 0o777) == 0o600
+    server.stop()
+    assert not tls.directory.exists()
+
+
+# --- authentication -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("header", [None, "Bearer", "Bearer not-a-token", "Basic YWRtaW46YWRtaW4="])
+@pytest.mark.parametrize("path", ["/api/v1/namespaces/default/configmaps", "/healthz", "/apis"])
+def test_no_or_an_unknown_token_is_401(apiserver: APIServer, header: str | None, path: str):
+    context = ssl.create_default_context(cafile=apiserver.ca_file)
+    request = urllib.request.Request(apiserver.url + path, headers={"Authorization": header} if header else {})
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, context=context, timeout=10)
+    assert info.value.code == 401
+    assert json.loads(info.value.read()) == UNAUTHORIZED
+
+
+def test_bearer_header_parsing():
+    assert bearer_token("Bearer abc") == "abc" and bearer_token("bearer  abc ") == "abc"
+    assert bearer_token("Bearer") == "" and bearer_token("Basic abc") is None and bearer_token(None) is None
+
+
+def test_a_service_account_token_works_while_its_account_exists(apiserver: APIServer, kubectl: Kubectl,
+                                                                 tmp_path: Path):
+    token = apiserver.issue_service_account_token("ops", "bot")   # before the account exists, as local up does
+    assert raw(apiserver, "/version", token) == (401, UNAUTHORIZED)
+    apply(kubectl, POLICY)
+    status, body = raw(apiserver, "/api/v1/namespaces/default/configmaps", token)
+    assert status == 200 and body["kind"] == "ConfigMapList"
+    kubectl.ok("delete", "serviceaccount", "bot", "-n", "ops")
+    assert raw(apiserver, "/version", token) == (401, UNAUTHORIZED), "revoked with its account"
+    apply(kubectl, POLICY)   # the same name again: another account (uid), which the old token was not bound to
+    assert raw(apiserver, "/version", token) == (401, UNAUTHORIZED)
+    assert raw(apiserver, "/version", apiserver.issue_service_account_token("ops", "bot"))[0] == 200
+
+
+def test_token_requests_expire():
+    now = [1000.0]
+    account = {"metadata": {"uid": "u1"}}
+    tokens = TokenAuthenticator(lambda ns, name: account if (ns, name) == ("ops", "bot") else None, lambda: now[0])
+    token = tokens.issue_service_account("ops", "bot", "u1", expiration_seconds=600)
+    assert tokens.authenticate(token).name == SA_USER  # type: ignore[union-attr]
+    now[0] += 599.9
+    assert tokens.authenticate(token) is not None
+    now[0] += 0.1
+    assert tokens.authenticate(token) is None
+    assert tokens.authenticate(tokens.issue_user(ADMIN)) == ADMIN
+
+
+def test_kubectl_create_token_for_an_existing_account(apiserver: APIServer, kubectl: Kubectl, tmp_path: Path):
+    refused = kubectl.run("create", "token", "bot", "-n", "ops")
+    assert refused.returncode != 0 and 'serviceaccounts "bot" not found' in refused.stderr
+    apply(kubectl, POLICY)
+    token = kubectl.ok("create", "token", "bot", "-n", "ops", "--duration", "20m").strip()
+    bot = kubectl_as(apiserver, tmp_path, token, "bot")
+    assert bot.ok("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}") == SA_USER
+    too_short = kubectl.run("create", "token", "bot", "-n", "ops", "--duration", "5m")
+    assert too_short.returncode != 0 and "may not specify a duration less than 10 minutes" in too_short.stderr
+
+
+# --- authorization --------------------------------------------------------------------------------------------
+
+def test_403_as_kube_apiserver_words_it(apiserver: APIServer, kubectl: Kubectl):
+    apply(kubectl, POLICY)
+    token = apiserver.issue_service_account_token("ops", "bot")
+    assert raw(apiserver, "/api/v1/namespaces/default/configmaps", token, "POST", configmap("c"))[0] == 201
+    cases = [
+        ("DELETE", "/api/v1/namespaces/default/configmaps/c",
+         'configmaps "c" is forbidden: User "system:serviceaccount:ops:bot" cannot delete resource "configmaps" in API '
+         'group "" in the namespace "default"', {"name": "c", "kind": "configmaps"}),
+        ("GET", "/api/v1/configmaps",
+         'configmaps is forbidden: User "system:serviceaccount:ops:bot" cannot list resource "configmaps" in API group '
+         '"" at the cluster scope', {"kind": "configmaps"}),
+        ("PATCH", "/api/v1/namespaces/default/pods/p/status",
+         'pods "p" is forbidden: User "system:serviceaccount:ops:bot" cannot patch resource "pods/status" in API group '
+         '"" in the namespace "default"', {"name": "p", "kind": "pods"}),
+        ("GET", "/apis/kubeflow.org/v1/namespaces/default/mxjobs",   # not even served: refused first, as kube does
+         'mxjobs.kubeflow.org is forbidden: User "system:serviceaccount:ops:bot" cannot list resource "mxjobs" in API '
+         'group "kubeflow.org" in the namespace "default"', {"group": "kubeflow.org", "kind": "mxjobs"}),
+        ("GET", "/metrics", 'forbidden: User "system:serviceaccount:ops:bot" cannot get path "/metrics"', {}),
+    ]
+    for method, path, message, details in cases:
+        status, body = raw(apiserver, path, token, method, {} if method == "PATCH" else None,
+                           "application/merge-patch+json")
+        assert (status, body) == (403, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                        "message": message, "reason": "Forbidden", "details": details,
+                                        "code": 403}), path
+    # What every authenticated user may: discovery, health, version, asking about itself.
+    for path in ("/api", "/apis", "/api/v1", "/healthz", "/version", "/openapi/v3"):
+        assert raw(apiserver, path, token)[0] == 200, path
+
+
+def test_our_client_raises_the_typed_errors(apiserver: APIServer, kubectl: Kubectl):
+    apply(kubectl, POLICY)
+    bot = apiserver.client_config(apiserver.issue_service_account_token("ops", "bot"))
+    with Client(bot) as client, pytest.raises(Forbidden, match='cannot list resource "configmaps" in API group "" at '
+                                                               "the cluster scope"):
+        client.request("GET", "/api/v1/configmaps")
+    with Client(apiserver.client_config("wrong")) as client, pytest.raises(Unauthorized):
+        client.request("GET", "/version")
+
+
+def test_in_cluster_configuration_from_the_token_directory(apiserver: APIServer, kubectl: Kubectl, tmp_path: Path):
+    apply(kubectl, POLICY)
+    directory = apiserver.write_token_dir(tmp_path / "sa", "ops", "bot")
+    assert sorted(p.name for p in directory.iterdir()) == ["ca.crt", "namespace", "token"]
+    assert (directory / "token").stat().st_mode & 0o777 == 0o600 and (directory / "namespace").read_text() == "ops"
+    config = load_in_cluster({"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(apiserver.port)},
+                             str(directory))
+    assert config.host == apiserver.url and config.namespace == "ops"
+    with Client(config) as client:
+        assert client.request("GET", "/api/v1/namespaces/default/configmaps")["kind"] == "ConfigMapList"
+        with pytest.raises(Forbidden):
+            client.request("GET", "/api/v1/namespaces/ops/configmaps")
+
+
+# --- the review APIs, through kubectl ---------------------------------------------------------------------------
+
+def test_kubectl_auth_whoami(apiserver: APIServer, kubectl: Kubectl, tmp_path: Path):
+    assert kubectl.ok("auth", "whoami").split() == ["ATTRIBUTE", "VALUE", "Username", "kubernetes-admin", "Groups",
+                                                     "[system:masters", "system:authenticated]"]
+    apply(kubectl, POLICY)
+    bot = kubectl_as(apiserver, tmp_path, apiserver.issue_service_account_token("ops", "bot"), "bot")
+    info = json.loads(bot.ok("auth", "whoami", "-o", "json"))["status"]["userInfo"]
+    uid = kubectl.json("get", "serviceaccount", "bot", "-n", "ops")["metadata"]["uid"]
+    assert info == {"username": SA_USER, "uid": uid,
+                    "groups": ["system:serviceaccounts", "system:serviceaccounts:ops", "system:authenticated"]}
+    alice = kubectl_as(apiserver, tmp_path, apiserver.issue_user_token("alice", ("team-a",)), "alice")
+    assert json.loads(alice.ok("auth", "whoami", "-o", "json"))["status"]["userInfo"] == {
+        "username": "alice", "groups": ["team-a", "system:authenticated"]}
+
+
+@pytest.mark.parametrize(("args", "answer"), [
+    (("get", "configmaps"), "yes"),
+    (("create", "configmaps", "-n", "default"), "yes"),
+    (("delete", "configmaps"), "no"),
+    (("list", "configmaps", "-n", "ops"), "no"),
+    (("list", "configmaps", "--all-namespaces"), "no"),
+    (("get", "pods", "--subresource", "status"), "yes"),
+    (("get", "pods"), "no"),
+    (("create", "selfsubjectaccessreviews.authorization.k8s.io"), "yes"),
+    (("get", "/healthz"), "yes"),
+    (("get", "/metrics"), "no"),
+])
+def test_kubectl_auth_can_i(apiserver: APIServer, kubectl: Kubectl, tmp_path: Path, args: tuple[str, ...],
+                            answer: str):
+    apply(kubectl, POLICY)
+    bot = kubectl_as(apiserver, tmp_path, apiserver.issue_service_account_token("ops", "bot"), "bot")
+    done = bot.run("auth", "can-i", *args)
+    assert (done.stdout.strip(), done.returncode) == (answer, 0 if answer == "yes" else 1), done.stderr
+    assert kubectl.run("auth", "can-i", *args).stdout.strip() == "yes", "the administrator may do anything"
+
+
+def test_kubectl_auth_can_i_list(apiserver: APIServer, kubectl: Kubectl, tmp_path: Path):
+    apply(kubectl, POLICY)
+    bot = kubectl_as(apiserver, tmp_path, apiserver.issue_service_account_token("ops", "bot"), "bot")
+    rows = {" ".join(line.split()) for line in bot.ok("auth", "can-i", "--list").splitlines()[1:]}
+    assert "configmaps [] [] [get list create]" in rows
+    assert "pods/status [] [] [get]" in rows
+    assert "selfsubjectaccessreviews.authorization.k8s.io [] [] [create]" in rows
+    assert "[/healthz] [] [get]" in rows
+    assert not any(row.startswith("*.*") for row in rows)
+    assert "*.* [] [] [*]" in {" ".join(line.split()) for line in kubectl.ok("auth", "can-i", "--list").splitlines()}
+
+
+def test_an_access_review_answers_with_kube_s_reason(apiserver: APIServer, kubectl: Kubectl):
+    apply(kubectl, POLICY)
+    token = apiserver.issue_service_account_token("ops", "bot")
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"resourceAttributes": {"namespace": "default", "verb": "get", "resource": "configmaps"}}}
+    status, body = raw(apiserver, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", token, "POST", review)
+    assert status == 201 and body["status"] == {
+        "allowed": True, "reason": 'RBAC: allowed by RoleBinding "bot/default" of Role "configmaps" to ServiceAccount '
+                                   '"bot/ops"'}
+    review["spec"] = {}
+    status, body = raw(apiserver, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", token, "POST", review)
+    assert status == 422 and body["message"].startswith('SelfSubjectAccessReview.authorization.k8s.io "" is invalid: '
+                                                        "spec.resourceAttributes: Invalid value")
+
+
+# --- RBAC objects -----------------------------------------------------------------------------------------------
+
+def test_aggregated_cluster_roles_are_filled_and_kept_filled(kubectl: Kubectl):
+    apply(kubectl, """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: all-jobs}
+aggregationRule: {clusterRoleSelectors: [{matchLabels: {jobs: "true"}}]}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: mxjobs, labels: {jobs: "true"}}
+rules: [{apiGroups: [kubeflow.org], resources: [mxjobs], verbs: [get]}]
+""")
+    assert kubectl.json("get", "clusterrole", "all-jobs")["rules"] == [
+        {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["get"]}]
+    apply(kubectl, """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: tfjobs, labels: {jobs: "true"}}
+rules: [{apiGroups: [kubeflow.org], resources: [tfjobs], verbs: [get]}]
+""")
+    kubectl.ok("delete", "clusterrole", "mxjobs")
+    assert kubectl.json("get", "clusterrole", "all-jobs")["rules"] == [
+        {"apiGroups": ["kubeflow.org"], "resources": ["tfjobs"], "verbs": ["get"]}]
+
+
+def test_a_binding_s_role_cannot_change(kubectl: Kubectl):
+    binding = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: b}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %s}
+subjects: [{kind: User, name: alice}]
+"""
+    apply(kubectl, binding % "view")
+    changed = kubectl.run("apply", "-f", "-", input=binding % "edit")
+    assert changed.returncode != 0 and "roleRef: Invalid value" in changed.stderr
+    assert "cannot change roleRef" in changed.stderr
+
+
+def test_discovery_serves_the_review_apis(kube: Kube, kubectl: Kubectl):
+    groups = {g["name"] for g in kube.get("/apis").body["groups"]}
+    assert {"authorization.k8s.io", "authentication.k8s.io"} <= groups
+    resources = {r["name"]: r for r in kube.get("/apis/authorization.k8s.io/v1").body["resources"]}
+    assert resources["selfsubjectaccessreviews"]["verbs"] == ["create"]
+    assert not resources["selfsubjectaccessreviews"]["namespaced"]
+    token = next(r for r in kube.get("/api/v1").body["resources"] if r["name"] == "serviceaccounts/token")
+    assert (token["group"], token["version"], token["kind"], token["verbs"]) == \
+        ("authentication.k8s.io", "v1", "TokenRequest", ["create"])
+    assert "selfsubjectreviews" in kubectl.ok("api-resources", "--api-group", "authentication.k8s.io")
+    assert kube.get("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews").status == 405
+
+
+def test_the_audit_log_names_the_user(apiserver: APIServer, kubectl: Kubectl):
+    apply(kubectl, POLICY)
+    token = apiserver.issue_service_account_token("ops", "bot")
+    raw(apiserver, "/api/v1/namespaces/default/configmaps/x", token)
+    raw(apiserver, "/api/v1/namespaces/default/configmaps/x", "bad")
+    records = wait_for(lambda: len(r := apiserver.audit.records(name="x")) == 2 and r, timeout=10)
+    assert [(r.user, r.code) for r in records] == [(SA_USER, 404), ("", 401)]
+    assert apiserver.audit.records(user="kubernetes-admin"), "kubectl applied the policy"
+
+
+def test_without_tls_or_rbac_every_request_is_the_administrator(tmp_path: Path):
+    server = APIServer(ServerOptions()).start()
+    try:
+        assert server.url.startswith("http://") and server.admin_token is None
+        kubectl = Kubectl(server.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "cache")
+        assert "kubernetes-admin" in kubectl.ok("auth", "whoami")
+        assert kubectl.ok("auth", "can-i", "delete", "nodes").strip() == "yes"
+        rows = {" ".join(line.split()) for line in kubectl.ok("auth", "can-i", "--list").splitlines()}
+        assert "*.* [] [] [*]" in rows
+        assert not server.audit.records(user="kubernetes-admin"), "nobody was authenticated"
+    finally:
+        server.stop()
+
+
+def test_rbac_without_tls_enforces_over_plain_http(tmp_path: Path):
+    server = APIServer(ServerOptions(authorization="RBAC")).start()
+    try:
+        assert server.url.startswith("http://") and server.admin_token
+        with Client(server.client_config()) as admin:
+            assert admin.request("GET", "/api/v1/namespaces")["items"]
+        with Client(server.client_config(server.issue_user_token("alice"))) as alice, pytest.raises(Forbidden):
+            alice.request("GET", "/api/v1/namespaces")
+    finally:
+        server.stop()
+
+
+def test_a_watch_over_tls_lasts_its_timeout_and_a_gone_client_is_noticed(apiserver: APIServer, kube: Kube):
+    started = time.monotonic()
+    events = list(kube.watch("/api/v1/namespaces/default/configmaps", timeout=20, timeoutSeconds=2))
+    assert events == [] and 1.9 < time.monotonic() - started < 10, "idle, open until the server's timeout"
+    context = ssl.create_default_context(cafile=apiserver.ca_file)
+    with socket.create_connection((apiserver.host, apiserver.port), timeout=10) as raw_sock, \
+            context.wrap_socket(raw_sock, server_hostname="127.0.0.1") as sock:
+        sock.sendall(f"GET /api/v1/namespaces/default/configmaps?watch=1 HTTP/1.1\r\nHost: x\r\n"
+                     f"Authorization: Bearer {apiserver.admin_token}\r\n\r\n".encode())
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200 OK")
+        wait_for(lambda: apiserver.store.watchers("/configmaps"), timeout=10, what="the watch registered")
+    wait_for(lambda: not apiserver.store.watchers("/configmaps"), timeout=10, what="the watch of a gone client ended")
