@@ -5,12 +5,18 @@ service-account tokens (issued before the account exists, revoked with it), Toke
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import socket
 import ssl
+import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +24,7 @@ import pytest
 import yaml
 
 from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver import server as server_module
 from mxjob_controller.local.apiserver.auth.tokens import TokenAuthenticator, bearer_token
 from mxjob_controller.local.apiserver.auth.user import ADMIN
 from mxjob_controller.runtime.client import Client, Forbidden, TransportError, Unauthorized
@@ -122,22 +129,164 @@ def test_the_key_material_lives_in_a_private_directory_removed_at_stop():
     server = APIServer(ServerOptions(tls=True)).start()
     tls = server.security.tls
     assert tls is not None
-    assert (tls.directory.stat().st_mode & 0o777) == 0o700 and (tls.key_file.stat().st_mode & 0o777) == 0o600
+    assert (tls.directory.stat().st_mode & 0o777) == 0o700
+    assert sorted(p.name for p in tls.directory.iterdir()) == ["apiserver.crt", "ca.crt"], \
+        "the key was on disk only while OpenSSL loaded it"
     server.stop()
     assert not tls.directory.exists()
 
 
+def test_a_server_that_fails_to_build_leaves_no_key_material(monkeypatch, tmp_path: Path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # where TLSMaterial makes its directory
+
+    def broken(*_args: Any) -> None:
+        raise RuntimeError("broken after the TLS material was made")
+    monkeypatch.setattr(server_module, "Router", broken)
+    with pytest.raises(RuntimeError, match="broken after"):
+        APIServer(ServerOptions(tls=True))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_process_that_exits_without_stopping_its_server_leaves_no_key_material(tmp_path: Path):
+    script = ("import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
+              "from mxjob_controller.local.apiserver import APIServer, ServerOptions\n"
+              "server = APIServer(ServerOptions(tls=True)).start()\n"
+              "print(sorted(p.name for p in server.security.tls.directory.iterdir()))\n")   # never stopped
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['apiserver.crt', 'ca.crt']"
+    assert list(tmp_path.iterdir()) == [], "removed at exit"
+
+
+@pytest.mark.parametrize(("bound", "client"), [("0.0.0.0", "127.0.0.1"), ("::", "::1")])
+def test_bound_to_every_address_clients_get_the_loopback_address_the_certificate_names(bound: str, client: str,
+                                                                                        tmp_path: Path):
+    with APIServer(ServerOptions(host=bound, tls=True)) as server:
+        assert server.http.server_address[0] == bound and server.host == client
+        url_host = f"[{client}]" if ":" in client else client
+        assert server.url == f"https://{url_host}:{server.port}"
+        assert yaml.safe_load(server.write_kubeconfig(tmp_path / "kc").read_text())["clusters"][0]["cluster"][
+            "server"] == server.url
+        with Client(server.client_config()) as admin:   # verifies the certificate against the CA, for that address
+            assert admin.request("GET", "/api/v1/namespaces")["items"]
+
+
 # --- authentication -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("header", [None, "Bearer", "Bearer not-a-token", "Basic YWRtaW46YWRtaW4="])
-@pytest.mark.parametrize("path", ["/api/v1/namespaces/default/configmaps", "/healthz", "/apis"])
-def test_no_or_an_unknown_token_is_401(apiserver: APIServer, header: str | None, path: str):
+def _with_header(apiserver: APIServer, path: str, header: str | None, method: str = "GET",
+                 body: dict | None = None) -> tuple[int, Any]:
     context = ssl.create_default_context(cafile=apiserver.ca_file)
-    request = urllib.request.Request(apiserver.url + path, headers={"Authorization": header} if header else {})
-    with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(request, context=context, timeout=10)
-    assert info.value.code == 401
-    assert json.loads(info.value.read()) == UNAUTHORIZED
+    headers = {"Content-Type": "application/json", **({"Authorization": header} if header else {})}
+    request = urllib.request.Request(apiserver.url + path, headers=headers, method=method,
+                                     data=json.dumps(body).encode() if body is not None else None)
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as resp:
+            status, data = resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        status, data = e.code, e.read()
+    try:
+        return status, json.loads(data)
+    except ValueError:
+        return status, data.decode()
+
+
+@pytest.mark.parametrize("path", ["/api/v1/namespaces/default/configmaps", "/healthz", "/version", "/apis"])
+def test_an_unknown_token_is_401_even_where_anonymous_may_go(apiserver: APIServer, path: str):
+    assert _with_header(apiserver, path, "Bearer not-a-token") == (401, UNAUTHORIZED)
+
+
+def _forbidden(message: str, **details: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": "Forbidden", "details": details, "code": 403}
+
+
+@pytest.mark.parametrize("header", [None, "Bearer", "Basic YWRtaW46YWRtaW4="])
+def test_without_a_token_a_request_is_anonymous_and_rbac_decides(apiserver: APIServer, header: str | None):
+    """kube's anonymous authenticator: no bearer token (or an empty one, or another scheme) is system:anonymous in
+    system:unauthenticated, which the bootstrap policy lets read health and version, and nothing else."""
+    for path in ("/healthz", "/livez", "/readyz", "/version"):
+        assert _with_header(apiserver, path, header)[0] == 200, path
+    assert _with_header(apiserver, "/apis", header) == (
+        403, _forbidden('forbidden: User "system:anonymous" cannot get path "/apis"'))
+    assert _with_header(apiserver, "/api/v1/namespaces/default/configmaps", header, "POST", configmap("c")) == (
+        403, _forbidden('configmaps is forbidden: User "system:anonymous" cannot create resource "configmaps" in API '
+                        'group "" in the namespace "default"', kind="configmaps"))
+    records = apiserver.audit.records(resource="configmaps", verb="create")
+    assert [(r.user, r.code) for r in records] == [("system:anonymous", 403)]
+
+
+def test_under_always_allow_there_is_no_anonymous_user(tmp_path: Path):
+    """As kube-apiserver resets --anonymous-auth under AlwaysAllow (anonymous would be allowed everything)."""
+    with APIServer(ServerOptions(tls=True, authorization="AlwaysAllow")) as server:
+        assert _with_header(server, "/version", None) == (401, UNAUTHORIZED)
+        assert _with_header(server, "/api/v1/namespaces", f"Bearer {server.issue_user_token('alice')}")[0] == 200
+
+
+def _head_of_answer(sock: ssl.SSLSocket) -> bytes:
+    """What the server answers, up to the end of its headers (and a little more): a recv that times out fails."""
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(("header", "code"), [("Authorization: Bearer not-a-token\r\n", 401), ("", 403)])
+def test_a_refused_request_is_answered_without_its_body_being_read(apiserver: APIServer, header: str, code: int):
+    """Authentication and authorization come before the body: a refused client announcing a body as large as the
+    server accepts, and sending none of it, is answered at once (the server does not wait for the body) and the
+    connection closed."""
+    context = ssl.create_default_context(cafile=apiserver.ca_file)
+    head = (f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n{header}"
+            f"Content-Type: application/json\r\nContent-Length: {3 * 1024 * 1024}\r\n\r\n")
+    with socket.create_connection((apiserver.host, apiserver.port), timeout=10) as raw_sock, \
+            context.wrap_socket(raw_sock, server_hostname="127.0.0.1") as sock:
+        sock.sendall(head.encode())
+        answer = _head_of_answer(sock)
+    assert answer.startswith(f"HTTP/1.1 {code} ".encode()), answer[:200]
+    assert b"\r\nConnection: close\r\n" in answer
+
+
+def test_100_continue_is_sent_only_to_an_admitted_request(apiserver: APIServer):
+    context = ssl.create_default_context(cafile=apiserver.ca_file)
+    body = json.dumps(configmap("c")).encode()
+
+    def send(token: str) -> bytes:
+        with socket.create_connection((apiserver.host, apiserver.port), timeout=10) as raw_sock, \
+                context.wrap_socket(raw_sock, server_hostname="127.0.0.1") as sock:
+            sock.sendall((f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                          f"Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                          "Expect: 100-continue\r\nConnection: close\r\n\r\n").encode())
+            first = _head_of_answer(sock)
+            if not first.startswith(b"HTTP/1.1 100 "):
+                return first
+            sock.sendall(body)
+            return first + _head_of_answer(sock)
+
+    refused = send("not-a-token")
+    assert refused.startswith(b"HTTP/1.1 401 ") and b"100 Continue" not in refused
+    admitted = send(apiserver.admin_token or "")
+    assert admitted.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 "), admitted[:200]
+
+
+def test_a_small_unread_body_is_dropped_and_the_connection_kept(apiserver: APIServer):
+    """As Go does after a handler that did not read the body: up to 256 KiB is read and dropped, so the connection
+    can carry the next request."""
+    context = ssl.create_default_context(cafile=apiserver.ca_file)
+    body = json.dumps(configmap("c")).encode()
+    with socket.create_connection((apiserver.host, apiserver.port), timeout=10) as raw_sock, \
+            context.wrap_socket(raw_sock, server_hostname="127.0.0.1") as sock:
+        sock.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    first, second = answer.split(b"HTTP/1.1 ")[1:]
+    assert first.startswith(b"403 ") and second.startswith(b"200 "), answer[:400]
 
 
 def test_bearer_header_parsing():
@@ -170,6 +319,24 @@ def test_token_requests_expire():
     now[0] += 0.1
     assert tokens.authenticate(token) is None
     assert tokens.authenticate(tokens.issue_user(ADMIN)) == ADMIN
+
+
+def test_expired_and_revoked_tokens_are_forgotten():
+    now = [1000.0]
+    accounts = {("ops", "bot"): {"metadata": {"uid": "u1"}}}
+    tokens = TokenAuthenticator(lambda ns, name: accounts.get((ns, name)), lambda: now[0])
+    admin = tokens.issue_user(ADMIN)
+    for _ in range(100):   # TokenRequests of a long-lived server
+        tokens.issue_service_account("ops", "bot", "u1", expiration_seconds=600)
+    assert len(tokens) == 101
+    now[0] += 600
+    fresh = tokens.issue_service_account("ops", "bot", "u1", expiration_seconds=600)
+    assert len(tokens) == 2, "the expired ones went when the next was issued"
+    assert tokens.authenticate(admin) == ADMIN and tokens.authenticate(fresh) is not None
+    del accounts[("ops", "bot")]
+    assert tokens.authenticate(fresh) is None and len(tokens) == 1, "revoked with its account, for good"
+    unbound = tokens.issue_service_account("ops", "later")   # its account may still come: kept
+    assert tokens.authenticate(unbound) is None and len(tokens) == 2
 
 
 def test_kubectl_create_token_for_an_existing_account(apiserver: APIServer, kubectl: Kubectl, tmp_path: Path):
@@ -406,3 +573,185 @@ def test_a_watch_over_tls_lasts_its_timeout_and_a_gone_client_is_noticed(apiserv
         assert sock.recv(4096).startswith(b"HTTP/1.1 200 OK")
         wait_for(lambda: apiserver.store.watchers("/configmaps"), timeout=10, what="the watch registered")
     wait_for(lambda: not apiserver.store.watchers("/configmaps"), timeout=10, what="the watch of a gone client ended")
+
+
+# --- no privilege escalation through RBAC writes (kube's policy-based RBAC storage) --------------------------
+
+RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
+ALICE = 'user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:'
+
+
+def _cluster_role(name: str, *rules: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": list(rules), **extra}
+
+
+def _binding(kind: str, name: str, role_kind: str, role: str, user: str, namespace: str = "") -> dict[str, Any]:
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+
+
+_grants = itertools.count()
+
+
+def _grant(apiserver: APIServer, user: str, *rules: dict[str, Any], namespace: str = "") -> None:
+    """``rules`` for ``user``: cluster-wide, or in ``namespace`` (a RoleBinding of a ClusterRole)."""
+    name = f"{user}-{next(_grants)}"
+    apiserver.create(_cluster_role(name, *rules))
+    apiserver.create(_binding("RoleBinding", name, "ClusterRole", name, user, namespace) if namespace
+                     else _binding("ClusterRoleBinding", name, "ClusterRole", name, user))
+
+
+RBAC_WRITES = {"apiGroups": ["rbac.authorization.k8s.io"],
+               "resources": ["roles", "clusterroles", "rolebindings", "clusterrolebindings"],
+               "verbs": ["create", "update", "get"]}
+GET_PODS = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
+
+
+@contextlib.contextmanager
+def _as(apiserver: APIServer, user: str) -> Iterator[Kube]:
+    kube = Kube.of(apiserver, token=apiserver.issue_user_token(user))
+    try:
+        yield kube
+    finally:
+        kube.close()
+
+
+@pytest.fixture
+def alice(apiserver: APIServer) -> Iterator[Kube]:
+    """A user who may write roles and bindings, and holds nothing else."""
+    _grant(apiserver, "alice", RBAC_WRITES)
+    with _as(apiserver, "alice") as kube:
+        yield kube
+
+
+def test_creating_bindings_alone_cannot_bind_cluster_admin(apiserver: APIServer, alice: Kube):
+    reply = alice.post(f"{RBAC_API}/clusterrolebindings",
+                       _binding("ClusterRoleBinding", "mine", "ClusterRole", "cluster-admin", "alice"))
+    assert (reply.status, reply.body["reason"], reply.body["details"]) == (
+        403, "Forbidden", {"name": "mine", "group": "rbac.authorization.k8s.io", "kind": "clusterrolebindings"})
+    assert reply.body["message"] == (
+        f'clusterrolebindings.rbac.authorization.k8s.io "mine" is forbidden: {ALICE}\n'
+        '{APIGroups:["*"], Resources:["*"], Verbs:["*"]}\n{NonResourceURLs:["*"], Verbs:["*"]}')
+    reply = alice.post(f"{RBAC_API}/namespaces/default/rolebindings",
+                       _binding("RoleBinding", "mine", "ClusterRole", "cluster-admin", "alice", "default"))
+    assert reply.status == 403 and ALICE in reply.body["message"], "not even in one namespace"
+    assert alice.get("/api/v1/namespaces/default/pods").status == 403, "nothing was granted"
+
+
+def test_binding_needs_the_bind_verb_on_that_role_or_every_rule_of_it(apiserver: APIServer, alice: Kube):
+    apiserver.create(_cluster_role("pod-reader", GET_PODS))
+    rb = _binding("RoleBinding", "bob-reads", "ClusterRole", "pod-reader", "bob", "default")
+    reply = alice.post(f"{RBAC_API}/namespaces/default/rolebindings", rb)
+    assert reply.status == 403 and reply.body["message"].endswith(
+        f'{ALICE}\n{{APIGroups:[""], Resources:["pods"], Verbs:["get"]}}')
+    _grant(apiserver, "alice", GET_PODS, namespace="default")   # she holds the rules there: she may pass them on
+    assert alice.post(f"{RBAC_API}/namespaces/default/rolebindings", rb).status == 201
+    crb = _binding("ClusterRoleBinding", "bob-reads", "ClusterRole", "pod-reader", "bob")
+    assert alice.post(f"{RBAC_API}/clusterrolebindings", crb).status == 403, "held in default only, not everywhere"
+    _grant(apiserver, "alice", {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
+                                "verbs": ["bind"], "resourceNames": ["pod-reader"]})
+    assert alice.post(f"{RBAC_API}/clusterrolebindings", crb).status == 201, "bind on that role by name"
+    admin = _binding("ClusterRoleBinding", "bob-admin", "ClusterRole", "cluster-admin", "bob")
+    assert alice.post(f"{RBAC_API}/clusterrolebindings", admin).status == 403, "bind names pod-reader only"
+    missing = alice.post(f"{RBAC_API}/namespaces/default/rolebindings",
+                         _binding("RoleBinding", "x", "Role", "no-such-role", "bob", "default"))
+    assert (missing.status, missing.body["message"]) == (
+        404, 'roles.rbac.authorization.k8s.io "no-such-role" not found')
+
+
+def test_a_role_may_grant_only_what_its_writer_holds_unless_she_may_escalate(apiserver: APIServer, alice: Kube):
+    _grant(apiserver, "alice", GET_PODS, namespace="default")
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "readers", "namespace": "default"}, "rules": [GET_PODS]}
+    assert alice.post(f"{RBAC_API}/namespaces/default/roles", role).status == 201
+    apiserver.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}})
+    assert alice.post(f"{RBAC_API}/namespaces/ops/roles", {**role, "metadata": {"name": "readers", "namespace": "ops"}}
+                      ).status == 403, "held in default only"
+    more = {**role, "metadata": {"name": "deleters", "namespace": "default"},
+            "rules": [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list", "delete"]}]}
+    reply = alice.post(f"{RBAC_API}/namespaces/default/roles", more)
+    assert reply.status == 403 and reply.body["message"] == (
+        f'roles.rbac.authorization.k8s.io "deleters" is forbidden: {ALICE}\n'
+        '{APIGroups:[""], Resources:["pods"], Verbs:["list" "delete"]}\n'
+        '{APIGroups:[""], Resources:["pods/log"], Verbs:["get" "list" "delete"]}')
+    current = alice.get(f"{RBAC_API}/namespaces/default/roles/readers").body
+    assert alice.put(f"{RBAC_API}/namespaces/default/roles/readers", {**current, "rules": more["rules"]}
+                     ).status == 403, "nor by an update"
+    _grant(apiserver, "alice", {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"],
+                                "verbs": ["escalate"]}, namespace="default")
+    assert alice.post(f"{RBAC_API}/namespaces/default/roles", more).status == 201
+
+
+def test_an_aggregation_rule_needs_every_permission(apiserver: APIServer, alice: Kube):
+    aggregated = _cluster_role("gathers", aggregationRule={"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]})
+    reply = alice.post(f"{RBAC_API}/clusterroles", aggregated)
+    assert (reply.status, reply.body["message"]) == (
+        403, 'clusterroles.rbac.authorization.k8s.io "gathers" is forbidden: must have cluster-admin privileges to '
+             "use the aggregationRule")
+    assert alice.post(f"{RBAC_API}/clusterroles", _cluster_role("empty")).status == 201, "no rules: nothing to hold"
+
+
+def test_the_garbage_collector_s_fields_may_change_on_a_binding_its_writer_could_not_make(apiserver: APIServer,
+                                                                                          alice: Kube):
+    binding = _binding("ClusterRoleBinding", "bob-admin", "ClusterRole", "cluster-admin", "bob")
+    binding["metadata"]["finalizers"] = ["example.com/hold"]
+    apiserver.create(binding)
+    current = alice.get(f"{RBAC_API}/clusterrolebindings/bob-admin").body
+    path = f"{RBAC_API}/clusterrolebindings/bob-admin"
+    assert alice.put(path, {**current, "metadata": {**current["metadata"], "finalizers": []}}).status == 200
+    current = alice.get(path).body
+    assert alice.put(path, {**current, "metadata": {**current["metadata"], "labels": {"a": "b"}}}).status == 403
+
+
+def test_without_rbac_nothing_is_checked(tmp_path: Path):
+    with APIServer(ServerOptions(tls=True, authorization="AlwaysAllow")) as server, _as(server, "alice") as alice:
+        assert alice.post(f"{RBAC_API}/clusterrolebindings",
+                          _binding("ClusterRoleBinding", "mine", "ClusterRole", "cluster-admin", "alice")).status == 201
+
+
+# --- owner references (admission.py) -------------------------------------------------------------------------
+
+def test_owner_references_need_delete_on_update_not_on_create(apiserver: APIServer):
+    """As upstream's gc admission: who creates an object may give it owners; changing the owners of one needs
+    delete on it; blocking an owner's deletion needs update on its finalizers, on a create too."""
+    _grant(apiserver, "alice", {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "update"]},
+           namespace="default")
+    owner = apiserver.create(configmap("owner"))
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    with _as(apiserver, "alice") as alice:
+        owned = {**configmap("owned"), "metadata": {"name": "owned", "ownerReferences": [ref]}}
+        created = alice.post("/api/v1/namespaces/default/configmaps", owned)
+        assert created.status == 201, created.body
+        reply = alice.put("/api/v1/namespaces/default/configmaps/owned",
+                          {**created.body, "metadata": {**created.body["metadata"], "ownerReferences": []}})
+        assert reply.status == 403 and "cannot set an ownerRef on a resource you can't delete" in reply.body["message"]
+        blocking = {**configmap("blocking"), "metadata": {"name": "blocking",
+                                                          "ownerReferences": [{**ref, "blockOwnerDeletion": True}]}}
+        reply = alice.post("/api/v1/namespaces/default/configmaps", blocking)
+        assert reply.status == 403 and "cannot set blockOwnerDeletion" in reply.body["message"]
+
+
+# --- bodies the reviews cannot decode ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("content_type", "body", "code"), [
+    ("application/vnd.kubernetes.protobuf", b"k8s\x00\x0a\x04\x0a\x02v1", 400),   # no kind this server reads
+    ("application/vnd.kubernetes.protobuf", b"not protobuf at all", 400),
+    ("application/cbor", b"\xa0", 415),
+])
+def test_an_undecodable_review_is_400_an_unknown_media_type_415(apiserver: APIServer, content_type: str,
+                                                                body: bytes, code: int):
+    """As kube-apiserver answers: a body in an accepted media type that does not decode is a bad request."""
+    context = ssl.create_default_context(cafile=apiserver.ca_file)
+    request = urllib.request.Request(apiserver.url + "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                                     data=body, method="POST", headers={
+                                         "Content-Type": content_type,
+                                         "Authorization": f"Bearer {apiserver.admin_token}"})
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, context=context, timeout=10)
+    assert info.value.code == code
+    if code == 400:
+        assert json.loads(info.value.read())["message"].startswith(
+            "the object provided is unrecognized (must be of type SelfSubjectAccessReview)")

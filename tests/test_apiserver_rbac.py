@@ -1,6 +1,7 @@
 """The embedded API server's RBAC evaluation (``local/apiserver/auth/rbac.py``), table-tested as pure functions:
 the same table as the manifests' evaluator (``tests/rbac.py``, written apart from it) must come out the same, plus
-kube's exact 403 wording, the reasons an access review gives, ``system:masters``, missing roles and aggregation."""
+kube's exact 403 wording, the reasons an access review gives, ``system:masters``, missing roles, aggregation, and
+the rule coverage of kube's escalation check (``Covers``, ``CompactRules``, ``CompactString``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ from mxjob_controller.local.apiserver.auth.rbac import (
     StaticPolicy,
     aggregate_all,
     authorize,
+    compact,
+    compact_string,
+    escalation,
     forbidden_status,
     rules_for,
+    uncovered,
 )
 from mxjob_controller.local.apiserver.auth.user import ADMIN, UserInfo, service_account_user
 from mxjob_controller.local.apiserver.http import RequestInfo
@@ -196,3 +201,72 @@ def test_aggregation_chains_sorts_by_name_and_keeps_each_rule_once():
     assert filled["kubeflow-admin"] == [create, get_pods], "through kubeflow-edit (a chain), and another-edit itself"
     assert aggregate_all([{"metadata": {"name": n}, **r} for n, r in
                           [("plain", {"rules": [get_pods]})]]) == {}, "nothing aggregates: nothing changes"
+
+
+# --- escalation: does what a user holds cover what she grants? -----------------------------------------------
+
+def _rule(verbs: list[str], resources: list[str] | None = None, groups: list[str] | None = None,
+          names: list[str] | None = None, urls: list[str] | None = None) -> dict:
+    rule: dict = {"verbs": verbs}
+    if urls is not None:
+        return {**rule, "nonResourceURLs": urls}
+    rule.update(apiGroups=groups if groups is not None else [""], resources=resources or [])
+    return {**rule, "resourceNames": names} if names else rule
+
+
+@pytest.mark.parametrize(("owned", "granted", "covered"), [
+    ([_rule(["*"], ["*"], ["*"])], _rule(["get", "delete"], ["pods", "pods/log"], ["", "apps"]), True),
+    ([_rule(["get"], ["pods"])], _rule(["get"], ["pods/status"]), False),          # pods does not cover pods/status
+    ([_rule(["get"], ["*/status"])], _rule(["get"], ["pods/status"]), True),
+    ([_rule(["get"], ["*/status"])], _rule(["get"], ["pods"]), False),
+    ([_rule(["get"], ["pods"], names=["a"])], _rule(["get"], ["pods"]), False),   # one name does not cover all
+    ([_rule(["get"], ["pods"], names=["a", "b"])], _rule(["get"], ["pods"], names=["b"]), True),
+    ([_rule(["get"], ["pods"])], _rule(["get"], ["pods"], names=["x"]), True),
+    ([_rule(["get"], urls=["/logs/*"])], _rule(["get"], urls=["/logs/kubelet"]), True),
+    ([_rule(["get"], urls=["/logs"])], _rule(["get"], urls=["/logs/kubelet"]), False),
+    ([_rule(["get"], ["pods"]), _rule(["list"], ["pods"])], _rule(["get", "list"], ["pods"]), True),   # split
+    ([_rule(["get"], ["pods"], groups=["apps"])], _rule(["get"], ["pods"]), False),
+    ([], _rule([], ["pods"]), True),   # a rule granting no verb grants nothing
+])
+def test_rule_coverage_as_kube_s_covers(owned, granted, covered):
+    assert (uncovered(owned, [granted]) == []) is covered
+
+
+def test_missing_rules_are_compacted_and_worded_as_kube_words_them():
+    missing = uncovered([_rule(["get"], ["pods"])], [_rule(["get", "list", "delete"], ["pods", "services"])])
+    assert sorted(compact_string(r) for r in compact(missing)) == [
+        '{APIGroups:[""], Resources:["pods"], Verbs:["list" "delete"]}',
+        '{APIGroups:[""], Resources:["services"], Verbs:["get" "list" "delete"]}']
+    assert compact_string(_rule(["get"], ["pods"], names=["a"])) == \
+        '{APIGroups:[""], Resources:["pods"], ResourceNames:["a"], Verbs:["get"]}'
+    assert compact_string(_rule(["*"], urls=["*"])) == '{NonResourceURLs:["*"], Verbs:["*"]}'
+
+
+def test_escalation_names_the_user_the_missing_rules_and_resolution_errors():
+    policy = StaticPolicy(yaml.safe_load_all("""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: reader}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reader, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: reader}
+subjects: [{kind: User, name: alice}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: gone, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gone}
+subjects: [{kind: User, name: alice}]
+"""))
+    alice = UserInfo("alice", groups=("team", "system:authenticated"))
+    assert escalation(policy, alice, "team-a", [_rule(["get"], ["pods"])]) is None
+    assert escalation(policy, alice, "", [_rule(["get"], ["pods"])]) == (
+        'user "alice" (groups=["team" "system:authenticated"]) is attempting to grant RBAC permissions not currently '
+        'held:\n{APIGroups:[""], Resources:["pods"], Verbs:["get"]}'), "held in team-a only"
+    assert escalation(policy, alice, "team-a", [_rule(["get", "watch"], ["pods"])]) == (
+        'user "alice" (groups=["team" "system:authenticated"]) is attempting to grant RBAC permissions not currently '
+        'held:\n{APIGroups:[""], Resources:["pods"], Verbs:["watch"]}; resolution errors: '
+        '[role.rbac.authorization.k8s.io "gone" not found]')

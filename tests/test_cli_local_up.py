@@ -108,6 +108,23 @@ def test_local_up_tls_runs_a_job_with_every_part_authenticated(tmp_path):
     assert user["token"] not in out + err
 
 
+def test_local_up_tls_on_every_address_gives_clients_the_loopback_address(tmp_path):
+    """``--host 0.0.0.0 --tls``: the kubeconfig names 127.0.0.1 (in the serving certificate), not 0.0.0.0 (in no
+    certificate, and no destination), and kubectl verifies the server there."""
+    proc, kubeconfig = start_local_up(tmp_path, "--tls", "--host", "0.0.0.0", "--no-controller", "--kubelet", "none")
+    try:
+        wait_ready(proc, kubeconfig)
+        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        assert server.startswith("https://127.0.0.1:") and not server.endswith(":0")
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        assert "namespace/default" in kubectl.ok("get", "namespaces", "-o", "name").split()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert f"listening on {server}" in out
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--serviceaccount", "kubeflow/mxjob-controller"], "--serviceaccount and --token-dir go together"),
     (["--token-dir", "sa"], "--serviceaccount and --token-dir go together"),

@@ -118,6 +118,23 @@ def test_without_the_tfjob_crd_only_mxjobs_are_reconciled_with_a_warning(apiserv
     assert not [r for r in apiserver.audit.records(user_agent=UA_PREFIX) if r.resource == "tfjobs"]
 
 
+def test_a_transient_error_checking_the_tfjob_crd_is_an_error_not_a_silent_skip(apiserver, kubeconfig):
+    """Only a CRD that is not there for us lets the optional TFJob controller be left out; a 5xx while checking
+    might pass, and skipping on it would turn TFJobs off for the process's life."""
+    install_crds(apiserver)
+    apiserver.faults.add(FaultRule(verb="get", resource="customresourcedefinitions", name="tfjobs.kubeflow.org",
+                                   code=500))
+    proc = RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS]).start()
+    try:
+        assert proc.wait_exit(60) == 1
+    finally:
+        proc.kill()
+    errors = [r["msg"] for r in proc.records() if r["level"] == "error"]
+    assert len(errors) == 1 and "checking customresourcedefinitions/tfjobs.kubeflow.org failed" in errors[0], \
+        proc.output()
+    assert not [r for r in proc.records() if r["level"] == "warning" and "not reconciling" in r["msg"]]
+
+
 def test_a_framework_asked_for_needs_its_crd(apiserver, kubeconfig):
     install_mxjob_crd(apiserver)
     proc = RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS, "--frameworks", "tensorflow"]).start()

@@ -41,7 +41,7 @@ def isolated_environment(monkeypatch, tmp_path):
     for name in list(os.environ):
         if name.startswith("MXJOB_") or name == "POD_NAMESPACE":
             monkeypatch.delenv(name)
-    monkeypatch.setattr(run_cli, "service_account_dir", str(tmp_path / "no-service-account"))
+    monkeypatch.setenv("MXJOB_SERVICE_ACCOUNT_DIR", str(tmp_path / "no-service-account"))
 
 
 def settings(*args: str) -> RunSettings:
@@ -284,6 +284,16 @@ def test_the_command_uses_the_fallback_chain(monkeypatch, tmp_path):
     monkeypatch.setenv("POD_NAMESPACE", "pod-ns")
     assert settings().leader_election_namespace == "pod-ns"
     assert settings("--leader-election-namespace", "ops").leader_election_namespace == "ops"
+
+
+def test_the_service_account_directory_variable_is_read_when_the_settings_are_built(monkeypatch, tmp_path):
+    """``$MXJOB_SERVICE_ACCOUNT_DIR`` set after the module was imported (as a launcher or a test sets it) counts."""
+    for name in ("first", "second"):
+        sa = tmp_path / name
+        sa.mkdir()
+        (sa / "namespace").write_text(f"ns-{name}")
+        monkeypatch.setenv("MXJOB_SERVICE_ACCOUNT_DIR", str(sa))
+        assert settings().leader_election_namespace == f"ns-{name}"
 
 
 def test_bind_address_type_reuses_the_endpoints_parser():

@@ -52,7 +52,11 @@ def test_the_controller_as_its_service_account_under_the_shipped_rbac(tmp_path: 
             "certificate-authority-data"])
         kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache")
         kube = Kube(server, token=admin_token, ca_file=str(sa_dir / "ca.crt"))
-        assert kube.get("/version").ok and Kube(server, ca_file=str(sa_dir / "ca.crt")).get("/version").status == 401
+        anonymous = Kube(server, ca_file=str(sa_dir / "ca.crt"))   # no token: system:anonymous, as kube makes it
+        assert kube.get("/version").ok and anonymous.get("/version").ok
+        assert anonymous.get("/api/v1/namespaces").status == 403
+        assert Kube(server, token="not-a-token", ca_file=str(sa_dir / "ca.crt")).get("/version").status == 401
+        anonymous.close()
         kubectl.ok("apply", "-k", str(MANIFESTS / "install"), timeout=120)
         submit(kubectl, kube, MXNET)
 

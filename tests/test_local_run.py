@@ -188,3 +188,18 @@ def test_an_invalid_job_is_refused_with_the_field_named(tmp_path):
     run = local_run(str(path), timeout=60)
     assert run.returncode == 1
     assert "MXJob default/mxnet-digits:" in run.stderr and "spec.mxReplicaSpecs.Worker.replicas" in run.stderr
+
+
+def test_a_pod_belongs_to_the_job_that_controls_it_not_to_a_namesake_of_another_kind():
+    """An MXJob and a TFJob may share a name and namespace (and so the job-name label): a failure report names only
+    the failed job's pods."""
+    from mxjob_controller.local.run import JOB_RESOURCES, Job, _owner
+
+    def pod(kind: str, api_version: str = "kubeflow.org/v1") -> dict:
+        return {"metadata": {"name": "p", "namespace": "ns", "ownerReferences": [
+            {"apiVersion": api_version, "kind": kind, "name": "same", "uid": "u", "controller": True}]}}
+
+    assert _owner(pod("MXJob")) == Job(JOB_RESOURCES["MXJob"], "ns", "same")
+    assert _owner(pod("TFJob")) == Job(JOB_RESOURCES["TFJob"], "ns", "same")
+    assert _owner(pod("TFJob")) != _owner(pod("MXJob"))
+    assert _owner(pod("MXJob", "other.example/v1")) is None and _owner({"metadata": {}}) is None

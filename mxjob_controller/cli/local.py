@@ -81,8 +81,9 @@ def local() -> None:
               help="Serve HTTPS with a CA and a certificate made at start (the kubeconfig carries the CA and an "
                    "administrator's token); authentication and RBAC are then enforced.")
 @click.option("--authorization", default=None, type=click.Choice(list(_AUTHORIZATION), case_sensitive=False),
-              help="rbac: requests need a bearer token and are authorized by the Roles and bindings applied to "
-                   "the server (the kubeconfig's user is in system:masters); always-allow: everything is allowed.  "
+              help="rbac: requests are authorized by the Roles and bindings applied to the server (the "
+                   "kubeconfig's user is in system:masters; a request without a bearer token is system:anonymous); "
+                   "always-allow: everything is allowed.  "
                    "[default: rbac with --tls, else always-allow]")
 @click.option("--serviceaccount", "service_account", default=None, metavar="NAMESPACE/NAME",
               callback=lambda _c, _p, v: _parse_service_account(v),

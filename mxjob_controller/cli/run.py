@@ -47,9 +47,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VOLCANO = "volcano"
-# Where the pod's service account is mounted (read for the Lease namespace and in-cluster credentials):
-# /var/run/secrets/kubernetes.io/serviceaccount, or $MXJOB_SERVICE_ACCOUNT_DIR (local up --token-dir, tests).
-service_account_dir = default_service_account_dir()
+# Where the pod's service account is mounted (read for the Lease namespace and in-cluster credentials), when set
+# (tests); None: $MXJOB_SERVICE_ACCOUNT_DIR (local up --token-dir) or /var/run/secrets/kubernetes.io/serviceaccount,
+# read when the settings are built, not when this module is imported.
+service_account_dir: str | None = None
+
+
+def service_account_directory() -> str:
+    """The service-account directory this run uses (see ``service_account_dir``)."""
+    return service_account_dir if service_account_dir is not None else default_service_account_dir()
 
 
 class FlagError(click.UsageError):
@@ -153,7 +159,8 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
 @click.pass_context
 def run(ctx: click.Context, **flags: Any) -> None:
     """Run the job controllers (MXJob, TFJob) against a Kubernetes API server until SIGTERM or SIGINT."""
-    settings = build_settings(ctx, flags)
+    sa_dir = service_account_directory()
+    settings = build_settings(ctx, flags, sa_dir)
     setup_logging(settings.log_level, settings.json_log_format)
     # Series as Go operators expose them: no ``*_created`` sample beside every counter and histogram.
     disable_created_metrics()
@@ -162,13 +169,14 @@ def run(ctx: click.Context, **flags: Any) -> None:
     # Imported here: the controller (and all it imports) loads only for `run`, not for every other subcommand.
     from mxjob_controller.manager.process import Manager  # noqa: PLC0415
 
-    manager = Manager(settings, service_account_dir=service_account_dir)
+    manager = Manager(settings, service_account_dir=sa_dir)
     _handle_signals(manager)
     sys.exit(manager.run())
 
 
-def build_settings(ctx: click.Context, flags: dict[str, Any]) -> RunSettings:
-    """Resolve aliases, cross-flag rules and the Lease namespace; :class:`FlagError` on a contradiction."""
+def build_settings(ctx: click.Context, flags: dict[str, Any], sa_dir: str | None = None) -> RunSettings:
+    """Resolve aliases, cross-flag rules and the Lease namespace (``sa_dir``: the service-account directory, by
+    default :func:`service_account_directory`); :class:`FlagError` on a contradiction."""
     threadiness = _one_of(flags, "threadiness", "controller_threads", "--threadiness", "--controller-threads", ctx)
     resync = _one_of(flags, "resync_period", "resyc_period", "--resync-period", "--resyc-period", ctx)
     gang = (flags["gang_scheduler_name"] or "").strip()
@@ -193,7 +201,7 @@ def build_settings(ctx: click.Context, flags: dict[str, Any]) -> RunSettings:
     if errors:
         raise FlagError(f"invalid value for --leader-election-namespace: {flag_namespace!r}: {'; '.join(errors)}",
                         ctx)
-    namespace, _source = lease_namespace(flag_namespace, service_account_dir=service_account_dir)
+    namespace, _source = lease_namespace(flag_namespace, service_account_dir=sa_dir or service_account_directory())
     namespaces = tuple(dict.fromkeys(n for group in flags["namespaces"] for n in group))
     frameworks = tuple(dict.fromkeys(n for group in flags["frameworks"] for n in group))
     return RunSettings(

@@ -102,7 +102,7 @@ class ControllerOptions:
     registry: CollectorRegistry | None = None    # job, queue and controller metrics; a private one when None
     clock: Clock | None = None                   # the work queue's and the expectations' time
     wall: Callable[[], float] = time.time        # the time written into status and events
-    write_threads: int = 8                       # bound on concurrent child writes, all jobs together
+    write_threads: int = 8                       # bound on concurrent child writes, all of this kind's jobs
     blocked_retry: float = 30.0                  # re-check of a child name held by an object the job does not control
     cache_sync_timeout: float = 60.0             # longest wait in start() for the initial lists
     trace_path: str | os.PathLike[str] | None = None   # a JSON line per reconcile (runtime.reconcile_trace)

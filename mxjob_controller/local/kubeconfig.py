@@ -9,12 +9,12 @@ token: the file is the credential, hence mode 0600.
 from __future__ import annotations
 
 import base64
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from mxjob_controller.local.files import write_atomically
 
 CONTEXT = "mxjob-local"
 
@@ -37,18 +37,4 @@ def kubeconfig_for(server_url: str, namespace: str = "default", ca_pem: bytes | 
 
 
 def write_kubeconfig(path: str | Path, config: dict[str, Any]) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".kubeconfig-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            yaml.safe_dump(config, f, sort_keys=False)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return write_atomically(path, yaml.safe_dump(config, sort_keys=False).encode(), 0o600)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TextIO
 
+from mxjob_controller.core.ownership import api_group, controller_ref
 from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.local.cluster import LocalCluster
 from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, KubeError, Resource
@@ -210,7 +211,8 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
             failed = [(key, s) for key, s in states.items() if s["state"] == "Failed"]
             if failed:
                 key, state = failed[0]
-                _report_failure(cluster, write, key, state, failed_pods.values())
+                _report_failure(cluster, write, key, state,
+                                [p for p in failed_pods.values() if (o := _owner(p)) is not None and o.key == key])
                 return Outcome(FAILED, state["message"], {k: s["state"] for k, s in states.items()})
             if all(s["state"] == "Succeeded" for s in states.values()):
                 if streams is not None:
@@ -251,14 +253,29 @@ def _job_state(client: Client, submitted: Job) -> dict[str, str]:
 
 
 def _pods(client: Client, jobs: Sequence[Job]) -> list[dict[str, Any]]:
+    """The pods of ``jobs``: by the job-name label, then by their controller (an MXJob and a TFJob may share a name
+    and a namespace)."""
     pods: list[dict[str, Any]] = []
     for namespace in sorted({job.namespace for job in jobs}):
         names = ",".join(sorted({job.name for job in jobs if job.namespace == namespace}))
         try:
-            pods += client.list(PODS, namespace, label_selector=f"training.kubeflow.org/job-name in ({names})")["items"]
+            listed = client.list(PODS, namespace, label_selector=f"training.kubeflow.org/job-name in ({names})")
         except KubeError:
-            pass  # asked again next turn
+            continue  # asked again next turn
+        pods += [pod for pod in listed["items"] if _owner(pod) in jobs]
     return pods
+
+
+def _owner(pod: dict[str, Any]) -> Job | None:
+    """The job controlling a pod, as :func:`submit` names jobs; None when a job of ours does not."""
+    meta = pod.get("metadata") or {}
+    ref = controller_ref(pod)
+    if ref is None:
+        return None
+    resource = JOB_RESOURCES.get(ref.get("kind") or "")
+    if resource is None or api_group(ref.get("apiVersion") or "") != resource.group:
+        return None
+    return Job(resource, meta.get("namespace") or "", ref.get("name") or "")
 
 
 def _failing(pod: dict[str, Any]) -> bool:

@@ -24,9 +24,8 @@ from mxjob_controller.core.job_controller import (
     PodGroupAPIMissingError,
     StartCancelledError,
 )
-from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS, FRAMEWORKS, MXNET
+from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS, FRAMEWORKS
 from mxjob_controller.manager.settings import RunSettings
-from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.runtime.client import Client
 
 __all__ = ["ControllerFactory", "Controllers", "ManagedController", "PodGroupAPIMissingError", "StartCancelledError",
@@ -97,10 +96,7 @@ def new_controller(client: Client, settings: RunSettings, registry: CollectorReg
 
 
 def build_controllers(client: Client, options: ControllerOptions, names: Sequence[str]) -> ManagedController:
-    """One controller per framework named (MXNet's is an :class:`MXJobController`), with the same options and
-    client: alone, or several as :class:`Controllers`."""
-    built: list[JobController] = [
-        MXJobController(client, options) if name == MXNET else JobController(client, options,
-                                                                             FRAMEWORKS[name].framework())
-        for name in names]
+    """One controller per framework named, with the same options and client: alone, or several as
+    :class:`Controllers`."""
+    built = [JobController(client, options, FRAMEWORKS[name].framework()) for name in names]
     return built[0] if len(built) == 1 else Controllers(built)

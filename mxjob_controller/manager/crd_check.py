@@ -29,6 +29,12 @@ class StartupError(Exception):
     """The process cannot start; the message says why and what to do (printed as is, exit code 1)."""
 
 
+class CRDUnavailableError(StartupError):
+    """The framework's CRD is not there for us (absent, not readable under our RBAC, or too old): a lasting state of
+    the cluster, which lets an optional framework be left out. Anything else (the API unreachable, our credentials
+    refused, a 5xx) may pass, so it never silently turns a framework off."""
+
+
 def check_crd(client: Client, entry: FrameworkEntry, timeout: float = 30.0) -> dict[str, Any]:
     """The framework's CRD; :class:`StartupError` when it is absent, does not serve the version the controller
     uses, or is not readable."""
@@ -36,9 +42,10 @@ def check_crd(client: Client, entry: FrameworkEntry, timeout: float = 30.0) -> d
     try:
         crd = client.get(CRDS, entry.crd_name, timeout=timeout)
     except NotFound:
-        raise StartupError(f"the {entry.kind} CRD ({entry.crd_name}) is not installed: {INSTALL_HINT}") from None
+        raise CRDUnavailableError(f"the {entry.kind} CRD ({entry.crd_name}) is not installed: {INSTALL_HINT}") \
+            from None
     except Forbidden as e:
-        raise StartupError(f"RBAC is missing: the controller may not get {what} ({e.message}); apply "
+        raise CRDUnavailableError(f"RBAC is missing: the controller may not get {what} ({e.message}); apply "
                            "manifests/rbac (`kubectl apply -k manifests/install` does) and check that the pod runs "
                            "as the mxjob-controller service account") from None
     except Unauthorized as e:
@@ -52,20 +59,21 @@ def check_crd(client: Client, entry: FrameworkEntry, timeout: float = 30.0) -> d
     version = entry.framework().resource.version
     served = [v.get("name") for v in (crd.get("spec") or {}).get("versions") or () if v.get("served")]
     if version not in served:
-        raise StartupError(f"the installed {entry.kind} CRD does not serve {version} (it serves "
+        raise CRDUnavailableError(f"the installed {entry.kind} CRD does not serve {version} (it serves "
                            f"{', '.join(served) or 'nothing'}): it is older than this controller; {INSTALL_HINT}")
     return crd
 
 
 def frameworks_to_run(client: Client, requested: tuple[str, ...], timeout: float = 30.0) -> tuple[str, ...]:
     """The frameworks to reconcile: ``requested`` (each CRD checked, :class:`StartupError` for the first one that
-    fails), or without a request the defaults, an optional one left out with a warning when its check fails."""
+    fails), or without a request the defaults, an optional one left out with a warning when its CRD is unavailable
+    (any other failure is an error: a transient one must not turn a framework off for the process's life)."""
     chosen: list[str] = []
     for name in requested or DEFAULT_FRAMEWORKS:
         entry = FRAMEWORKS[name]
         try:
             check_crd(client, entry, timeout)
-        except StartupError as e:
+        except CRDUnavailableError as e:
             if requested or name not in OPTIONAL_BY_DEFAULT:
                 raise
             log.warning("not reconciling %ss: %s (with --frameworks %s it would be an error)", entry.kind, e, name)

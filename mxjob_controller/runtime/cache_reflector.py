@@ -39,6 +39,7 @@ from mxjob_controller.runtime.client import (
     TransportError,
     WatchStream,
 )
+from mxjob_controller.runtime.client.errors import refused
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class Reflector:
             except ApiError as e:
                 delay = self.backoff.next_delay(e.retry_after)
                 need_list = True
-                if e.code in (401, 403):   # RBAC (or credentials): nothing will sync until someone acts
+                if refused(e):   # RBAC (or credentials): nothing will sync until someone acts
                     log.error("%s: the API server refuses to list and watch (%d %s): %s; retrying in %.2fs",
                               self.name, e.code, e.reason, e.message, delay)
                 else:

@@ -255,7 +255,7 @@ class SharedInformer:
                 return
             old = self.store.upsert(obj, key)
             note = (ADD, obj) if old is None else (UPDATE, old, obj)
-            for listener in self._listeners:
+            for listener in self._listeners:   # _distribute's loop, inline: the one hot path (every watch event)
                 listener.push(note)
 
     def _transformed(self, obj: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""How a TFJob's processes find each other: ``TF_CONFIG``, exactly as training-operator 1.9 builds it. Pure.
+"""How a TFJob's processes find each other: ``TF_CONFIG``, as training-operator 1.9 builds it (one deliberate
+difference: a ``TF_CONFIG`` the user set wins; 1.9 appended its own after it, and the last one wins). Pure.
 
     {"cluster":{"ps":["j-ps-0.ns.svc:2222"],"worker":["j-worker-0.ns.svc:2222","j-worker-1.ns.svc:2222"]},
      "task":{"type":"worker","index":1},"environment":"cloud"}

@@ -22,6 +22,12 @@ always with a ``Status`` in JSON and ``Connection: close`` (Go answers these in 
 After such a refusal the rest of the request is read and dropped until the client closes (half a second at
 most, as Go's ``closeWriteAndWait``): closing with bytes unread makes the kernel reset the connection.
 
+A request's body is read only when its handler asks for it (:meth:`Exchange.read_body`), after the router's
+interceptors authenticated and authorized it: a client refused there (401, 403) cannot make the server read (or
+buffer) a body of up to ``MAX_BODY_BYTES``. Its framing is checked up front, from the headers. A body left unread
+is dropped when small (up to 256 KiB, Go's ``maxPostHandlerReadBytes``), else the connection closes after the
+answer; ``Expect: 100-continue`` is answered when the body is wanted, so a refused client never sends it.
+
 With an ``ssl_context`` every connection is TLS: the handshake is made on the connection's own thread (a slow
 client never holds up the accept loop) within the header timeout; a failed one closes the connection, and a plain
 HTTP request gets Go's plain-text answer ``400 Client sent an HTTP request to an HTTPS server.``
@@ -29,6 +35,7 @@ HTTP request gets Go's plain-text answer ``400 Client sent an HTTP request to an
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -55,6 +62,7 @@ from mxjob_controller.local.apiserver.rest import MAX_BODY_BYTES, Response, Watc
 log = logging.getLogger(__name__)
 
 _DRAIN_LIMIT = 64 * 1024 * 1024  # read and discard an oversized body up to this, so the client sees the 413
+_UNREAD_DROP_LIMIT = 256 * 1024  # an unread body up to this is dropped to keep the connection (Go's value)
 _MAX_REQUEST_LINE = 65536  # http.server's limit (→ 414)
 _MAX_HEADER_LINE = 65536  # http.client's limits (→ 431)
 _MAX_HEADERS = 100
@@ -94,11 +102,21 @@ class Exchange:
     info: RequestInfo
     query: dict[str, str]
     headers: Any
-    body: bytes
+    body: bytes = b""  # what read_body() read
     code: int = 0
     started: float = 0.0
     response_bytes: int = 0
     user: Any = None  # who the server authenticated (auth.UserInfo); None when it authenticates nobody
+    reader: Callable[[], bytes] | None = None  # reads the body off the connection; None once read (or none)
+
+    def read_body(self) -> bytes:
+        """The request's body, read from the connection on the first call. Called by whatever serves an admitted
+        request, never before the interceptors: a refused client's body is never read. Raises the 400 or 413 a
+        malformed or oversized body gets."""
+        if self.reader is not None:
+            reader, self.reader = self.reader, None
+            self.body = reader()
+        return self.body
 
 
 Application = Callable[[Exchange], Response]
@@ -130,6 +148,8 @@ class APIHTTPServer(ThreadingHTTPServer):
         self._conn_threads: set[threading.Thread] = set()
         self._conns_lock = threading.Lock()
         self._conn_ids = itertools.count(1)
+        if ":" in address[0]:   # an IPv6 address (``::``, ``::1``): socketserver binds IPv4 unless told
+            self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
 
     # --- accepting ----------------------------------------------------------------------------------------
@@ -219,6 +239,8 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "mxjob-local-apiserver"
     timeout = 600  # idle keep-alive connections are closed after this many seconds
     server: APIHTTPServer
+    expect_continue = False  # the request waits for "100 Continue" before it sends its body
+    unread_length: int | None = None  # the length of the body while it is unread (None: chunked, or none)
 
     def setup(self) -> None:
         super().setup()
@@ -321,8 +343,10 @@ class _Handler(BaseHTTPRequestHandler):
         connection = self.headers.get("Connection", "").lower()
         self.close_connection = connection == "close" or (self.request_version == "HTTP/1.0"
                                                           and connection != "keep-alive")
-        if self.headers.get("Expect", "").lower() == "100-continue" and self.request_version == "HTTP/1.1":
-            return self.handle_expect_100()
+        # Answered when the body is read (_continue), not now: a request refused before would otherwise be sent
+        # its body for nothing.
+        self.expect_continue = (self.headers.get("Expect", "").lower() == "100-continue"
+                                and self.request_version == "HTTP/1.1")
         return True
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
@@ -375,15 +399,16 @@ class _Handler(BaseHTTPRequestHandler):
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         info = RequestInfo(method=self.command, path=split.path,
                            user_agent=self.headers.get("User-Agent", ""))
-        ex = Exchange(info, query, self.headers, b"", started=started)
+        ex = Exchange(info, query, self.headers, started=started)
         try:
-            ex.body = self._read_body()
+            ex.reader = self._body_reader()   # the framing checked now; the body read when the handler wants it
             resp = self.server.app(ex)
         except StatusError as e:
             resp = _status_response(e)
         except Exception as e:  # a bug must cost one request, not the server
             log.exception("internal error serving %s %s", self.command, self.path)
             resp = _status_response(errors.internal(f"{type(e).__name__}: {e}"))
+        unread = ex.reader is not None and not self._drop_unread_body()
         ex.code = resp.code
         if self.server.stopping.is_set():
             self.close_connection = True  # the server is going: this is the connection's last answer
@@ -402,7 +427,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._observe(ex, started)
                 self._write_head(resp.code, resp.content_type, resp.headers, len(body),
                                  body if self.command != "HEAD" else b"")
-                if self.close_connection and resp.code >= 400 and not self.server.stopping.is_set():
+                if self.close_connection and (resp.code >= 400 or unread) and not self.server.stopping.is_set():
                     self._linger()  # a refusal that may have left part of the request unread
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
@@ -418,7 +443,10 @@ class _Handler(BaseHTTPRequestHandler):
             except Exception:
                 log.exception("request observer failed")
 
-    def _read_body(self) -> bytes:
+    def _body_reader(self) -> Callable[[], bytes] | None:
+        """What reads the request's body (None: it has none), once its framing is known good: lengths or codings
+        that could smuggle a second request are a 400 now, from the headers alone, as Go refuses them."""
+        self.unread_length = None
         encodings = self.headers.get_all("Transfer-Encoding") or []
         lengths = [v.strip() for v in self.headers.get_all("Content-Length") or []]
         if len(set(lengths)) > 1:
@@ -432,18 +460,46 @@ class _Handler(BaseHTTPRequestHandler):
             if lengths:
                 self.close_connection = True
                 raise errors.bad_request("http: message cannot contain both Transfer-Encoding and Content-Length")
-            return self._read_chunked()
+            return self._read_chunked
         length_text = lengths[0] if lengths else ""
         if not length_text:
-            return b""
+            return None
         if not _CONTENT_LENGTH.fullmatch(length_text):  # never read(-1): that waits for the client to close
             self.close_connection = True
             raise errors.bad_request(f"invalid Content-Length {length_text!r}")
         length = int(length_text)
+        if length == 0:
+            return None
+        self.unread_length = length
+        return functools.partial(self._read_length, length)
+
+    def _continue(self) -> None:
+        """``100 Continue`` for a client that waits for it before sending the body it is now asked for."""
+        if self.expect_continue:
+            self.expect_continue = False
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def _read_length(self, length: int) -> bytes:
+        self._continue()
         if length > MAX_BODY_BYTES:
             self._discard(length)
             raise errors.too_large(MAX_BODY_BYTES)
         return self.rfile.read(length)
+
+    def _drop_unread_body(self) -> bool:
+        """After a request answered without its body (refused before it was needed): drop a small one, as Go does
+        after a handler, and keep the connection; True then. Else (large, chunked, or never sent because no
+        ``100 Continue`` asked for it) the connection closes after the answer: False."""
+        length = self.unread_length
+        if self.expect_continue or length is None or length > _UNREAD_DROP_LIMIT:
+            self.close_connection = True
+            return False
+        try:
+            self._discard(length)
+        except OSError:
+            self.close_connection = True
+            return False
+        return True
 
     def _discard(self, length: int) -> None:
         if length > _DRAIN_LIMIT:
@@ -456,6 +512,7 @@ class _Handler(BaseHTTPRequestHandler):
             length -= len(chunk)
 
     def _read_chunked(self) -> bytes:
+        self._continue()
         parts, total = [], 0
         while True:
             line = self.rfile.readline(1024)

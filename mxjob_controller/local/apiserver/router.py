@@ -21,8 +21,8 @@ _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _HEALTH = ("/healthz", "/livez", "/readyz")
 
 Interceptor = Callable[[Exchange], None]
-"""Runs before a request is served (authentication and authorization, then fault injection); may raise
-StatusError or delay."""
+"""Runs before a request is served and before its body is read (authentication and authorization, then fault
+injection); may raise StatusError or delay."""
 StreamWrapper = Callable[[Exchange, Response], Response]
 
 
@@ -156,7 +156,7 @@ class Router:
         req = Request(verb=info.verb, rt=rt, namespace=info.namespace or None,
                       name=(info.name or None) if info.verb != "watch" else None,
                       subresource=info.subresource or None, query=query,
-                      content_type=ex.headers.get("Content-Type", "") or "", body=ex.body,
+                      content_type=ex.headers.get("Content-Type", "") or "", body=ex.read_body(),
                       accept=ex.headers.get("Accept", "") or "", user_agent=info.user_agent, user=ex.user)
         return self._rest.handle(req)
 

@@ -14,6 +14,7 @@ Everything is in memory; nothing survives ``stop()``.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import platform
@@ -38,7 +39,7 @@ from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
 from mxjob_controller.local.apiserver.kinds.pods import PodStrategy, bind
-from mxjob_controller.local.apiserver.kinds.rbac import BindingStrategy, ClusterRoleStrategy
+from mxjob_controller.local.apiserver.kinds.rbac import BindingStrategy, ClusterRoleStrategy, EscalationCheck
 from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
 from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
 from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
@@ -72,6 +73,17 @@ def version_info() -> dict[str, str]:
     }
 
 
+def client_host(bound: str) -> str:
+    """Where a client connects to a server bound to ``bound``: loopback instead of an unspecified address."""
+    try:
+        address = ipaddress.ip_address(bound)
+    except ValueError:
+        return bound
+    if not address.is_unspecified:
+        return bound
+    return "::1" if address.version == 6 else "127.0.0.1"
+
+
 @dataclass(frozen=True, slots=True)
 class ServerOptions:
     host: str = "127.0.0.1"
@@ -86,7 +98,7 @@ class ServerOptions:
     header_timeout: float = HEADER_TIMEOUT  # seconds for a request's line and headers to arrive
     tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/tls.py)
     # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
-    # RBAC turns authentication on (bearer tokens; 401 without one).
+    # RBAC turns authentication on (bearer tokens; without one, system:anonymous under RBAC, 401 under AlwaysAllow).
     authorization: str | None = None
 
     @property
@@ -103,6 +115,14 @@ class APIServer:
                                         self.options.watcher_queue))
         self.security = Security(self.store, tls=self.options.tls, authorization=self.options.authorization_mode,
                                  host=self.options.host)
+        try:
+            self._assemble()
+        except BaseException:
+            self.security.close()   # its TLS material must not outlive a server that never was
+            raise
+
+    def _assemble(self) -> None:
+        """Everything but the store and security: REST, routing, the built-in controllers, the bootstrap objects."""
         strategies = {
             builtin.PODS.storage_key: PodStrategy(),
             builtin.SERVICES.storage_key: ServiceStrategy(),
@@ -117,7 +137,10 @@ class APIServer:
         self.rest.virtual_creators.update(self.security.reviews.creators())
         self.rest.subresource_creators[(builtin.SERVICEACCOUNTS.storage_key, "token")] = \
             self.security.reviews.token_request
-        if self.options.authorization_mode == RBAC:   # as hardened clusters (OpenShift) run it: auth/admission.py
+        if self.options.authorization_mode == RBAC:
+            # kube's policy-based RBAC storage: no role or binding grants more than its writer holds.
+            self.rest.validating_admission.append(EscalationCheck(self.security.authorizer))
+            # As hardened clusters (OpenShift) run it: auth/admission.py.
             self.rest.validating_admission.append(
                 OwnerReferencesPermissionEnforcement(self.security.authorizer, self.registry))
         self.rest.lookup = self._lookup
@@ -156,7 +179,7 @@ class APIServer:
         self._http.bookmark_interval = self.options.bookmark_interval
         self._http.header_timeout = self.options.header_timeout
         self._http.observers.append(self.audit.observe)
-        self.discovery.server_address = f"{self.host}:{self.port}"
+        self.discovery.server_address = self.address
         self.faults.start()
         self.gc.start()
         self.namespace_controller.start()
@@ -211,8 +234,11 @@ class APIServer:
 
     @property
     def host(self) -> str:
+        """The address clients reach the server at: the one it is bound to, or, bound to every address (``0.0.0.0``,
+        ``::``), the loopback address of that family, which the serving certificate names (an unspecified address
+        is no destination, nor in any certificate)."""
         assert self._http is not None, "server not started"
-        return self._http.server_address[0]
+        return client_host(self._http.server_address[0])
 
     @property
     def port(self) -> int:
@@ -220,10 +246,15 @@ class APIServer:
         return self._http.server_address[1]
 
     @property
+    def address(self) -> str:
+        """``host:port`` as Go's ``net.JoinHostPort`` writes it (an IPv6 host in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
     def url(self) -> str:
         scheme = "https" if self.security.tls is not None else "http"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{scheme}://{host}:{self.port}"
+        return f"{scheme}://{self.address}"
 
     @property
     def http(self) -> APIHTTPServer:

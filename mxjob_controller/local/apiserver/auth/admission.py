@@ -4,11 +4,13 @@ Not on in a default kube-apiserver, but on in OpenShift and other hardened clust
 that what the controller needs there is part of what our tests prove. On a create or update that changes an
 object's ``ownerReferences`` (``pods/status`` excepted):
 
-- the caller must be allowed to delete the object itself, else ``cannot set an ownerRef on a resource you can't
-  delete``;
-- for every reference newly made blocking (``blockOwnerDeletion: true``), the caller must be allowed to update the
-  owner's ``finalizers`` subresource (the controller's ``mxjobs/finalizers`` rule), else ``cannot set
-  blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on``.
+- on an update, the caller must be allowed to delete the object itself, else ``cannot set an ownerRef on a
+  resource you can't delete``; not on a create (upstream: whoever creates an object could as well never have
+  created it, so may give it owners);
+- on both, for every reference newly made blocking (``blockOwnerDeletion: true``), the caller must be allowed to
+  update the owner's ``finalizers`` subresource (the controller's ``mxjobs/finalizers`` rule), else ``cannot set
+  blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on``: the power to delete
+  one's own object does not imply the power to hold back the deletion of another.
 
 The server's own writes (garbage collector, namespace controller, in-process creates) have no caller and pass.
 """
@@ -57,10 +59,12 @@ class OwnerReferencesPermissionEnforcement:
             return
         meta = new.get("metadata") or {}
         namespace, name = meta.get("namespace") or "", meta.get("name") or ""
-        delete = self._authorizer.authorize(Attributes(user, "delete", True, rt.group, rt.version, rt.plural,
-                                                       ctx.subresource or "", namespace, name))
-        if not delete.allowed:
-            raise _forbidden(rt, name, f"cannot set an ownerRef on a resource you can't delete: {delete.reason}, <nil>")
+        if old is not None:
+            delete = self._authorizer.authorize(Attributes(user, "delete", True, rt.group, rt.version, rt.plural,
+                                                           ctx.subresource or "", namespace, name))
+            if not delete.allowed:
+                raise _forbidden(rt, name,
+                                 f"cannot set an ownerRef on a resource you can't delete: {delete.reason}, <nil>")
         for ref in _new_blocking(new, old):
             api_version, kind = str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")
             group, _, version = api_version.rpartition("/")

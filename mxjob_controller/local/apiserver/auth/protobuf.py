@@ -4,7 +4,9 @@ kubectl's typed clients (``auth can-i``, ``auth whoami``, ``create token``) send
 ``application/vnd.kubernetes.protobuf``: the magic ``k8s\\0`` and a ``runtime.Unknown`` (typeMeta, raw) whose raw
 bytes are the object in the field numbers of ``k8s.io/api``'s ``generated.proto``. This module decodes the protobuf
 wire format and maps the fields of the four request kinds to the dicts their JSON would have been; everything
-else in them (metadata, status) is skipped. Any other kind is not understood (the caller answers 415).
+else in them (metadata, status) is skipped. Any other kind, or bytes that are not such a body, cannot be decoded:
+the caller answers 400 ``the object provided is unrecognized``, as kube-apiserver answers a body it cannot decode
+(415 is for a media type it does not accept at all).
 """
 
 from __future__ import annotations

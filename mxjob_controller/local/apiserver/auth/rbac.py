@@ -295,6 +295,110 @@ def forbidden_status(attrs: Attributes, reason: str = "") -> tuple[str, dict[str
     return f"{qualified} is forbidden: {why}", details
 
 
+# --- escalation -----------------------------------------------------------------------------------------------
+
+def breakdown(rule: Rule) -> list[dict[str, list[str]]]:
+    """kube's ``BreakdownRule``: ``rule`` as rules of one group, resource, verb (and resource name) each, or one
+    non-resource URL and verb each, so that each is covered by one owner rule or by none."""
+    groups, resources, verbs = _listed(rule, "apiGroups"), _listed(rule, "resources"), _listed(rule, "verbs")
+    names = _listed(rule, "resourceNames")
+    out: list[dict[str, list[str]]] = []
+    for group in groups:
+        for resource in resources:
+            for verb in verbs:
+                base = {"apiGroups": [group], "resources": [resource], "verbs": [verb]}
+                out += [{**base, "resourceNames": [name]} for name in names] if names else [base]
+    out += [{"nonResourceURLs": [url], "verbs": [verb]} for url in _listed(rule, "nonResourceURLs") for verb in verbs]
+    return out
+
+
+def _resources_cover(owned: Sequence[str], wanted: Sequence[str]) -> bool:
+    if ALL in owned or set(wanted) <= set(owned):
+        return True
+    for resource in wanted:   # a subresource is also covered by ``*/<subresource>``
+        if resource in owned:
+            continue
+        _, slash, sub = resource.partition("/")
+        if not slash or f"{ALL}/{sub}" not in owned:
+            return False
+    return True
+
+
+def _urls_cover(owned: Sequence[str], wanted: Sequence[str]) -> bool:
+    return all(any(o == url or (o.endswith(ALL) and url.startswith(o.rstrip(ALL))) for o in owned) for url in wanted)
+
+
+def rule_covers(owner: Rule, sub: Rule) -> bool:
+    """kube's ``ruleCovers``: whether ``owner`` grants all of ``sub`` (a rule from :func:`breakdown`)."""
+    def covers_all(key: str) -> bool:
+        owned = _listed(owner, key)
+        return ALL in owned or set(_listed(sub, key)) <= set(owned)
+
+    owner_names, sub_names = _listed(owner, "resourceNames"), _listed(sub, "resourceNames")
+    names = not owner_names or (bool(sub_names) and set(sub_names) <= set(owner_names))
+    return (covers_all("verbs") and covers_all("apiGroups")
+            and _resources_cover(_listed(owner, "resources"), _listed(sub, "resources"))
+            and _urls_cover(_listed(owner, "nonResourceURLs"), _listed(sub, "nonResourceURLs")) and names)
+
+
+def uncovered(owner_rules: Iterable[Rule], rules: Iterable[Rule]) -> list[dict[str, list[str]]]:
+    """kube's ``Covers``: the parts of ``rules`` that no rule of ``owner_rules`` grants (empty: all covered)."""
+    owned = list(owner_rules)
+    return [sub for rule in rules for sub in breakdown(rule) if not any(rule_covers(o, sub) for o in owned)]
+
+
+def compact(rules: Iterable[Rule]) -> list[dict[str, list[str]]]:
+    """kube's ``CompactRules``: rules of one group and one resource (and at most one name) that differ only by
+    verb, merged into one."""
+    merged: dict[tuple[str, str, tuple[str, ...]], dict[str, list[str]]] = {}
+    others: list[dict[str, list[str]]] = []
+    for rule in rules:
+        groups, resources = _listed(rule, "apiGroups"), _listed(rule, "resources")
+        names = _listed(rule, "resourceNames")
+        simple = (len(groups) == len(resources) == 1 and len(names) <= 1
+                  and set(k for k, v in rule.items() if v) <= {"apiGroups", "resources", "verbs", "resourceNames"})
+        if not simple:
+            others.append({k: list(v) for k, v in rule.items() if v})
+            continue
+        key = (groups[0], resources[0], tuple(names))
+        if key in merged:
+            merged[key]["verbs"] += [v for v in _listed(rule, "verbs") if v not in merged[key]["verbs"]]
+        else:
+            merged[key] = {k: list(v) for k, v in rule.items() if v}
+    return others + list(merged.values())
+
+
+def _go_quoted_list(values: Sequence[str]) -> str:
+    """Go's ``%q`` of a ``[]string``: ``["a" "b"]``."""
+    return "[" + " ".join(json.dumps(v, ensure_ascii=False) for v in values) + "]"
+
+
+def compact_string(rule: Rule) -> str:
+    """kube's ``CompactString`` of a rule, as escalation refusals list them:
+    ``{APIGroups:[""], Resources:["pods"], Verbs:["get"]}``."""
+    parts = [f"{label}:{_go_quoted_list(_listed(rule, key))}"
+             for label, key in (("APIGroups", "apiGroups"), ("Resources", "resources"),
+                                ("NonResourceURLs", "nonResourceURLs"), ("ResourceNames", "resourceNames"),
+                                ("Verbs", "verbs")) if _listed(rule, key)]
+    return "{" + ", ".join(parts) + "}"
+
+
+def escalation(policy: Policy, user: UserInfo, namespace: str, rules: Iterable[Rule]) -> str | None:
+    """kube's ``ConfirmNoEscalation``: None when ``user`` already holds every one of ``rules`` in ``namespace``
+    ("": cluster-wide), else why not: ``user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC
+    permissions not currently held:`` and each missing rule on a line of its own."""
+    owned, errors = rules_for(policy, user, namespace)
+    missing = uncovered(owned, rules)
+    if not missing:
+        return None
+    lines = sorted({compact_string(rule) for rule in compact(missing)})
+    message = (f"user {json.dumps(user.name, ensure_ascii=False)} (groups={_go_quoted_list(user.groups)}) is "
+               "attempting to grant RBAC permissions not currently held:\n" + "\n".join(lines))
+    if errors:
+        message += f"; resolution errors: [{_aggregate_errors(errors)}]"
+    return message
+
+
 # --- aggregation ----------------------------------------------------------------------------------------------
 
 def aggregated_rules(role: Mapping[str, Any],

@@ -3,25 +3,30 @@
 Off by default: every request is then the administrator and everything is allowed, as a server without any
 ``--authorization-mode`` would behave. On (``tls`` or ``authorization="RBAC"``), in kube-apiserver's order:
 
-1. authentication: the ``Authorization: Bearer`` token must name a user (:mod:`.tokens`), else 401 with kube's
-   ``Unauthorized`` Status; there is no anonymous user;
+1. authentication: a bearer token must name a user (:mod:`.tokens`); an unknown, expired or revoked one is a 401
+   with kube's ``Unauthorized`` Status. A request without a token (no ``Authorization`` header, another scheme, an
+   empty bearer) is ``system:anonymous`` in ``system:unauthenticated``, as kube's anonymous authenticator makes
+   it, and RBAC decides: the bootstrap policy lets it read ``/healthz``, ``/livez``, ``/readyz`` and ``/version``
+   (``system:public-info-viewer``), and it gets a 403 for anything else. Under ``AlwaysAllow`` there is no
+   anonymous user (kube-apiserver turns ``--anonymous-auth`` off there too): no token is a 401;
 2. authorization: ``system:masters`` may do anything; everyone else what RBAC grants over the server's own Roles,
    ClusterRoles and bindings (:mod:`.rbac`), else 403 with kube's message, e.g. ``pods is forbidden: User
    "system:serviceaccount:kubeflow:mxjob-controller" cannot create resource "pods" in API group "" in the namespace
    "default"``.
 
-The filter is the first of ``Router.interceptors``: a refused request reaches neither fault injection nor a handler
-(kube refuses a forbidden request before it knows whether the resource exists). With RBAC the server starts with
-kube's bootstrap policy (``cluster-admin`` for ``system:masters``; discovery, health and the self-reviews for every
-authenticated user), runs the cluster-role aggregation controller's part (``kinds/rbac.py``), and admits owner
-references as OpenShift does (``admission.py``: ``blockOwnerDeletion`` needs ``update`` on the owner's finalizers).
+The filter is the first of ``Router.interceptors``, which run before a request's body is read (``http.py``): a
+refused request reaches neither fault injection nor a handler, and its body is never read (kube refuses a
+forbidden request before it knows whether the resource exists). With RBAC the server starts with kube's bootstrap
+policy (``cluster-admin`` for ``system:masters``; discovery and the self-reviews for every authenticated user;
+health and version for everyone), runs the cluster-role aggregation controller's part and refuses RBAC writes that
+would grant more than their writer holds (``kinds/rbac.py``), and admits owner references as OpenShift does
+(``admission.py``: ``blockOwnerDeletion`` needs ``update`` on the owner's finalizers).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,10 +43,18 @@ from mxjob_controller.local.apiserver.auth.authorizer import (
 from mxjob_controller.local.apiserver.auth.reviews import Reviews
 from mxjob_controller.local.apiserver.auth.tls import TLSMaterial
 from mxjob_controller.local.apiserver.auth.tokens import TokenAuthenticator, bearer_token
-from mxjob_controller.local.apiserver.auth.user import ADMIN, AUTHENTICATED, MASTERS, UserInfo
+from mxjob_controller.local.apiserver.auth.user import (
+    ADMIN,
+    ANONYMOUS,
+    AUTHENTICATED,
+    MASTERS,
+    UNAUTHENTICATED,
+    UserInfo,
+)
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.http import Exchange
 from mxjob_controller.local.apiserver.store import Store
+from mxjob_controller.local.files import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +95,7 @@ def bootstrap_policy() -> list[dict[str, Any]]:
              {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"]}),
         binding("system:basic-user", AUTHENTICATED),
         role("system:public-info-viewer", {"verbs": ["get"], "nonResourceURLs": public_urls}),
-        binding("system:public-info-viewer", AUTHENTICATED, "system:unauthenticated"),
+        binding("system:public-info-viewer", AUTHENTICATED, UNAUTHENTICATED),
     ]
 
 
@@ -94,6 +107,8 @@ class Security:
         self.store = store
         self.authorization = authorization
         self.enforcing = tls or authorization == RBAC
+        # kube-apiserver resets --anonymous-auth to false under AlwaysAllow: anonymous would then be anything.
+        self.anonymous = authorization == RBAC
         self.tls = TLSMaterial(host) if tls else None
         self.tokens = TokenAuthenticator(self.service_account)
         self.authorizer = Authorizer(authorization, StorePolicy(store))
@@ -111,11 +126,24 @@ class Security:
         """Authenticate, then authorize ``ex``; raise the 401 or 403 a refused request gets."""
         if not self.enforcing:
             return
-        token = bearer_token(ex.headers.get("Authorization"))
-        user = self.tokens.authenticate(token) if token else None
+        ex.user = self.authenticate(ex.headers.get("Authorization"))
+        self.authorize(ex, ex.user)
+
+    def authenticate(self, authorization: str | None) -> UserInfo:
+        """Who an ``Authorization`` header says the caller is: a token's user, else (no token) anonymous; 401 for a
+        token that names nobody, and for no token where there is no anonymous user."""
+        token = bearer_token(authorization)
+        if not token:
+            if self.anonymous:
+                return ANONYMOUS
+            raise unauthorized()
+        user = self.tokens.authenticate(token)
         if user is None:
             raise unauthorized()
-        ex.user = user
+        return user
+
+    def authorize(self, ex: Exchange, user: UserInfo) -> None:
+        """The 403 a request ``user`` may not make gets (kube's message and details)."""
         attrs = request_attributes(ex.info, ex.query, user)
         decision = self.authorizer.authorize(attrs)
         if decision.allowed:
@@ -146,21 +174,10 @@ class Security:
         path.mkdir(parents=True, exist_ok=True)
         for filename, data, mode in (("ca.crt", self.tls.ca_pem, 0o644), ("namespace", namespace.encode(), 0o644),
                                      ("token", self.issue_service_account_token(namespace, name).encode(), 0o600)):
-            _write_atomically(path / filename, data, mode)
+            write_atomically(path / filename, data, mode)
         return path
 
     def close(self) -> None:
         if self.tls is not None:
             self.tls.close()
 
-
-def _write_atomically(path: Path, data: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

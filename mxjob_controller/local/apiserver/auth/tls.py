@@ -5,8 +5,11 @@ Clients verify the server against the CA (the kubeconfig's ``certificate-authori
 uses: ``localhost``, ``127.0.0.1``, ``::1``, the listening host, and kube's in-cluster names (``kubernetes``,
 ``kubernetes.default.svc``...). Keys are ECDSA P-256 (fast to make; Go and OpenSSL both verify them).
 
-OpenSSL loads certificates and keys only from files, so they are written to a private directory (0700, the key
-0600), removed by :meth:`TLSMaterial.close`. Nothing here logs a key or a certificate.
+OpenSSL loads certificates and keys only from files. The CA and the serving certificate (public) are written to a
+private directory (0700) that :meth:`TLSMaterial.close` removes, and so does a finalizer if ``close`` is never
+called (a server whose construction failed, a process that exits without stopping its server). The private key is
+on disk only while :meth:`TLSMaterial.server_context` loads it (0600, removed right after): a process killed at any
+other moment leaves no key behind. Nothing here logs a key or a certificate.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import shutil
 import ssl
 import tempfile
+import weakref
 from pathlib import Path
 
 from cryptography import x509
@@ -32,7 +36,7 @@ _BACKDATE = datetime.timedelta(minutes=5)   # clock skew between the server and 
 
 
 class TLSMaterial:
-    """A CA and a serving certificate for ``host``, on disk until :meth:`close`."""
+    """A CA and a serving certificate for ``host``, on disk until :meth:`close`; the key in memory."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         now = datetime.datetime.now(datetime.UTC)
@@ -66,27 +70,34 @@ class TLSMaterial:
                                critical=False)
                 .sign(ca_key, hashes.SHA256()))
         self.ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
+        self._key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption())
         self.directory = Path(tempfile.mkdtemp(prefix="mxjob-apiserver-tls-"))   # mkdtemp: mode 0700
+        # Registered before anything is written: whatever happens next, the directory goes (at the latest at exit).
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.directory), ignore_errors=True)
         self.ca_file = self.directory / "ca.crt"
         self.cert_file = self.directory / "apiserver.crt"
-        self.key_file = self.directory / "apiserver.key"
+        self.key_file = self.directory / "apiserver.key"   # exists only inside server_context()
         self.ca_file.write_bytes(self.ca_pem)
         self.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption()))
 
     def server_context(self) -> ssl.SSLContext:
-        """TLS 1.2 or newer, HTTP/1.1 offered by ALPN (kubectl then speaks HTTP/1.1 rather than asking for h2)."""
+        """TLS 1.2 or newer, HTTP/1.1 offered by ALPN (kubectl then speaks HTTP/1.1 rather than asking for h2).
+        The key file is written for OpenSSL to load and removed as soon as it has (the context keeps the key)."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(self.cert_file, self.key_file)
+        fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(self._key_pem)
+            context.load_cert_chain(self.cert_file, self.key_file)
+        finally:
+            self.key_file.unlink(missing_ok=True)
         context.set_alpn_protocols(["http/1.1"])
         return context
 
     def close(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self._cleanup()
 
 
 def _alt_names(host: str) -> list[x509.GeneralName]:

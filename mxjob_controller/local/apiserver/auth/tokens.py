@@ -11,7 +11,9 @@ Two kinds of token, each an opaque random string (256 bits) known only to this p
   --serviceaccount`` writes the token before ``kubectl apply`` creates the account): it is bound on first use.
   Tokens from a TokenRequest expire (``expirationSeconds``); the others live as long as the server.
 
-An unknown, expired or revoked token authenticates nobody (the request gets 401). Tokens are never logged.
+An unknown, expired or revoked token authenticates nobody (the request gets 401). Tokens are never logged. Expired
+tokens are forgotten when the next token is issued, and a revoked one when it is next presented, so a long-lived
+server issuing TokenRequests holds only the tokens that can still authenticate.
 """
 
 from __future__ import annotations
@@ -52,11 +54,24 @@ class TokenAuthenticator:
         expires = None if expiration_seconds is None else self._clock() + expiration_seconds
         return self._issue(_Issued(account=(namespace, name), uid=uid, expires=expires))
 
+    def __len__(self) -> int:
+        """How many tokens are held (issued, and not yet forgotten as expired or revoked)."""
+        with self._lock:
+            return len(self._tokens)
+
     def _issue(self, issued: _Issued) -> str:
         token = secrets.token_urlsafe(32)
+        now = self._clock()
         with self._lock:
+            expired = [t for t, i in self._tokens.items() if i.expires is not None and now >= i.expires]
+            for old in expired:   # else every TokenRequest would stay here for the server's life
+                del self._tokens[old]
             self._tokens[token] = issued
         return token
+
+    def _forget(self, token: str) -> None:
+        with self._lock:
+            self._tokens.pop(token, None)
 
     def authenticate(self, token: str) -> UserInfo | None:
         """The user ``token`` stands for now; None when it stands for nobody."""
@@ -65,6 +80,7 @@ class TokenAuthenticator:
         if issued is None:
             return None
         if issued.expires is not None and self._clock() >= issued.expires:
+            self._forget(token)
             return None
         if issued.user is not None:
             return issued.user
@@ -72,12 +88,15 @@ class TokenAuthenticator:
         namespace, name = issued.account
         account = self._lookup(namespace, name)
         if account is None:
+            if issued.uid:   # its account is gone: revoked for good (one made anew has another uid)
+                self._forget(token)
             return None
         uid = (account.get("metadata") or {}).get("uid") or ""
         with self._lock:
             if not issued.uid:
                 issued.uid = uid
             elif issued.uid != uid:
+                self._tokens.pop(token, None)
                 return None   # another account of the same name: the one it was bound to is gone
         return service_account_user(namespace, name, uid)
 

@@ -1,8 +1,10 @@
 """Who a request is from, as kube-apiserver's authenticators describe a user (``user.Info``).
 
-The names and groups are Kubernetes' own: a service account is the user ``system:serviceaccount:<ns>:<name>`` in the
-groups ``system:serviceaccounts``, ``system:serviceaccounts:<ns>`` and ``system:authenticated``; members of
-``system:masters`` are allowed everything before RBAC is asked (kube-apiserver's privileged-group authorizer).
+The names and groups are Kubernetes' own: a request without credentials is ``system:anonymous`` in the group
+``system:unauthenticated`` (kube's anonymous authenticator); a service account is the user
+``system:serviceaccount:<ns>:<name>`` in the groups ``system:serviceaccounts``, ``system:serviceaccounts:<ns>`` and
+``system:authenticated``; members of ``system:masters`` are allowed everything before RBAC is asked
+(kube-apiserver's privileged-group authorizer).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from dataclasses import dataclass
 
 MASTERS = "system:masters"
 AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+ANONYMOUS_NAME = "system:anonymous"
 SERVICE_ACCOUNTS = "system:serviceaccounts"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 ADMIN_NAME = "kubernetes-admin"   # what kubeadm and kind call the kubeconfig's user
@@ -60,3 +64,7 @@ def service_account_user(namespace: str, name: str, uid: str = "") -> UserInfo:
 
 ADMIN = UserInfo(ADMIN_NAME, groups=(MASTERS, AUTHENTICATED))
 """The kubeconfig's user; also who every request is when the server enforces nothing."""
+
+
+ANONYMOUS = UserInfo(ANONYMOUS_NAME, groups=(UNAUTHENTICATED,))
+"""Who a request without a bearer token is, when the server authorizes with RBAC."""
