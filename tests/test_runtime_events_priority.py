@@ -97,7 +97,7 @@ def test_the_run_flags_size_the_events_client(apiserver: APIServer) -> None:
     built = controllers.new_controller(client, RunSettings(event_qps=7.5, event_burst=9), CollectorRegistry())
     assert isinstance(built, controllers.Controllers)
     try:
-        assert isinstance(built.controllers[0], MXJobController)
+        assert [c.framework.framework_name for c in built.controllers] == ["mxnet", "tensorflow"]
         assert built.names == ["mxjob-controller", "tfjob-controller"]
         for controller in built.controllers:
             bucket, main = controller.event_client.rate_limiter, client.rate_limiter
