@@ -72,13 +72,16 @@ def kubectl_as(apiserver: APIServer, tmp_path: Path, token: str, name: str) -> K
 
 
 def raw(apiserver: APIServer, path: str, token: str | None = None, method: str = "GET",
-        body: dict | None = None, content_type: str = "application/json") -> tuple[int, Any]:
+        body: dict | None = None, content_type: str = "application/json",
+        authorization: str | None = None) -> tuple[int, Any]:
     """One request with the standard library, verifying the server against its CA: the code and the body (parsed
-    when it is JSON)."""
+    when it is JSON). ``token`` is sent as ``Bearer <token>``; ``authorization`` as the whole header, as is."""
     context = ssl.create_default_context(cafile=apiserver.ca_file)
     headers = {"Content-Type": content_type}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
+    elif authorization is not None:
+        headers["Authorization"] = authorization
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(apiserver.url + path, data=data, headers=headers, method=method)
     try:
@@ -176,19 +179,7 @@ def test_bound_to_every_address_clients_get_the_loopback_address_the_certificate
 
 def _with_header(apiserver: APIServer, path: str, header: str | None, method: str = "GET",
                  body: dict | None = None) -> tuple[int, Any]:
-    context = ssl.create_default_context(cafile=apiserver.ca_file)
-    headers = {"Content-Type": "application/json", **({"Authorization": header} if header else {})}
-    request = urllib.request.Request(apiserver.url + path, headers=headers, method=method,
-                                     data=json.dumps(body).encode() if body is not None else None)
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=10) as resp:
-            status, data = resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        status, data = e.code, e.read()
-    try:
-        return status, json.loads(data)
-    except ValueError:
-        return status, data.decode()
+    return raw(apiserver, path, method=method, body=body, authorization=header)
 
 
 @pytest.mark.parametrize("path", ["/api/v1/namespaces/default/configmaps", "/healthz", "/version", "/apis"])

@@ -11,7 +11,7 @@ import pytest
 from mxjob_controller.api.view import JobView, parse_job
 from mxjob_controller.core.framework import per_job
 from mxjob_controller.mxnet.framework import MXNetFramework
-from mxjob_controller.mxnet.wiring import dmlc_env, mx_config, wired_template, with_env
+from mxjob_controller.mxnet.wiring import dmlc_env, wired_template, with_env
 
 
 def replica(replicas: int, **extra: Any) -> dict[str, Any]:
@@ -86,7 +86,7 @@ def test_custom_ports_and_tvm_keys() -> None:
     port = {"container": {"ports": [{"name": "mxjob-port", "containerPort": 9999}]}}
     job = view({"TunerTracker": replica(1, **port), "TunerServer": {**replica(2), "label": "gpu-key"},
                 "Tuner": replica(1, metadata={"annotations": {"tuner-server-key": "annotated"}})}, jobMode="MXTune")
-    config = mx_config(job, "TunerServer", 1)
+    config = json.loads(env_dict(dmlc_env(job, "TunerServer", 1))["MX_CONFIG"])
     assert config["cluster"]["tunertracker"] == [{"url": "j-tunertracker-0", "port": 9999}]
     assert config["labels"] == {"tuner": "annotated", "tunerserver": "gpu-key", "tunertracker": ""}
 

@@ -42,11 +42,6 @@ def labels_spec(job: JobView) -> dict[str, str]:
             for rtype, replica in sorted(job.replicas.items(), key=lambda item: item[0].lower())}
 
 
-def mx_config(job: JobView, replica_type: str, index: int) -> dict[str, Any]:
-    return {"cluster": cluster_spec(job), "labels": labels_spec(job),
-            "task": {"type": replica_type.lower(), "index": index}}
-
-
 def mx_config_json(config: dict[str, Any]) -> str:
     return json.dumps(config, separators=(",", ":"), ensure_ascii=False)
 
