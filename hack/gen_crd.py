@@ -1,8 +1,9 @@
-"""Write every framework's CRD files (MXJob, TFJob) from their API definitions (``make crd``); ``--check`` only
-reports drift.
+"""Write every framework's CRD files (MXJob, TFJob, GenericJob) from their API definitions (``make crd``);
+``--check`` only reports drift.
 
-The logic lives in ``mxjob_controller/api/crd.py``, ``mxjob_controller/tensorflow/crd.py`` and the table of
-``mxjob_controller/frameworks.py``; this script only writes (or compares) the files.
+The logic lives in ``mxjob_controller/api/crd.py``, ``mxjob_controller/tensorflow/crd.py``,
+``mxjob_controller/generic/crd.py`` and the table of ``mxjob_controller/frameworks.py``; this script only writes (or
+compares) the files.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ CRD generator (``hack/gen_crd.py``), the start-up CRD check and the local cluste
     entry.framework()     # a fresh TensorFlowFramework
     entry.crd()           # the TFJob CRD object
 
-Adding a framework is a package beside ``mxnet/`` and ``tensorflow/`` plus one entry here.
+Adding a framework is a package beside ``mxnet/``, ``tensorflow/`` and ``generic/`` plus one entry here.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from typing import Any
 from mxjob_controller.api import constants as mx_api
 from mxjob_controller.api.crd import mxjob_crd, rendered_files
 from mxjob_controller.core.framework import Framework
+from mxjob_controller.generic import api as generic_api
+from mxjob_controller.generic.crd import genericjob_crd
+from mxjob_controller.generic.framework import GenericFramework
 from mxjob_controller.mxnet.framework import FRAMEWORK_NAME as MXNET
 from mxjob_controller.mxnet.framework import MXNetFramework
 from mxjob_controller.tensorflow import api as tf_api
@@ -24,6 +27,7 @@ from mxjob_controller.tensorflow.crd import tfjob_crd
 from mxjob_controller.tensorflow.framework import TensorFlowFramework
 
 TENSORFLOW = tf_api.FRAMEWORK_NAME
+GENERIC = generic_api.FRAMEWORK_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +42,12 @@ class FrameworkEntry:
 FRAMEWORKS: dict[str, FrameworkEntry] = {
     MXNET: FrameworkEntry(MXNET, mx_api.KIND, mx_api.CRD_NAME, MXNetFramework, mxjob_crd),
     TENSORFLOW: FrameworkEntry(TENSORFLOW, tf_api.KIND, tf_api.CRD_NAME, TensorFlowFramework, tfjob_crd),
+    GENERIC: FrameworkEntry(GENERIC, generic_api.KIND, generic_api.CRD_NAME, GenericFramework, genericjob_crd),
 }
 #: What ``run`` reconciles unless told otherwise: MXJobs always (the project's own kind: a missing CRD is an
-#: error), TFJobs where their CRD is installed (else a warning).
-DEFAULT_FRAMEWORKS = (MXNET, TENSORFLOW)
-OPTIONAL_BY_DEFAULT = frozenset({TENSORFLOW})
+#: error), TFJobs and GenericJobs where their CRDs are installed (else a warning).
+DEFAULT_FRAMEWORKS = (MXNET, TENSORFLOW, GENERIC)
+OPTIONAL_BY_DEFAULT = frozenset({TENSORFLOW, GENERIC})
 
 
 def all_crds() -> list[dict[str, Any]]:

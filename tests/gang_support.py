@@ -1,5 +1,6 @@
 """Gang-scheduling test helpers: minimal Volcano and scheduler-plugins PodGroup CRDs for the embedded API server,
-PriorityClasses, and the scheduler's part (tests admit a gang by patching its PodGroup's ``status.phase``).
+PriorityClasses, and the scheduler's part (tests admit a gang by patching its PodGroup's ``status.phase``); and the
+T9k scheduler's PodGroup CRD, which a GenericJob with ``spec.scheduler.t9kScheduler`` asks for.
 
 The CRDs keep the fields the controller writes and the schedulers' status phase, with the real CRDs' shapes:
 Volcano's ``scheduling.volcano.sh/v1beta1`` has no status subresource, scheduler-plugins' ``scheduling.x-k8s.io/
@@ -53,6 +54,15 @@ def scheduler_plugins_crd() -> dict[str, Any]:
             "scheduleTimeoutSeconds": {"type": "integer", "format": "int32"}}
     status = {"phase": {"type": "string"}, "running": {"type": "integer", "format": "int32"}}
     return _crd("scheduling.x-k8s.io", "v1alpha1", spec, status, status_subresource=True)
+
+
+def t9k_crd() -> dict[str, Any]:
+    """``podgroups.scheduler.tensorstack.dev`` (``v1beta1``): the fields ``generic/scheduler.py`` writes."""
+    int32 = {"type": "integer", "format": "int32"}
+    spec = {"minMember": int32, "queue": {"type": "string"}, "priority": int32,
+            "roles": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "minMember": int32}}}}
+    return _crd("scheduler.tensorstack.dev", "v1beta1", spec, {"phase": {"type": "string"}}, status_subresource=True)
 
 
 def install(kube: Kube, crd: dict[str, Any]) -> None:

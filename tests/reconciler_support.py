@@ -30,8 +30,12 @@ SERVICE_ACCOUNT = "mxjob-controller"     # the controller's ServiceAccount in th
 RBAC_KINDS = ("Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 
 
+#: The group/version of each job kind's plural that is not Kubeflow's ``kubeflow.org/v1``.
+GROUP_VERSIONS = {"genericjobs": "batch.tensorstack.dev/v1beta1"}
+
+
 def jobs_path(namespace: str, name: str = "", plural: str = "mxjobs") -> str:
-    path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/{plural}"
+    path = f"/apis/{GROUP_VERSIONS.get(plural, 'kubeflow.org/v1')}/namespaces/{namespace}/{plural}"
     return f"{path}/{name}" if name else path
 
 

@@ -17,6 +17,7 @@ from mxjob_controller.cli.local import packaged_crds
 from mxjob_controller.core.exit_codes import RETRYABLE_EXIT_CODES
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
 from mxjob_controller.frameworks import all_crds, crd_files
+from mxjob_controller.generic.crd import genericjob_crd
 from mxjob_controller.kube.k8s_schemas import schema_version
 from mxjob_controller.tensorflow.crd import tfjob_crd
 
@@ -52,11 +53,10 @@ def walk(node: Any, path: str = "") -> list[tuple[str, dict]]:
 
 def test_committed_files_match_the_generator() -> None:
     files = crd_files()
-    assert set(files) == {"manifests/crd/kubeflow.org_mxjobs.yaml", "manifests/crd/kubeflow.org_tfjobs.yaml",
-                          "mxjob_controller/data/crds/kubeflow.org_mxjobs.yaml",
-                          "mxjob_controller/data/crds/kubeflow.org_tfjobs.yaml", KUSTOMIZATION_PATH}
-    assert yaml.safe_load(files[KUSTOMIZATION_PATH])["resources"] == ["kubeflow.org_mxjobs.yaml",
-                                                                        "kubeflow.org_tfjobs.yaml"]
+    crds = ["kubeflow.org_mxjobs.yaml", "kubeflow.org_tfjobs.yaml", "batch.tensorstack.dev_genericjobs.yaml"]
+    assert set(files) == {*(f"manifests/crd/{c}" for c in crds), *(f"mxjob_controller/data/crds/{c}" for c in crds),
+                          KUSTOMIZATION_PATH}
+    assert yaml.safe_load(files[KUSTOMIZATION_PATH])["resources"] == crds
     for rel, content in files.items():
         path = ROOT / rel
         assert path.exists(), f"{rel} is missing: run `make crd`"
@@ -67,11 +67,16 @@ def test_gen_crd_check_reports_no_drift() -> None:
     proc = subprocess.run([sys.executable, "hack/gen_crd.py", "--check"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "MXJob CRD: " in proc.stdout and "TFJob CRD: " in proc.stdout
+    assert "MXJob CRD: " in proc.stdout and "TFJob CRD: " in proc.stdout and "GenericJob CRD: " in proc.stdout
 
 
 def test_the_package_ships_the_same_crds() -> None:
-    assert packaged_crds() == all_crds() == [mxjob_crd(), tfjob_crd()]
+    assert all_crds() == [mxjob_crd(), tfjob_crd(), genericjob_crd()]
+
+    def by_name(crds: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {c["metadata"]["name"]: c for c in crds}
+
+    assert by_name(packaged_crds()) == by_name(all_crds())
     assert yaml.safe_load((ROOT / MANIFEST_PATH).read_text()) == mxjob_crd()
 
 

@@ -102,20 +102,24 @@ def test_a_missing_crd_exits_1_saying_how_to_install_it(apiserver, kubeconfig):
         ("get", "customresourcedefinitions", "mxjobs.kubeflow.org", 404)]
 
 
-def test_without_the_tfjob_crd_only_mxjobs_are_reconciled_with_a_warning(apiserver, kube, kubeconfig):
+def test_without_the_optional_crds_only_mxjobs_are_reconciled_with_a_warning_for_each(apiserver, kube, kubeconfig):
     install_mxjob_crd(apiserver)
     with RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS]) as proc:
         proc.wait_running()
         assert kube.post(MXJOBS.format(ns="default"), mxjob("alone")).status == 201
         wait_for(lambda: created(kube, "default", "alone"), timeout=20, what="the MXJob reconciled")
-        assert proc.metric(RECONCILED, controller="tfjob-controller", result="success") is None, "no TFJob controller"
+        for controller in ("tfjob-controller", "genericjob-controller"):
+            assert proc.metric(RECONCILED, controller=controller, result="success") is None, f"no {controller}"
         assert proc.stop()[0] == 0
     warnings = [r["msg"] for r in proc.records() if r["level"] == "warning"]
-    assert warnings == ["not reconciling TFJobs: the TFJob CRD (tfjobs.kubeflow.org) is not installed: install it "
+    assert warnings == [f"not reconciling {kind}s: the {kind} CRD ({crd}) is not installed: install it "
                         "with `kubectl apply -k manifests/crd` from this project's source tree or release archive "
                         f"(v{__version__}), or install everything with `kubectl apply -k manifests/install` (with "
-                        "--frameworks tensorflow it would be an error)"], proc.output()
-    assert not [r for r in apiserver.audit.records(user_agent=UA_PREFIX) if r.resource == "tfjobs"]
+                        f"--frameworks {name} it would be an error)"
+                        for kind, crd, name in (("TFJob", "tfjobs.kubeflow.org", "tensorflow"),
+                                                ("GenericJob", "genericjobs.batch.tensorstack.dev", "generic"))], \
+        proc.output()
+    assert not [r for r in apiserver.audit.records(user_agent=UA_PREFIX) if r.resource in ("tfjobs", "genericjobs")]
 
 
 def test_a_transient_error_checking_the_tfjob_crd_is_an_error_not_a_silent_skip(apiserver, kubeconfig):
@@ -164,7 +168,8 @@ def test_with_both_crds_both_kinds_are_reconciled_and_counted_apart(apiserver, k
             wait_for(lambda f=framework: proc.metric("training_operator_jobs_created_total", job_namespace="default",
                                                      framework=f) == 1, timeout=10, what=f"{framework} counted")
         for controller in ("mxjob-controller", "tfjob-controller"):
-            assert proc.metric(RECONCILED, controller=controller, result="success") >= 1
+            wait_for(lambda c=controller: (proc.metric(RECONCILED, controller=c, result="success") or 0) >= 1,
+                     timeout=10, what=f"a successful reconcile counted for {controller} (once it has returned)")
             assert proc.metric("workqueue_adds_total", name=controller, controller=controller) >= 1
         assert proc.stop()[0] == 0
     assert [r["msg"] for r in proc.records() if r["level"] == "warning"] == []
@@ -265,7 +270,8 @@ def test_namespace_flag_lists_and_watches_only_those_namespaces(apiserver, kube,
                                                           for ns in ("a", "c")}
     cluster_scoped = [(r.verb, r.resource, r.name, r.code) for r in ours if not r.namespace]
     assert cluster_scoped == [("get", "customresourcedefinitions", "mxjobs.kubeflow.org", 200),
-                              ("get", "customresourcedefinitions", "tfjobs.kubeflow.org", 404)]
+                              ("get", "customresourcedefinitions", "tfjobs.kubeflow.org", 404),
+                              ("get", "customresourcedefinitions", "genericjobs.batch.tensorstack.dev", 404)]
 
 
 def test_the_lease_namespace_comes_from_pod_namespace(apiserver, kube, kubeconfig):

@@ -1,6 +1,6 @@
 """The layers, checked on the source (every import statement, lazy ones inside functions included): the generic
-job-controller core imports no framework, no framework's API and nothing above it; the two frameworks do not import
-each other; the shared pieces of ``api/`` that TFJob reuses import neither framework."""
+job-controller core imports no framework, no framework's API and nothing above it; the frameworks do not import
+each other; the shared pieces of ``api/`` that TFJob and GenericJob reuse import no framework."""
 
 from __future__ import annotations
 
@@ -39,14 +39,17 @@ def offending(folder: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
     return out
 
 
-FRAMEWORKS = ("mxjob_controller.mxnet", "mxjob_controller.tensorflow", "mxjob_controller.frameworks")
+FRAMEWORKS = ("mxjob_controller.mxnet", "mxjob_controller.tensorflow", "mxjob_controller.generic",
+              "mxjob_controller.frameworks")
 ABOVE_CORE = ("mxjob_controller.api", "mxjob_controller.manager", "mxjob_controller.local", "mxjob_controller.cli")
 
 
 @pytest.mark.parametrize(("folder", "forbidden"), [
     ("core", FRAMEWORKS + ABOVE_CORE),
-    ("mxnet", ("mxjob_controller.tensorflow", "mxjob_controller.frameworks")),
-    ("tensorflow", ("mxjob_controller.mxnet", "mxjob_controller.frameworks")),
+    ("mxnet", ("mxjob_controller.tensorflow", "mxjob_controller.generic", "mxjob_controller.frameworks")),
+    ("tensorflow", ("mxjob_controller.mxnet", "mxjob_controller.generic", "mxjob_controller.frameworks")),
+    ("generic", ("mxjob_controller.mxnet", "mxjob_controller.tensorflow", "mxjob_controller.frameworks",
+                 "mxjob_controller.manager", "mxjob_controller.local", "mxjob_controller.cli")),
     ("api", FRAMEWORKS),
     ("runtime", FRAMEWORKS + ABOVE_CORE + ("mxjob_controller.core",)),
 ])

@@ -124,6 +124,41 @@ def test_the_tfjob_examples_run_to_success_side_by_side():
     assert "all 2 job(s) succeeded" in run.stdout
 
 
+GENERIC = ROOT / "examples" / "generic"
+CHECKED_IN = re.compile(r"^\[rendezvous-worker-(\d)\] worker-\1 of 3: checked in with (127\.\d+\.\d+\.\d+):7070$", re.M)
+
+
+def test_the_generic_job_examples_talk_over_their_substituted_service_hosts_and_succeed():
+    run = local_run("--logs", "--timeout", "120", str(GENERIC / "rendezvous.yaml"),
+                    str(GENERIC / "generic-example.yaml"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    checked_in = CHECKED_IN.findall(run.stdout)
+    assert sorted(rank for rank, _ip in checked_in) == ["0", "1", "2"], run.stdout
+    [address] = {ip for _rank, ip in checked_in}
+    assert address != "127.0.0.1", "the server's Service host resolves to its own pod's address"
+    assert "[rendezvous-server-0] server-0: all 3 workers checked in: ranks [0, 1, 2]" in run.stdout
+    assert "Succeeded  4 succeeded" in final_line(run.stdout, "rendezvous")
+    assert "[generic-example-master-1] master 1 of 3 masters and 3 workers" in run.stdout
+    assert "Succeeded  6 succeeded" in final_line(run.stdout, "generic-example")
+    assert "all 2 job(s) succeeded" in run.stdout
+
+
+def test_a_generic_job_failed_by_its_rule_names_the_rule_and_the_pod(tmp_path):
+    job = yaml.safe_load((GENERIC / "generic-example.yaml").read_text())
+    job["spec"] = {"replicaSpecs": [job["spec"]["replicaSpecs"][1]], "failureRules": [{"worker": [2]}],
+                   "successRules": [{"worker": [0, 1, 2]}]}
+    job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["command"] = [
+        "python", "-c",
+        "import sys; print('$(type) $(rank) of $(replicas[worker])'); sys.exit(3 if $(rank) == 2 else 0)"]
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job))
+    run = local_run("--timeout", "60", str(path))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert 'default/generic-example failed: The job is failed with rule: {"worker":["2"]}' in run.stdout, run.stdout
+    assert "--- pod generic-example-worker-2 container main exited with 3 (Error); its last lines:" in run.stdout
+    assert "[generic-example-worker-2] worker 2 of 3" in run.stdout
+
+
 def sleeper_job(tmp_path: Path) -> Path:
     """Two pods that start a child each and record both pids, then sleep."""
     script = ("import os, subprocess, sys, time, pathlib\n"

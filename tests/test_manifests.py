@@ -1,7 +1,8 @@
 """``manifests/``: every overlay and component renders with ``kubectl kustomize``; every rendered built-in object
-passes ``kubernetes-validate --strict`` for the Kubernetes version we serve; the Deployment is hardened as the
-issue asks and its arguments are flags ``run`` accepts; no ``*`` anywhere in RBAC; and ``kubectl apply -k
-manifests/install`` against ``mxjob-controller local up`` is accepted and stores valid objects."""
+passes ``kubernetes-validate --strict`` for the Kubernetes version we serve; each install (all three frameworks, or
+one) holds exactly its frameworks' objects; the Deployment is hardened as the issue asks and its arguments are flags
+``run`` accepts; no ``*`` anywhere in RBAC; and ``kubectl apply -k manifests/install`` against ``mxjob-controller
+local up`` is accepted and stores valid objects."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from tests.manifests import INSTALL_NAMESPACE, MANIFESTS, find, kustomizations, 
 from tests.support import Kubectl, wait_for
 
 OVERLAYS = ["components/gang-scheduling", "components/servicemonitor", "controller", "crd", "install",
-            "overlays/gang-scheduling", "overlays/high-availability", "overlays/mxnet-only", "overlays/servicemonitor",
-            "overlays/tensorflow-only", "rbac"]
+            "overlays/gang-scheduling", "overlays/generic-only", "overlays/high-availability", "overlays/mxnet-only",
+            "overlays/servicemonitor", "overlays/tensorflow-only", "rbac"]
 NOT_BUILT_IN = {("monitoring.coreos.com/v1", "ServiceMonitor")}   # CRD kinds: no schema of Kubernetes' own
 RULE_FIELDS = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
 
@@ -62,16 +63,22 @@ SHARED_OBJECTS = [
     ("Service", "mxjob-controller-metrics")]
 
 
+#: Each job kind's API group.
+GROUPS = {"mxjobs": "kubeflow.org", "tfjobs": "kubeflow.org", "genericjobs": "batch.tensorstack.dev"}
+
+
 def kind_objects(plural: str) -> list[tuple[str, str]]:
     """What one job kind adds to an install: its CRD, the controller's role for it, the users' roles."""
-    return [("CustomResourceDefinition", f"{plural}.kubeflow.org"), ("ClusterRole", f"mxjob-controller-{plural}"),
+    return [("CustomResourceDefinition", f"{plural}.{GROUPS[plural]}"),
+            ("ClusterRole", f"mxjob-controller-{plural}"),
             ("ClusterRoleBinding", f"mxjob-controller-{plural}"), ("ClusterRole", f"kubeflow-{plural}-admin"),
             ("ClusterRole", f"kubeflow-{plural}-edit"), ("ClusterRole", f"kubeflow-{plural}-view")]
 
 
 @pytest.mark.parametrize(("directory", "plurals", "flag"), [
-    ("install", ("mxjobs", "tfjobs"), None), ("overlays/mxnet-only", ("mxjobs",), "--frameworks=mxnet"),
-    ("overlays/tensorflow-only", ("tfjobs",), "--frameworks=tensorflow")])
+    ("install", ("mxjobs", "tfjobs", "genericjobs"), None), ("overlays/mxnet-only", ("mxjobs",), "--frameworks=mxnet"),
+    ("overlays/tensorflow-only", ("tfjobs",), "--frameworks=tensorflow"),
+    ("overlays/generic-only", ("genericjobs",), "--frameworks=generic")])
 def test_each_install_holds_its_frameworks_and_runs_them(directory, plurals, flag):
     docs = render(directory)
     assert sorted((d["kind"], d["metadata"]["name"]) for d in docs) == sorted(
@@ -79,8 +86,8 @@ def test_each_install_holds_its_frameworks_and_runs_them(directory, plurals, fla
     args = container(docs)["args"]
     assert [a for a in args if a.startswith("--frameworks")] == ([flag] if flag else [])
     for plural in plurals:
-        assert find(docs, "CustomResourceDefinition", f"{plural}.kubeflow.org") == yaml.load(
-            (MANIFESTS / "crd" / f"kubeflow.org_{plural}.yaml").read_text(), Loader=yaml.CSafeLoader)
+        assert find(docs, "CustomResourceDefinition", f"{plural}.{GROUPS[plural]}") == yaml.load(
+            (MANIFESTS / "crd" / f"{GROUPS[plural]}_{plural}.yaml").read_text(), Loader=yaml.CSafeLoader)
 
 
 def test_the_install_is_everything_in_one_namespace():
@@ -125,7 +132,7 @@ def test_the_deployment_is_hardened():
 
 
 @pytest.mark.parametrize("directory", ["install", "overlays/high-availability", "overlays/gang-scheduling",
-                                       "overlays/mxnet-only", "overlays/tensorflow-only"])
+                                       "overlays/mxnet-only", "overlays/tensorflow-only", "overlays/generic-only"])
 def test_the_deployment_args_are_flags_run_accepts_with_leader_election_on(directory):
     docs = render(directory)
     args = container(docs)["args"]
@@ -175,12 +182,20 @@ def test_another_namespace_carries_the_bindings_along(tmp_path):
 # --- kubectl apply -k against local up ------------------------------------------------------------------------
 
 STORED = [("crd", "mxjobs.kubeflow.org", ""), ("crd", "tfjobs.kubeflow.org", ""),
+          ("crd", "genericjobs.batch.tensorstack.dev", ""),
           ("serviceaccount", "mxjob-controller", INSTALL_NAMESPACE), ("clusterrole", "mxjob-controller-tfjobs", ""),
+          ("clusterrole", "mxjob-controller-genericjobs", ""), ("clusterrole", "kubeflow-genericjobs-edit", ""),
           ("clusterrole", "mxjob-controller", ""), ("clusterrolebinding", "mxjob-controller", ""),
           ("role", "mxjob-controller-leader-election", INSTALL_NAMESPACE),
           ("rolebinding", "mxjob-controller-leader-election", INSTALL_NAMESPACE),
           ("clusterrole", "kubeflow-mxjobs-edit", ""), ("deployment", "mxjob-controller", INSTALL_NAMESPACE),
           ("service", "mxjob-controller-metrics", INSTALL_NAMESPACE), ("namespace", INSTALL_NAMESPACE, "")]
+
+
+GENERICJOB = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
+              "metadata": {"name": "g", "namespace": "default"},
+              "spec": {"replicaSpecs": [{"type": "worker", "replicas": 1, "template": {"spec": {"containers": [
+                  {"name": "main", "image": "x", "command": ["python", "-c", "pass"]}]}}}]}}
 
 
 @pytest.mark.slow
@@ -197,9 +212,10 @@ def test_kubectl_apply_k_install_is_accepted_by_local_up(tmp_path):
         applied = kubectl.ok("apply", "-k", str(MANIFESTS / "install"), timeout=60)
         assert "customresourcedefinition.apiextensions.k8s.io/mxjobs.kubeflow.org created" in applied
         assert "customresourcedefinition.apiextensions.k8s.io/tfjobs.kubeflow.org created" in applied
+        assert "customresourcedefinition.apiextensions.k8s.io/genericjobs.batch.tensorstack.dev created" in applied
         assert "deployment.apps/mxjob-controller created" in applied
         kubectl.ok("wait", "--for", "condition=established", "crd/mxjobs.kubeflow.org", "crd/tfjobs.kubeflow.org",
-                   "--timeout", "30s")
+                   "crd/genericjobs.batch.tensorstack.dev", "--timeout", "30s")
         for kind, name, namespace in STORED:
             obj = kubectl.json("get", kind, name, *(["-n", namespace] if namespace else []))
             kubernetes_validate.validate(obj, KUBE_VERSION, strict=True)
@@ -217,6 +233,9 @@ def test_kubectl_apply_k_install_is_accepted_by_local_up(tmp_path):
         tfjob = Path(MANIFESTS.parent / "examples" / "tensorflow" / "tfjob-dist.yaml").read_text()
         assert "tfjob.kubeflow.org/tf-dist created" in kubectl.ok("create", "-f", "-", input=tfjob)
         assert json.loads(kubectl.ok("get", "tfjob", "tf-dist", "-o", "json"))["kind"] == "TFJob"
+        assert "genericjob.batch.tensorstack.dev/g created" in kubectl.ok("create", "-f", "-",
+                                                                          input=json.dumps(GENERICJOB))
+        assert json.loads(kubectl.ok("get", "gj", "g", "-o", "json"))["kind"] == "GenericJob"
     finally:
         up.terminate()
         up.communicate(timeout=15)

@@ -1,7 +1,8 @@
 """Least privilege: the RBAC evaluator (``tests/rbac.py``) decides as kube's authorizer does, and ``manifests/``
 grants the controller's service account exactly the permissions listed here: the shared ones and each job kind's,
-both in the install, one in an overlay for one framework. That each of them is used, and that nothing the
-controller requests is denied, is proven from the audit log of the end-to-end runs (``test_e2e_run.py``).
+all of them in the install, one in an overlay for one framework (the GenericJob one without what only Kubeflow's
+job model needs). That each of them is used, and that nothing the controller requests is denied, is proven from
+the audit log of the end-to-end runs (``test_e2e_run.py``).
 """
 
 from __future__ import annotations
@@ -176,21 +177,31 @@ def perms(role: str, group: str, resource: str, verbs: str, name: str = "") -> s
     return {Permission(role, group, resource, verb, name) for verb in verbs.split()}
 
 
+#: Each job kind's API group.
+GROUPS = {"mxjobs": "kubeflow.org", "tfjobs": "kubeflow.org", "genericjobs": "batch.tensorstack.dev"}
+
+
 def job_kind(plural: str) -> set[Permission]:
-    """What one framework's controller needs of its job kind (its own ClusterRole)."""
-    role = f"ClusterRole/mxjob-controller-{plural}"
-    return (perms(role, "apiextensions.k8s.io", "customresourcedefinitions", "get", f"{plural}.kubeflow.org")
-            | perms(role, "kubeflow.org", plural, "get list watch delete")
-            | perms(role, "kubeflow.org", f"{plural}/status", "patch")
-            | perms(role, "kubeflow.org", f"{plural}/finalizers", "update"))
+    """What one framework's controller needs of its job kind (its own ClusterRole): Kubeflow's kinds are deleted by
+    their TTL; a GenericJob never is (no TTL), and may ask for the T9k scheduler's PodGroup (created, deleted)."""
+    role, group = f"ClusterRole/mxjob-controller-{plural}", GROUPS[plural]
+    granted = (perms(role, "apiextensions.k8s.io", "customresourcedefinitions", "get", f"{plural}.{group}")
+               | perms(role, group, plural, "get list watch" if plural == "genericjobs" else "get list watch delete")
+               | perms(role, group, f"{plural}/status", "patch")
+               | perms(role, group, f"{plural}/finalizers", "update"))
+    if plural == "genericjobs":
+        granted |= perms(role, "scheduler.tensorstack.dev", "podgroups", "create delete")
+    return granted
 
 
+#: The terminal event's look-up after a restart: Kubeflow's job model only (not in the GenericJob-only install).
+EVENTS_LIST = perms(CR, "", "events", "list")
 SHARED = (perms(CR, "", "pods", "get list watch create patch delete")
           | perms(CR, "", "services", "get list watch create patch delete")
-          | perms(CR, "", "events", "list create patch")
+          | perms(CR, "", "events", "create patch") | EVENTS_LIST
           | perms(LE, "coordination.k8s.io", "leases", "create")
           | perms(LE, "coordination.k8s.io", "leases", "get update watch", "mxjob-controller"))
-GRANTED = SHARED | job_kind("mxjobs") | job_kind("tfjobs")
+GRANTED = SHARED | job_kind("mxjobs") | job_kind("tfjobs") | job_kind("genericjobs")
 
 GANG_GRANTED = (perms(GANG, "scheduling.volcano.sh", "podgroups", "get list watch create patch delete")
                 | perms(GANG, "scheduling.x-k8s.io", "podgroups", "get list watch create patch delete")
@@ -201,20 +212,27 @@ def test_the_controller_is_granted_exactly_this():
     assert Policy.from_documents(render("install")).permissions(CONTROLLER) == GRANTED
 
 
-@pytest.mark.parametrize(("overlay", "plural"), [("overlays/mxnet-only", "mxjobs"),
-                                                 ("overlays/tensorflow-only", "tfjobs")])
-def test_an_install_of_one_framework_grants_nothing_of_the_other(overlay, plural):
+#: What names a job kind in a rendered object: its plural, and the API groups only it uses.
+NAMES = {"mxjobs": ("mxjobs",), "tfjobs": ("tfjobs",),
+         "genericjobs": ("genericjobs", "tensorstack.dev")}   # batch.tensorstack.dev, scheduler.tensorstack.dev
+
+
+@pytest.mark.parametrize(("overlay", "plural", "shared"), [
+    ("overlays/mxnet-only", "mxjobs", SHARED), ("overlays/tensorflow-only", "tfjobs", SHARED),
+    ("overlays/generic-only", "genericjobs", SHARED - EVENTS_LIST)], ids=["mxnet", "tensorflow", "generic"])
+def test_an_install_of_one_framework_grants_nothing_of_the_other(overlay, plural, shared):
     docs = render(overlay)
-    assert Policy.from_documents(docs).permissions(CONTROLLER) == SHARED | job_kind(plural)
-    other = ({"mxjobs", "tfjobs"} - {plural}).pop()
-    assert not [d for d in docs if other in str(d)], f"nothing names {other}: CRD, roles, user roles"
+    assert Policy.from_documents(docs).permissions(CONTROLLER) == shared | job_kind(plural)
+    for other in set(GROUPS) - {plural}:
+        for name in NAMES[other]:
+            assert not [d for d in docs if name in str(d)], f"nothing names {name}: CRD, roles, user roles"
 
 
 def test_gang_scheduling_adds_exactly_this():
     assert Policy.from_documents(render("overlays/gang-scheduling")).permissions(CONTROLLER) == GRANTED | GANG_GRANTED
 
 
-@pytest.mark.parametrize("plural", ["mxjobs", "tfjobs"])
+@pytest.mark.parametrize("plural", list(GROUPS))
 def test_user_roles_aggregate_into_kubeflow_s(plural):
     docs = render("install")
     policy = Policy.from_documents(docs)

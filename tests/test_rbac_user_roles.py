@@ -1,7 +1,8 @@
-"""The user roles the install ships (``kubeflow-mxjobs-*``, ``kubeflow-tfjobs-*``) grant people exactly what their names
-say, as ``kubectl auth can-i`` answers on a TLS server enforcing RBAC: ``kubectl apply -k manifests/install``, then
-Kubeflow's aggregated ``kubeflow-admin`` / ``kubeflow-edit`` / ``kubeflow-view`` (defined as Kubeflow's
-``common/kubeflow-roles`` defines them: view is part of edit, edit of admin), each bound to a user in one namespace."""
+"""The user roles the install ships (``kubeflow-mxjobs-*``, ``kubeflow-tfjobs-*``, ``kubeflow-genericjobs-*``) grant
+people exactly what their names say, as ``kubectl auth can-i`` answers on a TLS server enforcing RBAC: ``kubectl
+apply -k manifests/install``, then Kubeflow's aggregated ``kubeflow-admin`` / ``kubeflow-edit`` / ``kubeflow-view``
+(defined as Kubeflow's ``common/kubeflow-roles`` defines them: view is part of edit, edit of admin), each bound to a
+user in one namespace."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.support import Kubectl
 
 NS, OTHER_NS = "team-a", "team-b"
 USERS = {"alice": "kubeflow-admin", "bob": "kubeflow-edit", "carol": "kubeflow-view", "dave": None}
+JOBS = {"mxjobs": "kubeflow.org", "tfjobs": "kubeflow.org", "genericjobs": "batch.tensorstack.dev"}   # → API group
 
 KUBEFLOW_ROLES = """
 apiVersion: rbac.authorization.k8s.io/v1
@@ -70,7 +72,7 @@ def expected(user: str, verb: str, resource: str, namespace: str) -> bool:
     read a job may read its status, nobody writes it (the controller's); nothing outside the bound namespace, and
     nothing else (pods: Kubeflow's other roles, not ours)."""
     role = USERS[user]
-    if role is None or namespace != NS or resource.split("/", maxsplit=1)[0] not in ("mxjobs", "tfjobs"):
+    if role is None or namespace != NS or resource.split("/", maxsplit=1)[0] not in JOBS:
         return False
     if resource.endswith("/status"):
         return verb == "get"
@@ -79,7 +81,7 @@ def expected(user: str, verb: str, resource: str, namespace: str) -> bool:
 
 CHECKS = [(user, verb, resource, namespace)
           for user in USERS
-          for resource in ("mxjobs", "tfjobs", "mxjobs/status")
+          for resource in (*JOBS, "mxjobs/status", "genericjobs/status")
           for verb in (READ + WRITE if "/" not in resource else ("get", "patch", "update"))
           for namespace in (NS, OTHER_NS) if namespace == NS or verb == "list"]
 CHECKS += [(user, "create", "pods", NS) for user in USERS]
@@ -115,7 +117,8 @@ def test_kubectl_auth_can_i(cluster, user: str, verb: str, resource: str, namesp
 def test_no_user_role_lists_jobs_across_namespaces(cluster) -> None:
     _server, users = cluster
     for user, kubectl in users.items():
-        assert kubectl.run("auth", "can-i", "list", "mxjobs", "--all-namespaces").stdout.strip() == "no", user
+        for jobs in JOBS:
+            assert kubectl.run("auth", "can-i", "list", jobs, "--all-namespaces").stdout.strip() == "no", (user, jobs)
 
 
 def test_the_aggregated_roles_show_the_rules_they_hold(cluster, tmp_path: Path) -> None:
@@ -123,8 +126,8 @@ def test_the_aggregated_roles_show_the_rules_they_hold(cluster, tmp_path: Path) 
     admin = Kubectl(server.write_kubeconfig(tmp_path / "admin"), tmp_path / "cache")
     view = admin.json("get", "clusterrole", "kubeflow-view")["rules"]
     assert {(r["apiGroups"][0], tuple(r["resources"]), tuple(r["verbs"])) for r in view} == {
-        ("kubeflow.org", ("mxjobs",), READ), ("kubeflow.org", ("mxjobs/status",), ("get",)),
-        ("kubeflow.org", ("tfjobs",), READ), ("kubeflow.org", ("tfjobs/status",), ("get",))}
+        rule for jobs, group in JOBS.items()
+        for rule in ((group, (jobs,), READ), (group, (f"{jobs}/status",), ("get",)))}
     edit = admin.json("get", "clusterrole", "kubeflow-edit")["rules"]
     assert all(rule in edit for rule in view), "view is part of edit"
     assert all(rule in admin.json("get", "clusterrole", "kubeflow-admin")["rules"] for rule in edit)

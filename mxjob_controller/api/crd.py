@@ -68,29 +68,29 @@ PRINTER_COLUMNS = (
 )
 
 
-def _int(description: str = "", fmt: str = "int32", minimum: int | None = None,
-         maximum: int | None = None) -> dict[str, Any]:
+def int_schema(description: str = "", fmt: str = "int32", minimum: int | None = None,
+               maximum: int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "integer", "format": fmt}
     if minimum is not None:
         out["minimum"] = minimum
     if maximum is not None:
         out["maximum"] = maximum
-    return _described(out, description)
+    return described(out, description)
 
 
-def _enum(values: tuple[str, ...], description: str) -> dict[str, Any]:
-    return _described({"type": "string", "enum": list(values)}, description)
+def enum_schema(values: tuple[str, ...], description: str) -> dict[str, Any]:
+    return described({"type": "string", "enum": list(values)}, description)
 
 
-def _string(description: str = "") -> dict[str, Any]:
-    return _described({"type": "string"}, description)
+def string_schema(description: str = "") -> dict[str, Any]:
+    return described({"type": "string"}, description)
 
 
-def _time(description: str) -> dict[str, Any]:
-    return _described({"type": "string", "format": "date-time"}, description)
+def time_schema(description: str) -> dict[str, Any]:
+    return described({"type": "string", "format": "date-time"}, description)
 
 
-def _described(schema: dict[str, Any], description: str) -> dict[str, Any]:
+def described(schema: dict[str, Any], description: str) -> dict[str, Any]:
     """Descriptions only on MXJob's own fields (``kubectl explain``); Kubernetes' ones are left out for size."""
     return {"description": description, **schema} if description else schema
 
@@ -101,17 +101,17 @@ def replica_spec_schema(singletons_note: str = MXJOB_SINGLETONS_NOTE,
     properties; MXJob's adds ``label``."""
     template = structural("io.k8s.api.core.v1.PodTemplateSpec")
     if extra is None:
-        extra = {"label": _string("AutoTVM RPC key of a tuning job's replicas (else the template annotation "
-                                  "tuner-server-key).")}
+        extra = {"label": string_schema("AutoTVM RPC key of a tuning job's replicas (else the template annotation "
+                                        "tuner-server-key).")}
     return {"type": "object", "properties": {
-        "replicas": _int(f"Number of pods of this type (default 1, at most {MAX_REPLICAS_PER_TYPE}; at most "
-                         f"{MAX_REPLICAS_PER_JOB} in all types together). {singletons_note}",
-                         minimum=1, maximum=MAX_REPLICAS_PER_TYPE),
-        "restartPolicy": _enum(RESTART_POLICIES, f"Always, OnFailure, Never (default) or ExitCode (restart when "
-                                                 f"the main container exits {_retryable_codes()}, or the pod is "
-                                                 f"evicted; fail on any other code)."),
+        "replicas": int_schema(f"Number of pods of this type (default 1, at most {MAX_REPLICAS_PER_TYPE}; at most "
+                               f"{MAX_REPLICAS_PER_JOB} in all types together). {singletons_note}",
+                               minimum=1, maximum=MAX_REPLICAS_PER_TYPE),
+        "restartPolicy": enum_schema(RESTART_POLICIES, f"Always, OnFailure, Never (default) or ExitCode (restart when "
+                                                       f"the main container exits {_retryable_codes()}, or the pod is "
+                                                       f"evicted; fail on any other code)."),
         **extra,
-        "template": _described(template, "The pod of each replica; its restartPolicy is set from the replica "
+        "template": described(template, "The pod of each replica; its restartPolicy is set from the replica "
                                          "spec's."),
     }}
 
@@ -124,12 +124,12 @@ def _retryable_codes() -> str:
 
 def scheduling_policy_schema() -> dict[str, Any]:
     return {"type": "object", "description": "Gang scheduling (PodGroup) settings.", "properties": {
-        "minAvailable": _int(minimum=0),
-        "queue": _string(),
+        "minAvailable": int_schema(minimum=0),
+        "queue": string_schema(),
         "minResources": {"type": "object", "additionalProperties": {
             "pattern": QUANTITY_PATTERN, "x-kubernetes-int-or-string": True}},
-        "priorityClass": _string(),
-        "scheduleTimeoutSeconds": _int(minimum=0),
+        "priorityClass": string_schema(),
+        "scheduleTimeoutSeconds": int_schema(minimum=0),
     }}
 
 
@@ -137,18 +137,19 @@ def run_policy_properties(default_clean_pod_policy: str = DEFAULT_CLEAN_POD_POLI
     """Every ``spec.runPolicy`` field; the inline ones are the same minus ``suspend`` and ``managedBy``."""
     names = [f"{p} (default)" if p == default_clean_pod_policy else p for p in CLEAN_POD_POLICIES]
     return {
-        "cleanPodPolicy": _enum(CLEAN_POD_POLICIES, f"Pods to delete when the job finishes: {', '.join(names[:-1])} "
-                                                    f"or {names[-1]}."),
-        "ttlSecondsAfterFinished": _int("Delete the job this long after it finishes (default: never).",
-                                        minimum=0),
-        "activeDeadlineSeconds": _int("Fail the job once it has been active this long.", "int64", minimum=0),
-        "backoffLimit": _int("Fail the job after this many retries.", minimum=0),
+        "cleanPodPolicy": enum_schema(CLEAN_POD_POLICIES,
+                                      f"Pods to delete when the job finishes: {', '.join(names[:-1])} "
+                                      f"or {names[-1]}."),
+        "ttlSecondsAfterFinished": int_schema("Delete the job this long after it finishes (default: never).",
+                                              minimum=0),
+        "activeDeadlineSeconds": int_schema("Fail the job once it has been active this long.", "int64", minimum=0),
+        "backoffLimit": int_schema("Fail the job after this many retries.", minimum=0),
         "schedulingPolicy": scheduling_policy_schema(),
-        "suspend": _described({"type": "boolean"}, "While true the job has no running pods."),
-        "managedBy": _described({"type": "string", "maxLength": managed_by.MAX_LENGTH},
-                                "Who reconciles the job: unset, kubeflow.org/mxjob-controller or "
-                                "kubeflow.org/training-operator mean this controller; any other domain-prefixed "
-                                "path (e.g. kueue.x-k8s.io/multikueue) leaves the job to that controller."),
+        "suspend": described({"type": "boolean"}, "While true the job has no running pods."),
+        "managedBy": described({"type": "string", "maxLength": managed_by.MAX_LENGTH},
+                               "Who reconciles the job: unset, kubeflow.org/mxjob-controller or "
+                               "kubeflow.org/training-operator mean this controller; any other domain-prefixed "
+                               "path (e.g. kueue.x-k8s.io/multikueue) leaves the job to that controller."),
     }
 
 
@@ -171,15 +172,15 @@ def run_policy_places(default_clean_pod_policy: str = DEFAULT_CLEAN_POD_POLICY) 
 def spec_schema() -> dict[str, Any]:
     places = run_policy_places()
     properties = {
-        "jobMode": _enum(JOB_MODES, "MXTrain needs Scheduler, Server and Worker replicas; MXTune needs "
-                                    "TunerTracker, TunerServer and Tuner; unset requires none in particular."),
+        "jobMode": enum_schema(JOB_MODES, "MXTrain needs Scheduler, Server and Worker replicas; MXTune needs "
+                                          "TunerTracker, TunerServer and Tuner; unset requires none in particular."),
         "mxReplicaSpecs": {
             "type": "object", "minProperties": 1, "additionalProperties": replica_spec_schema(),
             "description": "Replica type (Scheduler, Server, Worker, TunerTracker, TunerServer or Tuner; any "
                            "case) to its replica spec. Every job needs a Worker or a Tuner."},
         "runPolicy": places.pop("runPolicy"),
-        "successPolicy": _enum(SUCCESS_POLICIES, '"" (the default rules) or AllWorkers (succeed only when every '
-                                                 'Worker has).'),
+        "successPolicy": enum_schema(SUCCESS_POLICIES, '"" (the default rules) or AllWorkers (succeed only when every '
+                                                       'Worker has).'),
         **places,
     }
     return {"type": "object", "required": ["mxReplicaSpecs"], "properties": properties,
@@ -190,18 +191,19 @@ def status_schema(count_maps: dict[str, str] | None = None) -> dict[str, Any]:
     """The job status: conditions, times, the failure policy's memory, and the per-type count maps (name →
     description; MXJob's ``replicaStatuses`` and ``mxReplicaStatuses``)."""
     condition = {"type": "object", "required": ["type", "status"], "properties": {
-        "type": _string(), "status": _string(), "reason": _string(), "message": _string(),
-        "lastUpdateTime": _time(""), "lastTransitionTime": _time(""),
+        "type": string_schema(), "status": string_schema(), "reason": string_schema(), "message": string_schema(),
+        "lastUpdateTime": time_schema(""), "lastTransitionTime": time_schema(""),
     }}
     replica_status = {"type": "object", "properties": {
-        "active": _int(), "succeeded": _int(), "failed": _int(),
+        "active": int_schema(), "succeeded": int_schema(), "failed": int_schema(),
         "labelSelector": structural("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
-        "selector": _string(),
+        "selector": string_schema(),
     }}
     statuses = {"type": "object", "additionalProperties": replica_status}
     replica_record = {"type": "object", "properties": {   # core/restarts.py ReplicaRecord
-        "podUID": _string(), "started": {"type": "boolean"}, "containerRestarts": _int(),
-        "unknownSince": _time(""), "restarts": _int(), "nextRestartTime": _time(""), "restarting": {"type": "boolean"},
+        "podUID": string_schema(), "started": {"type": "boolean"}, "containerRestarts": int_schema(),
+        "unknownSince": time_schema(""), "restarts": int_schema(), "nextRestartTime": time_schema(""),
+        "restarting": {"type": "boolean"},
     }}
     if count_maps is None:
         count_maps = {"replicaStatuses": REPLICA_STATUSES_DESCRIPTION,
@@ -210,21 +212,21 @@ def status_schema(count_maps: dict[str, str] | None = None) -> dict[str, Any]:
         "conditions": {"type": "array", "items": condition,
                        "description": "Created, Running, Restarting, Succeeded, Failed, Suspended; the last "
                                       "one is the job's state."},
-        **{name: _described(json.loads(json.dumps(statuses)), text) for name, text in count_maps.items()},
-        "startTime": _time("When the controller first acknowledged the job."),
-        "completionTime": _time("When the job finished."),
-        "lastReconcileTime": _time("When the controller last reconciled the job."),
-        "restartCount": _int("Restarts counted against backoffLimit: container restarts of OnFailure/Always pods "
-                             "and the controller's own pod restarts."),
-        "replicaHistory": _described({"type": "object", "additionalProperties": replica_record},
-                                     "What the controller remembers about each replica index (<type>-<index>, "
-                                     "e.g. worker-0) to decide restarts across its own restarts."),
+        **{name: described(json.loads(json.dumps(statuses)), text) for name, text in count_maps.items()},
+        "startTime": time_schema("When the controller first acknowledged the job."),
+        "completionTime": time_schema("When the job finished."),
+        "lastReconcileTime": time_schema("When the controller last reconciled the job."),
+        "restartCount": int_schema("Restarts counted against backoffLimit: container restarts of OnFailure/Always pods "
+                                   "and the controller's own pod restarts."),
+        "replicaHistory": described({"type": "object", "additionalProperties": replica_record},
+                                    "What the controller remembers about each replica index (<type>-<index>, "
+                                    "e.g. worker-0) to decide restarts across its own restarts."),
     }}
 
 
 def openapi_schema(description: str, spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "description": description, "properties": {
-        "apiVersion": _string(), "kind": _string(), "metadata": {"type": "object"},
+        "apiVersion": string_schema(), "kind": string_schema(), "metadata": {"type": "object"},
         "spec": spec, "status": status,
     }}
 
@@ -249,14 +251,15 @@ class CRDNames:
 MXJOB_NAMES = CRDNames(KIND, LIST_KIND, PLURAL, SINGULAR, SHORT_NAMES, VERSIONS)
 
 
-def job_crd(names: CRDNames, schema: dict[str, Any]) -> dict[str, Any]:
+def job_crd(names: CRDNames, schema: dict[str, Any],
+            columns: tuple[dict[str, str], ...] = PRINTER_COLUMNS) -> dict[str, Any]:
     """A job kind's CRD object, as a plain dict (a fresh one per call, no node shared with another): every version
-    served with ``schema``, the first one stored, a status subresource and the State/Age columns."""
+    served with ``schema``, the first one stored, a status subresource and ``columns`` (default: State/Age)."""
     versions = [{
         "name": version, "served": True, "storage": version == names.versions[0],
         "schema": {"openAPIV3Schema": schema},
         "subresources": {"status": {}},
-        "additionalPrinterColumns": [dict(c) for c in PRINTER_COLUMNS],
+        "additionalPrinterColumns": [dict(c) for c in columns],
     } for version in names.versions]
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",

@@ -249,7 +249,7 @@ def common_replica_spec_errors(rtype: str, spec: Any, path: str, rules: ReplicaR
         errs += _replicas_errors(rtype, replicas, fe.child(path, "replicas"), rules.singletons)
     if spec.get("restartPolicy") is not None:
         errs += checks.enum_errors(spec["restartPolicy"], fe.child(path, "restartPolicy"), RESTART_POLICIES)
-    errs += _template_errors(spec.get("template"), fe.child(path, "template"), rules)
+    errs += template_errors(spec.get("template"), fe.child(path, "template"), rules)
     return errs
 
 
@@ -266,7 +266,9 @@ def _replicas_errors(rtype: str, replicas: Any, path: str, singletons: frozenset
     return []
 
 
-def _template_errors(template: Any, path: str, rules: ReplicaRules) -> list[FieldError]:
+def template_errors(template: Any, path: str, rules: ReplicaRules | None = None) -> list[FieldError]:
+    """A replica's pod template: containers with images (one named as ``rules`` says, when given), and
+    Kubernetes' PodTemplateSpec schema."""
     containers_path = fe.child(fe.child(path, "spec"), "containers")
     if template is None:
         return [fe.required(containers_path)]
@@ -282,7 +284,7 @@ def _template_errors(template: Any, path: str, rules: ReplicaRules) -> list[Fiel
     return errs
 
 
-def _containers_errors(containers: Any, path: str, rules: ReplicaRules) -> list[FieldError]:
+def _containers_errors(containers: Any, path: str, rules: ReplicaRules | None) -> list[FieldError]:
     if containers is None or containers == []:
         return [fe.required(path)]
     if not isinstance(containers, list):
@@ -294,7 +296,7 @@ def _containers_errors(containers: Any, path: str, rules: ReplicaRules) -> list[
         if not isinstance(container, dict):
             errs += checks.object_errors(container, at)
             continue
-        named = named or container.get("name") == rules.container
+        named = named or rules is None or container.get("name") == rules.container
         image = container.get("image")
         if image is None or image == "":
             errs.append(fe.required(fe.child(at, "image")))
@@ -302,6 +304,6 @@ def _containers_errors(containers: Any, path: str, rules: ReplicaRules) -> list[
             errs += checks.string_errors(image, fe.child(at, "image"))
         elif image.strip() != image:
             errs.append(fe.invalid(fe.child(at, "image"), image, "must not have leading or trailing whitespace"))
-    if not named:
+    if not named and rules is not None:
         errs.append(fe.required(path, f'must have a container named "{rules.container}" ({rules.container_role})'))
     return errs

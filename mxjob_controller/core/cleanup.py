@@ -3,6 +3,8 @@
 - ``All``: every pod and every service of the job;
 - ``Running``: the pods still Running or Pending (a Pending pod would start later and hold its resources for
   nothing), with their services (a pod and its service share a name), and the services of pods gone or going;
+- ``Unfinished`` (GenericJob's ``cleanUpPolicy``): as ``Running``, and also pods in phase Unknown (not finished
+  either: their node stopped reporting);
 - ``None``: nothing; the pods stay for their logs (training-operator ignored it when the backoff limit hit, #3419).
 
 Objects already being deleted are not selected again, and objects already gone are not in the cache: a finished
@@ -18,7 +20,8 @@ from typing import Any
 
 from mxjob_controller.core.pod_status import PENDING, RUNNING, is_deleting, phase
 
-CLEAN_ALL, CLEAN_RUNNING, CLEAN_NONE = "All", "Running", "None"
+CLEAN_ALL, CLEAN_RUNNING, CLEAN_UNFINISHED, CLEAN_NONE = "All", "Running", "Unfinished", "None"
+_UNFINISHED_PHASES = {CLEAN_RUNNING: (RUNNING, PENDING), CLEAN_UNFINISHED: (RUNNING, PENDING, "Unknown")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +44,8 @@ def cleanup_plan(policy: str, pods: Sequence[dict[str, Any]], services: Sequence
     if policy == CLEAN_ALL:
         doomed = [p for p in pods if not is_deleting(p)]
     else:
-        doomed = [p for p in pods if not is_deleting(p) and phase(p) in (RUNNING, PENDING)]
+        unfinished = _UNFINISHED_PHASES.get(policy, _UNFINISHED_PHASES[CLEAN_RUNNING])
+        doomed = [p for p in pods if not is_deleting(p) and phase(p) in unfinished]
     staying = {_name(p) for p in pods if not is_deleting(p)} - {_name(p) for p in doomed}
     services_doomed = [s for s in services if not is_deleting(s) and (policy == CLEAN_ALL or _name(s) not in staying)]
     return CleanupPlan(tuple(doomed), tuple(services_doomed))

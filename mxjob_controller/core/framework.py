@@ -121,12 +121,18 @@ class Verdict:
 
 
 class Framework(Protocol):
+    """What the core's child machinery (caches, child sync, clean-up, exit events) and the controller's assembly
+    need of a job kind. Kubeflow's job model adds :class:`KubeflowFramework`'s rules; a kind with another model
+    (GenericJob) brings its own reconcile loop instead (:attr:`reconciler_class`)."""
+
     resource: Resource      # the job's API resource (group, version, plural, kind)
     operator_name: str      # the operator-name label value, and the events' source component
     framework_name: str     # the ``framework`` label of the job metrics
     group_label: str        # the legacy ``group-name`` label value; "": no legacy labels, nothing to adopt
-    default_container: str  # the container whose exit code speaks for a pod
+    default_container: str  # the container whose exit code speaks for a pod ("": the first)
     managers: tuple[str, ...]  # the ``runPolicy.managedBy`` values that mean "this controller" (core/managed_by.py)
+    # The reconcile loop, constructed as ``core.reconciler.JobReconciler`` is; None: that one (Kubeflow's model).
+    reconciler_class: type | None
 
     def parse(self, obj: dict[str, Any]) -> tuple[JobSpec | None, list[FieldError]]:
         """(spec, []) for a valid job object; (None, every problem) otherwise."""
@@ -148,6 +154,12 @@ class Framework(Protocol):
     def is_master(self, job: JobSpec, replica_type: str, index: int) -> bool:
         """Whether this replica gets the ``job-role=master`` label."""
         ...
+
+
+
+class KubeflowFramework(Framework, Protocol):
+    """A framework on Kubeflow's job model (``runPolicy``, ``replicaStatuses``, conditions Created, Running,
+    Restarting, Succeeded, Failed): what ``core.reconciler.JobReconciler`` asks of it besides :class:`Framework`."""
 
     def decide(self, job: JobSpec, states: Mapping[str, ReplicaState]) -> Verdict:
         """The job's state from its replicas' (canonical type → state)."""

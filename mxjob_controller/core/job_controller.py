@@ -131,14 +131,17 @@ class JobController:
         self._legacy: dict[ChildKind, list[SharedInformer]] = {POD: [], SERVICE: []}
         self.caches = self._informers(options.namespaces)
         self.client = client
-        self.flavor: PodGroupFlavor | None = flavor_for(options.gang_scheduler_name)
+        reconciler_class = framework.reconciler_class or JobReconciler
+        self.flavor: PodGroupFlavor | None = flavor_for(options.gang_scheduler_name) \
+            if reconciler_class.uses_gang_scheduler else None
         self.gang = self._gang(self.flavor, options.namespaces) if self.flavor is not None else None
-        self.reconciler = JobReconciler(framework, client, self.caches, self.expectations, self.recorder,
-                                        self.metrics, self.pool, ReconcilerOptions(
-                                            blocked_retry=options.blocked_retry, slice_writes=options.slice_writes,
-                                            slice_batch=options.slice_batch, slice_seconds=options.slice_seconds),
-                                        wall=options.wall, gang=self.gang,
-                                        contended=lambda: len(self.controller.queue) > 0)
+        self.reconciler = reconciler_class(framework, client, self.caches, self.expectations, self.recorder,
+                                           self.metrics, self.pool, ReconcilerOptions(
+                                               blocked_retry=options.blocked_retry,
+                                               slice_writes=options.slice_writes, slice_batch=options.slice_batch,
+                                               slice_seconds=options.slice_seconds),
+                                           wall=options.wall, gang=self.gang,
+                                           contended=lambda: len(self.controller.queue) > 0)
         # A reconcile refused by RBAC (403) also leaves a Warning event on its job, not only a log line.
         self.controller = Controller(name, self.reconciler, workers=options.threadiness,
                                      registry=self.registry, clock=options.clock, trace_path=options.trace_path,

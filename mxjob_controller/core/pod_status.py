@@ -75,9 +75,10 @@ def count_pods(pods: Iterable[dict[str, Any]]) -> ReplicaCounts:
 
 
 def terminated_state(pod: dict[str, Any], container: str) -> dict[str, Any] | None:
-    """The ``state.terminated`` of ``container``, if it has terminated."""
+    """The ``state.terminated`` of ``container`` (``""``: the first container, for a framework that names none),
+    if it has terminated."""
     for status in (pod.get("status") or {}).get("containerStatuses") or []:
-        if isinstance(status, dict) and status.get("name") == container:
+        if isinstance(status, dict) and (status.get("name") == container or not container):
             terminated = (status.get("state") or {}).get("terminated")
             return terminated if isinstance(terminated, dict) else None
     return None

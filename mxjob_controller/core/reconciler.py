@@ -49,7 +49,7 @@ from mxjob_controller.core.children import Children, classify
 from mxjob_controller.core.exit_reports import ExitReports
 from mxjob_controller.core.failure_policy import PolicyOutcome, evaluate, with_lost_replicas
 from mxjob_controller.core.finished_jobs import FinishedJobs
-from mxjob_controller.core.framework import Framework, JobSpec
+from mxjob_controller.core.framework import JobSpec, KubeflowFramework
 from mxjob_controller.core.gang import GangScheduling
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.job_status import names_blocked, next_status, restarting_message
@@ -57,7 +57,7 @@ from mxjob_controller.core.managed_by import managed_elsewhere
 from mxjob_controller.core.metrics import JobMetrics
 from mxjob_controller.core.once import OncePerGeneration
 from mxjob_controller.core.pod_status import replica_state
-from mxjob_controller.core.requeue import after_failed_write, requeue_in
+from mxjob_controller.core.requeue import after_failed_write, requeue_in, soonest
 from mxjob_controller.core.restart_actions import delete_due
 from mxjob_controller.core.restarts import forget_pods, slots_of
 from mxjob_controller.core.slow_start import Slice
@@ -89,7 +89,7 @@ class ParsedJob:
 
     __slots__ = ("errors", "framework", "job", "spec")
 
-    def __init__(self, framework: Framework, job: dict[str, Any]) -> None:
+    def __init__(self, framework: KubeflowFramework, job: dict[str, Any]) -> None:
         self.framework = framework
         self.job = job
         self.spec, self.errors = framework.parse(job)
@@ -117,8 +117,36 @@ class ReconcilerOptions:
     retry_after_progress: float = 0.5   # the next pass after one that failed a write but did others
 
 
+def current_job(key: str, caches: JobCaches, expectations: ControllerExpectations,
+                status: StatusWriter) -> dict[str, Any] | None:
+    """The job to reconcile: as cached, or as our last status write stored it while the cache does not show that
+    write yet; None when it is gone (its expectations and remembered writes are then forgotten)."""
+    obj = caches.job(key)
+    if obj is None:
+        expectations.delete_expectations(key)
+        status.forget(key)
+        log.info("job is gone: its expectations are forgotten", extra={"key": key})
+        return None
+    return status.freshest(key, obj)
+
+
+def pass_slice(caches: JobCaches, ctx: JobContext, options: ReconcilerOptions, contended: Callable[[], bool]) -> Slice:
+    """One pass's share of the child writes; stopped as soon as the job is deleted or replaced."""
+    def cancelled() -> bool:
+        current = caches.job(ctx.key)
+        meta = (current or {}).get("metadata") or {}
+        return current is None or meta.get("uid") != ctx.uid or bool(meta.get("deletionTimestamp"))
+
+    return Slice(writes=options.slice_writes, seconds=options.slice_seconds, max_batch=options.slice_batch,
+                 cancelled=cancelled, contended=contended)
+
+
 class JobReconciler:
-    def __init__(self, framework: Framework, client: Client, caches: JobCaches, expectations: ControllerExpectations,
+    #: Whether ``--gang-scheduler-name`` (Volcano, scheduler-plugins) applies to this reconciler's jobs.
+    uses_gang_scheduler = True
+
+    def __init__(self, framework: KubeflowFramework, client: Client, caches: JobCaches,
+                 expectations: ControllerExpectations,
                  recorder: EventRecorder, metrics: JobMetrics, pool: WritePool,
                  options: ReconcilerOptions | None = None, wall: Callable[[], float] = time.time,
                  gang: GangScheduling | None = None, contended: Callable[[], bool] = lambda: True) -> None:
@@ -146,13 +174,9 @@ class JobReconciler:
         return self.reconcile(str(key))
 
     def reconcile(self, key: str) -> Result:
-        obj = self.caches.job(key)
+        obj = current_job(key, self.caches, self.expectations, self.status)
         if obj is None:
-            self.expectations.delete_expectations(key)
-            self.status.forget(key)
-            log.info("job is gone: its expectations are forgotten", extra={"key": key})
             return DONE
-        obj = self.status.freshest(key, obj)   # our last status write, while the cache does not show it yet
         meta = obj.get("metadata") or {}
         extra = {"key": key, "job_namespace": meta.get("namespace"), "job_name": meta.get("name"),
                  "job_uid": meta.get("uid")}
@@ -205,27 +229,19 @@ class JobReconciler:
             write = blocked_write or write
         result = self._after_write(ctx, parsed, write, pods, services, now, extra)
         if synced.error is not None:
-            result = _soonest(result, after_failed_write(synced.error, synced.done, self.options.retry_after_progress,
+            result = soonest(result, after_failed_write(synced.error, synced.done, self.options.retry_after_progress,
                                                          extra))
         if gang is not None and gang.error is not None:
             raise gang.error
         if synced.blocked:
-            result = _soonest(result, Result.after(self.options.blocked_retry))
+            result = soonest(result, Result.after(self.options.blocked_retry))
         if synced.deferred:
             log.info("%d child writes left for the next pass", synced.deferred, extra=extra)
-            result = _soonest(result, Result.after(self.options.next_slice))
+            result = soonest(result, Result.after(self.options.next_slice))
         return result
 
     def _slice(self, ctx: JobContext) -> Slice:
-        """One pass's share of the child writes; stopped as soon as the job is deleted or replaced."""
-        def cancelled() -> bool:
-            current = self.caches.job(ctx.key)
-            meta = (current or {}).get("metadata") or {}
-            return current is None or meta.get("uid") != ctx.uid or bool(meta.get("deletionTimestamp"))
-
-        o = self.options
-        return Slice(writes=o.slice_writes, seconds=o.slice_seconds, max_batch=o.slice_batch, cancelled=cancelled,
-                     contended=self.contended)
+        return pass_slice(self.caches, ctx, self.options, self.contended)
 
     def _suspend(self, ctx: JobContext, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """A suspended job: its children and PodGroup deleted, its status saying so."""
@@ -382,8 +398,3 @@ class JobReconciler:
             return
         log.warning("job is invalid, not reconciled: %s", "; ".join(str(e) for e in errors), extra=extra)
 
-
-def _soonest(a: Result, b: Result) -> Result:
-    """The result that comes back first (a delayed requeue of 0 means none)."""
-    delays = [r.requeue_after for r in (a, b) if r.requeue_after > 0]
-    return Result.after(min(delays)) if delays else DONE

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mxjob_controller.runtime.controller import Result
+from mxjob_controller.runtime.controller import DONE, Result
 
 log = logging.getLogger(__name__)
 
@@ -30,3 +30,9 @@ def after_failed_write(error: BaseException, done: int, retry_after: float, extr
         raise error
     log.warning("%d writes done, one failed: %s; next pass in %gs", done, error, retry_after, extra=extra)
     return Result.after(retry_after)
+
+
+def soonest(a: Result, b: Result) -> Result:
+    """The result that comes back first (a delayed requeue of 0 means none)."""
+    delays = [r.requeue_after for r in (a, b) if r.requeue_after > 0]
+    return Result.after(min(delays)) if delays else DONE

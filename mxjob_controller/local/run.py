@@ -242,6 +242,11 @@ def _job_state(client: Client, submitted: Job) -> dict[str, str]:
                 "message": f"{submitted.resource.kind} {submitted.name}: {_api_message(e)}"}
     status = job.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
+    if status.get("phase"):   # GenericJob's model: a phase, and replicas counted per phase
+        state = status["phase"]
+        replicas = " · ".join(f"{n} {what}" for what, n in (status.get("aggregate") or {}).items() if n)
+        message = (conditions.get("Failed") or conditions.get("Completed") or {}).get("message") or ""
+        return {"state": state, "summary": f"{state:<10} {replicas or 'no pods yet'}", "message": message}
     state = next((t for t in ("Failed", "Succeeded", "Suspended", "Restarting", "Running", "Created")
                   if t in conditions), "Pending")
     counts = status.get("replicaStatuses") or {}

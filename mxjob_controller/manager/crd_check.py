@@ -6,8 +6,8 @@ to do, and the process exits 1. It is a single cluster-scoped GET of one named o
 ClusterRole's ``resourceNames`` rule allows), made whatever ``--namespace`` says.
 
 Which frameworks: those ``--frameworks`` names, each of whose CRD must be there (else exit 1); without the flag,
-the defaults: MXJob, whose CRD must be there as always, and TFJob where its CRD is installed (and readable): a
-cluster without it gets a warning and an MXJob controller, not a failure.
+the defaults: MXJob, whose CRD must be there as always, and TFJob and GenericJob where their CRDs are installed (and
+readable): a cluster without one gets a warning and no controller of that kind, not a failure.
 """
 
 from __future__ import annotations

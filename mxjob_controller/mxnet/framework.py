@@ -26,6 +26,7 @@ class MXNetFramework:
     group_label = c.GROUP
     default_container = c.DEFAULT_CONTAINER_NAME
     managers = c.MANAGED_BY_OURS
+    reconciler_class = None   # the core's JobReconciler: Kubeflow's job model
 
     def parse(self, obj: dict[str, Any]) -> tuple[JobView | None, list[FieldError]]:
         return parse_job(obj)

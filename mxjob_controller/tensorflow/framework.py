@@ -30,6 +30,7 @@ class TensorFlowFramework:
     group_label = ""   # training-operator's labels only: tf-operator v1.0's were tf-* names, not adopted
     default_container = api.CONTAINER
     managers = MANAGED_BY_OURS
+    reconciler_class = None   # the core's JobReconciler: Kubeflow's job model
 
     def __init__(self, cluster_domain: str | None = None) -> None:
         """``cluster_domain``: appended to the hosts in ``TF_CONFIG`` (default: ``$CUSTOM_CLUSTER_DOMAIN``)."""

@@ -9,7 +9,7 @@ operator asked its REST mapper the same).
 from __future__ import annotations
 
 from mxjob_controller.core.podgroups import PodGroupFlavor
-from mxjob_controller.runtime.client import Client, NotFound
+from mxjob_controller.runtime.client import Client, NotFound, Resource
 
 INSTALL_HINTS = {
     "volcano": "install Volcano (https://volcano.sh), which ships it",
@@ -22,15 +22,21 @@ class PodGroupAPIMissingError(RuntimeError):
     """Gang scheduling is on, but the API server does not serve the chosen scheduler's PodGroups."""
 
 
+def is_served(client: Client, resource: Resource, timeout: float = 30.0) -> bool:
+    """Whether the API server serves ``resource`` (its group version's discovery lists it). Errors other than a
+    404 (the API server unreachable...) propagate."""
+    try:
+        served = client.request("GET", f"/apis/{resource.group}/{resource.version}", timeout=timeout) or {}
+    except NotFound:
+        return False
+    return any(r.get("name") == resource.plural for r in served.get("resources") or () if isinstance(r, dict))
+
+
 def require_podgroup_api(client: Client, flavor: PodGroupFlavor, timeout: float = 30.0) -> None:
     """Return if ``flavor``'s PodGroups are served; raise :class:`PodGroupAPIMissingError` (saying which CRD to
     install) if not. Other errors (the API server unreachable...) propagate as they are."""
     resource = flavor.resource
-    try:
-        served = client.request("GET", f"/apis/{resource.group}/{resource.version}", timeout=timeout) or {}
-    except NotFound:
-        served = {}
-    if any(r.get("name") == resource.plural for r in served.get("resources") or () if isinstance(r, dict)):
+    if is_served(client, resource, timeout):
         return
     raise PodGroupAPIMissingError(
         f"gang scheduling with {flavor.name} (scheduler {flavor.scheduler_name!r}) needs the PodGroup CRD "
