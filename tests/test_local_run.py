@@ -118,7 +118,8 @@ def test_the_tfjob_examples_run_to_success_side_by_side():
     run = local_run("--logs", "--timeout", "120", str(ROOT / "examples" / "tensorflow" / "tfjob-dist.yaml"),
                     str(ROOT / "examples" / "tensorflow" / "tfjob-run-policy.yaml"))
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Succeeded  Chief 1 succeeded · PS 1 succeeded · Worker 2 succeeded" in final_line(run.stdout, "tf-dist")
+    # The Chief decides: the job may succeed while a worker or the PS is still finishing (then reaped).
+    assert "Succeeded  Chief 1 succeeded" in final_line(run.stdout, "tf-dist")
     assert "Succeeded  PS 1 succeeded · Worker 2 succeeded" in final_line(run.stdout, "tf-run-policy")
     assert "[tf-run-policy-worker-1] {'type': 'worker', 'index': 1}" in run.stdout
     assert "all 2 job(s) succeeded" in run.stdout

@@ -92,13 +92,13 @@ def test_events_are_prompt_while_the_main_client_budget_is_used_up(h: Harness) -
 
 
 def test_the_run_flags_size_the_events_client(apiserver: APIServer) -> None:
-    """Each framework's controller (both by default) gets an events client of its own, sized by the flags."""
+    """Each framework's controller (all three by default) gets an events client of its own, sized by the flags."""
     client = Client(ClientConfig(host=apiserver.url, qps=20, burst=30), component="controller")
     built = controllers.new_controller(client, RunSettings(event_qps=7.5, event_burst=9), CollectorRegistry())
     assert isinstance(built, controllers.Controllers)
     try:
-        assert [c.framework.framework_name for c in built.controllers] == ["mxnet", "tensorflow"]
-        assert built.names == ["mxjob-controller", "tfjob-controller"]
+        assert [c.framework.framework_name for c in built.controllers] == ["mxnet", "tensorflow", "generic"]
+        assert built.names == ["mxjob-controller", "tfjob-controller", "genericjob-controller"]
         for controller in built.controllers:
             bucket, main = controller.event_client.rate_limiter, client.rate_limiter
             assert bucket is not None and main is not None and bucket is not main
