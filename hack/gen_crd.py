@@ -1,5 +1,5 @@
-"""Write every framework's CRD files (MXJob, TFJob, GenericJob) from their API definitions (``make crd``);
-``--check`` only reports drift.
+"""Write every framework's CRD files (MXJob, TFJob, GenericJob) from their API definitions, and the webhook
+component's configurations (``make crd``); ``--check`` only reports drift.
 
 The logic lives in ``mxjob_controller/api/crd.py``, ``mxjob_controller/tensorflow/crd.py``,
 ``mxjob_controller/generic/crd.py`` and the table of ``mxjob_controller/frameworks.py``; this script only writes (or
@@ -15,6 +15,7 @@ import click
 
 from mxjob_controller.api.crd import minified_size
 from mxjob_controller.frameworks import FRAMEWORKS, crd_files
+from mxjob_controller.webhooks.configuration import component_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @click.option("--check", is_flag=True, help="Do not write; exit 1 when a committed file differs.")
 def main(check: bool) -> None:
     stale = []
-    for rel, content in crd_files().items():
+    for rel, content in {**crd_files(), **component_files()}.items():
         path = ROOT / rel
         current = path.read_text() if path.exists() else None
         if current == content:

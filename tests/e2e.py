@@ -271,7 +271,9 @@ def run_end_to_end(cli: Sequence[str], tmp_path: Path, install: str = "install")
     kubeconfig, audit_log = tmp_path / "kubeconfig", tmp_path / "audit.jsonl"
     env = clean_env()
     faults = [arg for scenario in scenarios for arg in ("--fault", scenario.status_conflict)]
-    up = subprocess.Popen([*cli, "local", "up", "--kubelet", "none", "--no-controller", "--port", "0",
+    # --no-webhooks: a cluster as the install finds it (the install's CRDs replace local up's, which would carry
+    # local up's own conversion webhook).
+    up = subprocess.Popen([*cli, "local", "up", "--kubelet", "none", "--no-controller", "--no-webhooks", "--port", "0",
                            "--kubeconfig-out", str(kubeconfig), "--audit-log", str(audit_log), *faults],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
     leader = standby = None

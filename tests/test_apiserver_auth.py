@@ -133,7 +133,7 @@ def test_the_key_material_lives_in_a_private_directory_removed_at_stop():
     tls = server.security.tls
     assert tls is not None
     assert (tls.directory.stat().st_mode & 0o777) == 0o700
-    assert sorted(p.name for p in tls.directory.iterdir()) == ["apiserver.crt", "ca.crt"], \
+    assert sorted(p.name for p in tls.directory.iterdir()) == ["ca.crt", "tls.crt"], \
         "the key was on disk only while OpenSSL loaded it"
     server.stop()
     assert not tls.directory.exists()
@@ -158,7 +158,7 @@ def test_a_process_that_exits_without_stopping_its_server_leaves_no_key_material
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60,
                           check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['apiserver.crt', 'ca.crt']"
+    assert done.stdout.strip() == "['ca.crt', 'tls.crt']"
     assert list(tmp_path.iterdir()) == [], "removed at exit"
 
 

@@ -22,10 +22,12 @@ from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from tests.manifests import INSTALL_NAMESPACE, MANIFESTS, find, kustomizations, render, render_text
 from tests.support import Kubectl, wait_for
 
-OVERLAYS = ["components/gang-scheduling", "components/servicemonitor", "controller", "crd", "install",
-            "overlays/gang-scheduling", "overlays/generic-only", "overlays/high-availability", "overlays/mxnet-only",
-            "overlays/servicemonitor", "overlays/tensorflow-only", "rbac"]
-NOT_BUILT_IN = {("monitoring.coreos.com/v1", "ServiceMonitor")}   # CRD kinds: no schema of Kubernetes' own
+OVERLAYS = ["components/gang-scheduling", "components/servicemonitor", "components/webhook",
+            "components/webhook-cert-manager", "controller", "crd", "install", "overlays/gang-scheduling",
+            "overlays/generic-only", "overlays/high-availability", "overlays/mxnet-only", "overlays/servicemonitor",
+            "overlays/tensorflow-only", "overlays/webhook", "rbac"]
+NOT_BUILT_IN = {("monitoring.coreos.com/v1", "ServiceMonitor"), ("cert-manager.io/v1", "Issuer"),
+                ("cert-manager.io/v1", "Certificate")}   # CRD kinds: no schema of Kubernetes' own
 RULE_FIELDS = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
 
 
@@ -132,7 +134,8 @@ def test_the_deployment_is_hardened():
 
 
 @pytest.mark.parametrize("directory", ["install", "overlays/high-availability", "overlays/gang-scheduling",
-                                       "overlays/mxnet-only", "overlays/tensorflow-only", "overlays/generic-only"])
+                                       "overlays/mxnet-only", "overlays/tensorflow-only", "overlays/generic-only",
+                                       "overlays/webhook"])
 def test_the_deployment_args_are_flags_run_accepts_with_leader_election_on(directory):
     docs = render(directory)
     args = container(docs)["args"]
@@ -239,3 +242,50 @@ def test_kubectl_apply_k_install_is_accepted_by_local_up(tmp_path):
     finally:
         up.terminate()
         up.communicate(timeout=15)
+
+
+def test_the_webhook_overlay_wires_service_configuration_crd_certificate_and_deployment():
+    docs = render("overlays/webhook")
+    controller = container(docs)
+    ctx = run_command.make_context("run", list(controller["args"]))
+    assert (ctx.params["webhook_bind_address"], ctx.params["webhook_cert_dir"]) == (
+        ":9443", "/tmp/k8s-webhook-server/serving-certs")
+    assert {"name": "webhook", "containerPort": 9443, "protocol": "TCP"} in controller["ports"]
+    [mount] = [m for m in controller["volumeMounts"] if m["name"] == "webhook-cert"]
+    assert (mount["mountPath"], mount["readOnly"]) == ("/tmp/k8s-webhook-server/serving-certs", True)
+    pod = find(docs, "Deployment", "mxjob-controller")["spec"]["template"]
+    [volume] = [v for v in pod["spec"]["volumes"] if v["name"] == "webhook-cert"]
+    certificate = find(docs, "Certificate", "mxjob-controller-webhook")
+    assert volume["secret"]["secretName"] == certificate["spec"]["secretName"] == "mxjob-controller-webhook-tls"
+    service = find(docs, "Service", "mxjob-controller-webhook")
+    assert service["metadata"]["namespace"] == INSTALL_NAMESPACE
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert service["spec"]["ports"] == [{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}]
+    hosts = {f"{service['metadata']['name']}.{INSTALL_NAMESPACE}.svc",
+             f"{service['metadata']['name']}.{INSTALL_NAMESPACE}.svc.cluster.local"}
+    assert set(certificate["spec"]["dnsNames"]) == hosts, "the certificate names the Service the API server calls"
+    injected = f"{INSTALL_NAMESPACE}/{certificate['metadata']['name']}"
+    configuration = find(docs, "ValidatingWebhookConfiguration", "mxjob-controller-validator")
+    crd = find(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org")
+    for obj in (configuration, crd):
+        assert obj["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == injected
+    for webhook in configuration["webhooks"]:
+        assert webhook["clientConfig"]["service"]["name"] == service["metadata"]["name"]
+        assert webhook["clientConfig"]["service"]["namespace"] == INSTALL_NAMESPACE
+    assert [w["clientConfig"]["service"]["path"] for w in configuration["webhooks"]] == [
+        "/validate-kubeflow-org-v1-mxjob", "/validate-kubeflow-org-v1-tfjob",
+        "/validate-batch-tensorstack-dev-v1beta1-genericjob"]
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1", "v1beta1", "v1alpha1"]
+    assert [v["name"] for v in crd["spec"]["versions"] if v["storage"]] == ["v1"]
+    conversion = crd["spec"]["conversion"]
+    assert conversion["strategy"] == "Webhook" and conversion["webhook"]["conversionReviewVersions"] == ["v1"]
+    assert conversion["webhook"]["clientConfig"]["service"] == {
+        "name": service["metadata"]["name"], "namespace": INSTALL_NAMESPACE, "path": "/convert", "port": 443}
+
+
+def test_the_install_without_the_webhook_component_serves_no_v1alpha1_and_calls_no_webhook():
+    docs = render("install")
+    crd = find(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org")
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1", "v1beta1"]
+    assert crd["spec"]["conversion"] == {"strategy": "None"}
+    assert not [d for d in docs if d["kind"] == "ValidatingWebhookConfiguration"]

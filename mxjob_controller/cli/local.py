@@ -64,8 +64,11 @@ def local() -> None:
               help="process: run pods' containers as local processes on the node 'local'; none: leave pods Pending "
                    "(for tests that play the kubelet).")
 @click.option("--controller/--no-controller", default=True, show_default=True,
-              help="Run the job controllers (MXJob, TFJob) in this process (--no-controller: run `mxjob-controller "
-                   "run` yourself).")
+              help="Run the job controllers (MXJob, TFJob, GenericJob) in this process (--no-controller: run "
+                   "`mxjob-controller run` yourself).")
+@click.option("--webhooks/--no-webhooks", default=True, show_default=True,
+              help="Serve the admission webhooks (an invalid job is refused at submit) and MXJob v1alpha1 through "
+                   "the conversion webhook, in this process.")
 @click.option("--threadiness", default=4, show_default=True, type=click.IntRange(min=1),
               help="Reconcile workers of the embedded controller.")
 @click.option("--job-ports", default=f"{DEFAULT_RANGE[0]}-{DEFAULT_RANGE[1]}", show_default=True,
@@ -94,11 +97,12 @@ def local() -> None:
                    "MXJOB_SERVICE_ACCOUNT_DIR set to it and KUBERNETES_SERVICE_HOST/PORT set, as in a pod.")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
-       audit_log: str | None, kubelet_mode: str, controller: bool, threadiness: int,
+       audit_log: str | None, kubelet_mode: str, controller: bool, webhooks: bool, threadiness: int,
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None) -> None:
-    """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, the MXJob and TFJob
-    controllers, and a kubelet that runs each pod's containers as processes of this machine."""
+    """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
+    MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
+    machine."""
     if no_crds and controller:
         raise click.UsageError("--no-crds leaves the MXJob API out, which the controller needs: add --no-controller")
     if (service_account is None) != (token_dir is None):
@@ -113,7 +117,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         server=ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval, watcher_queue=watcher_queue,
                              fault_seed=fault_seed, audit_log=audit_log, tls=tls,
                              authorization=_AUTHORIZATION[authorization.lower()] if authorization else None),
-        crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, threadiness=threadiness,
+        crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, webhooks=webhooks and not no_crds,
+        threadiness=threadiness,
         job_ports=job_ports,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
                                        backoff_initial=crashloop_backoff)))

@@ -31,6 +31,7 @@ from mxjob_controller.kube.names import dns1123_label_errors, dns1123_subdomain_
 from mxjob_controller.logs import LEVELS, setup_logging
 from mxjob_controller.manager.settings import (
     DEFAULT_BURST,
+    DEFAULT_CERT_DIR,
     DEFAULT_EVENT_BURST,
     DEFAULT_EVENT_QPS,
     DEFAULT_LEASE_NAME,
@@ -127,6 +128,10 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
          type=BindAddress(), help="Address of /metrics: [host]:port, or 0 to disable.")
 @_option("--health-probe-bind-address", "MXJOB_HEALTH_PROBE_BIND_ADDRESS", default=":8081", show_default=True,
          type=BindAddress(), help="Address of /healthz and /readyz: [host]:port, or 0 to disable.")
+@_option("--webhook-bind-address", "MXJOB_WEBHOOK_BIND_ADDRESS", default="0", show_default=True, type=BindAddress(),
+         help="Serve the validating and conversion webhooks over HTTPS on [host]:port (e.g. :9443), or 0: off.")
+@_option("--webhook-cert-dir", "MXJOB_WEBHOOK_CERT_DIR", default=DEFAULT_CERT_DIR, show_default=True, metavar="DIR",
+         help="Where the webhook's tls.crt and tls.key are (a mounted Secret); reloaded when they change.")
 @go_bool_option("--leader-elect", default=False, envvar="MXJOB_LEADER_ELECT",
                 help="Run as one of several replicas: only the holder of the Lease reconciles.")
 @_option("--leader-election-id", "MXJOB_LEADER_ELECTION_ID", default=DEFAULT_LEASE_NAME, show_default=True,
@@ -158,7 +163,7 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
          type=click.Choice(LEVELS, case_sensitive=False), help="Least severe level logged.")
 @click.pass_context
 def run(ctx: click.Context, **flags: Any) -> None:
-    """Run the job controllers (MXJob, TFJob) against a Kubernetes API server until SIGTERM or SIGINT."""
+    """Run the job controllers (MXJob, TFJob, GenericJob) against a Kubernetes API server until SIGTERM or SIGINT."""
     sa_dir = service_account_directory()
     settings = build_settings(ctx, flags, sa_dir)
     setup_logging(settings.log_level, settings.json_log_format)
@@ -208,7 +213,9 @@ def build_settings(ctx: click.Context, flags: dict[str, Any], sa_dir: str | None
         kubeconfig=flags["kubeconfig"] or None, master=flags["master"] or None, namespaces=namespaces,
         frameworks=frameworks,
         threadiness=threadiness or 1, metrics_bind_address=flags["metrics_bind_address"],
-        health_probe_bind_address=flags["health_probe_bind_address"], leader_elect=bool(flags["leader_elect"]),
+        health_probe_bind_address=flags["health_probe_bind_address"],
+        webhook_bind_address=flags["webhook_bind_address"].strip(), webhook_cert_dir=flags["webhook_cert_dir"],
+        leader_elect=bool(flags["leader_elect"]),
         leader_election_id=lease_name, leader_election_namespace=namespace, kube_api_qps=flags["kube_api_qps"],
         kube_api_burst=flags["kube_api_burst"], event_qps=flags["event_qps"], event_burst=flags["event_burst"],
         resync_period=DEFAULT_RESYNC_PERIOD if resync is None else resync,

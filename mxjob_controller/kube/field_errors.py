@@ -116,3 +116,10 @@ def child_prefix(path: str) -> str:
 def key_child(path: str, key: str) -> str:
     """A map key in a path, as kube writes it: ``metadata.labels[app]``."""
     return f"{path}[{key}]"
+
+
+def aggregate(errors: Iterable[FieldError]) -> str:
+    """Several errors as apimachinery's ``ToAggregate().Error()`` prints them: ``a: x`` for one, ``[a: x, b: y]`` for
+    more (what follows ``is invalid:`` in a 422's message)."""
+    texts = [str(e) for e in errors]
+    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"

@@ -1,5 +1,5 @@
-"""The whole local cluster in one process: the embedded API server, the job controllers (MXJob and TFJob) and the
-local kubelet.
+"""The whole local cluster in one process: the embedded API server, the webhooks, the job controllers (MXJob, TFJob
+and GenericJob) and the local kubelet.
 
     with LocalCluster(ClusterOptions()) as cluster:      # started; stopped (every process gone) on exit
         cluster.server.write_kubeconfig("kubeconfig")
@@ -8,8 +8,12 @@ local kubelet.
 The controller and the kubelet reach the API server over HTTP with the project's client, as they would on a cluster;
 only the kubelet's log files are handed to the server in-process (``pods/log``). Each part can be left out for tests
 that play it themselves (``kubelet=False`` leaves pods Pending; ``controller=False`` runs no job controller).
-Start order: server, CRDs (every framework's: ``mxjob_controller/data/crds``), kubelet, controllers; stop order:
-controllers (no new pods), kubelet (every container process stopped), server.
+Start order: server, webhooks, CRDs (every framework's: ``mxjob_controller/data/crds``), kubelet, controllers; stop
+order: controllers (no new pods), kubelet (every container process stopped), server, webhooks.
+
+The webhooks (``webhooks=True``, the default) are the ones ``run --webhook-bind-address`` serves, in this process on a
+loopback port with a certificate made at start; the server calls them as kube-apiserver would, so every local user
+gets an invalid job refused at submit, and MXJob ``v1alpha1`` served through the conversion webhook.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from typing import Any
 import yaml
 
 from mxjob_controller import __version__
+from mxjob_controller.api.constants import CRD_NAME as MXJOBS_CRD
+from mxjob_controller.api.crd_conversion import CONVERT_PATH, with_conversion
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.local.apiserver import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
@@ -63,6 +69,7 @@ class ClusterOptions:
     kubelet: bool = True                               # run pods as local processes
     kubelet_options: KubeletOptions = field(default_factory=KubeletOptions)
     controller: bool = True                            # run the job controllers in this process
+    webhooks: bool = True                              # the admission and conversion webhooks, called by the server
     threadiness: int = 4                               # the controller's reconcile workers
     job_ports: tuple[int, int] | None = DEFAULT_RANGE  # scheduler ports given to MXJobs; None: leave them
 
@@ -75,14 +82,21 @@ class LocalCluster:
             self.server.rest.admission.append(JobPorts(self.server.store, options.job_ports))
         self.kubelet: Kubelet | None = None
         self.controller: Any = None
+        self.webhooks: Any = None
+        self._certificate: Any = None
         self._clients: list[Client] = []
 
     def start(self) -> LocalCluster:
         """Start every part; on failure, stop what started and raise."""
         try:
             self.server.start()
+            if self.options.webhooks:
+                self._start_webhooks()
             if self.options.crds:
                 for crd in packaged_crds():
+                    if self.webhooks is not None and crd["metadata"]["name"] == MXJOBS_CRD:
+                        with_conversion(crd, {"url": self.webhooks.url + CONVERT_PATH,
+                                              "caBundle": self._certificate.ca_bundle})
                     self.server.create(crd)
                     log.info("applied CRD %s", crd["metadata"]["name"])
             if self.options.kubelet:
@@ -108,6 +122,22 @@ class LocalCluster:
                         program=PROGRAM, version=__version__)
         self._clients.append(client)
         return client
+
+    def _start_webhooks(self) -> None:
+        # Imported here: they load the frameworks' APIs, which `local up --no-webhooks` does not need.
+        from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS  # noqa: PLC0415
+        from mxjob_controller.webhooks.certs import SelfSignedCertificate  # noqa: PLC0415
+        from mxjob_controller.webhooks.configuration import (  # noqa: PLC0415
+            url_client_config,
+            validating_webhook_configuration,
+        )
+        from mxjob_controller.webhooks.server import WebhookServer  # noqa: PLC0415
+
+        self._certificate = SelfSignedCertificate("127.0.0.1")
+        self.webhooks = WebhookServer("127.0.0.1:0", self._certificate.context, frameworks=DEFAULT_FRAMEWORKS).start()
+        self.server.create(validating_webhook_configuration(
+            url_client_config(self.webhooks.url, self._certificate.ca_bundle), DEFAULT_FRAMEWORKS))
+        log.info("webhooks serving on %s", self.webhooks.url)
 
     def _start_controller(self) -> Any:
         # Imported here: `local up --no-controller` (tests, benchmarks) does not load the controller at all.
@@ -136,6 +166,12 @@ class LocalCluster:
             client.close()
         self._clients.clear()
         clean = self.server.stop(max(1.0, end - time.monotonic())) and clean
+        if self.webhooks is not None:
+            clean = self.webhooks.stop(max(1.0, end - time.monotonic())) and clean
+            self.webhooks = None
+        if self._certificate is not None:
+            self._certificate.close()
+            self._certificate = None
         return clean
 
     def __enter__(self) -> LocalCluster:

@@ -22,6 +22,7 @@ import socket
 import threading
 from typing import Any
 
+from mxjob_controller.api import v1alpha1
 from mxjob_controller.api.constants import DEFAULT_PORT, DEFAULT_PORT_NAME, GROUP, PLURAL
 from mxjob_controller.api.defaults import default_container_index
 from mxjob_controller.local.apiserver import errors
@@ -63,6 +64,21 @@ class JobPorts:
     def __call__(self, rt: ResourceType, obj: dict[str, Any], ctx: WriteContext) -> None:
         if rt.storage_key != MXJOBS_KEY:
             return
+        if obj.get("apiVersion") == v1alpha1.API_VERSION:
+            # The same ports as for the v1 job it converts to (PsRootPort is a type's mxjob-port), so a job
+            # submitted as v1alpha1 runs exactly as its v1 equivalent.
+            try:
+                converted = v1alpha1.to_v1(obj)
+            except v1alpha1.ConversionError:
+                return   # validation reports it
+            self._assign(converted)
+            back = v1alpha1.to_v1alpha1(converted)
+            obj.clear()
+            obj.update(back)
+            return
+        self._assign(obj)
+
+    def _assign(self, obj: dict[str, Any]) -> None:
         specs = (obj.get("spec") or {}).get("mxReplicaSpecs")
         if not isinstance(specs, dict):
             return  # validation reports it

@@ -7,8 +7,9 @@ order and stopped in the reverse one (controller-runtime's manager, for one cont
 What it guarantees:
 
 - Start: a configuration or connection problem, a missing CRD of a framework that must run (MXJob's, or any named
-  by ``--frameworks``), missing RBAC or a busy port ends ``run`` with 1 and one error line saying what to do;
-  nothing is left running. Without ``--frameworks``, TFJobs are reconciled where their CRD is installed (else a
+  by ``--frameworks``), missing RBAC, a busy port or a missing webhook certificate ends ``run`` with 1 and one error
+  line saying what to do; nothing is left running. The webhook server (``--webhook-bind-address``) serves on every
+  replica, leader or not. Without ``--frameworks``, TFJobs are reconciled where their CRD is installed (else a
   warning).
 - Only a leader reconciles: with ``leader_elect`` the controller is built and started when the Lease is acquired,
   on the elector's ``-leading`` thread; a standby serves ``/metrics`` (``leader_election_master_status 0``) and
@@ -44,9 +45,11 @@ from mxjob_controller.manager.crd_check import StartupError, frameworks_to_run
 from mxjob_controller.manager.settings import RunSettings
 from mxjob_controller.runtime.client import Client, ClientConfig, ConfigError, load_config
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
-from mxjob_controller.runtime.endpoints import Endpoints
+from mxjob_controller.runtime.endpoints import Endpoints, parse_bind_address
 from mxjob_controller.runtime.leaderelection import LeaderElectionConfig, LeaderElector, leader_election_client
 from mxjob_controller.runtime.registry import new_registry
+from mxjob_controller.webhooks.certs import CertificateError, CertificateFiles
+from mxjob_controller.webhooks.server import WebhookServer
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,7 @@ class Manager:
         self._wake = threading.Event()          # stop requested, or a failure: the main thread acts
         self._stopping = threading.Event()      # the shutdown began: controllers stop taking work
         self._failure: str | None = None
+        self._webhooks: WebhookServer | None = None
         self._drain_until: float | None = None  # monotonic deadline of a graceful drain
         self._controller: ManagedController | None = None
         self._elector: LeaderElector | None = None
@@ -89,6 +93,11 @@ class Manager:
             log.info("reconciling %s", ", ".join(chosen), extra={"frameworks": list(chosen)})
             registry = new_registry()
             endpoints = self._endpoints(registry)
+            try:
+                self._webhooks = self._webhook_server(registry)
+            except StartupError:
+                endpoints.stop(_ENDPOINTS_BUDGET)
+                raise
         except StartupError as e:
             log.error("cannot start: %s", e)
             self._close_clients()
@@ -139,6 +148,25 @@ class Manager:
         log.info("endpoints serving", extra={"metrics_url": metrics.url + "/metrics" if metrics else "off",
                                              "probes_url": probes.url if probes else "off"})
         return endpoints
+
+    def _webhook_server(self, registry: CollectorRegistry) -> WebhookServer | None:
+        """The webhook server, serving (every replica does, leader or not), or None when it is off."""
+        s = self.settings
+        if parse_bind_address(s.webhook_bind_address) is None:
+            return None
+        certificate = CertificateFiles(s.webhook_cert_dir)
+        try:
+            certificate.load()
+            server = WebhookServer(s.webhook_bind_address, certificate.context, frameworks=s.frameworks,
+                                   registry=registry)
+        except CertificateError as e:
+            raise StartupError(f"cannot serve the webhooks: {e}") from None
+        except OSError as e:
+            raise StartupError(f"cannot serve --webhook-bind-address {s.webhook_bind_address!r}: "
+                               f"{e.strerror or e}") from None
+        server.start()
+        log.info("webhooks serving", extra={"webhook_url": server.url, "paths": list(server.paths)})
+        return server
 
     def _start_controlling(self, config: ClientConfig, client: Client, registry: CollectorRegistry) -> None:
         s = self.settings
@@ -226,6 +254,8 @@ class Manager:
             log.warning("leader election did not stop in time")
         if self._runner is not None:
             self._runner.join(max(0.5, end - _ENDPOINTS_BUDGET - time.monotonic()))
+        if self._webhooks is not None and not self._webhooks.stop(max(0.2, end - time.monotonic()) / 2):
+            log.warning("the webhook server did not stop in time")
         if not endpoints.stop(max(0.2, end - time.monotonic())):
             log.warning("the endpoints did not stop in time")
         self._close_clients()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
 from mxjob_controller.runtime.events import DEFAULT_EVENT_BURST, DEFAULT_EVENT_QPS
+from mxjob_controller.webhooks.certs import DEFAULT_CERT_DIR
 
 DEFAULT_LEASE_NAME = "mxjob-controller"
 DEFAULT_RESYNC_PERIOD = 12 * 3600.0      # the Go mxnet-operator's DefaultResyncPeriod
@@ -31,6 +32,8 @@ class RunSettings:
     threadiness: int = 1
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
+    webhook_bind_address: str = "0"             # "0" (or ""): no webhook server (webhooks/server.py)
+    webhook_cert_dir: str = DEFAULT_CERT_DIR    # tls.crt and tls.key, as a Secret or cert-manager mounts them
     leader_elect: bool = False
     leader_election_id: str = DEFAULT_LEASE_NAME
     leader_election_namespace: str = ""         # resolved: never empty once built by the command line

@@ -22,6 +22,10 @@ A check is a callable returning True when healthy; returning False or raising ma
 is logged, never sent: probes are unauthenticated). Each server runs on a named thread and answers each connection on
 a short-lived named thread with a socket timeout, so a slow client cannot block a probe; stopping is bounded by
 its timeout, waits for the requests in progress and ends idle keep-alive connections.
+
+The same server also serves the admission and conversion webhooks (``webhooks/server.py``): POST routes (a JSON body
+of at most :data:`MAX_BODY` bytes, ``Content-Length`` required) over TLS, the context asked for per connection so
+that a rotated certificate is used from the next connection on.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import itertools
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -44,6 +49,9 @@ log = logging.getLogger(__name__)
 Check = Callable[[], bool]
 Reply = tuple[int, str, bytes]          # status, content type, body
 Route = Callable[[str, dict[str, list[str]], Mapping[str, str]], Reply]  # (subpath, query, headers) -> reply
+PostRoute = Callable[[bytes, Mapping[str, str]], Reply]                   # (body, headers) -> reply
+TLSContext = Callable[[], ssl.SSLContext]                                 # the context for the next connection
+MAX_BODY = 3 * 1024 * 1024   # bytes of a POST body (kube-apiserver's request limit)
 
 TEXT = "text/plain; charset=utf-8"
 _REQUEST_TIMEOUT = 10.0                 # seconds a client may take to send its request
@@ -137,11 +145,48 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = _REQUEST_TIMEOUT
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        super().setup()   # the socket timeout is set: the TLS handshake below is bounded by it too
+        self._failed_handshake = False
+        if isinstance(self.connection, ssl.SSLSocket):
+            try:
+                self.connection.do_handshake()
+            except (ssl.SSLError, OSError) as e:   # a client that does not trust us, or went away: its problem
+                log.debug("%s: TLS handshake failed: %s", self.server.name, e)
+                self._failed_handshake = True
+
+    def handle(self) -> None:
+        if self._failed_handshake:
+            return
+        try:
+            super().handle()
+        except (ssl.SSLError, OSError) as e:
+            log.debug("%s: connection ended: %s", self.server.name, e)
+
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
         query = parse_qs(parts.query, keep_blank_values=True)
-        status, content_type, body = self.server.dispatch(parts.path, query,
-                                                          {k.lower(): v for k, v in self.headers.items()})
+        self._reply(*self.server.dispatch(parts.path, query, {k.lower(): v for k, v in self.headers.items()}))
+
+    def do_POST(self) -> None:
+        if not self.server.post_routes:   # as BaseHTTPRequestHandler answers a method it does not serve
+            self.send_error(501, f"Unsupported method ({self.command!r})")
+            return
+        route = self.server.post_routes.get(urlsplit(self.path).path)
+        length = self.headers.get("Content-Length")
+        if route is None or length is None or not length.isdigit() or int(length) > MAX_BODY:
+            self.close_connection = True   # the body stays unread: the connection cannot serve another request
+            if route is None:
+                self._reply(404, TEXT, b"404 page not found\n")
+            elif length is None or not length.isdigit():
+                self._reply(411, TEXT, b"Content-Length required\n")
+            else:
+                self._reply(413, TEXT, b"request body too large\n")
+        else:
+            body = self.rfile.read(int(length))
+            self._reply(*route(body, {k.lower(): v for k, v in self.headers.items()}))
+
+    def _reply(self, status: int, content_type: str, body: bytes) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -160,10 +205,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, name: str, host: str, port: int, routes: Mapping[str, Route]) -> None:
+    def __init__(self, name: str, host: str, port: int, routes: Mapping[str, Route],
+                 post_routes: Mapping[str, PostRoute] | None = None, tls: TLSContext | None = None) -> None:
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.name = name
         self.routes = dict(routes)
+        self.post_routes = dict(post_routes or {})
+        self.tls = tls
         self._connections: dict[threading.Thread, socket.socket] = {}
         self._connections_lock = threading.Lock()
         self._connection_ids = itertools.count(1)
@@ -174,6 +222,12 @@ class _Server(ThreadingHTTPServer):
             if path == prefix or path.startswith(prefix + "/"):
                 return route(path[len(prefix) + 1:], query, headers)
         return 404, TEXT, b"404 page not found\n"
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, address = super().get_request()
+        if self.tls is not None:   # the handshake happens on the connection's own thread (_Handler.setup)
+            sock = self.tls().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
 
     def process_request(self, request: Any, client_address: Any) -> None:
         thread = threading.Thread(target=self._serve_connection, args=(request, client_address),
@@ -207,15 +261,17 @@ class _Server(ThreadingHTTPServer):
 
 
 class EndpointServer:
-    """One HTTP server on ``bind_address`` serving ``routes`` (path prefix -> route) on a thread named
-    ``endpoints-<name>``, each connection on a thread named ``endpoints-<name>-request-<n>``."""
+    """One HTTP server on ``bind_address`` serving ``routes`` (path prefix -> route) and ``post_routes`` (exact
+    path -> route) on a thread named ``endpoints-<name>``, each connection on a thread named
+    ``endpoints-<name>-request-<n>``; HTTPS when ``tls`` gives the context."""
 
-    def __init__(self, name: str, bind_address: str, routes: Mapping[str, Route]) -> None:
+    def __init__(self, name: str, bind_address: str, routes: Mapping[str, Route],
+                 post_routes: Mapping[str, PostRoute] | None = None, tls: TLSContext | None = None) -> None:
         parsed = parse_bind_address(bind_address)
         if parsed is None:
             raise ValueError(f"endpoint server {name}: bind address {bind_address!r} disables it")
         self.name = name
-        self._server = _Server(f"endpoints-{name}", parsed[0], parsed[1], routes)
+        self._server = _Server(f"endpoints-{name}", parsed[0], parsed[1], routes, post_routes, tls)
         self._server.timeout = _POLL_INTERVAL  # handle_request() returns this often when idle
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name=f"endpoints-{name}", daemon=True)
@@ -229,13 +285,15 @@ class EndpointServer:
         host = str(self._server.server_address[0])
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1" if self._server.address_family == socket.AF_INET else "::1"
-        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+        scheme = "https" if self._server.tls is not None else "http"
+        return f"{scheme}://[{host}]:{self.port}" if ":" in host else f"{scheme}://{host}:{self.port}"
 
     def start(self) -> EndpointServer:
         self._thread.start()
         host, port = self._server.server_address[:2]
         listening = f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
-        log.info("serving %s on %s (locally %s)", ", ".join(self._server.routes), listening, self.url)
+        log.info("serving %s on %s (locally %s)", ", ".join([*self._server.routes, *self._server.post_routes]),
+                 listening, self.url)
         return self
 
     def _serve(self) -> None:

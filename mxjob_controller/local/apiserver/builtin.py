@@ -55,8 +55,12 @@ PDBS = ResourceType("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget
                     namespaced=True, short_names=("pdb",), status_subresource=True, sets_generation=True)
 PRIORITYCLASSES = ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass",
                                namespaced=False, short_names=("pc",))
+VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceType(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "validatingwebhookconfiguration",
+    "ValidatingWebhookConfiguration", namespaced=False, categories=("api-extensions",), sets_generation=True)
 
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
     NAMESPACES, PODS, SERVICES, EVENTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS, NODES, LEASES, CRDS,
     DEPLOYMENTS, ROLES, ROLEBINDINGS, CLUSTERROLES, CLUSTERROLEBINDINGS, PDBS, PRIORITYCLASSES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
 )

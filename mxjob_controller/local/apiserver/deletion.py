@@ -209,6 +209,9 @@ def should_delete_during_update(new: dict, old: dict, is_namespace: bool) -> boo
 # --- the deleter ------------------------------------------------------------------------------------------
 
 StrategyFor = Callable[[ResourceType], Strategy]
+Admit = Callable[[dict], None]
+"""Called with the stored object just before a delete changes it (kube's ``deleteValidation``: validating admission
+webhooks); raises StatusError to refuse. Called again if the delete retries after a conflict."""
 
 
 class Deleter:
@@ -217,14 +220,14 @@ class Deleter:
         self._strategy_for = strategy_for
         self._namespaces_key = namespaces_key
 
-    def delete(self, rt: ResourceType, okey: ObjKey, opts: DeleteOptions) -> DeleteOutcome:
-        """Delete one object; raises StatusError (404, 409 precondition, 403 immortal namespace)."""
+    def delete(self, rt: ResourceType, okey: ObjKey, opts: DeleteOptions, admit: Admit | None = None) -> DeleteOutcome:
+        """Delete one object; raises StatusError (404, 409 precondition, 403 immortal namespace, or ``admit``'s)."""
         if rt.storage_key == self._namespaces_key:
-            return self._delete_namespace(rt, okey, opts)
-        return self._delete(rt, okey, opts)
+            return self._delete_namespace(rt, okey, opts, admit)
+        return self._delete(rt, okey, opts, admit)
 
     # kube's Store.Delete + updateForGracefulDeletionAndFinalizers, as one compare-and-swap loop.
-    def _delete(self, rt: ResourceType, okey: ObjKey, opts: DeleteOptions) -> DeleteOutcome:
+    def _delete(self, rt: ResourceType, okey: ObjKey, opts: DeleteOptions, admit: Admit | None = None) -> DeleteOutcome:
         name = okey[1]
         strategy = self._strategy_for(rt)
         for _attempt in range(_ATTEMPTS):
@@ -238,6 +241,8 @@ class Deleter:
             graceful, pending = _before_delete(strategy, obj, new_meta, opts)
             if pending:
                 return DeleteOutcome(current, False, rt.return_deleted_object)
+            if admit is not None:
+                admit(current.obj)
             finalizers = list(meta.get("finalizers") or [])
             new_finalizers = gc_finalizers(finalizers, opts)
             if new_finalizers is not None:
@@ -280,7 +285,8 @@ class Deleter:
             raise errors.not_found(rt.resource, current.obj["metadata"].get("name", "")) from None
 
     # kube's namespace REST Delete: the first delete only starts termination.
-    def _delete_namespace(self, rt: ResourceType, okey: ObjKey, opts: DeleteOptions) -> DeleteOutcome:
+    def _delete_namespace(self, rt: ResourceType, okey: ObjKey, opts: DeleteOptions,
+                          admit: Admit | None = None) -> DeleteOutcome:
         name = okey[1]
         for _attempt in range(_ATTEMPTS):
             current = self._store.get(rt.storage_key, okey)
@@ -299,7 +305,9 @@ class Deleter:
             if meta.get("deletionTimestamp"):
                 if (current.obj.get("spec") or {}).get("finalizers"):
                     return DeleteOutcome(current, False, True)
-                return self._delete(rt, okey, replace(opts, uid=opts.uid or meta.get("uid")))
+                return self._delete(rt, okey, replace(opts, uid=opts.uid or meta.get("uid")), admit)
+            if admit is not None:
+                admit(current.obj)
             obj = dict(current.obj)
             new_meta = obj["metadata"] = dict(meta, deletionTimestamp=now_rfc3339())
             obj["status"] = dict(current.obj.get("status") or {}, phase="Terminating")

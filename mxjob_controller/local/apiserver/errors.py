@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mxjob_controller.kube.field_errors import MAX_VALUE_CHARS, FieldError, clip
+from mxjob_controller.kube.field_errors import MAX_VALUE_CHARS, FieldError, aggregate, clip
 
 #: One field error of an Invalid status (``metav1.StatusCause``): the same type every validator returns.
 Cause = FieldError
@@ -48,6 +48,8 @@ class StatusError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:  # metav1.Status omits an empty reason (StatusReasonUnknown)
+            del body["reason"]
         if self.details is not None:
             body["details"] = self.details
         return body
@@ -98,9 +100,7 @@ def invalid(res: Resource, name: str, causes: Iterable[Cause]) -> StatusError:
     bare for the core group); kubectl builds its own line from ``details.kind``."""
     causes = [_clip_cause(c) for c in causes]
     name = clip(name) if isinstance(name, str) else name  # a name of the wrong type is reported as it came
-    summary = ", ".join(f"{c.field}: {c.message}" if c.field else c.message for c in causes)
-    if len(causes) > 1:
-        summary = "[" + summary + "]"
+    summary = aggregate(causes)
     details: dict[str, Any] = {"name": name}
     if res.group:
         details["group"] = res.group
@@ -198,6 +198,12 @@ def internal(message: str) -> StatusError:
     message = clip(message, MAX_CAUSE_CHARS)
     return StatusError(500, "InternalError", f"Internal error occurred: {message}",
                        {"causes": [{"message": message}]})
+
+
+def unclassified(message: str) -> StatusError:
+    """What kube-apiserver answers for an error no layer turned into a Status (``ErrorToAPIStatus``): 500 with an
+    empty reason and the error's text as it is, e.g. a failed CRD conversion webhook."""
+    return StatusError(500, "", message)
 
 
 def success_status(res: Resource, name: str, uid: str) -> dict[str, Any]:

@@ -111,10 +111,12 @@ class NamespaceController:
         return types[0] if types else None
 
     def _content_types(self) -> list[ResourceType]:
-        """One served version of every namespaced resource that can be deleted."""
+        """One served version of every namespaced resource that can be deleted: the storage version where it is
+        served (its objects need no conversion, which could fail)."""
         seen: dict[str, ResourceType] = {}
         for rt in self._registry.all():
-            if rt.namespaced and "deletecollection" in rt.verbs and rt.storage_key not in seen:
+            if rt.namespaced and "deletecollection" in rt.verbs and (
+                    rt.storage_key not in seen or rt.storage_api_version == rt.api_version):
                 seen[rt.storage_key] = rt
         return list(seen.values())
 

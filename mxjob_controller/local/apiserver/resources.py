@@ -145,7 +145,11 @@ class Registry:
         return None
 
     def by_storage_key(self, key: str) -> list[ResourceType]:
-        return [rt for rt in self.all() if rt.storage_key == key]
+        """Every served version of the resource stored under ``key``, the storage version first (serving it
+        needs no conversion: the server's own controllers use it)."""
+        types = [rt for rt in self.all() if rt.storage_key == key]
+        types.sort(key=lambda rt: rt.storage_api_version != rt.api_version)
+        return types
 
 
 def _version_priority(version: str) -> tuple[int, int, int]:

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -42,6 +42,14 @@ from mxjob_controller.local.apiserver.validation.meta import validate_object_met
 from mxjob_controller.local.apiserver.validation.strict_json import loads_with_duplicates
 from mxjob_controller.local.apiserver.validation.yaml_body import loads_yaml
 from mxjob_controller.local.apiserver.watch import Entry, Event, Watcher
+from mxjob_controller.local.apiserver.webhooks.attributes import (
+    CREATE,
+    DELETE,
+    UPDATE,
+    AdmissionAttributes,
+    delete_options,
+    write_options,
+)
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +133,25 @@ ValidatingAdmission = Callable[[ResourceType, dict, "dict | None", WriteContext]
 caller is ``ctx.user``); runs after mutating admission, before validation."""
 
 
+class Conversion(Protocol):
+    """Objects of ``rt``'s kind (stored at any of its versions) at ``version``; raises StatusError when that fails.
+
+    ``as_list``: a page of a list (one conversion for all). ``reading``: from storage (else a write going to it).
+    Objects already at ``version`` come back as they are (the same dicts); the inputs are never changed."""
+
+    def __call__(self, rt: ResourceType, objects: Sequence[dict], version: str, *, as_list: bool = False,
+                 reading: bool = True) -> list[dict]: ...
+
+
+class WebhookAdmission(Protocol):
+    """Validating admission webhooks: called for every create, update and delete once the object passed its own
+    validation and the other admission checks; raises StatusError to refuse, adds warnings to ``warnings``."""
+
+    def active(self) -> bool: ...
+
+    def __call__(self, attrs: AdmissionAttributes, warnings: list[str]) -> None: ...
+
+
 class REST:
     def __init__(self, store: Store, strategies: Mapping[str, Strategy], default_strategy: Strategy,
                  namespaces_key: str = "/namespaces") -> None:
@@ -142,6 +169,9 @@ class REST:
         self.admission: list[Admission] = []
         self.validating_admission: list[ValidatingAdmission] = []
         self.lookup: Callable[[str, str, str], dict | None] | None = None
+        # Versions of custom resources (None: only apiVersion is rewritten) and validating webhooks (webhooks/).
+        self.conversion: Conversion | None = None
+        self.webhook_admission: WebhookAdmission | None = None
         self.deleter = Deleter(store, self.strategy, namespaces_key)
 
     def strategy(self, rt: ResourceType) -> Strategy:
@@ -161,22 +191,33 @@ class REST:
     def _okey(self, req: Request, name: str | None = None) -> ObjKey:
         return (req.namespace or "" if req.rt.namespaced else "", name if name is not None else req.name or "")
 
+    def _convert(self, rt: ResourceType, objects: Sequence[dict], version: str, *, as_list: bool = False,
+                 reading: bool = True) -> list[dict]:
+        if self.conversion is not None:
+            return self.conversion(rt, objects, version, as_list=as_list, reading=reading)
+        api_version = f"{rt.group}/{version}" if rt.group else version
+        return [o if o.get("apiVersion") == api_version else {**o, "apiVersion": api_version} for o in objects]
+
+    def _served(self, rt: ResourceType, entries: Sequence[Entry], as_list: bool = False) -> list[Entry]:
+        """Stored entries as served at ``rt``'s version: those stored at another are converted, all in one call."""
+        if all(e.obj.get("apiVersion") == rt.api_version for e in entries):
+            return list(entries)
+        objects = self._convert(rt, [e.obj for e in entries], rt.version, as_list=as_list)
+        return [e if o is e.obj else Entry(o, e.rv) for e, o in zip(entries, objects, strict=True)]
+
     def _encode(self, rt: ResourceType, entry: Entry) -> bytes:
-        """An object as served at ``rt``'s version (conversion None only rewrites apiVersion)."""
-        if entry.obj.get("apiVersion") == rt.api_version:
-            return entry.raw
-        obj = dict(entry.obj)
-        obj["apiVersion"] = rt.api_version
-        return dumps(obj)
+        """An object as served at ``rt``'s version."""
+        return self._served(rt, [entry])[0].raw
 
     def _object_response(self, req: Request, entry: Entry, code: int = 200,
                          ctx: WriteContext | None = None) -> Response:
+        entry = self._served(req.rt, [entry])[0]
         if _wants_table(req.accept) and self.table_converter is not None:
             table = self.table_converter(req.rt, [entry], None, _include_object(req.query), True)
             return Response(code, dumps(table))
-        resp = Response(code, self._encode(req.rt, entry))
+        resp = Response(code, entry.raw)
         if ctx is not None and ctx.warnings:
-            resp.headers["Warning"] = ", ".join(f"299 - {json.dumps(w)}" for w in ctx.warnings)
+            resp.headers["Warning"] = _warning_header(ctx.warnings)
         return resp
 
     def _get_entry(self, req: Request) -> Entry:
@@ -293,8 +334,48 @@ class REST:
             meta["name"] = req.name
 
     def _to_storage(self, rt: ResourceType, obj: dict) -> dict:
-        obj["apiVersion"] = rt.storage_api_version
-        return obj
+        """``obj`` (at ``rt``'s version) at the storage version: the object to store (``obj`` itself when only its
+        apiVersion changes)."""
+        if rt.storage_api_version == rt.api_version or self.conversion is None:
+            obj["apiVersion"] = rt.storage_api_version
+            return obj
+        return self._convert(rt, [obj], rt.storage_version, reading=False)[0]
+
+    # --- admission webhooks -----------------------------------------------------------------------------
+
+    def _admit(self, req: Request, operation: str, obj: dict, old: dict | None, ctx: WriteContext) -> None:
+        """The validating webhooks, last before the object is stored (a refusal carries the warnings so far)."""
+        hook = self.webhook_admission
+        if hook is None or not hook.active():
+            return
+        kind = "CreateOptions" if operation == CREATE else "UpdateOptions"
+        name = (obj.get("metadata") or {}).get("name") or req.name or ""
+        namespace = self._admission_namespace(req, name)
+        attrs = AdmissionAttributes(operation, req.rt, req.subresource or "", name, namespace, obj, old, ctx.dry_run,
+                                    write_options(kind, req.query, ctx.dry_run), req.user)
+        _with_warnings(hook, attrs, ctx.warnings)
+
+    def _admission_namespace(self, req: Request, name: str) -> str:
+        """The request's namespace as kube's request info has it: a namespace's own name for its update and delete."""
+        if req.rt.namespaced:
+            return req.namespace or ""
+        return name if req.rt.storage_key == self._namespaces_key and req.verb != "create" else ""
+
+    def _delete_admission(self, req: Request, name: str, opts: DeleteOptions,
+                          warnings: list[str]) -> Callable[[dict], None] | None:
+        """What the deleter calls with the stored object just before it deletes it (kube's deleteValidation)."""
+        hook = self.webhook_admission
+        if hook is None or not hook.active():
+            return None
+        options = delete_options(opts.grace_period_seconds, opts.uid, opts.resource_version, opts.orphan_dependents,
+                                 opts.propagation_policy, opts.dry_run)
+
+        def admit(current: dict) -> None:
+            attrs = AdmissionAttributes(DELETE, req.rt, "", name, self._admission_namespace(req, name), None,
+                                        current, opts.dry_run, options, req.user)
+            _with_warnings(hook, attrs, warnings)
+
+        return admit
 
     # --- read verbs -----------------------------------------------------------------------------------
 
@@ -364,12 +445,12 @@ class REST:
             meta["continue"] = _encode_continue(rv, selected[-1][0])
             if req.query.get("labelSelector", "") == "" and req.query.get("fieldSelector", "") == "":
                 meta["remainingItemCount"] = remaining
-        entries = [e for _, e in selected]
+        entries = self._served(req.rt, [e for _, e in selected], as_list=True)
         if _wants_table(req.accept) and self.table_converter is not None:
             table = self.table_converter(req.rt, entries, meta, _include_object(req.query), True)
             return Response(200, dumps(table))
         head = dumps({"kind": req.rt.list_kind, "apiVersion": req.rt.api_version, "metadata": meta})
-        body = head[:-1] + b',"items":[' + b",".join(self._encode(req.rt, e) for e in entries) + b"]}"
+        body = head[:-1] + b',"items":[' + b",".join(e.raw for e in entries) + b"]}"
         return Response(200, body)
 
     def _watch(self, req: Request) -> Response:
@@ -384,22 +465,29 @@ class REST:
         table = _wants_table(req.accept) and self.table_converter is not None
         include_object = _include_object(req.query) if table else ""
         headers_sent = [False]  # kube sends a Table's column definitions with the first event only
+        failed = [False]  # a conversion failed: the stream ends with that error
         try:
             watcher = self.store.watch(rt.storage_key, match, since, namespace)
         except TooOld as e:
             return Response(200, b"", stream=None, chunks=iter([_error_frame(errors.expired(str(e)))]))
 
         def encode(ev: Event) -> bytes | None:
-            translated = watcher.translate(ev)
+            translated = watcher.translate(ev) if not failed[0] else None
             if translated is None:
                 return None
             etype, entry = translated
+            try:
+                entry = self._served(rt, [entry])[0]
+            except StatusError as e:  # kube's watch ends with an ERROR event (an internal error) when decoding fails
+                failed[0] = True
+                watcher.close("conversion failed")
+                return _error_frame(errors.internal(e.message))
             if table:
                 assert self.table_converter is not None
                 obj = dumps(self.table_converter(rt, [entry], None, include_object, not headers_sent[0]))
                 headers_sent[0] = True
             else:
-                obj = self._encode(rt, entry)
+                obj = entry.raw
             return b'{"type":"' + etype.encode() + b'","object":' + obj + b"}\n"
 
         bookmark = None
@@ -459,7 +547,8 @@ class REST:
         for check in self.validating_admission:
             check(req.rt, obj, None, ctx)
         self._validate(req, obj, None, ctx)
-        self._to_storage(req.rt, obj)
+        self._admit(req, CREATE, obj, None, ctx)
+        obj = self._to_storage(req.rt, obj)
         name = obj["metadata"]["name"]
         if ctx.dry_run:
             if self.store.get(req.rt.storage_key, self._okey(req, name)) is not None:
@@ -512,9 +601,8 @@ class REST:
             raise errors.bad_request("invalid JSON patch") from e
         for _attempt in range(WRITE_ATTEMPTS):
             current = self._get_entry(req)
-            working = deep_copy(current.obj)
-            working["apiVersion"] = req.rt.api_version
-            patched = patcher(req.rt, working, patch)
+            old = self._served(req.rt, [current])[0].obj  # the patch applies to the object as served
+            patched = patcher(req.rt, deep_copy(old), patch)
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch does not produce an object")
             meta = patched.get("metadata")
@@ -527,22 +615,26 @@ class REST:
                 raise errors.bad_request("the patch may not change apiVersion or kind")
             self._stamp_identity(req, patched)
             try:
-                return self._write_update(req, patched, current)
+                return self._write_update(req, patched, current, old=old)
             except Conflict:
                 continue
         raise errors.write_outlasted()
 
-    def _write_update(self, req: Request, new: dict, current: Entry, duplicates: Sequence[str] = ()) -> Response:
-        """Shared tail of update and patch: strategy, validation, CAS write, finalizer-driven removal."""
+    def _write_update(self, req: Request, new: dict, current: Entry, duplicates: Sequence[str] = (),
+                      old: dict | None = None) -> Response:
+        """Shared tail of update and patch: strategy, validation, admission, CAS write, finalizer-driven removal.
+        ``old``: the stored object as served at the request's version (converted here when not given)."""
         ctx = self._context(req)
         self._check_schema(req, new, ctx, duplicates)
         strategy = self.strategy(req.rt)
-        old = current.obj
+        if old is None:
+            old = self._served(req.rt, [current])[0].obj
         strategy.prepare_update(new, old, ctx)
         for check in self.validating_admission:
             check(req.rt, new, old, ctx)
         self._validate(req, new, old, ctx)
-        self._to_storage(req.rt, new)
+        self._admit(req, UPDATE, new, old, ctx)
+        new = self._to_storage(req.rt, new)
         new["metadata"]["resourceVersion"] = str(current.rv)
         if ctx.dry_run:
             return self._object_response(req, Entry(new, current.rv), 200, ctx)
@@ -592,33 +684,46 @@ class REST:
 
     def delete_object(self, req: Request, name: str, opts: DeleteOptions) -> Response:
         """Delete one object of ``req.rt`` in ``req.namespace`` and answer as kube-apiserver does."""
-        return self._delete_response(req, self.deleter.delete(req.rt, self._okey(req, name), opts), opts)
+        warnings: list[str] = []
+        outcome = self.deleter.delete(req.rt, self._okey(req, name), opts,
+                                      admit=self._delete_admission(req, name, opts, warnings))
+        return self._delete_response(req, outcome, opts, warnings)
 
-    def _delete_response(self, req: Request, outcome: DeleteOutcome, opts: DeleteOptions) -> Response:
+    def _delete_response(self, req: Request, outcome: DeleteOutcome, opts: DeleteOptions,
+                         warnings: Sequence[str] = ()) -> Response:
         if outcome.as_object:
-            return Response(outcome.code(opts), self._encode(req.rt, outcome.entry))
-        meta = outcome.entry.obj.get("metadata") or {}
-        status = errors.success_status(req.rt.resource, meta.get("name", ""), meta.get("uid", ""))
-        return Response(outcome.code(opts), dumps(status))
+            resp = Response(outcome.code(opts), self._encode(req.rt, outcome.entry))
+        else:
+            meta = outcome.entry.obj.get("metadata") or {}
+            status = errors.success_status(req.rt.resource, meta.get("name", ""), meta.get("uid", ""))
+            resp = Response(outcome.code(opts), dumps(status))
+        if warnings:
+            resp.headers["Warning"] = _warning_header(warnings)
+        return resp
 
     def _deletecollection(self, req: Request) -> Response:
         """Delete every selected object; answers the list of them as they were before (kube's DeleteCollection)."""
         opts = parse_delete_options(req.body, req.query)
         match = self._matcher(req)
         items, rv = self.store.list(req.rt.storage_key, req.namespace if req.rt.namespaced else None)
-        selected = []
-        for okey, entry in items:
-            if not match(entry.obj):
-                continue
+        matched = [(okey, entry) for okey, entry in items if match(entry.obj)]
+        # Served as listed, before anything is deleted (kube lists, converting, then deletes).
+        served = self._served(req.rt, [entry for _, entry in matched], as_list=True)
+        warnings: list[str] = []
+        for okey, _ in matched:
             try:
-                self.deleter.delete(req.rt, okey, opts)
+                self.deleter.delete(req.rt, okey, opts, admit=self._delete_admission(req, okey[1], opts, warnings))
             except StatusError as e:
                 if e.code != 404:
+                    if warnings:
+                        e.headers["Warning"] = _warning_header(warnings)
                     raise
-            selected.append(self._encode(req.rt, entry))
         head = dumps({"kind": req.rt.list_kind, "apiVersion": req.rt.api_version,
                       "metadata": {"resourceVersion": str(rv)}})
-        return Response(200, head[:-1] + b',"items":[' + b",".join(selected) + b"]}")
+        resp = Response(200, head[:-1] + b',"items":[' + b",".join(e.raw for e in served) + b"]}")
+        if warnings:
+            resp.headers["Warning"] = _warning_header(warnings)
+        return resp
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -709,6 +814,21 @@ def _check_patch_type(rt: ResourceType, ctype: str) -> None:
                                      f"format - accepted media types include: {', '.join(accepted)}")
     elif ctype not in PATCH_TYPES:
         raise errors.StatusError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
+
+
+def _warning_header(warnings: Sequence[str]) -> str:
+    """kube's ``Warning`` header: one ``299 - "<text>"`` per warning."""
+    return ", ".join(f"299 - {json.dumps(w)}" for w in warnings)
+
+
+def _with_warnings(hook: WebhookAdmission, attrs: AdmissionAttributes, warnings: list[str]) -> None:
+    """Call the webhooks; a refusal goes out with the warnings gathered so far, as kube's does."""
+    try:
+        hook(attrs, warnings)
+    except StatusError as e:
+        if warnings:
+            e.headers["Warning"] = _warning_header(warnings)
+        raise
 
 
 def _error_frame(err: StatusError) -> bytes:

@@ -50,6 +50,10 @@ from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
 from mxjob_controller.local.apiserver.validation import strict_json
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
+from mxjob_controller.local.apiserver.webhooks import config as webhook_config
+from mxjob_controller.local.apiserver.webhooks.client import HookClient, ServiceResolver
+from mxjob_controller.local.apiserver.webhooks.conversion import Converter
+from mxjob_controller.local.apiserver.webhooks.dispatch import ValidatingWebhooks
 from mxjob_controller.local.kubeconfig import kubeconfig_for, write_kubeconfig
 from mxjob_controller.runtime.client.config import ClientConfig, StaticToken
 
@@ -132,6 +136,7 @@ class APIServer:
             builtin.CLUSTERROLES.storage_key: ClusterRoleStrategy(self.store, builtin.CLUSTERROLES.storage_key),
             builtin.ROLEBINDINGS.storage_key: BindingStrategy(),
             builtin.CLUSTERROLEBINDINGS.storage_key: BindingStrategy(),
+            builtin.VALIDATING_WEBHOOK_CONFIGURATIONS.storage_key: webhook_config.ValidatingWebhookStrategy(),
         }
         self.rest = REST(self.store, strategies, CustomResourceStrategy())
         self.rest.virtual_creators.update(self.security.reviews.creators())
@@ -147,7 +152,20 @@ class APIServer:
         self.rest.subresource_creators[(builtin.PODS.storage_key, "binding")] = self._bind
         patchers.install(self.rest)  # JSON patch and strategic merge patch
         self.rest.table_converter = tables.convert
-        self.rest.schema_validator = SchemaValidation(self.registry)  # schemas compiled now and as CRDs change
+        tables.register_printer("admissionregistration.k8s.io", "ValidatingWebhookConfiguration",
+                                webhook_config.printer())
+        # Schemas compiled now and as CRDs change; kinds carrying webhook configuration compiled as kube checks them.
+        schemas = SchemaValidation(self.registry, {kind: webhook_config.object_schema
+                                                   for kind in webhook_config.SCHEMA_KINDS})
+        self.rest.schema_validator = schemas
+        # Webhooks (webhooks/): CRD conversion on every path that serves or stores a custom resource at another
+        # version than its storage one, and validating admission webhooks on every create, update and delete.
+        self.webhook_client = HookClient(self._service)
+        self.converter = Converter(self.store, self.registry, self.webhook_client, schemas.schema_for,
+                                   builtin.CRDS.storage_key)
+        self.rest.conversion = self.converter
+        self.rest.webhook_admission = ValidatingWebhooks(self.store, self.registry, self.webhook_client,
+                                                         self.converter)
         self.version = version_info()
         self.discovery = Discovery(self.registry)
         self.openapi = OpenAPI(self.registry, self.version)
@@ -304,6 +322,33 @@ class APIServer:
     def write_token_dir(self, directory: str | Path, namespace: str, name: str) -> Path:
         """``token``, ``ca.crt`` and ``namespace`` in ``directory``, as a pod's service-account volume (TLS only)."""
         return self.security.write_token_dir(directory, namespace, name)
+
+    # --- webhooks --------------------------------------------------------------------------------------
+
+    @property
+    def service_resolver(self) -> ServiceResolver | None:
+        """How a webhook's ``clientConfig.service`` is reached: ``(namespace, name, port) -> "host:port"`` (None: not
+        reachable). kube-apiserver dials the Service's cluster IP; this server has no cluster network, so whoever
+        runs the webhook says where it listens. The Service must exist (and serve the port) all the same; without a
+        resolver, or when it answers None, calls fail as kube's do for a missing Service."""
+        return self.webhook_client.service_resolver
+
+    @service_resolver.setter
+    def service_resolver(self, resolver: ServiceResolver | None) -> None:
+        self.webhook_client.service_resolver = resolver
+
+    @property
+    def conversion_timeout(self) -> float:
+        """Seconds a CRD conversion webhook may take (kube's fixed 30; lower it to test a slow webhook quickly)."""
+        return self.converter.timeout
+
+    @conversion_timeout.setter
+    def conversion_timeout(self, seconds: float) -> None:
+        self.converter.timeout = seconds
+
+    def _service(self, namespace: str, name: str) -> dict | None:
+        entry = self.store.get(builtin.SERVICES.storage_key, (namespace, name))
+        return entry.obj if entry is not None else None
 
     # --- in-process access (bootstrap, tests) ---------------------------------------------------------
 

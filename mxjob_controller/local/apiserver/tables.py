@@ -25,6 +25,12 @@ from mxjob_controller.local.apiserver.watch import Entry
 
 TABLE_API_VERSION = "meta.k8s.io/v1"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_EXTRA_PRINTERS: dict[tuple[str, str], printers.Printer] = {}
+
+
+def register_printer(group: str, kind: str, printer: printers.Printer) -> None:
+    """kube's printer for a built-in kind the server defines itself (ValidatingWebhookConfiguration)."""
+    _EXTRA_PRINTERS[(group, kind)] = printer
 
 
 def convert(rt: ResourceType, entries: list[Entry], list_meta: dict | None, include_object: str,
@@ -50,7 +56,7 @@ def convert(rt: ResourceType, entries: list[Entry], list_meta: dict | None, incl
 def _columns_and_rows(rt: ResourceType) -> tuple[tuple[printers.Column, ...], printers.PrintFn]:
     if rt.is_custom:
         return _custom_columns(rt)
-    printer = printers.printer_for(rt.group, rt.kind)
+    printer = _EXTRA_PRINTERS.get((rt.group, rt.kind)) or printers.printer_for(rt.group, rt.kind)
     if printer is not None:
         return printer.columns, printer.cells
     return _default_columns(), _default_row

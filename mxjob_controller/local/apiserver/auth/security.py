@@ -41,7 +41,7 @@ from mxjob_controller.local.apiserver.auth.authorizer import (
     request_attributes,
 )
 from mxjob_controller.local.apiserver.auth.reviews import Reviews
-from mxjob_controller.local.apiserver.auth.tls import TLSMaterial
+from mxjob_controller.local.apiserver.auth.tls import apiserver_tls
 from mxjob_controller.local.apiserver.auth.tokens import TokenAuthenticator, bearer_token
 from mxjob_controller.local.apiserver.auth.user import (
     ADMIN,
@@ -109,7 +109,7 @@ class Security:
         self.enforcing = tls or authorization == RBAC
         # kube-apiserver resets --anonymous-auth to false under AlwaysAllow: anonymous would then be anything.
         self.anonymous = authorization == RBAC
-        self.tls = TLSMaterial(host) if tls else None
+        self.tls = apiserver_tls(host) if tls else None
         self.tokens = TokenAuthenticator(self.service_account)
         self.authorizer = Authorizer(authorization, StorePolicy(store))
         self.reviews = Reviews(self.authorizer, self.tokens, self.service_account)

@@ -1,115 +1,13 @@
-"""The server's TLS material, made at start: a CA of its own and a serving certificate it signs.
-
-Clients verify the server against the CA (the kubeconfig's ``certificate-authority-data``, a service account's
-``ca.crt``): nothing skips verification. The serving certificate names every address a client of the local server
-uses: ``localhost``, ``127.0.0.1``, ``::1``, the listening host, and kube's in-cluster names (``kubernetes``,
-``kubernetes.default.svc``...). Keys are ECDSA P-256 (fast to make; Go and OpenSSL both verify them).
-
-OpenSSL loads certificates and keys only from files. The CA and the serving certificate (public) are written to a
-private directory (0700) that :meth:`TLSMaterial.close` removes, and so does a finalizer if ``close`` is never
-called (a server whose construction failed, a process that exits without stopping its server). The private key is
-on disk only while :meth:`TLSMaterial.server_context` loads it (0600, removed right after): a process killed at any
-other moment leaves no key behind. Nothing here logs a key or a certificate.
-"""
+"""The embedded API server's TLS material: a CA of its own and a serving certificate naming every address a client
+of the local server uses (``localhost``, ``127.0.0.1``, ``::1``, the listening host) and kube's in-cluster names
+(``kubernetes``, ``kubernetes.default.svc``...), made at start by ``runtime/tls.py``."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
-import os
-import shutil
-import ssl
-import tempfile
-import weakref
-from pathlib import Path
+from mxjob_controller.runtime.tls import TLSMaterial
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-_DNS_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-              "kubernetes.default.svc.cluster.local")
-_IPS = ("127.0.0.1", "::1")
-_VALIDITY = datetime.timedelta(days=365)
-_BACKDATE = datetime.timedelta(minutes=5)   # clock skew between the server and its clients
+KUBE_DNS_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
 
 
-class TLSMaterial:
-    """A CA and a serving certificate for ``host``, on disk until :meth:`close`; the key in memory."""
-
-    def __init__(self, host: str = "127.0.0.1") -> None:
-        now = datetime.datetime.now(datetime.UTC)
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mxjob-local-ca")])
-        ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-        ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-                   .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now - _BACKDATE).not_valid_after(now + _VALIDITY)
-                   .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-                   .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                                content_commitment=False, key_encipherment=False,
-                                                data_encipherment=False, key_agreement=False, encipher_only=False,
-                                                decipher_only=False), critical=True)
-                   .add_extension(ca_ski, critical=False)
-                   .sign(ca_key, hashes.SHA256()))
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = (x509.CertificateBuilder()
-                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-                .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-                .not_valid_before(now - _BACKDATE).not_valid_after(now + _VALIDITY)
-                .add_extension(x509.SubjectAlternativeName(_alt_names(host)), critical=False)
-                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-                .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False, key_cert_sign=False,
-                                             crl_sign=False, content_commitment=False, data_encipherment=False,
-                                             key_agreement=False, encipher_only=False, decipher_only=False),
-                               critical=True)
-                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
-                               critical=False)
-                .sign(ca_key, hashes.SHA256()))
-        self.ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
-        self._key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption())
-        self.directory = Path(tempfile.mkdtemp(prefix="mxjob-apiserver-tls-"))   # mkdtemp: mode 0700
-        # Registered before anything is written: whatever happens next, the directory goes (at the latest at exit).
-        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.directory), ignore_errors=True)
-        self.ca_file = self.directory / "ca.crt"
-        self.cert_file = self.directory / "apiserver.crt"
-        self.key_file = self.directory / "apiserver.key"   # exists only inside server_context()
-        self.ca_file.write_bytes(self.ca_pem)
-        self.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-
-    def server_context(self) -> ssl.SSLContext:
-        """TLS 1.2 or newer, HTTP/1.1 offered by ALPN (kubectl then speaks HTTP/1.1 rather than asking for h2).
-        The key file is written for OpenSSL to load and removed as soon as it has (the context keeps the key)."""
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(self._key_pem)
-            context.load_cert_chain(self.cert_file, self.key_file)
-        finally:
-            self.key_file.unlink(missing_ok=True)
-        context.set_alpn_protocols(["http/1.1"])
-        return context
-
-    def close(self) -> None:
-        self._cleanup()
-
-
-def _alt_names(host: str) -> list[x509.GeneralName]:
-    names: list[x509.GeneralName] = [x509.DNSName(n) for n in _DNS_NAMES]
-    ips = list(_IPS)
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        if host and host not in _DNS_NAMES:
-            names.append(x509.DNSName(host))
-    else:
-        if not address.is_unspecified and str(address) not in ips:
-            ips.append(str(address))
-    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
-    return names
+def apiserver_tls(host: str = "127.0.0.1") -> TLSMaterial:
+    return TLSMaterial(host, KUBE_DNS_NAMES, common_name="kube-apiserver", prefix="mxjob-apiserver-tls-")

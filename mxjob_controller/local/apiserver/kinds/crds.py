@@ -1,9 +1,9 @@
 """CustomResourceDefinitions: defaults, structural checks, and serving the kinds they define.
 
-Creating or updating a CRD changes what the server serves at once (every served version, conversion
-None between them) and then records ``NamesAccepted`` and ``Established`` in its status, as
-kube-apiserver's naming and establishing controllers do, so ``kubectl wait --for condition=established``
-works. Deleting one removes every object of its kind and stops serving it.
+Creating or updating a CRD changes what the server serves at once (every served version, converted between
+as its ``spec.conversion`` says: ``webhooks/conversion.py``) and then records ``NamesAccepted`` and
+``Established`` in its status, as kube-apiserver's naming and establishing controllers do, so ``kubectl wait
+--for condition=established`` works. Deleting one removes every object of its kind and stops serving it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
+from mxjob_controller.local.apiserver.webhooks.conversion import default_conversion, validate_conversion
 
 
 def types_for(crd: dict) -> list[ResourceType]:
@@ -60,7 +61,7 @@ class CRDStrategy(Strategy):
         if isinstance(names, dict) and isinstance(names.get("kind"), str):
             names.setdefault("singular", names["kind"].lower())
             names.setdefault("listKind", names["kind"] + "List")
-        spec.setdefault("conversion", {"strategy": "None"})
+        default_conversion(spec)
 
     def validate(self, obj: dict, old: dict | None, ctx: WriteContext) -> list[Cause]:
         causes = super().validate(obj, old, ctx)
@@ -83,6 +84,7 @@ class CRDStrategy(Strategy):
             causes.append(Cause("spec.versions", "FieldValueInvalid", "Invalid value: "
                                 f"{[v.get('name') for v in versions if isinstance(v, dict)]}: must have "
                                 "exactly one version marked as storage version"))
+        causes.extend(validate_conversion(spec, (old.get("spec") or {}) if old is not None else None))
         if old is not None:
             old_spec = old.get("spec") or {}
             if spec.get("group") != old_spec.get("group"):

@@ -70,7 +70,7 @@ def validate_object_meta(obj: dict, rt: ResourceType) -> list[Cause]:
     elif ns:
         causes.append(Cause("metadata.namespace", "FieldValueForbidden", "Forbidden: not allowed on this type"))
     causes.extend(validate_labels(meta.get("labels"), "metadata.labels"))
-    causes.extend(_validate_annotations(meta.get("annotations")))
+    causes.extend(validate_annotations(meta.get("annotations")))
     causes.extend(_validate_finalizers(meta.get("finalizers")))
     causes.extend(_validate_owner_references(meta.get("ownerReferences")))
     return causes
@@ -91,21 +91,21 @@ def validate_labels(labels: object, path: str) -> list[Cause]:
     return causes
 
 
-def _validate_annotations(annotations: object) -> list[Cause]:
+def validate_annotations(annotations: object, path: str = "metadata.annotations") -> list[Cause]:
     if annotations is None:
         return []
     if not isinstance(annotations, dict):
-        return [_invalid("metadata.annotations", annotations, "must be a map of strings")]
+        return [_invalid(path, annotations, "must be a map of strings")]
     causes = []
     size = 0
     for k, v in annotations.items():
-        causes.extend(_invalid("metadata.annotations", k, m) for m in qualified_name_errors(k.lower()))
+        causes.extend(_invalid(path, k, m) for m in qualified_name_errors(k.lower()))
         if not isinstance(v, str):
-            causes.append(_invalid("metadata.annotations", v, "annotation values must be strings"))
+            causes.append(_invalid(path, v, "annotation values must be strings"))
             continue
         size += len(k) + len(v)
     if size > TOTAL_ANNOTATION_SIZE_LIMIT:
-        causes.append(Cause("metadata.annotations", "FieldValueTooLong",
+        causes.append(Cause(path, "FieldValueTooLong",
                             f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"))
     return causes
 

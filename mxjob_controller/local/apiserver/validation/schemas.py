@@ -12,6 +12,7 @@ CRD is created or updated (the registry tells us), and a CRD's are dropped when 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 
 from mxjob_controller.kube import schema as kube_schema
 from mxjob_controller.kube.schema import CompiledSchema, Result
@@ -19,12 +20,19 @@ from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.strategy import WriteContext
 
+BuiltinSchema = Callable[[str, str], "CompiledSchema | None"]
+"""(apiVersion, kind) -> the compiled schema of a built-in kind."""
+
 
 class SchemaValidation:
-    """Compiled schemas for everything the registry serves, and the hook that applies them."""
+    """Compiled schemas for everything the registry serves, and the hook that applies them.
 
-    def __init__(self, registry: Registry) -> None:
+    ``overrides``: built-in kinds whose schema is compiled otherwise, keyed by (apiVersion, kind) (the webhook
+    configurations and CRDs, whose webhook fields kube validates in Go: ``webhooks/config.py``)."""
+
+    def __init__(self, registry: Registry, overrides: Mapping[tuple[str, str], BuiltinSchema] | None = None) -> None:
         self._registry = registry
+        self._overrides = dict(overrides or {})
         self._lock = threading.Lock()
         self._schemas: dict[ResourceType, CompiledSchema | None] = {}
         registry.add_listener(self.refresh)
@@ -37,7 +45,7 @@ class SchemaValidation:
         """
         with self._lock:
             old = self._schemas
-            self._schemas = {rt: old[rt] if rt in old else _compile(rt) for rt in self._registry.all()}
+            self._schemas = {rt: old[rt] if rt in old else self._compile(rt) for rt in self._registry.all()}
 
     def schema_for(self, rt: ResourceType) -> CompiledSchema | None:
         schemas = self._schemas
@@ -45,7 +53,7 @@ class SchemaValidation:
             return schemas[rt]
         with self._lock:  # a request raced the registry's listener: compile it now, once
             if rt not in self._schemas:
-                self._schemas = {**self._schemas, rt: _compile(rt)}
+                self._schemas = {**self._schemas, rt: self._compile(rt)}
             return self._schemas[rt]
 
     def __call__(self, rt: ResourceType, obj: dict, ctx: WriteContext) -> tuple[list[Cause], list[str]]:
@@ -63,10 +71,11 @@ class SchemaValidation:
         return result.errors, result.unknown
 
 
-def _compile(rt: ResourceType) -> CompiledSchema | None:
-    if rt.is_custom:
-        return kube_schema.compile_structural(dict(rt.schema) if rt.schema else None)
-    return kube_schema.object_schema(rt.api_version, rt.kind)
+    def _compile(self, rt: ResourceType) -> CompiledSchema | None:
+        if rt.is_custom:
+            return kube_schema.compile_structural(dict(rt.schema) if rt.schema else None)
+        compile_builtin = self._overrides.get((rt.api_version, rt.kind), kube_schema.object_schema)
+        return compile_builtin(rt.api_version, rt.kind)
 
 
 def _apply(compiled: CompiledSchema, rt: ResourceType, obj: dict, ctx: WriteContext) -> Result:

@@ -1,0 +1,85 @@
+"""Validating admission for the job kinds: an ``AdmissionReview`` in, the verdict out. Pure.
+
+The API server asks before it stores a job; a job our validation refuses is refused at submit with every field error
+(the same validation the controller runs, which stays the second line: a job created while the webhook was down, or
+with ``failurePolicy: Ignore``, is still marked Failed by the controller). The refusal is kube's 422, worded as
+training-operator's webhook words it (``apierrors.NewInvalid``):
+
+    MXJob.kubeflow.org "bad" is invalid: [spec.mxReplicaSpecs.Worker.replicas: Invalid value: -1: ..., ...]
+
+which the API server prefixes with ``admission webhook "<name>" denied the request:``.
+
+What is judged: CREATE, and an UPDATE that changes ``spec`` (so a job stored before this webhook existed can still
+be labelled, have its finalizers removed by the garbage collector, and be deleted; the controller has already
+reported what is wrong with it). DELETE and CONNECT are allowed. An MXJob arriving as ``v1alpha1`` (list-style spec)
+is checked in its own shape first (``api/v1alpha1.py``: paths as the user wrote them), then as the ``v1`` object it
+converts to.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mxjob_controller.kube.field_errors import FieldError, aggregate
+
+log = logging.getLogger(__name__)
+
+Validator = Callable[[dict[str, Any], str], list[FieldError]]
+"""(object, its API version) -> every problem (empty: valid)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A job kind the webhook judges: its group and kind, and how to validate one object of it."""
+
+    group: str
+    kind: str
+    validate: Validator
+
+
+def _allowed(uid: str, api_version: str) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": {"uid": uid, "allowed": True}}
+
+
+def denial_status(kind: Kind, name: str, errors: list[FieldError]) -> dict[str, Any]:
+    """The ``metav1.Status`` of a refused job: 422 Invalid, one cause per field error."""
+    return {"metadata": {}, "status": "Failure", "code": 422, "reason": "Invalid",
+            "message": f'{kind.kind}.{kind.group} "{name}" is invalid: {aggregate(errors)}',
+            "details": {"name": name, "group": kind.group, "kind": kind.kind,
+                        "causes": [{"reason": e.reason, "message": e.message, "field": e.field} for e in errors]}}
+
+
+class ReviewError(ValueError):
+    """The review itself is malformed (answered 400: the API server applies its failurePolicy)."""
+
+
+def review(body: Mapping[str, Any], kinds: Mapping[tuple[str, str], Kind]) -> dict[str, Any]:
+    """The ``AdmissionReview`` answering ``body`` (``admission.k8s.io/v1`` or ``v1beta1``, echoed as sent);
+    ``kinds``: (group, kind) → how to judge it. A kind not listed is allowed (the configuration sent it by
+    mistake: refusing it would block writes of something this webhook knows nothing of)."""
+    api_version = body.get("apiVersion")
+    request = body.get("request")
+    if body.get("kind") != "AdmissionReview" or api_version not in ("admission.k8s.io/v1", "admission.k8s.io/v1beta1") \
+            or not isinstance(request, dict) or not isinstance(request.get("uid"), str):
+        raise ReviewError("expected an admission.k8s.io/v1 AdmissionReview with a request and its uid")
+    uid = request["uid"]
+    gvk = request.get("kind") or {}
+    kind = kinds.get((gvk.get("group") or "", gvk.get("kind") or ""))
+    operation = request.get("operation")
+    obj, old = request.get("object"), request.get("oldObject")
+    if kind is None or operation not in ("CREATE", "UPDATE") or not isinstance(obj, dict):
+        return _allowed(uid, api_version)
+    if operation == "UPDATE" and isinstance(old, dict) and (
+            obj.get("spec") == old.get("spec") or (obj.get("metadata") or {}).get("deletionTimestamp")):
+        return _allowed(uid, api_version)
+    version = f"{gvk.get('group')}/{gvk.get('version')}" if gvk.get("group") else str(gvk.get("version") or "")
+    errors = kind.validate(obj, version)
+    if not errors:
+        return _allowed(uid, api_version)
+    name = (obj.get("metadata") or {}).get("name") or request.get("name") or ""
+    log.info("refused %s %s/%s: %d field errors", kind.kind, request.get("namespace") or "", name, len(errors))
+    return {"apiVersion": api_version, "kind": "AdmissionReview",
+            "response": {"uid": uid, "allowed": False, "status": denial_status(kind, name, errors)}}
