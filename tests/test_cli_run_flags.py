@@ -81,6 +81,8 @@ ENV_CASES = [
     ("threadiness", "4", "threadiness", 4),
     ("metrics-bind-address", "127.0.0.1:9090", "metrics_bind_address", "127.0.0.1:9090"),
     ("health-probe-bind-address", "0", "health_probe_bind_address", "0"),
+    ("webhook-bind-address", ":9443", "webhook_bind_address", ":9443"),
+    ("webhook-cert-dir", "/etc/webhook-certs", "webhook_cert_dir", "/etc/webhook-certs"),
     ("leader-elect", "true", "leader_elect", True),
     ("leader-election-id", "my-lease", "leader_election_id", "my-lease"),
     ("leader-election-namespace", "ops", "leader_election_namespace", "ops"),

@@ -33,9 +33,9 @@ def test_the_controller_as_its_service_account_under_the_shipped_rbac(tmp_path: 
     kubeconfig, audit_log, sa_dir = tmp_path / "kubeconfig", tmp_path / "audit.jsonl", tmp_path / "serviceaccount"
     env = clean_env()
     up = subprocess.Popen([*CLI, "local", "up", "--tls", "--authorization", "rbac", "--kubelet", "none",
-                           "--no-controller", "--port", "0", "--kubeconfig-out", str(kubeconfig), "--audit-log",
-                           str(audit_log), "--serviceaccount", f"{INSTALL_NAMESPACE}/mxjob-controller", "--token-dir",
-                           str(sa_dir), "--fault", MXNET.status_conflict, "--log-level", "debug"],
+                           "--no-controller", "--no-webhooks", "--port", "0", "--kubeconfig-out", str(kubeconfig),
+                           "--audit-log", str(audit_log), "--serviceaccount", f"{INSTALL_NAMESPACE}/mxjob-controller",
+                           "--token-dir", str(sa_dir), "--fault", MXNET.status_conflict, "--log-level", "debug"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
     controller: RunProcess | None = None
     outcome = Outcome()

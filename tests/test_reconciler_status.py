@@ -232,6 +232,7 @@ def test_a_status_written_by_someone_else_meanwhile_is_kept(h: Harness) -> None:
     reply = h.kube.patch(jobs_path(NS, "j") + "/status",
                          {"status": {"conditions": [*job["status"]["conditions"], extra]}})
     assert reply.ok, reply.body
+    h.wait_children(NS, "j", 3)   # all of them, then run them all (Created comes before the last pods)
     h.run_all(NS, "j")
     h.wait_condition(NS, "j", "Running")
     assert h.conditions(NS, "j")["Suspended"]["message"] == "set by someone else"
