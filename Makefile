@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint bench bench-full chaos demo image wheel crd clean
+.PHONY: venv test lint bench bench-full chaos demo image wheel crd protobuf clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ chaos: $(STAMP)
 ## crd: regenerate the CRDs (MXJob, TFJob) from their API definitions
 crd: $(STAMP)
 	$(BIN)/python hack/gen_crd.py
+
+## protobuf: regenerate the protobuf field tables from kubernetes/api and kubernetes/apimachinery's generated.proto
+## (PROTO_ARGS: --api-git DIR --apimachinery-git DIR, git clones of those repositories)
+protobuf: $(STAMP)
+	$(BIN)/python hack/gen_protobuf.py $(PROTO_ARGS)
 
 ## wheel: build the wheel into dist/
 wheel: $(STAMP)

@@ -201,6 +201,8 @@ def test_schema_is_structural_and_typed() -> None:
         return out
 
     for path, node in nodes(schema["properties"]["spec"], "spec") + nodes(schema["properties"]["status"], "status"):
+        if path == "status.v1":
+            continue   # the v1 status carried unchanged: v1's own schema checks it where it is stored
         assert "x-kubernetes-preserve-unknown-fields" not in node, path
         assert node.get("type") in ("object", "array", "string", "integer"), path
 
@@ -219,7 +221,8 @@ def test_schema_has_the_seed_keys() -> None:
     chief = spec["terminationPolicy"]["properties"]["chief"]["properties"]
     assert {k: v["type"] for k, v in chief.items()} == {"replicaName": "string", "replicaIndex": "integer"}
     status = v1alpha1.status_schema()["properties"]
-    assert set(status) == {"phase", "state", "reason", "replicaStatuses"}
+    assert set(status) == {"phase", "state", "reason", "replicaStatuses", "v1"}
+    assert status["v1"]["x-kubernetes-preserve-unknown-fields"] is True   # the v1 status, carried unchanged
     assert set(status["replicaStatuses"]["items"]["properties"]) == {"mx_replica_type", "state", "ReplicasStates"}
     assert status["replicaStatuses"]["items"]["properties"]["ReplicasStates"]["additionalProperties"]["type"] == \
         "integer"
@@ -630,7 +633,9 @@ def test_status_is_derived_from_v1(case: str, status: dict[str, Any] | None, exp
     """14, 15: phase/state from the conditions; replicaStatuses in the spec's list order, from the counts."""
     job = with_status(status)
     before = copy.deepcopy(job)
-    assert to_v1alpha1(job)["status"] == expected
+    derived = to_v1alpha1(job)["status"]
+    assert derived.pop("v1", None) == status, "the v1 status rides along, for the way back"
+    assert derived == expected
     assert job == before
     assert pruned_fields(to_v1alpha1(job)) == []
 
@@ -653,7 +658,8 @@ def test_invalid_spec_shows_failed_with_the_reason() -> None:
 def test_status_of_a_job_with_types_v1alpha1_lacks() -> None:
     v1 = v1_job({"TunerTracker": replica(), "TunerServer": replica(), "Tuner": replica()}, jobMode="MXTune")
     v1["status"] = {"conditions": [cond("Running")], "replicaStatuses": {"Tuner": {"active": 1}}}
-    assert to_v1alpha1(v1)["status"] == {"phase": "Running", "state": "Running", "reason": "", "replicaStatuses": []}
+    assert to_v1alpha1(v1)["status"] == {"phase": "Running", "state": "Running", "reason": "", "replicaStatuses": [],
+                                         "v1": v1["status"]}
 
 
 # --- round trips (checklist 8, 9) -----------------------------------------------------------------------------------
@@ -775,9 +781,14 @@ def test_a_crafted_annotation_cannot_drop_a_type_v1alpha1_needs() -> None:
     assert [e.get("mxReplicaType") for e in entries_of(to_v1alpha1(job))] == ["SCHEDULER", None, "SERVER"]
 
 
-def test_a_v1_object_with_a_status_round_trips_without_it() -> None:
-    job = with_status({"conditions": [cond("Created")], "startTime": NOW})
-    assert to_v1(to_v1alpha1(job)) == without_status(job)
+def test_a_v1_object_with_a_status_round_trips_with_it() -> None:
+    """An update through v1alpha1 gets the stored status back in v1alpha1 form (the API server keeps the status of
+    a main-resource write): the way back to v1 must restore it, or the job would be stored with none and run
+    again."""
+    job = with_status({"conditions": [cond("Succeeded")], "startTime": NOW, "completionTime": NOW})
+    assert to_v1(to_v1alpha1(job)) == job
+    new = alpha_job()
+    assert "status" not in to_v1(new), "a job created as v1alpha1 has no v1 status yet"
 
 
 def test_v1_only_content_rides_in_the_annotation() -> None:

@@ -235,6 +235,22 @@ def test_a_finished_job_never_changes_phase_nor_recreates_pods_and_costs_no_writ
     assert gj.writes("create", "pods", since=since) == []
 
 
+def test_a_finished_job_edited_into_an_invalid_spec_stays_finished_and_never_runs_again(gj):
+    gj.create_job(genericjob("done", NS, replica("worker", policy="Never")))
+    controller = gj.start_generic()
+    gj.wait_pods(NS, "done", 1)
+    gj.kubelet.succeed(NS, "done-worker-0")
+    finished = gj.wait_phase(NS, "done", "Succeeded")
+    gj.patch_job(NS, "done", {"spec": {"successRules": [{"worker": [5]}]}})   # the CRD accepts it; we do not
+    gj.settle(controller, f"{NS}/done")
+    status = gj.status(NS, "done")
+    assert (status["phase"], status["conditions"]) == (finished["phase"], finished["conditions"])
+    gj.patch_job(NS, "done", {"spec": {"successRules": None}})
+    gj.settle(controller, f"{NS}/done")
+    assert gj.status(NS, "done")["phase"] == "Succeeded"
+    assert [p["status"]["phase"] for p in gj.pods(NS, "done")] == ["Succeeded"], "nothing recreated"
+
+
 @pytest.mark.parametrize(("policy", "pods_left", "services_left"), [
     ("None", ["cu-worker-0", "cu-worker-1", "cu-worker-2"], ["cu-worker-0", "cu-worker-1", "cu-worker-2"]),
     ("Unfinished", ["cu-worker-0", "cu-worker-2"], ["cu-worker-0", "cu-worker-2"]),

@@ -161,6 +161,7 @@ def test_the_v1beta1_review_is_answered_in_kind():
     (b"[]", "application/json", 400),
     (b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}', "application/json", 400),
     (b"{}", "text/plain", 415),
+    (b"[" * 200000 + b"]" * 200000, "application/json", 400),   # nested past Python's recursion limit
 ])
 def test_malformed_requests_are_answered_400_or_415(server, certificate, raw, content_type, expected):
     status, _ = post(server, certificate.material.ca_pem, MXJOB_PATH, None, raw=raw, content_type=content_type)
@@ -174,7 +175,7 @@ def test_unknown_paths_missing_lengths_and_huge_bodies(server, certificate):
     try:
         conn.putrequest("POST", MXJOB_PATH)
         conn.putheader("Content-Type", "application/json")
-        conn.putheader("Content-Length", str(4 * 1024 * 1024))
+        conn.putheader("Content-Length", str(8 * 1024 * 1024))
         conn.endheaders()
         assert conn.getresponse().status == 413
     finally:

@@ -161,11 +161,14 @@ def seed_job_round_trip(cluster: Cluster) -> None:
                       else None, timeout=30, what="a v1alpha1 status")
     assert status["phase"] in ("Creating", "Running") and status["state"] == "Running"
     # Round trip: what is read as v1alpha1, written back unchanged as v1alpha1, is still the same v1 spec.
+    stored_status = cluster.kubectl.json("get", "mxjobs.v1.kubeflow.org", "example-dist-job")["status"]
     current = cluster.kubectl.json("get", "mxjobs.v1alpha1.kubeflow.org", "example-dist-job")
-    current.pop("status", None)
+    current["metadata"].setdefault("labels", {})["team"] = "a"
     assert cluster.kube.put(f"{ALPHA_MXJOBS}/example-dist-job", current).ok
     again = cluster.kubectl.json("get", "mxjobs.v1.kubeflow.org", "example-dist-job")
-    assert again["spec"] == as_v1["spec"]
+    assert again["spec"] == as_v1["spec"] and again["metadata"]["labels"] == {"team": "a"}
+    assert [c["type"] for c in again["status"]["conditions"]] == [c["type"] for c in stored_status["conditions"]], \
+        "an update through v1alpha1 keeps the v1 status (else a finished job would run again)"
     assert cluster.kubectl.json("get", "mxjobs.v1alpha1.kubeflow.org", "example-dist-job")["spec"] == seed["spec"]
     listed = cluster.kubectl.ok("get", "mxjobs.v1alpha1.kubeflow.org", "-o", "name").split()
     assert listed == cluster.kubectl.ok("get", "mxjobs", "-o", "name").split()

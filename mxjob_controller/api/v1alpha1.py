@@ -143,6 +143,7 @@ STATE_UNKNOWN, STATE_RUNNING, STATE_SUCCEEDED, STATE_FAILED = "Unknown", "Runnin
 STATES = ("", STATE_UNKNOWN, STATE_RUNNING, STATE_SUCCEEDED, STATE_FAILED)
 REPLICA_STATES = (STATE_UNKNOWN, STATE_RUNNING, STATE_FAILED, STATE_SUCCEEDED)
 INVALID_REASON_PREFIX = "invalid job spec: "
+V1_STATUS_FIELD = "v1"   # status.v1: the v1 status a v1alpha1 status was derived from
 MAX_PORT = 65535
 
 
@@ -210,6 +211,9 @@ def status_schema() -> dict[str, Any]:
         "state": crd.enum_schema(STATES, "Running, Succeeded or Failed."),
         "replicaStatuses": {"type": "array", "items": replica_status,
                             "description": "One entry per replica type, in the order of spec.replicaSpecs."},
+        V1_STATUS_FIELD: {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                          "description": "The v1 status this one is derived from, carried back unchanged when the "
+                                         "job is written as v1alpha1."},
     }}
 
 
@@ -404,16 +408,23 @@ def _check_object(obj: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
 # --- v1alpha1 → v1 -------------------------------------------------------------------------------------------------
 
 def to_v1(obj: Any) -> dict[str, Any]:
-    """The v1 form of a v1alpha1 MXJob (``apiVersion: kubeflow.org/v1``, no status: the controller computes it);
-    what v1 cannot hold is put in :data:`V1ALPHA1_EXTRA_ANNOTATION`, and :data:`V1_EXTRA_ANNOTATION` (left by
-    :func:`to_v1alpha1`) is consumed."""
+    """The v1 form of a v1alpha1 MXJob (``apiVersion: kubeflow.org/v1``); what v1 cannot hold is put in
+    :data:`V1ALPHA1_EXTRA_ANNOTATION`, and :data:`V1_EXTRA_ANNOTATION` (left by :func:`to_v1alpha1`) is consumed.
+
+    The status is the v1 status the v1alpha1 one was derived from (``status.v1``), or none (a new job: the
+    controller computes it). Carrying it matters: an update through v1alpha1 gets the stored status back from the
+    API server in v1alpha1 form, and dropping it would store the job with no status, so a finished job would run
+    again."""
     obj = _check_object(obj, (API_VERSION,))
     meta, v1_extra = _metadata(obj, V1_EXTRA_ANNOTATION)
     spec: dict[str, Any] | None = None
     alpha_extra: dict[str, Any] = {}
     if obj.get("spec") is not None:
         spec, alpha_extra = _spec_to_v1(_object(obj["spec"], "spec"), v1_extra)
-    return _assemble(obj, V1_API_VERSION, _with_extra(meta, V1ALPHA1_EXTRA_ANNOTATION, alpha_extra), spec, None)
+    status = obj.get("status")
+    carried = status.get(V1_STATUS_FIELD) if isinstance(status, dict) else None
+    return _assemble(obj, V1_API_VERSION, _with_extra(meta, V1ALPHA1_EXTRA_ANNOTATION, alpha_extra), spec,
+                     deep_copy(carried) if isinstance(carried, dict) else None)
 
 
 def _spec_to_v1(spec: dict[str, Any], v1_extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -614,8 +625,10 @@ def to_v1alpha1(obj: Any) -> dict[str, Any]:
     if obj.get("spec") is not None:
         spec, v1_extra, listed = _spec_to_alpha(_object(obj["spec"], "spec"), alpha_extra)
     status = obj.get("status")
-    status = _status_to_alpha(_object(status, "status") if status is not None else {}, listed)
-    return _assemble(obj, API_VERSION, _with_extra(meta, V1_EXTRA_ANNOTATION, v1_extra), spec, status)
+    derived = _status_to_alpha(_object(status, "status") if status is not None else {}, listed)
+    if status:
+        derived[V1_STATUS_FIELD] = deep_copy(status)   # to_v1 gives it back (see there)
+    return _assemble(obj, API_VERSION, _with_extra(meta, V1_EXTRA_ANNOTATION, v1_extra), spec, derived)
 
 
 def _spec_to_alpha(spec: dict[str, Any], alpha_extra: dict[str, Any]

@@ -129,7 +129,7 @@ class Framework(Protocol):
     operator_name: str      # the operator-name label value, and the events' source component
     framework_name: str     # the ``framework`` label of the job metrics
     group_label: str        # the legacy ``group-name`` label value; "": no legacy labels, nothing to adopt
-    default_container: str  # the container whose exit code speaks for a pod ("": the first)
+    default_container: str  # the container whose exit code speaks for a pod ("": the first that failed, see pod_status)
     managers: tuple[str, ...]  # the ``runPolicy.managedBy`` values that mean "this controller" (core/managed_by.py)
     # The reconcile loop, constructed as ``core.reconciler.JobReconciler`` is; None: that one (Kubeflow's model).
     reconciler_class: type | None

@@ -75,10 +75,15 @@ def count_pods(pods: Iterable[dict[str, Any]]) -> ReplicaCounts:
 
 
 def terminated_state(pod: dict[str, Any], container: str) -> dict[str, Any] | None:
-    """The ``state.terminated`` of ``container`` (``""``: the first container, for a framework that names none),
-    if it has terminated."""
-    for status in (pod.get("status") or {}).get("containerStatuses") or []:
-        if isinstance(status, dict) and (status.get("name") == container or not container):
+    """The ``state.terminated`` of ``container``, if it has terminated. ``""`` (a framework that names no container):
+    the first container that exited non-zero, else the first that terminated (the kubelet lists containers by name,
+    so "the first" means nothing more; a failure is what speaks for a pod)."""
+    statuses = [s for s in (pod.get("status") or {}).get("containerStatuses") or [] if isinstance(s, dict)]
+    if not container:
+        ended = [t for s in statuses if isinstance(t := (s.get("state") or {}).get("terminated"), dict)]
+        return next((t for t in ended if t.get("exitCode") not in (0, None)), ended[0] if ended else None)
+    for status in statuses:
+        if status.get("name") == container:
             terminated = (status.get("state") or {}).get("terminated")
             return terminated if isinstance(terminated, dict) else None
     return None

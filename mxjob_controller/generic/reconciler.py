@@ -296,7 +296,10 @@ class GenericJobReconciler:
             fresh, fresh_errors = self.framework.parse(job)
             if fresh is not None:
                 return None   # fixed meanwhile: its update event brings it back
-            return gstatus.invalid_status(job.get("status"), fresh_errors, now)
+            status = job.get("status")
+            if gstatus.is_terminal(status) and not gstatus.is_invalid(status):
+                return None   # it finished on a valid spec: a later edit changes nothing of that (nor reruns it)
+            return gstatus.invalid_status(status, fresh_errors, now)
 
         write = self.status.update(obj, desired, extra)
         if write is not None and write.written and write.before.get("phase") != gstatus.PHASE_FAILED:

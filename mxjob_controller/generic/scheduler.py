@@ -8,7 +8,10 @@ with ``minMember`` the job's replicas, ``queue``, ``priority`` and one role per 
 ``minMember``); the pods name it by label (``generic/wiring.py``).
 
 Writes happen once per job per process: the PodGroup is created when a pass first needs it (an existing one is
-fine: 409 is success) and deleted when a finished job is first seen (404 is success). Whether the API is served is
+fine if the job controls it; one it does not control, e.g. a previous job's of the same name that the garbage
+collector has not removed yet, makes the pass fail and retry with back-off) and deleted, preconditioned on its UID,
+when a finished job is first seen (gone already: fine). Not done: a PodGroup deleted by someone while its job runs
+is not created again, and minMember is not updated when the replicas change. Whether the API is served is
 asked of discovery (no RBAC needed), at most once per :data:`RECHECK_SECONDS`, so a CRD installed later is noticed.
 """
 
@@ -23,9 +26,10 @@ from cachetools import LRUCache
 
 from mxjob_controller.core.job_context import JobContext
 from mxjob_controller.core.once import OncePerGeneration
+from mxjob_controller.core.ownership import is_controlled_by
 from mxjob_controller.core.podgroups.api_check import is_served
 from mxjob_controller.generic.api import GenericJobView
-from mxjob_controller.runtime.client import AlreadyExists, Client, NotFound, Resource
+from mxjob_controller.runtime.client import AlreadyExists, Client, Conflict, NotFound, Resource
 from mxjob_controller.runtime.events import WARNING, EventRecorder
 
 log = logging.getLogger(__name__)
@@ -36,6 +40,10 @@ SCHEDULER_UNAVAILABLE = "SchedulerUnavailable"
 T9K_SCHEDULER_NAME = "t9k-scheduler"
 RECHECK_SECONDS = 60.0
 _REMEMBERED = 65536   # jobs whose PodGroup this process created or deleted
+
+
+class PodGroupTakenError(RuntimeError):
+    """The job's PodGroup name is held by a PodGroup this job does not control."""
 
 
 def podgroup(job: GenericJobView, owner: dict) -> dict:
@@ -91,21 +99,39 @@ class T9kPodGroups:
             log.info("created PodGroup %s (minMember %d, queue %s)", job.name, job.total_replicas,
                      job.scheduler.queue if job.scheduler else "", extra=ctx.extra())
         except AlreadyExists:
-            pass
+            existing = self._ours(ctx)
+            if existing is None:
+                # A previous job of this name whose PodGroup the garbage collector has not removed yet, or someone
+                # else's: its pods must not join it. Raised: the job is retried with back-off until it is gone.
+                raise PodGroupTakenError(f"PodGroup {ctx.namespace}/{ctx.name} exists and is not controlled by this "
+                                         "job (a previous job's, not yet garbage-collected?): waiting for it to go") \
+                    from None
         with self._lock:
             self._created[ctx.uid] = True
         return True
 
+    def _ours(self, ctx: JobContext) -> dict | None:
+        """The job's PodGroup if it exists and this job controls it (by UID)."""
+        try:
+            existing = self.client.get(PODGROUPS, ctx.name, ctx.namespace)
+        except NotFound:
+            return None
+        return existing if is_controlled_by(existing, ctx.uid) else None
+
     def release(self, ctx: JobContext) -> None:
-        """Delete the finished job's PodGroup, once per process (none there: nothing to do)."""
+        """Delete the finished job's PodGroup, if this job controls it, once per process (preconditioned on its UID:
+        a PodGroup of the same name made meanwhile for another job is left alone)."""
         with self._lock:
             if ctx.uid in self._released:
                 return
         if self.served():
-            try:
-                self.client.delete(PODGROUPS, ctx.name, ctx.namespace)
-                log.info("deleted PodGroup %s: the job has finished", ctx.name, extra=ctx.extra())
-            except NotFound:
-                pass
+            existing = self._ours(ctx)
+            if existing is not None:
+                try:
+                    self.client.delete(PODGROUPS, ctx.name, ctx.namespace,
+                                       precondition_uid=(existing.get("metadata") or {}).get("uid"))
+                    log.info("deleted PodGroup %s: the job has finished", ctx.name, extra=ctx.extra())
+                except (NotFound, Conflict):
+                    pass
         with self._lock:
             self._released[ctx.uid] = True

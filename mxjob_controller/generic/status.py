@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mxjob_controller.core.pod_status import PENDING, phase
+from mxjob_controller.core.pod_status import PENDING, is_deleting, phase
 from mxjob_controller.generic.api import GenericJobView
 from mxjob_controller.generic.rules import SUCCESS_MESSAGE, Judgement
 from mxjob_controller.kube.field_errors import FieldError
@@ -213,7 +213,8 @@ def next_status(old: Mapping[str, Any] | None, job: GenericJobView, pods: Pods, 
     conditions: list[dict[str, Any]] = [dict(c) for c in old.get("conditions") or ()]
     old_phase = old.get("phase") or PHASE_PENDING
     total = job.total_replicas
-    existing = sum(1 for task in tasks for r in task["replicas"] if "uid" in r)
+    # Pods on their way out do not count: a resumed job whose old pods still terminate is not running yet.
+    existing = sum(1 for by_rank in pods.values() for pod in by_rank.values() if not is_deleting(dict(pod)))
 
     if job.paused:
         if find(conditions, RUNNING) is not None:

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry
 
 from mxjob_controller import __version__
+from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.logs import register_secret
 from mxjob_controller.manager import controllers
 from mxjob_controller.manager.controllers import (
@@ -157,7 +158,10 @@ class Manager:
         certificate = CertificateFiles(s.webhook_cert_dir)
         try:
             certificate.load()
-            server = WebhookServer(s.webhook_bind_address, certificate.context, frameworks=s.frameworks,
+            # Every kind's path, not only the reconciled ones': the webhook configuration names them all, and a
+            # path missing (a CRD installed after the start, a kind another operator reconciles) would refuse
+            # every write of that kind under failurePolicy Fail. Validating needs no controller.
+            server = WebhookServer(s.webhook_bind_address, certificate.context, frameworks=tuple(FRAMEWORKS),
                                    registry=registry)
         except CertificateError as e:
             raise StartupError(f"cannot serve the webhooks: {e}") from None

@@ -51,7 +51,8 @@ Reply = tuple[int, str, bytes]          # status, content type, body
 Route = Callable[[str, dict[str, list[str]], Mapping[str, str]], Reply]  # (subpath, query, headers) -> reply
 PostRoute = Callable[[bytes, Mapping[str, str]], Reply]                   # (body, headers) -> reply
 TLSContext = Callable[[], ssl.SSLContext]                                 # the context for the next connection
-MAX_BODY = 3 * 1024 * 1024   # bytes of a POST body (kube-apiserver's request limit)
+MAX_BODY = 7 * 1024 * 1024   # bytes of a POST body: controller-runtime's webhook limit (a conversion of a list page)
+_BODY_DEADLINE = 30.0        # seconds a client may take to send a whole POST body (each read has its own timeout)
 
 TEXT = "text/plain; charset=utf-8"
 _REQUEST_TIMEOUT = 10.0                 # seconds a client may take to send its request
@@ -183,8 +184,28 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._reply(413, TEXT, b"request body too large\n")
         else:
-            body = self.rfile.read(int(length))
+            body = self._read_body(int(length))
+            if body is None:
+                self.close_connection = True
+                self._reply(408, TEXT, b"request body not received in time\n")
+                return
             self._reply(*route(body, {k.lower(): v for k, v in self.headers.items()}))
+
+    def _read_body(self, length: int) -> bytes | None:
+        """The body, or None when it does not arrive within :data:`_BODY_DEADLINE` (a client trickling bytes
+        would otherwise hold this thread for as long as it likes)."""
+        deadline = time.monotonic() + _BODY_DEADLINE
+        chunks: list[bytes] = []
+        left = length
+        while left > 0:
+            if time.monotonic() > deadline:
+                return None
+            chunk = self.rfile.read1(min(left, 65536))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
     def _reply(self, status: int, content_type: str, body: bytes) -> None:
         self.send_response(status)
@@ -257,7 +278,9 @@ class _Server(ThreadingHTTPServer):
             connections = dict(self._connections)
         for sock in connections.values():
             try:
-                sock.shutdown(socket.SHUT_RD)
+                # socket.socket's own shutdown, also for a TLS socket: SSLSocket.shutdown drops the TLS layer, and
+                # an answer still being written would then go out in clear text.
+                socket.socket.shutdown(sock, socket.SHUT_RD)
             except OSError:
                 pass
         return list(connections)

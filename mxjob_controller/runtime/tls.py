@@ -85,22 +85,28 @@ class TLSMaterial:
         self.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
     def server_context(self) -> ssl.SSLContext:
-        """TLS 1.2 or newer, HTTP/1.1 offered by ALPN (kubectl then speaks HTTP/1.1 rather than asking for h2).
-        The key file is written for OpenSSL to load and removed as soon as it has (the context keeps the key)."""
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        """:func:`server_context` of this pair. The key file is written for OpenSSL to load and removed as soon as
+        it has (the context keeps the key)."""
         fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(self._key_pem)
-            context.load_cert_chain(self.cert_file, self.key_file)
+            return server_context(self.cert_file, self.key_file)
         finally:
             self.key_file.unlink(missing_ok=True)
-        context.set_alpn_protocols(["http/1.1"])
-        return context
 
     def close(self) -> None:
         self._cleanup()
+
+
+def server_context(cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str]) -> ssl.SSLContext:
+    """A server's TLS context: TLS 1.2 or newer, HTTP/1.1 offered by ALPN (kubectl and kube-apiserver then speak
+    HTTP/1.1 rather than asking for h2)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def _alt_names(host: str, dns_names: tuple[str, ...]) -> list[x509.GeneralName]:

@@ -10,8 +10,10 @@ training-operator's webhook words it (``apierrors.NewInvalid``):
 which the API server prefixes with ``admission webhook "<name>" denied the request:``.
 
 What is judged: CREATE, and an UPDATE that changes ``spec`` (so a job stored before this webhook existed can still
-be labelled, have its finalizers removed by the garbage collector, and be deleted; the controller has already
-reported what is wrong with it). DELETE and CONNECT are allowed. An MXJob arriving as ``v1alpha1`` (list-style spec)
+be labelled, have its finalizers removed by the garbage collector, and be deleted, while the webhook answers; the
+controller has already reported what is wrong with it). DELETE and CONNECT are allowed. While the webhook is down,
+``failurePolicy: Fail`` refuses every create and update of the kinds it covers, those too: that is the API server's
+rule (``Ignore`` trades it for jobs checked only by the controller). An MXJob arriving as ``v1alpha1`` (list-style spec)
 is checked in its own shape first (``api/v1alpha1.py``: paths as the user wrote them), then as the ``v1`` object it
 converts to.
 """

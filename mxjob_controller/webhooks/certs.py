@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mxjob_controller.runtime.tls import TLSMaterial
+from mxjob_controller.runtime.tls import TLSMaterial, server_context
 
 log = logging.getLogger(__name__)
 
@@ -33,14 +33,6 @@ RECHECK_SECONDS = 10.0
 
 class CertificateError(Exception):
     """The certificate files are missing or cannot be loaded (the message says which and what to do)."""
-
-
-def _context(cert: Path, key: Path) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert, key)
-    context.set_alpn_protocols(["http/1.1"])
-    return context
 
 
 class CertificateFiles:
@@ -70,7 +62,7 @@ class CertificateFiles:
                 "(manifests/components/webhook-cert-manager)")
         try:
             stamp = self._stamps()
-            context = _context(self.cert, self.key)
+            context = server_context(self.cert, self.key)
         except (OSError, ssl.SSLError) as e:
             raise CertificateError(f"cannot load {self.cert} and {self.key}: {e}") from e
         with self._lock:

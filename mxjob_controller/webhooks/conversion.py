@@ -9,10 +9,13 @@ field), as kube expects: a conversion never half-succeeds.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from mxjob_controller.api import v1alpha1
+
+log = logging.getLogger(__name__)
 
 Converter = Callable[[dict[str, Any], str], dict[str, Any]]
 """(object, desired apiVersion) -> the converted object (a new one); raises ``v1alpha1.ConversionError``."""
@@ -51,6 +54,10 @@ def review(body: Mapping[str, Any], converters: Mapping[str, Converter] = CONVER
             converted.append(convert(obj, desired))
         except v1alpha1.ConversionError as e:
             failure = f"{where}: cannot convert from {obj.get('apiVersion')} to {desired}: {e}"
+            break
+        except Exception as e:   # a bug of ours: the batch fails with a message, never a dropped answer
+            log.exception("converting %s failed", where)
+            failure = f"{where}: cannot convert from {obj.get('apiVersion')} to {desired}: internal error: {e!r}"
             break
     response: dict[str, Any] = {"uid": request["uid"]}
     if failure:

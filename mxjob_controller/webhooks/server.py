@@ -116,10 +116,17 @@ class WebhookServer:
             review = json.loads(body)
             if not isinstance(review, dict):
                 raise malformed("the body is not a JSON object")
-            return 200, JSON, json.dumps(answer(review), separators=(",", ":")).encode()
-        except (ValueError, malformed) as e:   # json's errors are ValueErrors
+        except (ValueError, RecursionError, malformed) as e:   # json's errors are ValueErrors; deep nesting recurses
             log.info("webhook %s: malformed request: %s", path, e)
+            return 400, TEXT, f"{str(e)[:200]}\n".encode()
+        try:
+            return 200, JSON, json.dumps(answer(review), separators=(",", ":")).encode()
+        except malformed as e:
+            log.info("webhook %s: malformed review: %s", path, e)
             return 400, TEXT, f"{e}\n".encode()
+        except Exception:   # a bug of ours: answered (the API server applies its failurePolicy), never a dropped line
+            log.exception("webhook %s: failed to answer a review", path)
+            return 500, TEXT, b"internal error answering the review\n"
 
     @property
     def url(self) -> str:

@@ -16,7 +16,8 @@ NAMESPACES = ResourceType(
     field_getters=_fields("status.phase"))
 PODS = ResourceType(
     "", "v1", "pods", "pod", "Pod", namespaced=True, short_names=("po",), categories=("all",),
-    status_subresource=True, extra_subresources=("log", "binding"), return_deleted_object=True,
+    status_subresource=True, extra_subresources=("log", "binding", "exec", "attach", "portforward"),
+    return_deleted_object=True,
     field_getters=_fields("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
                           "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP",
                           "status.nominatedNodeName"))
@@ -36,6 +37,10 @@ SERVICEACCOUNTS = ResourceType("", "v1", "serviceaccounts", "serviceaccount", "S
                                extra_subresources=("token",))
 NODES = ResourceType("", "v1", "nodes", "node", "Node", namespaced=False, short_names=("no",),
                      status_subresource=True, field_getters=_fields("spec.unschedulable"))
+RESOURCEQUOTAS = ResourceType("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", namespaced=True,
+                              short_names=("quota",), status_subresource=True)
+LIMITRANGES = ResourceType("", "v1", "limitranges", "limitrange", "LimitRange", namespaced=True,
+                           short_names=("limits",))
 LEASES = ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", namespaced=True)
 CRDS = ResourceType(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
@@ -62,5 +67,5 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceType(
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
     NAMESPACES, PODS, SERVICES, EVENTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS, NODES, LEASES, CRDS,
     DEPLOYMENTS, ROLES, ROLEBINDINGS, CLUSTERROLES, CLUSTERROLEBINDINGS, PDBS, PRIORITYCLASSES,
-    VALIDATING_WEBHOOK_CONFIGURATIONS,
+    VALIDATING_WEBHOOK_CONFIGURATIONS, RESOURCEQUOTAS, LIMITRANGES,
 )

@@ -588,7 +588,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream_watch(self, stream: WatchStream, resp: Response) -> None:
         """Send events until the watch times out, the watcher is closed, or the client goes away."""
-        self._write_head(200, "application/json", resp.headers, None)
+        self._write_head(200, resp.content_type, resp.headers, None)
         watcher = stream.watcher
         deadline = time.monotonic() + stream.timeout
         interval = self.server.bookmark_interval

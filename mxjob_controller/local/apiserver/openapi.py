@@ -3,8 +3,9 @@
 kubectl needs them: ``create``/``apply`` look for the ``fieldValidation`` parameter on a kind's PATCH
 operation to decide whether the server validates fields, ``apply`` reads the patch strategies and merge
 keys of built-in kinds, and ``explain`` reads the schemas. Built-in schemas come from Kubernetes' own
-definitions (``kube.k8s_schemas``); a custom resource's from its CRD. ``/openapi/v2`` is not served
-(404), as on servers that dropped it, so clients use v3.
+definitions (``kube.k8s_schemas``); a custom resource's from its CRD. ``/openapi/v2`` (``openapi_v2``) is one
+Swagger 2.0 document converted from these, served as JSON and gnostic protobuf: kubectl falls back to it when v3
+has no path for a manifest's kind, and ``explain --output=plaintext-openapiv2`` reads it.
 """
 
 from __future__ import annotations

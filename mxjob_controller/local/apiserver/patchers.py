@@ -5,7 +5,7 @@ the patched object, or raises the Status kube-apiserver answers for that failure
 
 - JSON patch: not a list of operations → 400 ``error decoding patch``; over 10000 operations → 413; an
   operation that does not apply (a failed ``test``, a missing path) → 422 with the generic message
-  kube-apiserver sends (it drops the library's text), so clients see the same thing;
+  kube-apiserver sends and the library's text (``testing value /data/a failed: test failed``) as its cause;
 - strategic merge patch: a malformed directive → 400 with apimachinery's message, a list of lists →
   422, as kube-apiserver answers (``interpretStrategicMergePatchError``); custom resources never get here
   (REST answers 415 first) but are refused with kube's 400 should they. Everything else apimachinery fails
@@ -38,8 +38,8 @@ def json_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
         raise errors.bad_request(f"error decoding patch: {e}") from None
     except TooManyOperationsError as e:
         raise StatusError(413, "RequestEntityTooLarge", f"Request entity too large: {e}") from None
-    except JSONPatchError:
-        raise _unprocessable() from None
+    except JSONPatchError as e:
+        raise _unprocessable(str(e)) from None
 
 
 def strategic_merge_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
@@ -57,13 +57,15 @@ def strategic_merge_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
         if e.code == 400:
             raise errors.bad_request(str(e)) from None
         if e.code == 422:
-            raise _unprocessable() from None
+            raise _unprocessable(str(e)) from None
         raise errors.bad_request(str(e)) from None  # kube: 500, reason "" (see the module's docstring)
 
 
-def _unprocessable() -> StatusError:
-    """What ``NewGenericServerResponse(422, ...)`` makes of a patch failure: the library's text is lost."""
-    return StatusError(422, "Invalid", "the server rejected our request due to an error in our request", {})
+def _unprocessable(text: str) -> StatusError:
+    """What ``NewGenericServerResponse(422, "", {}, "", err.Error(), 0, false)`` makes of a patch failure: the
+    generic message, and the library's text as the one cause (``UnexpectedServerResponse``)."""
+    return StatusError(422, "Invalid", "the server rejected our request due to an error in our request",
+                       {"causes": [{"reason": "UnexpectedServerResponse", "message": text}]})
 
 
 def install(rest: REST) -> None:

@@ -25,7 +25,7 @@ from mxjob_controller.kube.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver import errors, kubeproto, list_options
 from mxjob_controller.local.apiserver.deletion import (
     DeleteOptions,
     DeleteOutcome,
@@ -160,10 +160,12 @@ class REST:
         self._default = default_strategy
         self._namespaces_key = namespaces_key
         self.schema_validator: SchemaValidator | None = None
+        self.typed_decode: Callable[[ResourceType, dict, bool], None] | None = None  # validation/typed_decode.py
         self.patchers: dict[str, Patcher] = {MERGE_PATCH: lambda rt, cur, patch: _merge(cur, patch)}
         self.table_converter: TableConverter | None = None
         self.log_reader: LogReader | None = None
         self.subresource_creators: dict[tuple[str, str], SubresourceCreator] = {}  # (storage key, subresource)
+        self.subresource_getters: dict[tuple[str, str], SubresourceCreator] = {}  # GETs of pods/exec and the like
         # Create-only kinds that store nothing (the access reviews): storage key → handler of their POST.
         self.virtual_creators: dict[str, SubresourceCreator] = {}
         self.admission: list[Admission] = []
@@ -241,6 +243,8 @@ class REST:
                 obj, duplicates = loads_with_duplicates(req.body or b"null")
             elif ctype in ("application/yaml", "application/x-yaml"):
                 obj = loads_yaml(req.body)
+            elif ctype == kubeproto.MEDIA_TYPE:
+                obj = kubeproto.decode_request(req)
             else:
                 raise errors.unsupported_media_type(ctype)
         except (ValueError, yaml.YAMLError) as e:
@@ -286,6 +290,8 @@ class REST:
         mode = self._field_validation(req)
         causes: list[Cause] = []
         unknown: list[str] = []
+        if self.typed_decode is not None:  # built-in kinds: kube's decode errors (400), quantities canonical
+            self.typed_decode(req.rt, obj, req.verb in ("create", "update"))
         if self.schema_validator is not None:
             causes, unknown = self.schema_validator(req.rt, obj, ctx)
         field_validation.enforce(mode, field_validation.problems(duplicates, unknown), ctx, req.rt, obj, req.verb)
@@ -382,6 +388,9 @@ class REST:
     def _get(self, req: Request) -> Response:
         if req.subresource == "log":
             return self._log(req)
+        getter = self.subresource_getters.get((req.rt.storage_key, req.subresource or ""))
+        if getter is not None:
+            return getter(req)
         if req.subresource and req.subresource not in req.rt.subresources:
             raise errors.path_not_found(req.rt.plural + "/" + req.subresource)
         return self._object_response(req, self._get_entry(req))
@@ -417,7 +426,11 @@ class REST:
         namespace = req.namespace if req.rt.namespaced else None
         limit = _int_param(req.query, "limit", 0)  # kube pages only for limit > 0: a negative one is no limit
         token = req.query.get("continue", "")
-        if token:
+        list_options.validate(req.query)
+        exact = list_options.exact_list(self.store, key, namespace, req.query)
+        if exact is not None:
+            items, rv = exact
+        elif token:
             rv, start = _decode_continue(token)
             try:
                 items = self.store.list_at(key, rv, namespace)

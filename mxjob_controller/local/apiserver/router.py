@@ -10,10 +10,11 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver import errors, kubeproto, observability
 from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.http import Exchange, RequestInfo
 from mxjob_controller.local.apiserver.openapi import OpenAPI
+from mxjob_controller.local.apiserver.openapi_v2 import service as openapi_v2
 from mxjob_controller.local.apiserver.resources import Registry
 from mxjob_controller.local.apiserver.rest import REST, Request, Response, dumps
 
@@ -36,6 +37,8 @@ class Router:
         self._version = version
         self.interceptors: list[Interceptor] = []
         self.response_wrappers: list[StreamWrapper] = []
+        # Further non-resource paths (``/metrics``): path → handler, asked before the built-in ones.
+        self.non_resource_handlers: dict[str, Callable[[Exchange], Response]] = {}
 
     def __call__(self, ex: Exchange) -> Response:
         info = ex.info
@@ -60,8 +63,12 @@ class Router:
     def _non_resource(self, path: str, parts: list[str], ex: Exchange) -> Response:
         if path == "/version":
             return _json(self._version)
+        if path in self.non_resource_handlers:
+            return self.non_resource_handlers[path](ex)
         if path in _HEALTH or path.startswith(tuple(p + "/" for p in _HEALTH)):
-            return Response(200, b"ok", content_type="text/plain; charset=utf-8")
+            resp = observability.health(path, ex.query)
+            if resp is not None:
+                return resp
         if path == "/api":
             return _json(self._discovery.api_versions())
         if path == "/apis":
@@ -72,6 +79,8 @@ class Router:
             return _json_or_404(self._discovery.group(parts[1]), path)
         if parts[:1] == ["apis"] and len(parts) == 3:
             return _json_or_404(self._discovery.resource_list(parts[1], parts[2]), path)
+        if path == "/openapi/v2":
+            return openapi_v2(self._openapi, self._version.get("gitVersion", "")).serve(ex.headers)
         if path == "/openapi/v3":
             return _json(self._openapi.index())
         if parts[:2] == ["openapi", "v3"]:
@@ -158,7 +167,7 @@ class Router:
                       subresource=info.subresource or None, query=query,
                       content_type=ex.headers.get("Content-Type", "") or "", body=ex.read_body(),
                       accept=ex.headers.get("Accept", "") or "", user_agent=info.user_agent, user=ex.user)
-        return self._rest.handle(req)
+        return kubeproto.respond(self._rest.handle, req)
 
 
 def _json(obj: Any) -> Response:

@@ -37,18 +37,22 @@ from mxjob_controller.local.apiserver.gc import GarbageCollector
 from mxjob_controller.local.apiserver.http import HEADER_TIMEOUT, APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
+from mxjob_controller.local.apiserver.kinds.limitranges import LimitRangeStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
+from mxjob_controller.local.apiserver.kinds.pod_connect import CONNECT_SUBRESOURCES, PodConnect
 from mxjob_controller.local.apiserver.kinds.pods import PodStrategy, bind
 from mxjob_controller.local.apiserver.kinds.rbac import BindingStrategy, ClusterRoleStrategy, EscalationCheck
 from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
 from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
+from mxjob_controller.local.apiserver.namespace_content import NamespaceContent
 from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
+from mxjob_controller.local.apiserver.observability import Metrics, storage_counts
 from mxjob_controller.local.apiserver.openapi import OpenAPI
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST, Request, Response
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
-from mxjob_controller.local.apiserver.validation import strict_json
+from mxjob_controller.local.apiserver.validation import strict_json, typed_decode
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.apiserver.webhooks import config as webhook_config
 from mxjob_controller.local.apiserver.webhooks.client import HookClient, ServiceResolver
@@ -132,6 +136,7 @@ class APIServer:
             builtin.SERVICES.storage_key: ServiceStrategy(),
             builtin.SECRETS.storage_key: SecretStrategy(),
             builtin.NAMESPACES.storage_key: NamespaceStrategy(),
+            builtin.LIMITRANGES.storage_key: LimitRangeStrategy(),
             builtin.CRDS.storage_key: CRDStrategy(self.registry, self._write_crd_status, self._purge_crd),
             builtin.CLUSTERROLES.storage_key: ClusterRoleStrategy(self.store, builtin.CLUSTERROLES.storage_key),
             builtin.ROLEBINDINGS.storage_key: BindingStrategy(),
@@ -150,6 +155,10 @@ class APIServer:
                 OwnerReferencesPermissionEnforcement(self.security.authorizer, self.registry))
         self.rest.lookup = self._lookup
         self.rest.subresource_creators[(builtin.PODS.storage_key, "binding")] = self._bind
+        connect = PodConnect(self.store, builtin.PODS.storage_key)   # exec, attach, port-forward: kinds/pod_connect.py
+        for sub in CONNECT_SUBRESOURCES:
+            self.rest.subresource_creators[(builtin.PODS.storage_key, sub)] = connect
+            self.rest.subresource_getters[(builtin.PODS.storage_key, sub)] = connect
         patchers.install(self.rest)  # JSON patch and strategic merge patch
         self.rest.table_converter = tables.convert
         tables.register_printer("admissionregistration.k8s.io", "ValidatingWebhookConfiguration",
@@ -158,6 +167,7 @@ class APIServer:
         schemas = SchemaValidation(self.registry, {kind: webhook_config.object_schema
                                                    for kind in webhook_config.SCHEMA_KINDS})
         self.rest.schema_validator = schemas
+        self.rest.typed_decode = typed_decode.decode
         # Webhooks (webhooks/): CRD conversion on every path that serves or stores a custom resource at another
         # version than its storage one, and validating admission webhooks on every create, update and delete.
         self.webhook_client = HookClient(self._service)
@@ -173,11 +183,16 @@ class APIServer:
         # kube-controller-manager's part: garbage collection and namespace termination (threads start in start()).
         self.gc = GarbageCollector(self.registry, self.store, self.rest)
         self.namespace_controller = NamespaceController(self.registry, self.store, self.rest)
+        tls = self.security.tls   # the default ServiceAccount and kube-root-ca.crt of every namespace
+        self.namespace_content = NamespaceContent(self.store, self.rest,
+                                                  tls.ca_pem.decode() if tls is not None else None)
         self.faults = FaultInjector(self.store, self.options.fault_seed)
         self.router.interceptors.append(self.security.intercept)   # first: a refused request goes no further
         self.router.interceptors.append(self.faults.intercept)
         self.router.response_wrappers.append(self.faults.wrap)
         self.audit = AuditLog(self.options.audit_capacity, self.options.audit_log)
+        self.metrics = Metrics(storage_counts(self.store, self.registry))   # /metrics (observability.py)
+        self.router.non_resource_handlers["/metrics"] = lambda ex: self.metrics.render()
         self._http: APIHTTPServer | None = None
         self._thread: threading.Thread | None = None
         for ns in BOOTSTRAP_NAMESPACES:
@@ -192,15 +207,17 @@ class APIServer:
         if self._http is not None:
             return self
         tls = self.security.tls
-        self._http = APIHTTPServer((self.options.host, self.options.port), self.router,
+        self._http = APIHTTPServer((self.options.host, self.options.port), self.metrics.wrap(self.router),
                                    tls.server_context() if tls is not None else None)
         self._http.bookmark_interval = self.options.bookmark_interval
         self._http.header_timeout = self.options.header_timeout
         self._http.observers.append(self.audit.observe)
+        self._http.observers.append(self.metrics.observe)
         self.discovery.server_address = self.address
         self.faults.start()
         self.gc.start()
         self.namespace_controller.start()
+        self.namespace_content.start()
         self._thread = threading.Thread(target=self._http.serve, kwargs={"poll_interval": 0.1},
                                         name="apiserver-http", daemon=True)
         self._thread.start()
@@ -225,7 +242,8 @@ class APIServer:
         self.store.close_watchers()
         left += http.drain(_remaining(deadline))
         http.server_close()
-        for controller, name in ((self.gc, "garbage collector"), (self.namespace_controller, "namespace controller")):
+        for controller, name in ((self.gc, "garbage collector"), (self.namespace_controller, "namespace controller"),
+                                 (self.namespace_content, "namespace content controller")):
             if not controller.stop(_remaining(deadline)):
                 left.append(name)
         self.audit.close()
@@ -242,7 +260,8 @@ class APIServer:
         deadline = time.monotonic() + timeout
         return (self.gc.wait_idle(timeout)
                 and self.namespace_controller.wait_idle(max(0.0, deadline - time.monotonic()))
-                and self.gc.wait_idle(max(0.0, deadline - time.monotonic())))
+                and self.gc.wait_idle(max(0.0, deadline - time.monotonic()))
+                and self.namespace_content.wait_idle(max(0.0, deadline - time.monotonic())))
 
     def __enter__(self) -> APIServer:
         return self.start()

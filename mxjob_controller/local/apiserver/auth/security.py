@@ -96,6 +96,9 @@ def bootstrap_policy() -> list[dict[str, Any]]:
         binding("system:basic-user", AUTHENTICATED),
         role("system:public-info-viewer", {"verbs": ["get"], "nonResourceURLs": public_urls}),
         binding("system:public-info-viewer", AUTHENTICATED, UNAUTHENTICATED),
+        role("system:monitoring", {"verbs": ["get"], "nonResourceURLs": [
+            "/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*"]}),
+        binding("system:monitoring", "system:monitoring"),
     ]
 
 

@@ -1,0 +1,75 @@
+"""``pods/exec``, ``pods/attach`` and ``pods/portforward`` (GET and POST): what kube-apiserver answers before it
+would proxy the stream to the pod's kubelet, and what the kubelet answers for a container that is not running.
+
+- The pod must exist (404), have a node (400 ``pod <name> does not have a host assigned``) and, for exec and
+  attach, the container must be named when the pod has several (400 ``a container name must be specified for pod
+  <name>, choose one of: [a b]``) and be one of its containers (400 ``container <c> is not valid for pod <name>``).
+- A container that is not running: the kubelet's plain-text 404 ``container not found ("<c>")`` (kubectl: ``error:
+  unable to upgrade connection: container not found ("<c>")``).
+- A running container: the local kubelet runs containers as local processes and serves no streams, so this is a
+  400 saying so (kubectl: ``Error from server (BadRequest): ...``); ``kubectl logs`` works.
+"""
+
+from __future__ import annotations
+
+from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.rest import Request, Response
+from mxjob_controller.local.apiserver.store import Store
+
+CONNECT_SUBRESOURCES = ("exec", "attach", "portforward")
+_ACTION = {"exec": "exec", "attach": "attach", "portforward": "port-forward"}
+
+
+def _names(containers: list[dict]) -> str:
+    return " ".join(str(c.get("name", "")) for c in containers)
+
+
+class PodConnect:
+    def __init__(self, store: Store, pods_key: str) -> None:
+        self._store = store
+        self._key = pods_key
+
+    def __call__(self, req: Request) -> Response:
+        name = req.name or ""
+        entry = self._store.get(self._key, (req.namespace or "", name))
+        if entry is None:
+            raise errors.not_found(req.rt.resource, name)
+        pod = entry.obj
+        spec = pod.get("spec") or {}
+        status = pod.get("status") or {}
+        sub = req.subresource or ""
+        action = _ACTION.get(sub, sub)
+        if sub == "portforward":
+            if not spec.get("nodeName"):
+                raise errors.bad_request(f"pod {name} does not have a host assigned")
+            raise errors.bad_request(_unsupported(action, name))
+        containers = list(spec.get("containers") or ())
+        inits = list(spec.get("initContainers") or ())
+        ephemeral = list(spec.get("ephemeralContainers") or ())
+        container = req.query.get("container", "")
+        if not container:
+            if len(containers) == 1:
+                container = str(containers[0].get("name", ""))
+            elif not containers:
+                raise errors.bad_request(f"a container name must be specified for pod {name}")
+            else:
+                message = f"a container name must be specified for pod {name}, choose one of: [{_names(containers)}]"
+                if inits:
+                    message += f" or one of the init containers: [{_names(inits)}]"
+                raise errors.bad_request(message)
+        elif not any(c.get("name") == container for c in containers + inits + ephemeral):
+            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        if not spec.get("nodeName"):
+            raise errors.bad_request(f"pod {name} does not have a host assigned")
+        statuses = [*(status.get("containerStatuses") or ()), *(status.get("initContainerStatuses") or ()),
+                    *(status.get("ephemeralContainerStatuses") or ())]
+        running = any(s.get("name") == container and "running" in (s.get("state") or {}) for s in statuses)
+        if not running:
+            return Response(404, f'container not found ("{container}")'.encode(),
+                            content_type="text/plain; charset=utf-8")
+        raise errors.bad_request(_unsupported(action, name))
+
+
+def _unsupported(action: str, pod: str) -> str:
+    return (f"the local kubelet does not support {action}: pod {pod} runs its containers as local processes "
+            f"(use kubectl logs to see their output)")

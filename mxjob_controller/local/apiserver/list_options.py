@@ -1,0 +1,66 @@
+"""A list's ``resourceVersion`` and ``resourceVersionMatch``, as kube-apiserver reads them.
+
+- ``resourceVersionMatch`` is checked as apimachinery's ``ValidateListOptions`` does (a 422 on ListOptions).
+- ``resourceVersionMatch=Exact&resourceVersion=N``: the list as it was at N, from the store's history (kube's
+  storage answers it from etcd's); N older than that history is etcd's compaction: 410 ``Expired``, "The
+  resourceVersion for the provided list is too old."; N newer than the store is the watch cache's "Too large
+  resource version" (504, cause ``ResourceVersionTooLarge``).
+- Otherwise (unset, ``NotOlderThan``, or ``resourceVersion`` alone) the current list, which is never older than
+  any version the server handed out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mxjob_controller.kube import field_errors
+from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.store import ObjKey, Store, TooOld
+from mxjob_controller.local.apiserver.watch import Entry
+
+EXACT, NOT_OLDER_THAN = "Exact", "NotOlderThan"
+TOO_OLD = "The resourceVersion for the provided list is too old."
+
+
+def validate(query: Mapping[str, str]) -> None:
+    match = query.get("resourceVersionMatch", "")
+    if not match:
+        return
+    rv = query.get("resourceVersion", "")
+    causes = []
+    path = "resourceVersionMatch"
+    if not rv:
+        causes.append(field_errors.forbidden(path, "resourceVersionMatch is forbidden unless resourceVersion is "
+                                                   "provided"))
+    if query.get("continue", ""):
+        causes.append(field_errors.forbidden(path, "resourceVersionMatch is forbidden when continue is provided"))
+    if match not in (EXACT, NOT_OLDER_THAN):
+        causes.append(field_errors.not_supported(path, match, [EXACT, NOT_OLDER_THAN, ""]))
+    if match == EXACT and rv == "0":
+        causes.append(field_errors.forbidden(path, 'resourceVersionMatch "exact" is forbidden for resourceVersion '
+                                                   '"0"'))
+    if causes:
+        raise errors.invalid_options("ListOptions", causes)
+
+
+def exact_list(store: Store, key: str, namespace: str | None,
+               query: Mapping[str, str]) -> tuple[list[tuple[ObjKey, Entry]], int] | None:
+    """(items, rv) of an ``Exact`` list; None when the list is not one."""
+    if query.get("resourceVersionMatch", "") != EXACT:
+        return None
+    text = query.get("resourceVersion", "")
+    try:
+        rv = int(text)
+        if rv < 0:
+            raise ValueError(text)
+    except ValueError as e:
+        raise errors.bad_request(f'invalid resource version "{text}"') from e
+    current = store.resource_version
+    if rv > current:
+        raise errors.StatusError(504, "Timeout", f"Too large resource version: {rv}, current: {current}", {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1})
+    try:
+        return store.list_at(key, rv, namespace), rv
+    except TooOld as e:
+        raise errors.expired(TOO_OLD) from e
