@@ -443,7 +443,10 @@ def judge(stats: ProbeStats, probe: Probe, answer: Answer) -> None:
         if not is_status(answer.body):
             stats.not_status += 1
             stats.note("not a Status", probe, f"{answer.code}: {answer.body[:120]!r}")
-    if answer.code >= 500 and answer.code != 505:  # 505: the request's HTTP version, as Go answers it
+    # 505: the request's HTTP version, as Go answers it; 504 "Too large resource version": kube's answer to a list
+    # at a resourceVersion the server has not reached (resourceVersionMatch=Exact), a Timeout to retry.
+    if answer.code >= 500 and answer.code != 505 and not (answer.code == 504 and b"Too large resource version"
+                                                          in answer.body):
         stats.server_errors += 1
         stats.note("5xx", probe, f"{answer.code}: {answer.body[:200]!r}")
     if probe.expect_refusal and 200 <= answer.code < 300:

@@ -54,7 +54,7 @@ def test_pod_create_costs_at_most_1ms_of_server_cpu(tmp_path, capsys):
     kubeconfig = tmp_path / "kubeconfig"
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up",
-                             "--kubelet", "none", "--no-controller", "--port", "0",
+                             "--kubelet", "none", "--no-controller", "--no-webhooks", "--port", "0",
                              "--kubeconfig-out", str(kubeconfig), "--log-level", "warning"],
                             stdout=subprocess.DEVNULL, stderr=log)
     try:

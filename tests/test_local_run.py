@@ -139,8 +139,10 @@ def test_the_generic_job_examples_talk_over_their_substituted_service_hosts_and_
     assert address != "127.0.0.1", "the server's Service host resolves to its own pod's address"
     assert "[rendezvous-server-0] server-0: all 3 workers checked in: ranks [0, 1, 2]" in run.stdout
     assert "Succeeded  4 succeeded" in final_line(run.stdout, "rendezvous")
-    assert "[generic-example-master-1] master 1 of 3 masters and 3 workers" in run.stdout
-    assert "Succeeded  6 succeeded" in final_line(run.stdout, "generic-example")
+    assert "[generic-example-master-0] master 0 of 3 masters and 3 workers" in run.stdout
+    # master 0 alone fulfils the first rule: the job may succeed before every replica ran (the rest are cleaned up
+    # or still starting)
+    assert "Succeeded " in final_line(run.stdout, "generic-example")
     assert "all 2 job(s) succeeded" in run.stdout
 
 

@@ -190,7 +190,7 @@ def job_kind(plural: str) -> set[Permission]:
                | perms(role, group, f"{plural}/status", "patch")
                | perms(role, group, f"{plural}/finalizers", "update"))
     if plural == "genericjobs":
-        granted |= perms(role, "scheduler.tensorstack.dev", "podgroups", "create delete")
+        granted |= perms(role, "scheduler.tensorstack.dev", "podgroups", "get create delete")
     return granted
 
 

@@ -167,7 +167,7 @@ class APIServer:
         schemas = SchemaValidation(self.registry, {kind: webhook_config.object_schema
                                                    for kind in webhook_config.SCHEMA_KINDS})
         self.rest.schema_validator = schemas
-        self.rest.typed_decode = typed_decode.decode
+        self.rest.typed_decode = typed_decode
         # Webhooks (webhooks/): CRD conversion on every path that serves or stores a custom resource at another
         # version than its storage one, and validating admission webhooks on every create, update and delete.
         self.webhook_client = HookClient(self._service)

@@ -142,7 +142,7 @@ class _Decoder:
         self.canonicalize = canonicalize
         self.first: str | None = None
 
-    def type_error(self, value: Any, struct: str, field: str, go_type: str) -> None:
+    def type_error(self, value: Any, struct: str, path: tuple[str, ...], go_type: str) -> None:
         if self.first is not None:
             return
         kind = _JSON_KIND.get(type(value), "number")
@@ -150,11 +150,14 @@ class _Decoder:
             kind = f"number {value!r}"
         elif kind == "number" and go_type in ("int32", "int64"):
             kind = f"number {value}"  # an int out of range
+        field = ".".join(path)
         where = f"Go struct field {struct}.{field}" if struct or field else "Go value"
         self.first = f"json: cannot unmarshal {kind} into {where} of type {go_type}"
 
-    def value(self, schema: Any, value: Any, struct: str, field: str, shape: tuple[str, Any] | None = None) -> Any:
-        """The value to keep (a quantity rewritten), checking ``value`` against ``schema``."""
+    def value(self, schema: Any, value: Any, struct: str, path: tuple[str, ...],
+              shape: tuple[str, Any] | None = None) -> Any:
+        """The value to keep (a quantity rewritten), checking ``value`` against ``schema``. ``path``: the JSON field
+        names from the root (joined only for an error message: this walk runs on every write)."""
         if value is None:
             return None
         kind, payload = shape or _shape(schema)
@@ -174,38 +177,49 @@ class _Decoder:
             if ok and go_type == "int32" and isinstance(value, int) and not -2**31 <= value < 2**31:
                 ok = False
             if not ok:
-                self.type_error(value, struct, field, go_type)
+                self.type_error(value, struct, path, go_type)
             return value
         if kind == "struct":
             go_type, name, props = payload
             if not isinstance(value, dict):
-                self.type_error(value, struct, field, go_type)
+                self.type_error(value, struct, path, go_type)
                 return value
-            for key, item in list(value.items()):
+            for key, item in value.items():   # values may be replaced in place: the keys do not change
                 sub = props.get(key)
-                if sub is None:
+                if sub is None or item is None:
                     continue  # unknown: fieldValidation's business
-                new = self.value(sub, item, name, f"{field}.{key}" if field else key)
+                sub_shape = _shape(sub)
+                sub_kind = sub_shape[0]
+                if sub_kind == _ANY:
+                    continue
+                if sub_kind == "scalar" and type(item) in sub_shape[1][0] and (
+                        sub_shape[1][1] != "int32" or -2**31 <= item < 2**31):
+                    continue   # the common case, without a call
+                new = self.value(sub, item, name, (*path, key), sub_shape)
                 if new is not item:
                     value[key] = new
             return value
         if kind == "list":
             if not isinstance(value, list):
-                self.type_error(value, struct, field, "[]" + _go_type(payload))
+                self.type_error(value, struct, path, "[]" + _go_type(payload))
                 return value
             item_shape = _shape(payload)
+            if item_shape[0] == _ANY:
+                return value
             for i, item in enumerate(value):
-                new = self.value(payload, item, struct, field, item_shape)
+                new = self.value(payload, item, struct, path, item_shape)
                 if new is not item:
                     value[i] = new
             return value
         if kind == "map":
             if not isinstance(value, dict):
-                self.type_error(value, struct, field, "map[string]" + _go_type(payload))
+                self.type_error(value, struct, path, "map[string]" + _go_type(payload))
                 return value
             item_shape = _shape(payload)
-            for key, item in list(value.items()):
-                new = self.value(payload, item, struct, field, item_shape)
+            if item_shape[0] == _ANY:
+                return value
+            for key, item in value.items():
+                new = self.value(payload, item, struct, path, item_shape)
                 if new is not item:
                     value[key] = new
             return value
@@ -219,21 +233,99 @@ def _root(rt: ResourceType) -> tuple[str, Any] | None:
     return _named(name) if name else None
 
 
-def decode(rt: ResourceType, obj: dict, strict: bool = True) -> None:
-    """Rewrite the quantities of a built-in object canonically, in place, and (``strict``: a create or update, whose
-    body kube decodes) raise kube's 400 when ``obj`` would not decode into ``rt``'s Go struct. A patched object's
-    problems are left to validation. Nothing for custom resources."""
+_QUANTITY_KEYS: dict[int, tuple[str, ...]] = {}   # id(struct properties) → keys whose values may hold a quantity
+_WITH_QUANTITY: dict[int, bool] = {}               # id(shape payload) → whether its values may hold a quantity
+
+
+def _holds_quantity(shape: tuple[str, Any], visiting: frozenset[int] = frozenset()) -> bool:
+    """Whether a value of this shape may contain a quantity (recursive definitions end as False on the cycle)."""
+    kind, payload = shape
+    if kind == "quantity":
+        return True
+    if kind not in ("struct", "list", "map"):
+        return False
+    key = id(payload)
+    known = _WITH_QUANTITY.get(key)
+    if known is not None:
+        return known
+    if key in visiting:
+        return False
+    if kind == "struct":
+        props = payload[2]
+        keys = tuple(k for k, sub in props.items() if _holds_quantity(_shape(sub), visiting | {key}))
+        _QUANTITY_KEYS[id(props)] = keys
+        result = bool(keys)
+    else:
+        result = _holds_quantity(_shape(payload), visiting | {key})
+    _WITH_QUANTITY[key] = result
+    return result
+
+
+def _canonicalize(value: Any, shape: tuple[str, Any]) -> Any:
+    """``value`` with its quantities canonical (in place where it is a container); walks only what may hold one."""
+    kind, payload = shape
+    if value is None:
+        return None
+    if kind == "quantity":
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise _QuantityError
+        text = value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+        canonical = _canonical(text.strip())
+        if canonical is None:
+            raise _QuantityError
+        return canonical
+    if not _holds_quantity(shape):
+        return value
+    if kind == "struct" and isinstance(value, dict):
+        props = payload[2]
+        for key in _QUANTITY_KEYS[id(props)]:
+            item = value.get(key)
+            if item is not None:
+                new = _canonicalize(item, _shape(props[key]))
+                if new is not item:
+                    value[key] = new
+    elif kind == "list" and isinstance(value, list):
+        item_shape = _shape(payload)
+        for i, item in enumerate(value):
+            new = _canonicalize(item, item_shape)
+            if new is not item:
+                value[i] = new
+    elif kind == "map" and isinstance(value, dict):
+        item_shape = _shape(payload)
+        for key, item in value.items():
+            new = _canonicalize(item, item_shape)
+            if new is not item:
+                value[key] = new
+    return value
+
+
+def canonicalize(rt: ResourceType, obj: dict, strict: bool = True) -> None:
+    """Rewrite the quantities of a built-in object canonically, in place; with ``strict`` (a create or update, whose
+    body kube decodes), kube's 400 for one that does not parse (decoding stops there in kube, before anything else
+    is looked at); a patched object's is left to validation. Nothing for custom resources."""
     root = _root(rt)
     if root is None or root[0] != "struct":
         return
-    decoder = _Decoder(canonicalize=True)
     try:
-        decoder.value(None, obj, "", "", root)
+        _canonicalize(obj, root)
     except _QuantityError:
         if strict:
             raise errors.bad_request(_cannot_handle(rt, QUANTITY_FORMAT_WRONG)) from None
+
+
+def type_error(rt: ResourceType, obj: dict) -> None:
+    """Kube's 400 if ``obj`` would not decode into ``rt``'s Go struct (a value of the wrong JSON type): the first
+    error in document order. A full walk of the object: the caller runs it only once the schema has found a problem
+    (a wrong type is one for the schema too), so a valid write does not pay for it."""
+    root = _root(rt)
+    if root is None or root[0] != "struct":
         return
-    if strict and decoder.first is not None:
+    decoder = _Decoder(canonicalize=False)
+    try:
+        decoder.value(None, obj, "", (), root)
+    except _QuantityError:
+        raise errors.bad_request(_cannot_handle(rt, QUANTITY_FORMAT_WRONG)) from None
+    if decoder.first is not None:
         raise errors.bad_request(_cannot_handle(rt, decoder.first))
 
 
