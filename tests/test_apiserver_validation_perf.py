@@ -18,7 +18,7 @@ import yaml
 
 from tests.support import Kube, wait_for
 
-ROUNDS = 4
+ROUNDS = 8   # the best of 8: a shared machine's bursts only ever make a round slower
 PODS_PER_ROUND = 250
 BUDGET_MS = 1.0
 
