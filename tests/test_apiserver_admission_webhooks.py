@@ -451,8 +451,11 @@ def test_the_namespace_selector_reads_the_requests_namespace(kube: Kube, hooks: 
     assert kube.post(PRIORITY_CLASSES, {"metadata": {"name": "high"}, "value": 10}).status == 201  # not applied
     assert kube.post(NAMESPACES, {"metadata": {"name": "prod2", "labels": {"env": "prod"}}}).status == 201
     assert kube.post(NAMESPACES, {"metadata": {"name": "dev2", "labels": {"env": "dev"}}}).status == 201
+    # (a new namespace's `default` ServiceAccount, made by the server's own controller whenever it gets to it, goes
+    # through admission too, as in kube: left out here, where its timing would make the list racy)
     seen = [(r.body["request"]["resource"]["resource"], r.body["request"].get("namespace", "")) for r in
-            hooks.received()]
+            hooks.received() if (r.body["request"]["resource"]["resource"], r.body["request"].get("name")) !=
+            ("serviceaccounts", "default")]
     assert seen == [("configmaps", "prod"), ("priorityclasses", ""), ("namespaces", "")]
 
 
