@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from mxjob_controller.api import v1alpha1
-from mxjob_controller.api.crd import mxjob_crd
 
 CONVERT_PATH = "/convert"
 WEBHOOK_SERVICE = {"name": "mxjob-controller-webhook", "namespace": "kubeflow", "path": CONVERT_PATH, "port": 443}
@@ -41,11 +40,6 @@ def with_conversion(crd: dict[str, Any], client_config: dict[str, Any]) -> dict[
     crd["spec"]["versions"].append(v1alpha1_version())
     crd["spec"]["conversion"] = webhook_conversion(client_config)
     return crd
-
-
-def mxjob_crd_with_conversion(client_config: dict[str, Any]) -> dict[str, Any]:
-    """The MXJob CRD serving ``v1``, ``v1beta1`` and ``v1alpha1``, converted by the webhook at ``client_config``."""
-    return with_conversion(mxjob_crd(), client_config)
 
 
 def conversion_patch() -> list[dict[str, Any]]:

@@ -135,11 +135,21 @@ def _canonical(text: str) -> str | None:
     return kube_quantity.normalized(text)
 
 
-class _Decoder:
-    """One decode: finds the first type error and rewrites quantities (only used when there is none)."""
+def _canonical_quantity(value: Any) -> str:
+    """The canonical text of a quantity given as a JSON string or number; :class:`_QuantityError` if it is none."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise _QuantityError
+    text = value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+    canonical = _canonical(text.strip())
+    if canonical is None:
+        raise _QuantityError
+    return canonical
 
-    def __init__(self, canonicalize: bool) -> None:
-        self.canonicalize = canonicalize
+
+class _Decoder:
+    """One decode: finds the first type error (and a quantity that does not parse: :class:`_QuantityError`)."""
+
+    def __init__(self) -> None:
         self.first: str | None = None
 
     def type_error(self, value: Any, struct: str, path: tuple[str, ...], go_type: str) -> None:
@@ -156,19 +166,14 @@ class _Decoder:
 
     def value(self, schema: Any, value: Any, struct: str, path: tuple[str, ...],
               shape: tuple[str, Any] | None = None) -> Any:
-        """The value to keep (a quantity rewritten), checking ``value`` against ``schema``. ``path``: the JSON field
-        names from the root (joined only for an error message: this walk runs on every write)."""
+        """Check ``value`` against ``schema``; ``value`` back. ``path``: the JSON field names from the root (joined
+        only for an error message)."""
         if value is None:
             return None
         kind, payload = shape or _shape(schema)
         if kind == "quantity":
-            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-                raise _QuantityError
-            text = value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
-            canonical = _canonical(text.strip())
-            if canonical is None:
-                raise _QuantityError
-            return canonical if self.canonicalize else value
+            _canonical_quantity(value)
+            return value
         if kind == "scalar":
             types, go_type = payload
             ok = type(value) in types and not (isinstance(value, bool) and bool not in types)
@@ -184,7 +189,7 @@ class _Decoder:
             if not isinstance(value, dict):
                 self.type_error(value, struct, path, go_type)
                 return value
-            for key, item in value.items():   # values may be replaced in place: the keys do not change
+            for key, item in value.items():
                 sub = props.get(key)
                 if sub is None or item is None:
                     continue  # unknown: fieldValidation's business
@@ -195,9 +200,7 @@ class _Decoder:
                 if sub_kind == "scalar" and type(item) in sub_shape[1][0] and (
                         sub_shape[1][1] != "int32" or -2**31 <= item < 2**31):
                     continue   # the common case, without a call
-                new = self.value(sub, item, name, (*path, key), sub_shape)
-                if new is not item:
-                    value[key] = new
+                self.value(sub, item, name, (*path, key), sub_shape)
             return value
         if kind == "list":
             if not isinstance(value, list):
@@ -206,10 +209,8 @@ class _Decoder:
             item_shape = _shape(payload)
             if item_shape[0] == _ANY:
                 return value
-            for i, item in enumerate(value):
-                new = self.value(payload, item, struct, path, item_shape)
-                if new is not item:
-                    value[i] = new
+            for item in value:
+                self.value(payload, item, struct, path, item_shape)
             return value
         if kind == "map":
             if not isinstance(value, dict):
@@ -218,10 +219,8 @@ class _Decoder:
             item_shape = _shape(payload)
             if item_shape[0] == _ANY:
                 return value
-            for key, item in value.items():
-                new = self.value(payload, item, struct, path, item_shape)
-                if new is not item:
-                    value[key] = new
+            for item in value.values():
+                self.value(payload, item, struct, path, item_shape)
             return value
         return value
 
@@ -267,13 +266,7 @@ def _canonicalize(value: Any, shape: tuple[str, Any]) -> Any:
     if value is None:
         return None
     if kind == "quantity":
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise _QuantityError
-        text = value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
-        canonical = _canonical(text.strip())
-        if canonical is None:
-            raise _QuantityError
-        return canonical
+        return _canonical_quantity(value)
     if not _holds_quantity(shape):
         return value
     if kind == "struct" and isinstance(value, dict):
@@ -320,7 +313,7 @@ def type_error(rt: ResourceType, obj: dict) -> None:
     root = _root(rt)
     if root is None or root[0] != "struct":
         return
-    decoder = _Decoder(canonicalize=False)
+    decoder = _Decoder()
     try:
         decoder.value(None, obj, "", (), root)
     except _QuantityError:
