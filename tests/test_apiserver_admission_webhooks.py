@@ -259,8 +259,9 @@ def test_updates_send_the_old_object_and_update_options(kube: Kube, hooks: Webho
     current = kube.get(f"{CM}/c1").body
     current["data"] = {"v": "2"}
     assert kube.put(f"{CM}/c1", current, fieldManager="put-manager").status == 200
-    assert kube.patch(f"{CM}/c1", {"data": {"v": "3"}}, fieldManager="patcher", fieldValidation="Strict",
-                      force="true").status == 200
+    applied = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1"}, "data": {"v": "3"}}
+    assert kube.patch(f"{CM}/c1", applied, "application/apply-patch+yaml", fieldManager="patcher",
+                      fieldValidation="Strict", force="true").status == 200
     put, patch = (r.body["request"] for r in hooks.received("/validate"))
     assert (put["operation"], put["oldObject"]["data"], put["object"]["data"]) == ("UPDATE", {"v": "1"}, {"v": "2"})
     assert put["options"] == {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "put-manager"}

@@ -34,6 +34,7 @@ from mxjob_controller.local.apiserver.deletion import (
     should_delete_during_update,
 )
 from mxjob_controller.local.apiserver.errors import Cause, StatusError
+from mxjob_controller.local.apiserver.field_manager import FieldManager, force_flag, parse_apply_body
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import Conflict, Exists, Missing, ObjKey, Store, TooOld
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
@@ -183,6 +184,7 @@ class REST:
         self.conversion: Conversion | None = None
         self.webhook_admission: WebhookAdmission | None = None
         self.deleter = Deleter(store, self.strategy, namespaces_key)
+        self.field_manager = FieldManager()
 
     def strategy(self, rt: ResourceType) -> Strategy:
         return self._strategies.get(rt.storage_key, self._default)
@@ -561,11 +563,19 @@ class REST:
             if creator is None:
                 raise errors.method_not_allowed(f"create is not supported on {req.rt.plural}/{req.subresource}")
             return creator(req)
+        manager = self.field_manager.manager(req.query, req.user_agent, "CreateOptions")
         obj, duplicates = self._decode_strict(req)
+        return self._write_create(req, obj, duplicates, manager)
+
+    def _write_create(self, req: Request, obj: dict, duplicates: Sequence[str], manager: str | None) -> Response:
+        """Shared tail of create and of an apply that creates: validation, admission, store.
+        ``manager``: who writes (its managed fields are set here); None when an apply set them already."""
         self._stamp_identity(req, obj)
         self._check_namespace(req, obj["metadata"].get("name") or "")
         ctx = self._context(req)
         self._check_schema(req, obj, ctx, duplicates)
+        if manager is not None:
+            self.field_manager.track(req.rt, None, None, obj, manager)
         strategy = self.strategy(req.rt)
         strategy.prepare_create(obj, ctx)
         for admit in self.admission:
@@ -592,6 +602,7 @@ class REST:
                 req.subresource == "status" and not req.rt.status_subresource) or (
                 req.subresource == "finalize" and "finalize" not in req.rt.subresources):
             raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
+        manager = self.field_manager.manager(req.query, req.user_agent, "UpdateOptions")
         obj, duplicates = self._decode_strict(req)
         self._stamp_identity(req, obj)
         rv_text = (obj.get("metadata") or {}).get("resourceVersion")
@@ -602,7 +613,7 @@ class REST:
                 raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT)
             new = deep_copy(obj) if want_rv is None else obj
             try:
-                return self._write_update(req, new, current, duplicates)
+                return self._write_update(req, new, current, duplicates, manager=manager)
             except Conflict:
                 if want_rv is not None:
                     raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT) from None
@@ -614,6 +625,9 @@ class REST:
             raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
         ctype = req.content_type.split(";")[0].strip().lower()
         _check_patch_type(req.rt, ctype)
+        if ctype == APPLY_PATCH:
+            return self._apply(req)
+        manager = self.field_manager.manager(req.query, req.user_agent, "PatchOptions")
         patcher = self.patchers.get(ctype)
         if patcher is None:
             raise errors.StatusError(415, "UnsupportedMediaType",
@@ -641,20 +655,61 @@ class REST:
                 raise errors.bad_request("the patch may not change apiVersion or kind")
             self._stamp_identity(req, patched)
             try:
-                return self._write_update(req, patched, current, old=old)
+                return self._write_update(req, patched, current, old=old, manager=manager)
+            except Conflict:
+                continue
+        raise errors.write_outlasted()
+
+    def _apply(self, req: Request) -> Response:
+        """Server-side apply: the configuration merged in by its field manager (``field_manager.py``); creates the
+        object when it does not exist (201), answers 409 on conflicts unless ``force``."""
+        manager = self.field_manager.manager(req.query, req.user_agent, "PatchOptions", apply=True)
+        if len(req.body) > MAX_BODY_BYTES:
+            raise errors.too_large(MAX_BODY_BYTES)
+        config = parse_apply_body(req.body, req.rt)
+        force = force_flag(req.query)
+        for _attempt in range(WRITE_ATTEMPTS):
+            current = self.store.get(req.rt.storage_key, self._okey(req))
+            if current is None:
+                if req.subresource:
+                    raise errors.not_found(req.rt.resource, req.name or "")
+                created = deep_copy(self.field_manager.apply(req.rt, None, None, config, manager, force,
+                                                             req.name or ""))
+                name = created["metadata"].get("name") or ""
+                if name != req.name:
+                    raise errors.bad_request(f"the name of the object ({name}) does not match the name on the URL "
+                                             f"({req.name})")
+                try:
+                    return self._write_create(req, created, (), None)
+                except StatusError as e:
+                    if e.reason == "AlreadyExists":
+                        continue  # created meanwhile: apply to it
+                    raise
+            old = self._served(req.rt, [current])[0].obj
+            new = deep_copy(self.field_manager.apply(req.rt, req.subresource, old, config, manager, force,
+                                                     req.name or ""))
+            rv_text = new["metadata"].get("resourceVersion")
+            if rv_text and _parse_rv(rv_text) != current.rv:
+                raise errors.conflict(req.rt.resource, req.name or "", errors.STALE_OBJECT)
+            self._stamp_identity(req, new)
+            try:
+                return self._write_update(req, new, current, old=old)
             except Conflict:
                 continue
         raise errors.write_outlasted()
 
     def _write_update(self, req: Request, new: dict, current: Entry, duplicates: Sequence[str] = (),
-                      old: dict | None = None) -> Response:
-        """Shared tail of update and patch: strategy, validation, admission, CAS write, finalizer-driven removal.
-        ``old``: the stored object as served at the request's version (converted here when not given)."""
+                      old: dict | None = None, manager: str | None = None) -> Response:
+        """Shared tail of update, patch and apply: strategy, validation, admission, CAS write, finalizer-driven
+        removal. ``old``: the stored object as served at the request's version (converted here when not given).
+        ``manager``: who writes (its managed fields are set here); None when an apply set them already."""
         ctx = self._context(req)
         self._check_schema(req, new, ctx, duplicates)
         strategy = self.strategy(req.rt)
         if old is None:
             old = self._served(req.rt, [current])[0].obj
+        if manager is not None:
+            self.field_manager.track(req.rt, req.subresource, old, new, manager)
         strategy.prepare_update(new, old, ctx)
         for check in self.validating_admission:
             check(req.rt, new, old, ctx)

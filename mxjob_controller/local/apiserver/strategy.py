@@ -60,8 +60,13 @@ class Strategy:
         """Carry over what clients may not change, apply the status subresource's split, bump generation."""
         if ctx.subresource == "status":
             status = new.get("status")
+            managed = (new.get("metadata") or {}).get("managedFields")
             new.clear()
             new.update(deep_copy(old))
+            if managed is not None:   # as the field manager left them: they record this status write
+                new["metadata"]["managedFields"] = managed
+            else:
+                new.get("metadata", {}).pop("managedFields", None)
             if status is None:
                 new.pop("status", None)
             else:
