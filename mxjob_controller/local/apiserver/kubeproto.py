@@ -14,9 +14,11 @@ between the wire and the JSON-shaped dicts the rest of the server works with:
 * decoding follows Go's JSON of the decoded struct: a zero scalar is dropped unless the field is a pointer (sent
   only when set) or has no ``omitempty``; ``inline`` fields are merged into their parent.
 
+CustomResourceDefinitions are covered (k8s.io/apiextensions-apiserver's messages; a schema's ``default``/``enum``
+values are raw JSON, ``items``/``additionalProperties``/``dependencies`` a schema or a list, bool or string list).
 Custom resources have no protobuf form (kube-apiserver answers 415 for a protobuf body and JSON for an Accept
-that prefers protobuf); neither do kinds missing from the tables (CRDs): those are answered in JSON, which every
-client that asks for protobuf also accepts.
+that prefers protobuf); neither do kinds missing from the tables: those are answered in JSON, which every client
+that asks for protobuf also accepts.
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 QUANTITY_VALUE = "k8s.io.apimachinery.pkg.api.resource.QuantityValue"
 INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
+_APIEXTENSIONS = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1."
+# CRD schemas: JSON holds raw JSON; the "Or" messages are a schema or a list/bool/string list in JSON (marshal.go).
+JSON_VALUE, SCHEMA = _APIEXTENSIONS + "JSON", _APIEXTENSIONS + "JSONSchemaProps"
+SCHEMA_OR_ARRAY, SCHEMA_OR_BOOL, SCHEMA_OR_STRINGS = (_APIEXTENSIONS + "JSONSchemaPropsOr" + n
+                                                      for n in ("Array", "Bool", "StringArray"))
 _ZERO_TIME = -62135596800  # Go's zero time.Time in Unix seconds
 _MASK64 = (1 << 64) - 1
 
@@ -224,7 +231,27 @@ def _encode_quantity(value: Any) -> bytes:
     return _encode_scalar(1, "string", text)
 
 
+def _encode_schema_or_array(value: Any) -> bytes:
+    if isinstance(value, list):
+        return b"".join(_delimited(2, encode_message(SCHEMA, v)) for v in value)
+    return _delimited(1, encode_message(SCHEMA, value))
+
+
+def _encode_schema_or_bool(value: Any) -> bytes:
+    if isinstance(value, bool):
+        return _encode_scalar(1, "bool", value)
+    return _encode_scalar(1, "bool", True) + _delimited(2, encode_message(SCHEMA, value))
+
+
+def _encode_schema_or_strings(value: Any) -> bytes:
+    if isinstance(value, list):
+        return b"".join(_encode_scalar(2, "string", v) for v in value)
+    return _delimited(1, encode_message(SCHEMA, value))
+
+
 _SPECIAL_ENCODERS: dict[str, Callable[[Any], bytes]] = {
+    JSON_VALUE: _encode_raw_json, SCHEMA_OR_ARRAY: _encode_schema_or_array, SCHEMA_OR_BOOL: _encode_schema_or_bool,
+    SCHEMA_OR_STRINGS: _encode_schema_or_strings,
     TIME: _encode_time, MICRO_TIME: _encode_time,
     DURATION: lambda value: _encode_scalar(1, "int64", _parse_duration(value)),
     QUANTITY: _encode_quantity, QUANTITY_VALUE: _encode_quantity,
@@ -403,7 +430,28 @@ def _decode_duration(data: bytes) -> str:
     return _format_duration(nanos)
 
 
+def _decode_schema_or(data: bytes, many: str) -> Any:
+    """A JSONSchemaPropsOr{Array,Bool,StringArray} as its JSON: the schema when there is one, else the list (or
+    the bool), as apiextensions' marshal.go writes them."""
+    schema: Any = None
+    items: list[Any] = []
+    allows = False
+    for number, wire, value in iter_fields(data):
+        if number == (2 if many == "bool" else 1):
+            schema = _decode_value(SCHEMA, wire, value)
+        elif number == 2:
+            items.append(_decode_value(SCHEMA if many == "schemas" else "string", wire, value))
+        elif number == 1 and many == "bool":
+            allows = _decode_scalar("bool", wire, value)
+    if schema is not None:
+        return schema
+    return allows if many == "bool" else items or None
+
+
 _SPECIAL_DECODERS: dict[str, Callable[[bytes], Any]] = {
+    JSON_VALUE: _decode_raw, SCHEMA_OR_ARRAY: lambda data: _decode_schema_or(data, "schemas"),
+    SCHEMA_OR_BOOL: lambda data: _decode_schema_or(data, "bool"),
+    SCHEMA_OR_STRINGS: lambda data: _decode_schema_or(data, "strings"),
     TIME: _decode_time, MICRO_TIME: lambda data: _decode_time(data, micro=True),
     DURATION: _decode_duration,
     QUANTITY: lambda data: _decode_string_field(data) or "0",
