@@ -245,9 +245,15 @@ def test_status_writes_convert_too(apiserver: APIServer, kube: Kube, gadgets: We
 
 
 def test_a_delete_returns_the_object_at_the_requested_version(kube: Kube, gadgets: WebhookServer) -> None:
-    create_v1(kube, "g1", ("k",))
+    create_v1(kube, "g1", ("k",), finalizers=["example.com/hold"])   # a pending delete answers with the object
     reply = kube.delete(f"{V2}/g1")
     assert (reply.status, reply.body["apiVersion"], reply.body["spec"]["itemsCsv"]) == (200, "example.com/v2", "k")
+    gone = kube.patch(f"{V2}/g1", {"metadata": {"finalizers": None}})
+    assert gone.status == 200 and kube.get(f"{V2}/g1").status == 404
+    create_v1(kube, "g0")
+    done = kube.delete(f"{V2}/g0").body   # an immediate delete answers with a Status naming it, as kube's CR store
+    assert (done["kind"], done["status"], done["details"]["name"], done["details"]["kind"]) == (
+        "Status", "Success", "g0", "gadgets")
     create_v1(kube, "g2")
     create_v1(kube, "g3")
     gadgets.clear()

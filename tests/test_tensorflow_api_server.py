@@ -83,9 +83,6 @@ def test_the_vendor_merge_patch_and_list(tfjobs: Kube) -> None:
     assert tfjobs.get(f"{PATH}/tfjob-test").status == 404
 
 
-@pytest.mark.xfail(strict=True, reason="the embedded API server answers a custom resource's DELETE with the deleted "
-                                       "object; kube-apiserver (and the vendor's API) with a Status naming it: a gap "
-                                       "of local/apiserver (its resources' return_deleted_object), not of TFJob")
 def test_the_vendor_delete_answers_a_status(tfjobs: Kube) -> None:
     assert tfjobs.post(PATH, create_body()).status == 201
     deleted = tfjobs.delete(f"{PATH}/tfjob-test")

@@ -35,7 +35,7 @@ def types_for(crd: dict) -> list[ResourceType]:
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             status_subresource="status" in subresources,
             extra_subresources=("scale",) if "scale" in subresources else (),
-            sets_generation=True, return_deleted_object=True,
+            sets_generation=True,   # a deleted custom resource is answered with a Status, as kube's CR store does
             crd_name=(crd.get("metadata") or {}).get("name"), storage_version=storage,
             printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
             schema=(v.get("schema") or {}).get("openAPIV3Schema"),
