@@ -37,7 +37,16 @@ from hack.bench.common import (
 THROUGHPUT_SHAPE = {"Scheduler": 1, "Server": 2, "Worker": 4}
 SMALL_SHAPE = {"Scheduler": 1, "Server": 1, "Worker": 1}
 LARGE_SHAPE = {"Scheduler": 1, "Server": 32, "Worker": 256}
-WRITE_THREADS = 8   # ControllerOptions.write_threads: the floor drivers use as many
+
+
+def _controller_write_threads() -> int:
+    """The controller's default write pool size (``ControllerOptions.write_threads``): the floor drivers use as
+    many, read from the options so that the two never drift apart."""
+    from mxjob_controller.core.job_controller import ControllerOptions
+
+    return ControllerOptions().write_threads
+
+
 RUN_TIMEOUT = 900.0
 
 
@@ -58,7 +67,7 @@ class FloorDriver:
     ``workers`` jobs at a time (``--threadiness``), their children over a pool of ``write_threads``, all at once
     (no slow start, no slicing). What is left is the API's own cost."""
 
-    def __init__(self, client: Any, *, workers: int, write_threads: int = WRITE_THREADS,
+    def __init__(self, client: Any, *, workers: int, write_threads: int | None = None,
                  serial: bool = False) -> None:
         from mxjob_controller.core.child_sync import ChildSync
         from mxjob_controller.core.write_pool import WritePool
@@ -68,7 +77,8 @@ class FloorDriver:
         self.framework = MXNetFramework()
         # The controller's own pod and service builders (ChildSync._pod/_service): the same bodies, byte for byte.
         self.builder = ChildSync(self.framework, None, None, None, write_timeout=60)  # type: ignore[arg-type]
-        self.pool = WritePool("bench-floor-writes", 1 if serial else write_threads).start()
+        self.pool = WritePool("bench-floor-writes",
+                              1 if serial else write_threads or _controller_write_threads()).start()
         self.workers = workers
         self.serial = serial
         self.jobs: list[dict[str, Any]] = []
@@ -268,14 +278,17 @@ def bench_large_job(full: bool) -> Outcome:
             samples[v].append(_large_run(v, latency))
     runs = {v: statistics.median(samples[v]) for v in variants}
     ctl, serial, floor = runs["controller"], runs["one-at-a-time"], runs["floor"]
+    threads = _controller_write_threads()
     rows = [(f"1/32/256 job (289 pods + 289 services), 5 ms per request, no client limit; median of "
              f"{LARGE_REPEATS} runs", ""),
-            ("  controller as shipped (8 write threads, slow-start batches <= 32)", f"{ctl:.2f} s"),
+            (f"  controller as shipped ({threads} write threads, slow-start batches <= 32)", f"{ctl:.2f} s"),
             ("  controller one write at a time (write threads 1, batch 1: the Go operators)", f"{serial:.2f} s"),
-            ("  floor: the same 578 creates at full parallelism (8 threads), no controller", f"{floor:.2f} s"),
+            (f"  floor: the same 578 creates at full parallelism ({threads} threads), no controller",
+             f"{floor:.2f} s"),
             ("  one at a time / controller", f"{serial / ctl:.1f}x"),
             ("  controller / floor", f"{ctl / floor:.2f}")]
-    return Outcome(rows, inputs={"shape": "1/32/256", "latency_s": latency, "qps": -1, "repeats": LARGE_REPEATS},
+    return Outcome(rows, inputs={"shape": "1/32/256", "latency_s": latency, "qps": -1, "repeats": LARGE_REPEATS,
+                                 "write_threads": threads},
                    figures={**{f"{k}_s": v for k, v in runs.items()},
                             **{f"{k}_runs_s": samples[k] for k in variants}},
                    ratios={"one_at_a_time_over_controller": serial / ctl, "controller_over_floor": ctl / floor},

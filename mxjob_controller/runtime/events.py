@@ -17,10 +17,12 @@ Guarantees:
 - :meth:`EventRecorder.event` never blocks and never raises: the event goes to a bounded queue (a reconcile must
   never wait on events).
 - Two queues. Ordinary events: at most ``queue_size`` (client-go's ``maxQueuedEvents``, 1000) wait; when that is full
-  the incoming ordinary event is dropped with a log line, as client-go's broadcaster drops what its full channel
-  cannot take. *Important* events (``important=True``: a job's ``Succeeded`` / ``Failed`` / ``Restarting``, the
-  caller decides) wait in a queue of their own, are written first, are never dropped to make room for ordinary ones
-  nor by the correlator's spam filter, and are tried ``important_max_tries`` times (client-go's 12) on server errors.
+  the incoming ordinary event is dropped, before its body is built, as client-go's broadcaster drops what its
+  full channel cannot take; the first drop is logged, then one line per ``DROP_LOG_INTERVAL`` (10 s) at most,
+  counting the drops since (client-go logs each one: thousands of lines in a flood, adding to the load).
+  *Important* events (``important=True``: a job's ``Succeeded`` / ``Failed`` / ``Restarting``, the caller
+  decides) wait in a queue of their own, are written first, are never dropped to make room for ordinary ones nor by
+  the correlator's spam filter, and are tried ``important_max_tries`` times (client-go's 12) on server errors.
   Their queue is bounded too (``important_queue_size``, 10,000: memory, not a rate); beyond it one is dropped with
   an error line, and forgotten, so :meth:`EventRecorder.event_once` can record it again later.
 - :meth:`EventRecorder.event_once` records an important event unless this process already recorded one with that
@@ -80,6 +82,7 @@ DEFAULT_EVENT_QPS = 50.0
 DEFAULT_EVENT_BURST = 100
 
 _GET_TIMEOUT = 0.2
+DROP_LOG_INTERVAL = 10.0   # seconds between log lines about dropped ordinary events (each line counts them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,8 @@ class EventRecorder:
         self._deadline = float("inf")  # monotonic time after which nothing more is written
         self._thread: threading.Thread | None = None
         self.dropped = 0            # ordinary events dropped because their queue was full
+        self._drop_logged_at = -float("inf")   # monotonic time of the last line about a dropped ordinary event
+        self._drop_logged_count = 0            # self.dropped then
         self.dropped_important = 0  # important events dropped because theirs was (never expected)
 
     # --- recording ------------------------------------------------------------------------------------
@@ -159,16 +164,22 @@ class EventRecorder:
         time; default now), for its timestamps."""
         if not self._acceptable(ref, event_type, reason):
             return False
-        body = self._make_event(ref, event_type, reason, message, at)
         key = (ref.uid, reason)
         with self._cond:
-            if important and ref.uid:
-                self._recorded[key] = True
             if event_type == WARNING and ref.uid:
                 recent = self._warnings.get(ref.uid)
                 if recent is None:
                     recent = self._warnings[ref.uid] = deque(maxlen=16)
                 recent.append((self._wall(), message))
+            if not important and len(self._ordinary) >= self._queue_size:
+                # Dropped before its body is built: under a flood (300 jobs' creations at once) most ordinary
+                # events end here, and building each one and logging it was 7% of the controller's CPU.
+                self._dropped_ordinary(reason, ref.namespace, ref.name, message)
+                return False
+        body = self._make_event(ref, event_type, reason, message, at)
+        with self._cond:
+            if important and ref.uid:
+                self._recorded[key] = True
             return self._enqueue(_Queued(body, important), key)
 
     def warned(self, ref: ObjectReference, text: str, within: float = 60.0) -> bool:
@@ -225,14 +236,26 @@ class EventRecorder:
                           "budget is far too small for this load)", bound, body["reason"],
                           involved.get("namespace"), involved.get("name"), body["message"])
             else:
-                self.dropped += 1
-                log.error("too many queued events; dropping event %s about %s/%s: %s", body["reason"],
-                          involved.get("namespace"), involved.get("name"), body["message"])
+                self._dropped_ordinary(body["reason"], involved.get("namespace"), involved.get("name"),
+                                       body["message"])
             return False
         queue.append(item)
         self._unfinished += 1
         self._cond.notify_all()
         return True
+
+    def _dropped_ordinary(self, reason: str, namespace: str | None, name: str | None, message: str) -> None:
+        """Count an ordinary event dropped for a full queue (the condition held); log the first drop, then at most
+        one line per :data:`DROP_LOG_INTERVAL` seconds with how many went since (client-go logs every one; a
+        flood drops thousands, and a line each only adds to the load that caused it)."""
+        self.dropped += 1
+        now = time.monotonic()
+        if now - self._drop_logged_at < DROP_LOG_INTERVAL:
+            return
+        since = self.dropped - self._drop_logged_count
+        self._drop_logged_at, self._drop_logged_count = now, self.dropped
+        log.error("too many queued events; dropping event %s about %s/%s: %s%s", reason, namespace, name, message,
+                  f" ({since - 1} more dropped since the last such line)" if since > 1 else "")
 
     def _make_event(self, ref: ObjectReference, event_type: str, reason: str, message: str,
                     at: float | None = None) -> dict[str, Any]:
