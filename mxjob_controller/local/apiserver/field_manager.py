@@ -108,9 +108,10 @@ class FieldManager:
     # --- Apply -----------------------------------------------------------------------------------------------
 
     def apply(self, rt: ResourceType, subresource: str | None, live: dict | None, config: dict, manager: str,
-              force: bool, name: str) -> dict | None:
+              force: bool, name: str) -> dict:
         """``config`` applied to ``live`` (None: the object does not exist): the object to write, with its managed
-        fields, or None when nothing would change. Raises StatusError as kube answers."""
+        fields (``live`` as it was when nothing changes, which the store then does not write). Raises StatusError as
+        kube answers."""
         t = self.type_for(rt)
         if t is None:
             t = schema.DEDUCED_TYPE
