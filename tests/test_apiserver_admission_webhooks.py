@@ -238,6 +238,16 @@ def test_an_allowed_create_is_stored_with_the_webhooks_warnings(kube: Kube, hook
     assert kube.get(f"{CM}/c1").status == 200
 
 
+def test_calls_keep_their_connection_alive_and_survive_its_loss(kube: Kube, hooks: WebhookServer) -> None:
+    configure(kube, hook_config(hooks, allow()))
+    for i in range(5):
+        assert kube.post(CM, configmap(f"c{i}")).status == 201
+    assert (len(hooks.received("/validate")), hooks.connections) == (5, 1)   # one TLS handshake, as kube's client
+    hooks._server.join_connections(1.0)  # the webhook drops its idle connections (as on a restart)
+    assert kube.post(CM, configmap("after")).status == 201   # a new connection, no failure
+    assert hooks.connections == 2
+
+
 @pytest.mark.parametrize(("answer", "expected"), [
     (deny("nope"), status(f'admission webhook "{HOOK}" denied the request: nope', 400, None)),
     (deny("teapot", code=418, reason="Teapot", details={"name": "c1", "kind": "configmaps"}),

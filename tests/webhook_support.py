@@ -184,6 +184,12 @@ class WebhookServer:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def connections(self) -> int:
+        """TLS connections accepted so far (kube's client keeps them alive)."""
+        assert self._server is not None
+        return self._server.connections
+
     def url(self, path: str = "/") -> str:
         return f"https://{self.host}:{self.port}{path}"
 
@@ -230,6 +236,8 @@ class _Server(ThreadingHTTPServer):
         self._ids = itertools.count(1)
         self._conn_threads: set[threading.Thread] = set()
         self._conn_lock = threading.Lock()
+        self.open_sockets: set[Any] = set()   # kept-alive connections, cut when the server stops (as a real one's)
+        self.connections = 0                   # TLS connections accepted so far
         super().__init__(*args, **kwargs)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -249,6 +257,12 @@ class _Server(ThreadingHTTPServer):
     def join_connections(self, timeout: float) -> None:
         with self._conn_lock:
             threads = list(self._conn_threads)
+            sockets = list(self.open_sockets)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         for t in threads:
             t.join(timeout)
 
@@ -266,7 +280,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.handshake_failed = True
         else:
             self.handshake_failed = False
+            with self.server._conn_lock:
+                self.server.open_sockets.add(self.request)
+                self.server.connections += 1
         super().setup()
+
+    def finish(self) -> None:
+        with self.server._conn_lock:
+            self.server.open_sockets.discard(self.request)
+        super().finish()
 
     def handle(self) -> None:
         if not self.handshake_failed:

@@ -248,6 +248,7 @@ class APIServer:
                 left.append(name)
         self.audit.close()
         self.security.close()
+        self.webhook_client.close()
         if left:
             log.warning("embedded API server stopped with threads still running after %.1fs: %s", timeout,
                         ", ".join(left))

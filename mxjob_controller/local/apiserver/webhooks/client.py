@@ -9,6 +9,9 @@ REST client, configured by ``k8s.io/apiserver/pkg/util/webhook``).
   ExternalName, serve the port; where to connect comes from :attr:`HookClient.service_resolver`, since this server
   has no cluster network. Unset, or answering None, it is kube's ``service "<name>" not found``.
 - Every step (connect, handshake, send, each read) is bounded by the call's deadline.
+- Connections are kept alive, as Go's transport keeps them: at most 2 idle per (address, name, CA bundle), each for
+  at most 90 s. A kept connection the webhook closed meanwhile is replaced by a new one, once, without the call
+  failing. (A TLS handshake per call cost about 5 ms of every admitted write.)
 - Failures are :class:`CallError` carrying what Go prints, e.g. ``Post "<url>": dial tcp 127.0.0.1:9: connect:
   connection refused``, ``Post "<url>": context deadline exceeded``, ``Post "<url>": tls: failed to verify
   certificate: x509: certificate signed by unknown authority``, an HTTP error status as client-go words it, or
@@ -44,6 +47,8 @@ ServiceLookup = Callable[[str, str], "Mapping[str, Any] | None"]
 """``(namespace, name) -> the Service object``, or None when there is none."""
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # a webhook answering more than this is failing, not answering
+IDLE_PER_HOST = 2      # Go's DefaultMaxIdleConnsPerHost
+IDLE_SECONDS = 90.0    # Go's DefaultTransport IdleConnTimeout
 USER_AGENT = "kube-apiserver-admission"
 
 
@@ -142,6 +147,17 @@ class HookClient:
         self.service_resolver: ServiceResolver | None = None
         self._contexts: dict[bytes, ssl.SSLContext] = {}
         self._lock = threading.Lock()
+        self._idle: dict[tuple[str, int, str, bytes], list[tuple[ssl.SSLSocket, float]]] = {}
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the kept-alive connections; later calls open (and close) their own."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for tls, _ in conns:
+                _close_quietly(tls)
 
     def post(self, config: ClientConfig, payload: Any, timeout: float) -> Any:
         """POST ``payload`` as JSON and return the decoded JSON answer; CallError when that fails."""
@@ -171,16 +187,58 @@ class HookClient:
             except ValueError:
                 raise _Failure(f"dial tcp: address {parts.netloc.rpartition(':')[2]}: invalid port") from None
             server_name, host_header, path = host, parts.netloc, _clean_path(parts.path)
+        key = (host, port, server_name, config.ca_bundle)
+        kept = self._take(key)
+        if kept is not None:
+            try:
+                return self._finish(key, kept, host_header, path + query, body, deadline, reused=True)
+            except _StaleConnectionError:
+                pass  # the webhook closed it while it was idle: a new connection, as Go's transport retries
         sock = self._connect(host, port, deadline)
         try:
             tls = self._handshake(sock, config.ca_bundle, server_name, deadline)
         except BaseException:
             sock.close()
             raise
+        return self._finish(key, tls, host_header, path + query, body, deadline, reused=False)
+
+    def _finish(self, key: tuple[str, int, str, bytes], tls: ssl.SSLSocket, host_header: str, path: str,
+                body: bytes, deadline: float, reused: bool) -> _Answer:
+        """One exchange on ``tls``; the connection is kept for the next call when the answer allows it."""
         try:
-            return self._http(tls, host_header, path + query, body, deadline)
-        finally:
-            tls.close()
+            answer, reusable = self._http(tls, host_header, path, body, deadline, reused)
+        except BaseException:
+            _close_quietly(tls)
+            raise
+        if reusable:
+            self._give_back(key, tls)
+        else:
+            _close_quietly(tls)
+        return answer
+
+    def _take(self, key: tuple[str, int, str, bytes]) -> ssl.SSLSocket | None:
+        now = time.monotonic()
+        stale = []
+        found = None
+        with self._lock:
+            conns = self._idle.get(key)
+            while conns and found is None:
+                tls, since = conns.pop()
+                if now - since < IDLE_SECONDS:
+                    found = tls
+                else:
+                    stale.append(tls)
+        for tls in stale:
+            _close_quietly(tls)
+        return found
+
+    def _give_back(self, key: tuple[str, int, str, bytes], tls: ssl.SSLSocket) -> None:
+        with self._lock:
+            conns = self._idle.setdefault(key, [])
+            if not self._closed and len(conns) < IDLE_PER_HOST:
+                conns.append((tls, time.monotonic()))
+                return
+        _close_quietly(tls)
 
     def _resolve(self, svc: ServiceRef) -> tuple[str, int]:
         """kube's ``ResolveCluster``, then the resolver: (host, port) to dial, or the error Go's dial reports."""
@@ -258,10 +316,14 @@ class HookClient:
             raise _Failure("tls: failed to verify certificate: " + problem)
         return tls
 
-    def _http(self, tls: ssl.SSLSocket, host_header: str, path: str, body: bytes, deadline: float) -> _Answer:
+    def _http(self, tls: ssl.SSLSocket, host_header: str, path: str, body: bytes, deadline: float,
+              reused: bool = False) -> tuple[_Answer, bool]:
+        """(the answer, whether the connection may carry another call). On a ``reused`` connection, the webhook
+        having closed it before answering anything is :class:`_StaleConnectionError`, not a failure."""
         head = (f"POST {path} HTTP/1.1\r\nHost: {host_header}\r\nUser-Agent: {USER_AGENT}\r\n"
                 "Content-Type: application/json\r\nAccept: application/json, */*\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("latin-1", "replace")
+                f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1", "replace")
+        begun = False
         try:
             tls.settimeout(_left(deadline))
             tls.sendall(head + body)
@@ -269,6 +331,7 @@ class HookClient:
             resp = http.client.HTTPResponse(tls, method="POST")  # http.client only parses the answer
             try:
                 resp.begin()
+                begun = True
                 chunks, size = [], 0
                 while True:
                     tls.settimeout(_left(deadline))
@@ -279,17 +342,33 @@ class HookClient:
                     if size > MAX_RESPONSE_BYTES:
                         raise _Failure(f"response body larger than {MAX_RESPONSE_BYTES} bytes")
                     chunks.append(chunk)
-                return _Answer(resp.status, resp.getheader("Content-Type") or "", b"".join(chunks))
+                answer = _Answer(resp.status, resp.getheader("Content-Type") or "", b"".join(chunks))
+                return answer, not resp.will_close
             finally:
-                resp.close()
+                resp.close()   # its reader only: the socket stays open until closed itself
         except TimeoutError:
             raise _Failure("context deadline exceeded") from None
         except (http.client.RemoteDisconnected, http.client.IncompleteRead, ssl.SSLEOFError):
+            if reused and not begun:
+                raise _StaleConnectionError from None
             raise _Failure("EOF") from None
         except (ConnectionResetError, BrokenPipeError):
+            if reused and not begun:
+                raise _StaleConnectionError from None
             raise _Failure("read: connection reset by peer") from None
         except (http.client.HTTPException, OSError) as e:
             raise _Failure(f"net/http: {e}") from None
+
+
+class _StaleConnectionError(Exception):
+    """A kept-alive connection the webhook had closed: the call goes again on a new one."""
+
+
+def _close_quietly(tls: ssl.SSLSocket) -> None:
+    try:
+        tls.close()
+    except OSError:
+        pass
 
 
 def _left(deadline: float) -> float:
