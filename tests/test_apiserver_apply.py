@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mxjob_controller.kube.timefmt import now_rfc3339
 from tests.crds import WIDGETS, widget, widget_crd
 from tests.support import Kube, Kubectl, wait_for
 
@@ -203,3 +204,16 @@ def test_an_applied_pod_owns_only_what_it_sent(kube: Kube) -> None:
     assert fields_of(pod, "m") == {"f:spec": {"f:containers": {'k:{"name":"c"}': {
         ".": {}, "f:image": {}, "f:name": {},
         "f:ports": {'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}}}}}
+
+
+def test_an_apply_whose_only_news_is_a_reset_field_writes_nothing(kube: Kube) -> None:
+    assert kube.post(CRDS, widget_crd()).status == 201
+    wait_for(lambda: kube.get(WIDGETS).status == 200, what="widgets served")
+    config = {**widget("w1"), "status": {"ready": True}}   # status goes through /status: the main resource resets it
+    first = kube.patch(f"{WIDGETS}/w1", config, APPLY, fieldManager="m").body
+    assert "status" not in first and fields_of(first, "m") == {"f:spec": {"f:size": {}}}
+    config["status"] = {"ready": False}
+    stamped = first["metadata"]["managedFields"][0]["time"]
+    wait_for(lambda: now_rfc3339() != stamped, what="the next second")   # so a new time would show
+    again = kube.patch(f"{WIDGETS}/w1", config, APPLY, fieldManager="m").body
+    assert again == first   # same resourceVersion, same times

@@ -192,7 +192,24 @@ def parse_apply_body(body: bytes, rt: ResourceType) -> dict:
         raise errors.bad_request("error decoding YAML: metadata must be an object")
     if meta is not None and meta.get("managedFields") is not None:
         raise errors.bad_request("metadata.managedFields must be nil")
+    if meta is not None:
+        meta.pop("managedFields", None)   # null: as good as absent
     return config
+
+
+def keep_times_when_unchanged(old: dict, new: dict) -> None:
+    """When a write changes nothing but managed-field times (an apply whose only news was a reset field, which the
+    strategy then put back), keep the old times, so the store sees no change: kube's
+    IgnoreManagedFieldsTimestampsTransformer."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    old_mf, new_mf = old_meta.get("managedFields"), new_meta.get("managedFields")
+    if old_mf == new_mf or not isinstance(old_mf, list) or not isinstance(new_mf, list) or len(old_mf) != len(new_mf):
+        return
+    if [{k: v for k, v in e.items() if k != "time"} for e in old_mf if isinstance(e, dict)] != [
+            {k: v for k, v in e.items() if k != "time"} for e in new_mf if isinstance(e, dict)]:
+        return
+    if _bare(old) == _bare(new):
+        new_meta["managedFields"] = old_mf
 
 
 def force_flag(query: Mapping[str, str]) -> bool:
@@ -246,6 +263,11 @@ def _update_last_applied(meta: dict, config: dict) -> None:
         applied_annotations.pop(LAST_APPLIED, None)
     meta["annotations"] = {**annotations, LAST_APPLIED: json.dumps(applied, separators=(",", ":"),
                                                                    sort_keys=True) + "\n"}
+
+
+def _bare(obj: dict) -> dict:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("managedFields", "resourceVersion")}
+    return {**obj, "metadata": meta}
 
 
 def _without_managed_fields(obj: dict) -> dict:

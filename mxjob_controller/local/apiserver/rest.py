@@ -34,7 +34,12 @@ from mxjob_controller.local.apiserver.deletion import (
     should_delete_during_update,
 )
 from mxjob_controller.local.apiserver.errors import Cause, StatusError
-from mxjob_controller.local.apiserver.field_manager import FieldManager, force_flag, parse_apply_body
+from mxjob_controller.local.apiserver.field_manager import (
+    FieldManager,
+    force_flag,
+    keep_times_when_unchanged,
+    parse_apply_body,
+)
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import Conflict, Exists, Missing, ObjKey, Store, TooOld
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
@@ -711,6 +716,7 @@ class REST:
         if manager is not None:
             self.field_manager.track(req.rt, req.subresource, old, new, manager)
         strategy.prepare_update(new, old, ctx)
+        keep_times_when_unchanged(old, new)
         for check in self.validating_admission:
             check(req.rt, new, old, ctx)
         self._validate(req, new, old, ctx)
