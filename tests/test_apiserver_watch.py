@@ -145,6 +145,25 @@ def test_label_filtered_watch_mirrors_the_filtered_list(kube):
         ("ADDED", "y"), ("ADDED", "x"), ("DELETED", "y"), ("MODIFIED", "x")]
 
 
+def test_a_filtered_watcher_is_offered_only_what_concerns_it(apiserver, kube):
+    """Other objects' changes never reach a filtered watcher's queue (nor wake its HTTP thread); one that stops
+    matching still does, to be sent as DELETED."""
+    watcher = apiserver.store.watch("/configmaps", lambda obj: (obj["metadata"].get("labels") or {}).get("app")
+                                    == "web", since=apiserver.store.resource_version)
+    try:
+        kube.post(CMS, configmap("other", labels={"app": "db"}))
+        kube.patch(f"{CMS}/other", {"data": {"a": "1"}})
+        assert not watcher.pending()
+        kube.post(CMS, configmap("mine", labels={"app": "web"}))
+        kube.patch(f"{CMS}/mine", {"metadata": {"labels": {"app": "db"}}})
+        kube.patch(f"{CMS}/mine", {"data": {"a": "2"}})             # no longer its business
+        offered = [watcher.next(1.0), watcher.next(1.0)]
+        assert [watcher.translate(ev)[0] for ev in offered] == ["ADDED", "DELETED"]
+        assert not watcher.pending()
+    finally:
+        apiserver.store.stop_watch(watcher)
+
+
 def test_watch_one_object_by_name_and_namespace_scope(kube):
     kube.post("/api/v1/namespaces", {"metadata": {"name": "other"}})
     start = kube.get(CMS).body["metadata"]["resourceVersion"]

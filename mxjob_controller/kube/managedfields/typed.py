@@ -391,6 +391,23 @@ def added_fields_v1(base: Any, value: Any, t: Type) -> dict:
     return _added(base, value, t) or {}
 
 
+def _fresh_node(value: Any, t: Type) -> dict:
+    """``_added_node(ABSENT, value, t)``: the node of a value added where nothing was (most of a create's walk,
+    so without the comparisons with a base)."""
+    if type(value) is dict:
+        if not value or _shape(t, value) == _LEAF:
+            return {}
+        out: dict = {fp.MEMBER: {}}
+        for k in sorted(value):
+            v = value[k]
+            out["f:" + k] = _fresh_node(v, _child_type(t, k)) if type(v) is dict or type(v) is list else {}
+        return out
+    if type(value) is list and value and _shape(t, value) != _LEAF:
+        below = _added(ABSENT, value, t)
+        return {fp.MEMBER: {}, **below} if below else {}
+    return {}
+
+
 def _added(base: Any, value: Any, t: Type) -> dict | None:
     """The children of a granular node's added paths, ordered; None when nothing below it changed."""
     out: dict = {}
@@ -403,7 +420,7 @@ def _added(base: Any, value: Any, t: Type) -> dict | None:
                 if b is ABSENT or b != v:
                     out["f:" + k] = {}
                 continue
-            node = _added_node(b, v, _child_type(t, k))
+            node = _added_node(b, v, _child_type(t, k)) if b is not ABSENT else _fresh_node(v, _child_type(t, k))
             if node is not None:
                 out["f:" + k] = node
     else:
@@ -417,8 +434,7 @@ def _added(base: Any, value: Any, t: Type) -> dict | None:
         ordered = sorted(((fp.element_order(pe), pe, item) for pe, item in items if seen[pe] == 1),
                          key=lambda x: x[0])
         for _, pe, item in ordered:
-            node = _added_node(ABSENT, item, elem)
-            out[pe] = node if node is not None else {}
+            out[pe] = _fresh_node(item, elem)
         for pe in sorted({pe for pe, n in seen.items() if n > 1}, key=fp.element_order):
             out[pe] = {}
         if any(n > 1 for n in seen.values()):

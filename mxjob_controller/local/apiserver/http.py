@@ -50,7 +50,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -623,10 +622,37 @@ class _Handler(BaseHTTPRequestHandler):
             stream.on_close()
 
 
-def _read_headers(rfile: Any, budget: int) -> HTTPMessage:
-    """Header lines up to the blank line, as the stdlib's ``HTTPMessage`` (its limits: 64 KiB a line, 100
-    headers; and ``budget`` bytes in all); ValueError past them. Obsolete folded lines continue the previous
-    header."""
+class Headers:
+    """A request's headers as the server reads them: ``get`` (the first value) and ``get_all``, by name in any case.
+    (The stdlib's ``HTTPMessage`` stores and fetches every header through the ``email`` package's policy, a cost
+    paid on every request.)"""
+
+    __slots__ = ("_by_name", "_pairs")
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self._pairs = pairs
+        self._by_name: dict[str, list[str]] = {}
+        for name, value in pairs:
+            self._by_name.setdefault(name.lower(), []).append(value)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        values = self._by_name.get(name.lower())
+        return values[0] if values else default
+
+    def get_all(self, name: str, default: Any = None) -> Any:
+        values = self._by_name.get(name.lower())
+        return list(values) if values else default
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._by_name
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._pairs)
+
+
+def _read_headers(rfile: Any, budget: int) -> Headers:
+    """Header lines up to the blank line (the stdlib's limits: 64 KiB a line, 100 headers; and ``budget`` bytes in
+    all); ValueError past them. Obsolete folded lines continue the previous header."""
     pairs: list[list[str]] = []
     while True:
         line = rfile.readline(_MAX_HEADER_LINE + 1)
@@ -645,10 +671,7 @@ def _read_headers(rfile: Any, budget: int) -> HTTPMessage:
             continue
         name, _, value = text.partition(":")
         pairs.append([name.strip(), value.strip()])
-    message = HTTPMessage()
-    for name, value in pairs:
-        message[name] = value
-    return message
+    return Headers([(name, value) for name, value in pairs])
 
 
 def _could_start_request(data: bytes) -> bool:

@@ -96,7 +96,12 @@ Matcher = Callable[[dict], bool]
 
 
 class Watcher:
-    """One watch request's queue. Writers ``offer`` under the store lock; the HTTP thread ``next``s."""
+    """One watch request's queue. Writers ``offer`` under the store lock; the HTTP thread ``next``s.
+
+    An event that neither the new nor the previous state of its object matches is dropped at ``offer``: a filtered
+    watcher (a controller's pods of one operator) is not woken for the objects of others. The queue is the C
+    ``SimpleQueue``: a writer offers to every watcher of a kind under the store's lock, so each offer must cost
+    little."""
 
     _ids = iter(range(1, 1 << 62))
 
@@ -104,23 +109,35 @@ class Watcher:
         self.id = next(self._ids)
         self.key = key
         self.matcher = matcher
-        self._queue: queue.Queue[Event | None] = queue.Queue(maxsize=max_queue)  # None: wake up, closed
+        self.max_queue = max_queue
+        self._queue: queue.SimpleQueue[Event | None] = queue.SimpleQueue()  # None: wake up, closed
         self.closed = threading.Event()
         self.overflowed = False
         self.close_reason = ""
         self.events_sent = 0
 
     def offer(self, event: Event) -> bool:
-        """Queue ``event``; returns False (and closes) when the watcher is too far behind."""
+        """Queue ``event`` if it concerns this watcher; returns False (and closes) when the watcher is too far
+        behind."""
         if self.closed.is_set():
             return False
-        try:
-            self._queue.put_nowait(event)
+        if not self._concerns(event):
             return True
-        except queue.Full:
+        if self._queue.qsize() >= self.max_queue:
             self.overflowed = True
             self.close("watcher too slow: its queue of events is full")
             return False
+        self._queue.put(event)
+        return True
+
+    def _concerns(self, event: Event) -> bool:
+        """Whether :meth:`translate` could send anything for ``event`` (a matcher that fails says yes: the HTTP
+        thread's translate then meets the failure, never the writer's commit)."""
+        try:
+            return self.matcher(event.entry.obj) or (
+                event.type == MODIFIED and event.prev is not None and self.matcher(event.prev.obj))
+        except Exception:
+            return True
 
     def next(self, timeout: float) -> Event | None:
         """The next event, or None after ``timeout`` seconds or as soon as the watcher is closed."""
@@ -136,10 +153,7 @@ class Watcher:
         if not self.closed.is_set():
             self.close_reason = reason
             self.closed.set()
-            try:
-                self._queue.put_nowait(None)  # wake a reader waiting in next(): its stream ends now
-            except queue.Full:
-                pass  # the reader has events to take: it sees ``closed`` after them
+            self._queue.put(None)  # wake a reader waiting in next(): its stream ends now (after what is queued)
 
     def translate(self, event: Event) -> tuple[str, Entry] | None:
         """Apply this watcher's filter the way kube's watch cache does.
