@@ -117,6 +117,30 @@ def test_jobs_side_by_side_each_get_their_own_scheduler_port(tmp_path):
         assert {"name": "DMLC_PS_ROOT_PORT", "value": "22345"} in env
 
 
+def test_an_apply_of_the_original_manifest_keeps_the_ports_the_job_was_given(tmp_path):
+    """A client-side ``kubectl apply`` replaces the containers' ports with the manifest's (none): each type gets
+    back the port it was given, so a scaled-up job's new pods still find its scheduler; a type whose own port the
+    update drops gets one from the range."""
+    job = mxjob("kept", SLEEPER, workers=1)
+    server = job["spec"]["mxReplicaSpecs"]["Server"]["template"]["spec"]["containers"][0]
+    server["ports"] = [{"name": "mxjob-port", "containerPort": 24500}]
+    with local_cluster(tmp_path, job_ports=(24000, 24099)) as (_cluster, kube, kubectl):
+        kubectl.ok("apply", "-f", "-", input=json.dumps(job))
+        given = kube.get(job_path("kept")).body["metadata"]["annotations"][ANNOTATION]
+        job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 3
+        del server["ports"]
+        assert kubectl.ok("apply", "-f", "-", input=json.dumps(job)) == "mxjob.kubeflow.org/kept configured\n"
+        stored = kube.get(job_path("kept")).body
+        assigned = dict(item.split("=") for item in stored["metadata"]["annotations"][ANNOTATION].split(","))
+        assert f"Scheduler={assigned['Scheduler']},Worker={assigned['Worker']}" == given
+        assert len({assigned["Scheduler"], assigned["Worker"], assigned["Server"]}) == 3
+        assert 24000 <= int(assigned["Server"]) <= 24099
+        for rtype, port in assigned.items():
+            container = stored["spec"]["mxReplicaSpecs"][rtype]["template"]["spec"]["containers"][0]
+            assert [p["containerPort"] for p in container["ports"] if p["name"] == "mxjob-port"] == [int(port)]
+        assert stored["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] == 3
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -79,7 +79,9 @@ class LocalCluster:
         self.options = options = options or ClusterOptions()
         self.server = APIServer(options.server)
         if options.job_ports is not None:
-            self.server.rest.admission.append(JobPorts(self.server.store, options.job_ports))
+            ports = JobPorts(self.server.store, options.job_ports)
+            self.server.rest.admission.append(ports)
+            self.server.rest.update_admission.append(ports.on_update)
         self.kubelet: Kubelet | None = None
         self.controller: Any = None
         self.webhooks: Any = None

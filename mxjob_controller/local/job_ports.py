@@ -11,6 +11,11 @@ A port is free when no unfinished MXJob in the store declares it and nothing on 
 the search goes round the range from where it last stopped (first from a random point), so a port just released
 is not reused at once and two local clusters on one machine seldom try the same port. The ports chosen are named
 in the annotation :data:`ANNOTATION`. A port the user chose (not 9091) is kept as it is.
+
+An update keeps what was chosen: a client-side ``kubectl apply`` of the manifest the job was created from replaces
+the containers' ``ports`` and drops the chosen one, and a scaled-up job's new pods would then look for their
+scheduler on 9091. A type the update leaves at the default gets back the port it was given (as the annotation of
+the stored job names it); a type the update adds gets a port of its own.
 """
 
 from __future__ import annotations
@@ -62,8 +67,16 @@ class JobPorts:
         self._lock = threading.Lock()
 
     def __call__(self, rt: ResourceType, obj: dict[str, Any], ctx: WriteContext) -> None:
-        if rt.storage_key != MXJOBS_KEY:
-            return
+        """Admission of a create."""
+        if rt.storage_key == MXJOBS_KEY:
+            self._admit(obj, {})
+
+    def on_update(self, rt: ResourceType, new: dict[str, Any], old: dict[str, Any], ctx: WriteContext) -> None:
+        """Admission of an update (``REST.update_admission``): the ports given at create stay the job's."""
+        if rt.storage_key == MXJOBS_KEY and not ctx.subresource:
+            self._admit(new, assigned_ports(old))
+
+    def _admit(self, obj: dict[str, Any], kept: dict[str, int]) -> None:
         if obj.get("apiVersion") == v1alpha1.API_VERSION:
             # The same ports as for the v1 job it converts to (PsRootPort is a type's mxjob-port), so a job
             # submitted as v1alpha1 runs exactly as its v1 equivalent.
@@ -71,34 +84,36 @@ class JobPorts:
                 converted = v1alpha1.to_v1(obj)
             except v1alpha1.ConversionError:
                 return   # validation reports it
-            self._assign(converted)
+            self._assign(converted, kept)
             back = v1alpha1.to_v1alpha1(converted)
             obj.clear()
             obj.update(back)
             return
-        self._assign(obj)
+        self._assign(obj, kept)
 
-    def _assign(self, obj: dict[str, Any]) -> None:
+    def _assign(self, obj: dict[str, Any], kept: dict[str, int]) -> None:
+        """Give each type left at the default port its ``kept`` one, else a free one; name in the annotation every
+        type whose port the cluster chose."""
         specs = (obj.get("spec") or {}).get("mxReplicaSpecs")
         if not isinstance(specs, dict):
             return  # validation reports it
-        wanted = [(rtype, ports) for rtype, spec in specs.items()
-                  if (ports := _port_list(spec, create=True)) is not None and _declared(ports) in (None, DEFAULT_PORT)]
+        lists = {rtype: ports for rtype, spec in specs.items() if (ports := _port_list(spec, create=True)) is not None}
+        wanted = [rtype for rtype, ports in lists.items() if _declared(ports) in (None, DEFAULT_PORT)]
         if not wanted:
             return
         with self._lock:
-            taken = self._taken() | {p for _t, ports in wanted if (p := _declared(ports)) not in (None, DEFAULT_PORT)}
-            chosen: list[str] = []
-            for rtype, ports in wanted:
-                port = self._free(taken)
+            taken = self._taken() | {p for ports in lists.values() if (p := _declared(ports)) is not None}
+            for rtype in wanted:
+                port = kept[rtype] if rtype in kept else self._free(taken)
                 taken.add(port)
-                for entry in ports:
+                for entry in lists[rtype]:
                     if isinstance(entry, dict) and entry.get("name") == DEFAULT_PORT_NAME:
                         entry["containerPort"] = port
                         break
                 else:
-                    ports.append({"name": DEFAULT_PORT_NAME, "containerPort": port})
-                chosen.append(f"{rtype}={port}")
+                    lists[rtype].append({"name": DEFAULT_PORT_NAME, "containerPort": port})
+        chosen = [f"{rtype}={port}" for rtype, ports in lists.items()
+                  if (port := _declared(ports)) is not None and (rtype in wanted or kept.get(rtype) == port)]
         meta = obj.setdefault("metadata", {})
         meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION: ",".join(chosen)}
 
@@ -126,6 +141,18 @@ class JobPorts:
         raise errors.StatusError(503, "ServiceUnavailable", (
             f"no free port left for MXJob schedulers in the local cluster's range {self._first}-{self._last}: "
             "wait for a job to finish, or restart the local cluster with a larger --job-ports range"))
+
+
+def assigned_ports(job: dict[str, Any]) -> dict[str, int]:
+    """The ports a job was given, by replica type, as its :data:`ANNOTATION` names them (what cannot be read is
+    left out: such a type gets a new port)."""
+    text = ((job.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    out: dict[str, int] = {}
+    for item in text.split(",") if isinstance(text, str) else ():
+        rtype, _, port = item.partition("=")
+        if rtype and port.isdigit():
+            out[rtype] = int(port)
+    return out
 
 
 def _port_list(replica_spec: Any, create: bool = False) -> list[Any] | None:

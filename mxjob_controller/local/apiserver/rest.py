@@ -134,6 +134,9 @@ SubresourceCreator = Callable[[Request], Response]
 """Serves a POST to a subresource (``pods/binding``)."""
 Admission = Callable[[ResourceType, dict, WriteContext], None]
 """Mutating admission on create: runs after defaulting, before validation; may change the object in place."""
+UpdateAdmission = Callable[[ResourceType, dict, dict, WriteContext], None]
+"""Mutating admission on update: (rt, new object, old object, ctx); runs after the strategy prepared the update,
+before validation; may change the new object in place."""
 ValidatingAdmission = Callable[[ResourceType, dict, "dict | None", WriteContext], None]
 """(rt, new object, old object (None on create), ctx): raises StatusError to refuse a create or an update (the
 caller is ``ctx.user``); runs after mutating admission, before validation."""
@@ -183,6 +186,7 @@ class REST:
         # Create-only kinds that store nothing (the access reviews): storage key → handler of their POST.
         self.virtual_creators: dict[str, SubresourceCreator] = {}
         self.admission: list[Admission] = []
+        self.update_admission: list[UpdateAdmission] = []
         self.validating_admission: list[ValidatingAdmission] = []
         self.lookup: Callable[[str, str, str], dict | None] | None = None
         # Versions of custom resources (None: only apiVersion is rewritten) and validating webhooks (webhooks/).
@@ -716,6 +720,8 @@ class REST:
         if manager is not None:
             self.field_manager.track(req.rt, req.subresource, old, new, manager)
         strategy.prepare_update(new, old, ctx)
+        for admit in self.update_admission:
+            admit(req.rt, new, old, ctx)
         keep_times_when_unchanged(old, new)
         for check in self.validating_admission:
             check(req.rt, new, old, ctx)
