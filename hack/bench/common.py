@@ -117,6 +117,7 @@ class Procs:
         self.kubeconfig = self.dir / "kubeconfig"
         self.audit = self.dir / "audit.jsonl"
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.names: list[str] = []   # each process's name, in the order of procs
 
     def __enter__(self) -> Procs:
         return self
@@ -133,6 +134,7 @@ class Procs:
         finally:
             log.close()
         self.procs.append(proc)
+        self.names.append(name)
         return proc
 
     def log(self, name: str) -> str:
@@ -191,6 +193,7 @@ class Procs:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait(STOP_TIMEOUT)
         self.procs.clear()
+        self.names.clear()
 
     def audit_records(self) -> list[dict[str, Any]]:
         if not self.audit.exists():

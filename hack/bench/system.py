@@ -63,12 +63,19 @@ def _budget(qps: float) -> str:
 
 class FloorDriver:
     """Issues, per job, what the controller writes for it (a ``Created`` status, every service and pod, exactly as
-    the controller builds them, and a ``Running`` status) with the same client library, budget and thread counts:
-    ``workers`` jobs at a time (``--threadiness``), their children over a pool of ``write_threads``, all at once
-    (no slow start, no slicing). What is left is the API's own cost."""
+    the controller builds them, and a ``Running`` status, each status the controller's merge patch) with the same
+    client library, budget and thread counts: ``workers`` jobs at a time (``--threadiness``), their children over a
+    pool of ``write_threads``, all at once (no slow start, no slicing). What is left is the API's own cost.
+
+    With ``await_running`` the ``Running`` status waits, as the controller's does, until the pod it stands for
+    runs: the deciding replica's pod (the Scheduler of a 1/2/4 job) reported Running by the kubelet helper, fed in
+    through :meth:`on_pod` from a pod informer. The wait holds no worker (the job comes back to the queue when its
+    pod runs, as a controller's does), so the floor's clock also covers the kubelet's writes the ``Running`` rests
+    on. Without it the status is written as soon as the children exist (the large job, which times the creates).
+    """
 
     def __init__(self, client: Any, *, workers: int, write_threads: int | None = None,
-                 serial: bool = False) -> None:
+                 serial: bool = False, await_running: bool = False) -> None:
         from mxjob_controller.core.child_sync import ChildSync
         from mxjob_controller.core.write_pool import WritePool
         from mxjob_controller.mxnet.framework import MXNetFramework
@@ -81,7 +88,10 @@ class FloorDriver:
                               1 if serial else write_threads or _controller_write_threads()).start()
         self.workers = workers
         self.serial = serial
-        self.jobs: list[dict[str, Any]] = []
+        self.await_running = await_running
+        self.tasks: list[Callable[[], None]] = []
+        self._waiting: dict[str, Callable[[], None]] = {}   # job name -> its Running write, once its pod runs
+        self._running_pods: set[str] = set()                # job names whose deciding pod was seen running
         self._lock = threading.Lock()
         self._cv = threading.Condition(self._lock)
         self._closed = False
@@ -93,9 +103,21 @@ class FloorDriver:
             t.start()
 
     def add(self, job: dict[str, Any], _sent: float = 0.0) -> None:
+        self._queue(lambda: self.run_job(job))
+
+    def on_pod(self, pod: dict[str, Any], *_: Any) -> None:
+        """A pod informer's add/update handler: a running pod of a job's deciding type releases its Running."""
+        from mxjob_controller.core.labels import JOB_NAME, REPLICA_TYPE
+
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if (pod.get("status") or {}).get("phase") != "Running" or labels.get(REPLICA_TYPE) != "scheduler":
+            return
+        name = labels.get(JOB_NAME, "")
         with self._cv:
-            self.jobs.append(job)
-            self._cv.notify()
+            self._running_pods.add(name)
+            write = self._waiting.pop(name, None)
+        if write is not None:
+            self._queue(write)
 
     def close(self, timeout: float = 10.0) -> None:
         with self._cv:
@@ -105,27 +127,40 @@ class FloorDriver:
             t.join(timeout)
         self.pool.stop(timeout)
 
+    def _queue(self, task: Callable[[], None]) -> None:
+        with self._cv:
+            self.tasks.append(task)
+            self._cv.notify()
+
     def _work(self) -> None:
         while True:
             with self._cv:
-                while not self.jobs and not self._closed:
+                while not self.tasks and not self._closed:
                     self._cv.wait(1.0)
-                if not self.jobs:
+                if not self.tasks:
                     return
-                job = self.jobs.pop(0)
+                task = self.tasks.pop(0)
             try:
-                self.run_job(job)
+                task()
             except BaseException as e:
                 with self._lock:
                     self.errors.append(e)
-            with self._lock:
-                self.done += 1
+
+    def _write_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        """The status write the controller's StatusWriter sends: a merge patch of the status, conditional on the
+        resourceVersion it was computed from."""
+        from mxjob_controller.kube.patch.merge import create_merge_patch
+        from mxjob_controller.mxnet.framework import MXJOBS
+
+        meta = job["metadata"]
+        patch = {"metadata": {"resourceVersion": meta["resourceVersion"]},
+                 "status": create_merge_patch(job.get("status") or {}, status)}
+        return self.client.patch(MXJOBS, meta["name"], patch, meta["namespace"], subresource="status")
 
     def run_job(self, job: dict[str, Any]) -> None:
         from mxjob_controller.core.child_control import POD, SERVICE
         from mxjob_controller.core.job_context import JobContext
         from mxjob_controller.kube.timefmt import now_rfc3339
-        from mxjob_controller.mxnet.framework import MXJOBS
         from mxjob_controller.runtime.client import PODS, SERVICES
 
         spec, errors = self.framework.parse(job)
@@ -138,9 +173,8 @@ class FloorDriver:
         counts = {t: {"active": 0} for t in types}
         created = {"type": "Created", "status": "True", "reason": "MXJobCreated", "lastUpdateTime": now,
                    "lastTransitionTime": now, "message": f"MXJob {meta['name']} is created."}
-        job = self.client.update_status(MXJOBS, {**job, "status": {
-            "conditions": [created], "replicaStatuses": counts, "mxReplicaStatuses": counts, "startTime": now,
-            "lastReconcileTime": now}})
+        job = self._write_status(job, {"conditions": [created], "replicaStatuses": counts,
+                                       "mxReplicaStatuses": counts, "startTime": now, "lastReconcileTime": now})
         writes: list[Callable[[], Any]] = []
         for kind, resource in ((SERVICE, SERVICES), (POD, PODS)):
             for rtype in types:
@@ -154,19 +188,36 @@ class FloorDriver:
                 raise TimeoutError("a floor write did not finish")
             if task.error is not None:
                 raise task.error
-        running = {"type": "Running", "status": "True", "reason": "MXJobRunning", "lastUpdateTime": now,
-                   "lastTransitionTime": now, "message": f"MXJob {meta['name']} is running."}
-        active = {t: {"active": spec.replicas[t].replicas} for t in types}
-        self.client.update_status(MXJOBS, {**job, "status": {**job["status"], "conditions": [created, running],
-                                                             "replicaStatuses": active, "mxReplicaStatuses": active}})
+
+        def write_running() -> None:
+            running = {"type": "Running", "status": "True", "reason": "MXJobRunning", "lastUpdateTime": now,
+                       "lastTransitionTime": now, "message": f"MXJob {meta['name']} is running."}
+            active = {t: {"active": spec.replicas[t].replicas} for t in types}
+            self._write_status(job, {**job["status"], "conditions": [created, running], "replicaStatuses": active,
+                                     "mxReplicaStatuses": active})
+            with self._lock:
+                self.done += 1
+
+        if not self.await_running:
+            write_running()
+            return
+        with self._cv:
+            ready = meta["name"] in self._running_pods
+            if not ready:
+                self._waiting[meta["name"]] = write_running
+        if ready:
+            write_running()
 
 
 # --- throughput ---------------------------------------------------------------------------------------------
 
-def _throughput_run(jobs: int, qps: float, threadiness: int, floor: bool) -> tuple[float, int, int]:
-    """Seconds from the first submission until every job is Running (the floor: until its writes are done), and
-    the writes the controller (or the floor) sent, and its event writes (the floor writes none)."""
+def _throughput_run(jobs: int, qps: float, threadiness: int,
+                    floor: bool) -> tuple[float, int, int, dict[str, float]]:
+    """Seconds from the first submission until every job is Running (the floor: until its writes are done, each
+    Running once its Scheduler pod runs), and the writes the controller (or the floor) sent, and its event writes
+    (the floor writes none)."""
     from mxjob_controller.mxnet.framework import MXJOBS
+    from mxjob_controller.runtime.client import PODS
 
     with Procs() as procs:
         procs.server(audit=True)
@@ -176,22 +227,26 @@ def _throughput_run(jobs: int, qps: float, threadiness: int, floor: bool) -> tup
         try:
             if not floor:
                 procs.controller(qps=qps, threadiness=threadiness)
-            with informers(driver, MXJOBS) as (job_cache,):
-                floor_driver = FloorDriver(budgeted, workers=threadiness) if floor else None
-                start = time.monotonic()
+            floor_driver = FloorDriver(budgeted, workers=threadiness, await_running=True) if floor else None
+            # Both sides keep the same watches on the driver: its MXJobs, and the pods that release the floor's
+            # Running writes (unused when the controller runs, so the server's load is the same).
+            pod_handlers = {"on_add": floor_driver.on_pod,
+                            "on_update": lambda _old, new: floor_driver.on_pod(new)} if floor_driver else {}
+            with informers(driver, MXJOBS, PODS, handlers={PODS: pod_handlers}) as (job_cache, _pods):
+                start, driver_cpu = time.monotonic(), time.process_time()
                 submit(driver, [mxjob(f"tp-{i}", THROUGHPUT_SHAPE) for i in range(jobs)],
                        on_created=floor_driver.add if floor_driver else None)
                 try:
-                    if floor_driver is not None:
-                        wait_until("floor writes", lambda: floor_driver.done >= jobs or bool(floor_driver.errors),
-                                   RUN_TIMEOUT, every=0.02)
-                        if floor_driver.errors:
-                            raise floor_driver.errors[0]
-                    else:
-                        wait_until("every job Running",
-                                   lambda: sum(_is_true(j, "Running") for j in job_cache.store.list()) >= jobs,
-                                   RUN_TIMEOUT, every=0.02, alive=procs.procs)
+                    # One end for both: every job Running as the driver's cache sees it.
+                    wait_until("every job Running",
+                               lambda: bool(floor_driver and floor_driver.errors)
+                               or sum(_is_true(j, "Running") for j in job_cache.store.list()) >= jobs,
+                               RUN_TIMEOUT, every=0.02, alive=procs.procs)
+                    if floor_driver is not None and floor_driver.errors:
+                        raise floor_driver.errors[0]
                     elapsed = time.monotonic() - start
+                    cpu = {name: cpu_seconds(proc.pid) for name, proc in zip(procs.names, procs.procs, strict=True)}
+                    cpu["driver"] = time.process_time() - driver_cpu   # submissions, caches and the floor's writes
                 finally:
                     if floor_driver is not None:
                         floor_driver.close()
@@ -200,36 +255,57 @@ def _throughput_run(jobs: int, qps: float, threadiness: int, floor: bool) -> tup
             ours = [r for r in procs.audit_records() if r["verb"] in ("create", "update", "patch", "delete")
                     and r["userAgent"].startswith(agent) and r["userAgent"].endswith(component)]
             events = sum(1 for r in ours if r["resource"] == "events")
-            return elapsed, len(ours) - events, events
+            return elapsed, len(ours) - events, events, cpu
         finally:
             driver.close()
             if budgeted is not None:
                 budgeted.close()
 
 
+THROUGHPUT_REPEATS = 3   # without a client limit each side's figure is the median of this many interleaved runs
+
+
 def bench_throughput(full: bool) -> Outcome:
+    """At the default budget the budget sets the pace (one run of each side moves by ~1%); without a client limit
+    the machine's CPU does, and one run moves by ±15%, so that figure is the median of interleaved runs (the CPU
+    columns are those of the median run)."""
     threadiness = 4
-    sizes = ((20.0, 300), (-1.0, 300)) if full else ((20.0, 40), (-1.0, 100))
+    sizes = ((20.0, 300), (-1.0, 300)) if full else ((20.0, 30), (-1.0, 100))
     rows: list[tuple[str, str]] = []
     figures: dict[str, Any] = {}
     ratios: dict[str, Any] = {}
     targets: dict[str, bool] = {}
     for qps, jobs in sizes:
-        ctl, ctl_writes, ctl_events = _throughput_run(jobs, qps, threadiness, floor=False)
-        flo, flo_writes, _ = _throughput_run(jobs, qps, threadiness, floor=True)
+        repeats = THROUGHPUT_REPEATS if qps < 0 else 1
+        runs: dict[bool, list[tuple[float, int, int, dict[str, float]]]] = {False: [], True: []}
+        for _ in range(repeats):
+            for floor in (False, True):
+                runs[floor].append(_throughput_run(jobs, qps, threadiness, floor=floor))
+        (ctl, ctl_writes, ctl_events, ctl_cpu), (flo, flo_writes, _, flo_cpu) = (
+            sorted(runs[side])[len(runs[side]) // 2] for side in (False, True))
         label = f"{jobs} jobs of 1/2/4, {_budget(qps)}, --threadiness {threadiness}"
+        if repeats > 1:
+            label += f", median of {repeats}"
         rows += [(f"{label}: controller, until all Running", f"{ctl:.2f} s  ({jobs / ctl:.1f} jobs/s, "
                                                                f"{ctl_writes} writes + {ctl_events} events)"),
                  (f"{label}: floor (same writes, no controller)", f"{flo:.2f} s  ({jobs / flo:.1f} jobs/s, "
                                                                   f"{flo_writes} writes)"),
-                 (f"{label}: controller / floor", f"{ctl / flo:.2f}")]
+                 (f"{label}: controller / floor", f"{ctl / flo:.2f}" + (
+                     f"  (runs: {', '.join(f'{r[0]:.2f}' for r in runs[False])} / "
+                     f"{', '.join(f'{r[0]:.2f}' for r in runs[True])} s)" if repeats > 1 else "")),
+                 (f"{label}: CPU s, server + controller vs server + floor's writes",
+                  f"{ctl_cpu['server']:.2f} + {ctl_cpu['controller']:.2f} vs "
+                  f"{flo_cpu['server']:.2f} + {flo_cpu['driver'] - ctl_cpu['driver']:.2f}")]
         key = f"qps_{'none' if qps < 0 else int(qps)}"
-        figures[key] = {"jobs": jobs, "controller_s": ctl, "floor_s": flo, "controller_jobs_per_s": jobs / ctl,
-                        "floor_jobs_per_s": jobs / flo, "controller_writes": ctl_writes,
-                        "controller_event_writes": ctl_events, "floor_writes": flo_writes}
+        figures[key] = {"jobs": jobs, "repeats": repeats, "controller_s": ctl, "floor_s": flo,
+                        "controller_runs_s": [r[0] for r in runs[False]], "floor_runs_s": [r[0] for r in runs[True]],
+                        "controller_jobs_per_s": jobs / ctl, "floor_jobs_per_s": jobs / flo,
+                        "controller_writes": ctl_writes, "controller_event_writes": ctl_events,
+                        "floor_writes": flo_writes, "controller_run_cpu_s": ctl_cpu, "floor_run_cpu_s": flo_cpu}
         ratios[key] = ctl / flo
         targets[f"throughput controller/floor <= 1.25 at {_budget(qps)}"] = ctl / flo <= 1.25
-    return Outcome(rows, inputs={"shape": "1/2/4", "threadiness": threadiness, "sizes": sizes},
+    return Outcome(rows, inputs={"shape": "1/2/4", "threadiness": threadiness, "sizes": sizes,
+                                 "repeats_without_client_limit": THROUGHPUT_REPEATS},
                    figures=figures, ratios=ratios, targets=targets)
 
 
