@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from mxjob_controller.core.slow_start import Slice, slow_start, slow_start_lanes
+from mxjob_controller.core.slow_start import Slice, batch_cap_for_budget, slow_start, slow_start_lanes
 from mxjob_controller.core.write_pool import PoolStoppedError, WritePool
 
 
@@ -160,3 +160,11 @@ def test_a_slice_yields_only_while_other_work_waits(pool: WritePool) -> None:
     joined = slow_start(tasks, pool, timeout=5, within=Slice(writes=3, seconds=60, max_batch=8,
                                                                contended=someone_waits_after_two_asks))
     assert joined.batches == [1, 2] and joined.deferred == 37 and len(asked) == 3
+
+
+@pytest.mark.parametrize(("qps", "cap"), [(-1, 128), (0, 32), (5, 32), (20, 32), (30, 45), (50, 75), (100, 128),
+                                          (1000, 128)])
+def test_the_batch_cap_is_what_the_client_budget_sends_in_a_second_and_a_half(qps, cap):
+    """A batch holds its job's worker until it is answered: at 20 req/s no more than 32 (1.6 s of the budget);
+    without a client limit 128, so a 1/32/256 job needs 5 steady rounds, not 18."""
+    assert batch_cap_for_budget(qps) == cap

@@ -91,10 +91,14 @@ def test_events_are_prompt_while_the_main_client_budget_is_used_up(h: Harness) -
     assert lag <= 2, f"events fell {lag} creations behind"
 
 
-def test_the_run_flags_size_the_events_client(apiserver: APIServer) -> None:
-    """Each framework's controller (all three by default) gets an events client of its own, sized by the flags."""
+@pytest.mark.parametrize(("kube_api_qps", "batch"), [(20.0, 32), (-1.0, 128)])
+def test_the_run_flags_size_the_events_client_and_the_batches(apiserver: APIServer, kube_api_qps: float,
+                                                              batch: int) -> None:
+    """Each framework's controller (all three by default) gets an events client of its own, sized by the flags,
+    and slow-start batches sized by the client budget (core/slow_start.batch_cap_for_budget)."""
     client = Client(ClientConfig(host=apiserver.url, qps=20, burst=30), component="controller")
-    built = controllers.new_controller(client, RunSettings(event_qps=7.5, event_burst=9), CollectorRegistry())
+    built = controllers.new_controller(client, RunSettings(event_qps=7.5, event_burst=9, kube_api_qps=kube_api_qps),
+                                       CollectorRegistry())
     assert isinstance(built, controllers.Controllers)
     try:
         assert [c.framework.framework_name for c in built.controllers] == ["mxnet", "tensorflow", "generic"]
@@ -104,6 +108,7 @@ def test_the_run_flags_size_the_events_client(apiserver: APIServer) -> None:
             assert bucket is not None and main is not None and bucket is not main
             assert (bucket.qps, bucket.burst, main.qps, main.burst) == (7.5, 9, 20.0, 30)
             assert controller.event_client.user_agent.endswith(" events")
+            assert controller.options.slice_batch == batch
     finally:
         assert built.stop(5.0)
         assert all(controller.event_client.closed for controller in built.controllers)

@@ -20,6 +20,19 @@ from typing import Any
 
 from mxjob_controller.core.write_pool import WritePool
 
+SMALLEST_BATCH_CAP, LARGEST_BATCH_CAP = 32, 128
+BATCH_SECONDS = 1.5   # what the client budget sends in this long is the most one batch may hold
+
+
+def batch_cap_for_budget(qps: float) -> int:
+    """The largest slow-start batch for a client allowed ``qps`` requests a second (negative: no client limit; 0:
+    client-go's default of 5). A batch holds its job's worker until every write in it is answered, so at the
+    default 20 req/s a batch is at most 32 (1.6 s of the budget; 128 would hold the worker ~6 s), while without a
+    limit a 1/32/256 job goes in 5 steady rounds of 128 instead of 18 of 32."""
+    if qps < 0:
+        return LARGEST_BATCH_CAP
+    return max(SMALLEST_BATCH_CAP, min(LARGEST_BATCH_CAP, int((qps or 5.0) * BATCH_SECONDS)))
+
 
 @dataclass(frozen=True, slots=True)
 class Slice:

@@ -24,6 +24,7 @@ from mxjob_controller.core.job_controller import (
     PodGroupAPIMissingError,
     StartCancelledError,
 )
+from mxjob_controller.core.slow_start import batch_cap_for_budget
 from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS, FRAMEWORKS
 from mxjob_controller.manager.settings import RunSettings
 from mxjob_controller.runtime.client import Client
@@ -91,7 +92,8 @@ def new_controller(client: Client, settings: RunSettings, registry: CollectorReg
     options = ControllerOptions(namespaces=settings.namespaces or None, threadiness=settings.threadiness,
                                 resync_period=settings.resync_period, registry=registry,
                                 gang_scheduler_name=settings.gang_scheduler_name or None,
-                                event_qps=settings.event_qps, event_burst=settings.event_burst)
+                                event_qps=settings.event_qps, event_burst=settings.event_burst,
+                                slice_batch=batch_cap_for_budget(settings.kube_api_qps))
     return build_controllers(client, options, settings.frameworks or DEFAULT_FRAMEWORKS)
 
 
