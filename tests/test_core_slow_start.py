@@ -163,7 +163,7 @@ def test_a_slice_yields_only_while_other_work_waits(pool: WritePool) -> None:
 
 
 @pytest.mark.parametrize(("qps", "cap"), [(-1, 128), (0, 32), (5, 32), (20, 32), (30, 45), (50, 75), (100, 128),
-                                          (1000, 128)])
+                                          (1000, 128), (float("inf"), 128), (float("nan"), 128)])
 def test_the_batch_cap_is_what_the_client_budget_sends_in_a_second_and_a_half(qps, cap):
     """A batch holds its job's worker until it is answered: at 20 req/s no more than 32 (1.6 s of the budget);
     without a client limit 128, so a 1/32/256 job needs 5 steady rounds, not 18."""

@@ -139,6 +139,36 @@ def test_an_apply_of_the_original_manifest_keeps_the_ports_the_job_was_given(tmp
             container = stored["spec"]["mxReplicaSpecs"][rtype]["template"]["spec"]["containers"][0]
             assert [p["containerPort"] for p in container["ports"] if p["name"] == "mxjob-port"] == [int(port)]
         assert stored["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] == 3
+        # The same manifest again: the patch still drops the ports, the port admission puts them back before the
+        # strategy compares the specs, so nothing is written (no new generation, no new version).
+        kubectl.ok("apply", "-f", "-", input=json.dumps(job))
+        again = kube.get(job_path("kept")).body["metadata"]
+        assert (again["generation"], again["resourceVersion"]) == (stored["metadata"]["generation"],
+                                                                   stored["metadata"]["resourceVersion"])
+
+
+def test_a_port_the_user_takes_over_is_no_longer_kept_for_the_job(tmp_path):
+    """Once the user names a type's port, the annotation forgets the one the cluster gave; a port another job has
+    declared since is never handed back."""
+    with local_cluster(tmp_path, job_ports=(24100, 24199)) as (_cluster, kube, kubectl):
+        a = mxjob("a", SLEEPER, workers=1)
+        kubectl.ok("apply", "-f", "-", input=json.dumps(a))
+        given = int(assigned_of(kube, "a")["Scheduler"])
+        scheduler = a["spec"]["mxReplicaSpecs"]["Scheduler"]["template"]["spec"]["containers"][0]
+        scheduler["ports"] = [{"name": "mxjob-port", "containerPort": 24199}]
+        kubectl.ok("apply", "-f", "-", input=json.dumps(a))
+        assert "Scheduler" not in assigned_of(kube, "a")
+        b = mxjob("b", SLEEPER, workers=1, port=given)   # another job declares the port A was given
+        assert kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", b).ok
+        del scheduler["ports"]
+        kubectl.ok("apply", "-f", "-", input=json.dumps(a))
+        now = int(assigned_of(kube, "a")["Scheduler"])
+        assert now != given and 24100 <= now <= 24199
+
+
+def assigned_of(kube: Kube, name: str) -> dict[str, str]:
+    text = (kube.get(job_path(name)).body["metadata"].get("annotations") or {}).get(ANNOTATION) or ""
+    return dict(item.split("=") for item in text.split(",") if item)
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,6 +13,7 @@ controllers bound a sync the same way: at most 500 creates or deletes per sync).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ def batch_cap_for_budget(qps: float) -> int:
     client-go's default of 5). A batch holds its job's worker until every write in it is answered, so at the
     default 20 req/s a batch is at most 32 (1.6 s of the budget; 128 would hold the worker ~6 s), while without a
     limit a 1/32/256 job goes in 5 steady rounds of 128 instead of 18 of 32."""
-    if qps < 0:
+    if qps < 0 or not math.isfinite(qps):   # what the client takes for "no limit"
         return LARGEST_BATCH_CAP
     return max(SMALLEST_BATCH_CAP, min(LARGEST_BATCH_CAP, int((qps or 5.0) * BATCH_SECONDS)))
 

@@ -92,19 +92,22 @@ class JobPorts:
         self._assign(obj, kept)
 
     def _assign(self, obj: dict[str, Any], kept: dict[str, int]) -> None:
-        """Give each type left at the default port its ``kept`` one, else a free one; name in the annotation every
-        type whose port the cluster chose."""
+        """Give each type left at the default port its ``kept`` one (unless another job has declared it since),
+        else a free one; name in the annotation every type whose port the cluster chose."""
         specs = (obj.get("spec") or {}).get("mxReplicaSpecs")
         if not isinstance(specs, dict):
             return  # validation reports it
         lists = {rtype: ports for rtype, spec in specs.items() if (ports := _port_list(spec, create=True)) is not None}
         wanted = [rtype for rtype, ports in lists.items() if _declared(ports) in (None, DEFAULT_PORT)]
-        if not wanted:
+        if not wanted and not kept:
             return
+        meta = obj.setdefault("metadata", {})
         with self._lock:
-            taken = self._taken() | {p for ports in lists.values() if (p := _declared(ports)) is not None}
+            taken = self._taken(skip=(meta.get("namespace"), meta.get("name"))) | {
+                p for ports in lists.values() if (p := _declared(ports)) is not None}
             for rtype in wanted:
-                port = kept[rtype] if rtype in kept else self._free(taken)
+                given = kept.get(rtype)
+                port = given if given is not None and given not in taken else self._free(taken)
                 taken.add(port)
                 for entry in lists[rtype]:
                     if isinstance(entry, dict) and entry.get("name") == DEFAULT_PORT_NAME:
@@ -114,14 +117,22 @@ class JobPorts:
                     lists[rtype].append({"name": DEFAULT_PORT_NAME, "containerPort": port})
         chosen = [f"{rtype}={port}" for rtype, ports in lists.items()
                   if (port := _declared(ports)) is not None and (rtype in wanted or kept.get(rtype) == port)]
-        meta = obj.setdefault("metadata", {})
-        meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION: ",".join(chosen)}
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION}
+        if chosen:   # a port the user now chose himself is no longer the cluster's: its entry goes
+            annotations[ANNOTATION] = ",".join(chosen)
+        if annotations:
+            meta["annotations"] = annotations
+        else:
+            meta.pop("annotations", None)
 
-    def _taken(self) -> set[int]:
-        """Ports declared by MXJobs that have not finished."""
+    def _taken(self, skip: tuple[Any, Any] | None = None) -> set[int]:
+        """Ports declared by MXJobs that have not finished, but for the job ``skip`` (namespace, name) names."""
         taken: set[int] = set()
         for entry in self._store.iter_all(MXJOBS_KEY):
             job = entry.obj
+            meta = job.get("metadata") or {}
+            if skip is not None and (meta.get("namespace"), meta.get("name")) == skip:
+                continue
             conditions = (job.get("status") or {}).get("conditions") or []
             if any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True" for c in conditions):
                 continue

@@ -135,8 +135,8 @@ SubresourceCreator = Callable[[Request], Response]
 Admission = Callable[[ResourceType, dict, WriteContext], None]
 """Mutating admission on create: runs after defaulting, before validation; may change the object in place."""
 UpdateAdmission = Callable[[ResourceType, dict, dict, WriteContext], None]
-"""Mutating admission on update: (rt, new object, old object, ctx); runs after the strategy prepared the update,
-before validation; may change the new object in place."""
+"""Mutating admission on update: (rt, new object, old object, ctx); runs before the strategy prepares the update
+(as kube's, so a change it undoes does not bump ``generation``); may change the new object in place."""
 ValidatingAdmission = Callable[[ResourceType, dict, "dict | None", WriteContext], None]
 """(rt, new object, old object (None on create), ctx): raises StatusError to refuse a create or an update (the
 caller is ``ctx.user``); runs after mutating admission, before validation."""
@@ -719,9 +719,9 @@ class REST:
             old = self._served(req.rt, [current])[0].obj
         if manager is not None:
             self.field_manager.track(req.rt, req.subresource, old, new, manager)
-        strategy.prepare_update(new, old, ctx)
-        for admit in self.update_admission:
+        for admit in self.update_admission:   # as kube: before the strategy (which bumps generation on a spec change)
             admit(req.rt, new, old, ctx)
+        strategy.prepare_update(new, old, ctx)
         keep_times_when_unchanged(old, new)
         for check in self.validating_admission:
             check(req.rt, new, old, ctx)
