@@ -12,7 +12,6 @@ Each benchmark imports what it needs itself, so one benchmark's imports do not i
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from hack.bench.common import ROOT, Outcome
+from hack.bench.common import ROOT, Outcome, cpu_seconds
 
 
 def realistic_pod(i: int) -> dict:
@@ -115,12 +114,6 @@ def bench_pod_write(full: bool) -> Outcome:
                     raise RuntimeError("local up did not start")
                 time.sleep(0.05)
             url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-            ticks = os.sysconf("SC_CLK_TCK")
-
-            def cpu() -> float:
-                fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-                return (int(fields[11]) + int(fields[12])) / ticks
-
             kube = Kube(url)   # one kept-alive connection, as the test's (a connection per request costs more)
             try:
                 def create(body: dict) -> None:
@@ -133,10 +126,10 @@ def bench_pod_write(full: bool) -> Outcome:
                 rounds = []
                 for r in range(POD_WRITE_ROUNDS):
                     bodies = [test_pod(f"r{r}-{i}") for i in range(POD_WRITE_PODS)]
-                    before = cpu()
+                    before = cpu_seconds(proc.pid)
                     for body in bodies:
                         create(body)
-                    rounds.append((cpu() - before) / POD_WRITE_PODS * 1e3)
+                    rounds.append((cpu_seconds(proc.pid) - before) / POD_WRITE_PODS * 1e3)
             finally:
                 kube.close()
         finally:
