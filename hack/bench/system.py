@@ -282,7 +282,7 @@ def bench_throughput(full: bool) -> Outcome:
             for floor in (False, True):
                 runs[floor].append(_throughput_run(jobs, qps, threadiness, floor=floor))
         (ctl, ctl_writes, ctl_events, ctl_cpu), (flo, flo_writes, _, flo_cpu) = (
-            sorted(runs[side])[len(runs[side]) // 2] for side in (False, True))
+            sorted(runs[side], key=lambda run: run[0])[len(runs[side]) // 2] for side in (False, True))
         label = f"{jobs} jobs of 1/2/4, {_budget(qps)}, --threadiness {threadiness}"
         if repeats > 1:
             label += f", median of {repeats}"
