@@ -213,9 +213,10 @@ class FloorDriver:
 
 def _throughput_run(jobs: int, qps: float, threadiness: int,
                     floor: bool) -> tuple[float, int, int, dict[str, float]]:
-    """Seconds from the first submission until every job is Running (the floor: until its writes are done, each
-    Running once its Scheduler pod runs), and the writes the controller (or the floor) sent, and its event writes
-    (the floor writes none)."""
+    """Seconds from the first submission until every job is Running as the driver's cache sees it (the floor writes
+    each Running once its Scheduler pod runs); the writes the controller (or the floor) sent; its event writes (the
+    floor writes none); and the CPU seconds of each process until then (server, kubelet and controller since they
+    started; this driver, whose threads also run the floor, since the first submission)."""
     from mxjob_controller.mxnet.framework import MXJOBS
     from mxjob_controller.runtime.client import PODS
 
