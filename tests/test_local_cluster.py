@@ -155,7 +155,7 @@ def test_a_port_the_user_takes_over_is_no_longer_kept_for_the_job(tmp_path):
         kubectl.ok("apply", "-f", "-", input=json.dumps(a))
         given = int(assigned_of(kube, "a")["Scheduler"])
         scheduler = a["spec"]["mxReplicaSpecs"]["Scheduler"]["template"]["spec"]["containers"][0]
-        scheduler["ports"] = [{"name": "mxjob-port", "containerPort": 24199}]
+        scheduler["ports"] = [{"name": "mxjob-port", "containerPort": 24300}]   # outside the range: never given
         kubectl.ok("apply", "-f", "-", input=json.dumps(a))
         assert "Scheduler" not in assigned_of(kube, "a")
         b = mxjob("b", SLEEPER, workers=1, port=given)   # another job declares the port A was given
