@@ -250,7 +250,10 @@ def test_local_up_runs_a_job_and_leaves_no_process_when_it_stops(tmp_path, sig):
         assert up.poll() is None, output.read_text()
         kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache")
         kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
-        assert "Local cluster running: API server, MXJob and TFJob controllers, kubelet" in output.read_text()
+        # The banner is logged once the kubeconfig is written: poll for it rather than race it.
+        wait_for(lambda: "Local cluster running: API server, MXJob and TFJob controllers, kubelet"
+                 in output.read_text() or up.poll() is not None, timeout=30, what="local up's banner")
+        assert up.poll() is None, output.read_text()
         kubectl.ok("create", "-f", "-", input=json.dumps(mxjob("tree", SLEEPER)))
         pods = wait_for(lambda: all_running(kube, "tree", 4), timeout=60, what="every pod running")
         wait_for(lambda: kubectl.ok("logs", "tree-worker-1") == "up\n", timeout=20, what="the worker's output")
