@@ -152,7 +152,9 @@ def test_the_vendor_backoff_limit_of_6_fails_the_job_at_the_sixth_restart(tf: TF
     failed = tf.wait_condition(NS, JOB, "Failed")
     assert (failed["reason"], failed["message"]) == (
         "TFJobFailed", "Job tfjob-test has failed because it has reached the specified backoff limit")
-    assert metric(controller.registry, "failed", NS, framework="tensorflow") == 1
+    # Counted by the reconcile that wrote Failed, just after the write the test saw: polled, not raced.
+    wait_for(lambda: metric(controller.registry, "failed", NS, framework="tensorflow") == 1, timeout=DEADLINE,
+             what="the failed-jobs metric")
 
 
 def test_the_chief_decides_and_running_replicas_are_reaped(tf: TFHarness) -> None:
