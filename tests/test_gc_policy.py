@@ -1,5 +1,6 @@
-"""The collector policy of the long-running processes (``mxjob_controller/gc_policy.py``): what survives a full
-collection is frozen, and once a period everything is thawed so that a cycle that died frozen is collected.
+"""The collector policy of the long-running processes (``mxjob_controller/gc_policy.py``): what survives a collection
+of the middle generation is frozen, and once a period everything is thawed and left unfrozen until a full collection
+has walked it, so that a cycle that died frozen is collected.
 
 The policy may already be installed in this process (the CLI's tests run its group), so the first test drives the
 callback against a stand-in for ``gc`` and the second takes the callback out while it uses the real collector."""
@@ -29,17 +30,23 @@ class _Collector:
 def test_survivors_are_frozen_and_thawed_once_a_period(monkeypatch: pytest.MonkeyPatch) -> None:
     collector = _Collector()
     monkeypatch.setattr(gc_policy, "gc", collector)
+    monkeypatch.setattr(gc_policy, "_thawed", False)
     monkeypatch.setattr(gc_policy, "_thawed_at", time.monotonic())
-    gc_policy._after_collection("stop", {"generation": 1})
+    gc_policy._after_collection("stop", {"generation": 0})
+    gc_policy._after_collection("start", {"generation": 1})
     gc_policy._after_collection("start", {"generation": 2})
-    assert collector.calls == []                                 # only the end of a full collection counts
+    assert collector.calls == []   # the youngest generation's survivors stay young, and only a stop counts
+    gc_policy._after_collection("stop", {"generation": 1})
     gc_policy._after_collection("stop", {"generation": 2})
-    assert collector.calls == ["freeze"]
+    assert collector.calls == ["freeze", "freeze"]
     monkeypatch.setattr(gc_policy, "_thawed_at", time.monotonic() - gc_policy.THAW_SECONDS - 1)
+    gc_policy._after_collection("stop", {"generation": 1})
+    assert collector.calls == ["freeze", "freeze", "unfreeze"]   # the period is over: all thawed ...
+    gc_policy._after_collection("stop", {"generation": 1})
+    assert collector.calls[-1] == "unfreeze"                     # ... and left so until a full collection ...
     gc_policy._after_collection("stop", {"generation": 2})
-    assert collector.calls == ["freeze", "unfreeze"]             # the period is over: all thawed ...
-    gc_policy._after_collection("stop", {"generation": 2})
-    assert collector.calls == ["freeze", "unfreeze", "freeze"]   # ... and the next period starts then
+    gc_policy._after_collection("stop", {"generation": 1})
+    assert collector.calls == ["freeze", "freeze", "unfreeze", "freeze", "freeze"]   # ... has walked it all
 
 
 def test_a_cycle_frozen_while_alive_is_collected_after_the_thaw(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,13 +60,15 @@ def test_a_cycle_frozen_while_alive_is_collected_after_the_thaw(monkeypatch: pyt
         node = Node()
         node.self = node
         ref = weakref.ref(node)
+        monkeypatch.setattr(gc_policy, "_thawed", False)
         monkeypatch.setattr(gc_policy, "_thawed_at", time.monotonic())
-        gc_policy._after_collection("stop", {"generation": 2})   # frozen while alive
+        gc_policy._after_collection("stop", {"generation": 1})   # frozen while alive
         del node
         gc.collect()
         assert ref() is not None                                 # frozen: not collected
         monkeypatch.setattr(gc_policy, "_thawed_at", time.monotonic() - gc_policy.THAW_SECONDS - 1)
-        gc_policy._after_collection("stop", {"generation": 2})   # the thaw
+        gc_policy._after_collection("stop", {"generation": 1})   # the thaw
+        gc_policy._after_collection("stop", {"generation": 1})   # not frozen again before a full collection
         gc.collect()
         assert ref() is None
     finally:

@@ -7,7 +7,7 @@ import click
 from mxjob_controller import __version__
 from mxjob_controller.cli.local import local
 from mxjob_controller.cli.run import run
-from mxjob_controller.gc_policy import freeze_survivors_of_full_collections
+from mxjob_controller.gc_policy import freeze_long_lived
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "MXJOB"})
@@ -15,7 +15,7 @@ from mxjob_controller.gc_policy import freeze_survivors_of_full_collections
 def main() -> None:
     """Run distributed Apache MXNet training on Kubernetes as MXJob resources."""
     # Every subcommand is a long-running process holding large JSON caches: see gc_policy for why.
-    freeze_survivors_of_full_collections()
+    freeze_long_lived()
 
 
 main.add_command(local)

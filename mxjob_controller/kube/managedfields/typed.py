@@ -398,9 +398,13 @@ def _fresh_node(value: Any, t: Type) -> dict:
         if not value or _shape(t, value) == _LEAF:
             return {}
         out: dict = {fp.MEMBER: {}}
+        deduced = t.kind == DEDUCED
         for k in sorted(value):
             v = value[k]
-            out["f:" + k] = _fresh_node(v, _child_type(t, k)) if type(v) is dict or type(v) is list else {}
+            if type(v) is dict or type(v) is list:   # _child_type(t, k), inlined: this loop is most of a create's
+                out["f:" + k] = _fresh_node(v, DEDUCED_TYPE if deduced else (t.child(k) or DEDUCED_TYPE))
+            else:
+                out["f:" + k] = {}
         return out
     if type(value) is list and value and _shape(t, value) != _LEAF:
         below = _added(ABSENT, value, t)
@@ -424,15 +428,18 @@ def _added(base: Any, value: Any, t: Type) -> dict | None:
             if node is not None:
                 out["f:" + k] = node
     else:
-        items = []
         elem = t.elem or DEDUCED_TYPE
+        elements = [item_element(t, item) for item in value]
+        if len(set(elements)) == len(elements):   # no two items alike: the common case, in one sort
+            order = fp.element_order
+            for pe, item in sorted(zip(elements, value, strict=True), key=lambda x: order(x[0])):
+                out[pe] = _fresh_node(item, elem)
+            return out or None
         seen: dict[str, int] = {}
-        for item in value:
-            pe = item_element(t, item)
+        for pe in elements:
             seen[pe] = seen.get(pe, 0) + 1
-            items.append((pe, item))
-        ordered = sorted(((fp.element_order(pe), pe, item) for pe, item in items if seen[pe] == 1),
-                         key=lambda x: x[0])
+        ordered = sorted(((fp.element_order(pe), pe, item)
+                          for pe, item in zip(elements, value, strict=True) if seen[pe] == 1), key=lambda x: x[0])
         for _, pe, item in ordered:
             out[pe] = _fresh_node(item, elem)
         for pe in sorted({pe for pe, n in seen.items() if n > 1}, key=fp.element_order):

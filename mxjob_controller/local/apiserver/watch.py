@@ -21,10 +21,15 @@ from dataclasses import dataclass
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 
 
+# Built once (json.dumps builds an encoder per call), and without the circular-reference check: what is encoded
+# is a tree (decoded JSON and what the server adds to it). Together a fifth less per stored object.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
+
+
 def encode_json(obj: dict) -> bytes:
     """An object as the server sends it: compact JSON. Raises ValueError/TypeError for what JSON cannot carry
     (NaN, infinities, non-JSON types), so nothing unservable is ever encoded."""
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+    return _ENCODER.encode(obj).encode()
 
 
 class Entry:
