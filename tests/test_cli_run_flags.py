@@ -300,3 +300,16 @@ def test_the_service_account_directory_variable_is_read_when_the_settings_are_bu
 
 def test_bind_address_type_reuses_the_endpoints_parser():
     assert flag_types.BindAddress().convert("[::1]:8080", None, None) == "[::1]:8080"
+
+
+def test_run_does_not_load_the_embedded_cluster():
+    """The in-cluster controller's start-up: ``run`` (looked up as the command line does) imports nothing of
+    ``mxjob_controller.local``, while ``local`` is still there to be found."""
+    probe = ("import sys; from mxjob_controller.cli import main; "
+             "assert main.get_command(None, 'run') is not None; "
+             "print(sorted(m for m in sys.modules if m.startswith('mxjob_controller.local'))); "
+             "assert main.get_command(None, 'local') is not None; "
+             "print('mxjob_controller.local.apiserver.server' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                         env=clean_env()).stdout.splitlines()
+    assert out == ["[]", "True"], out
