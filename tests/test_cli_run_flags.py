@@ -310,6 +310,6 @@ def test_run_does_not_load_the_embedded_cluster():
              "print(sorted(m for m in sys.modules if m.startswith('mxjob_controller.local'))); "
              "assert main.get_command(None, 'local') is not None; "
              "print('mxjob_controller.local.apiserver.server' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=60,
                          env=clean_env()).stdout.splitlines()
     assert out == ["[]", "True"], out
