@@ -9,6 +9,7 @@
 - idle        finished and running 1/1/1 jobs over three 10 s resyncs: the controller's API writes (0 is the
               target) and CPU seconds per resync
 - latency     1/1/1 jobs submitted at a steady 10/s: p50 and p99 from the MXJob's creation to its first pod
+              (and at 2/s under the default budget, which 10/s exceed 4.5 times over)
 
 The kubelet helper (:mod:`hack.bench.kubelet`) runs the pods where a job must reach Running.
 """
@@ -432,24 +433,32 @@ def bench_idle(full: bool) -> Outcome:
 # --- latency ------------------------------------------------------------------------------------------------
 
 def bench_latency(full: bool) -> Outcome:
-    rate, seconds = 10.0, 30.0 if full else 15.0
-    budgets = (-1.0, 20.0) if full else (-1.0,)
+    """The issue's 10 jobs/s without a client limit and (full) at the default budget; and at the default budget, a
+    rate the budget can carry: 10 jobs/s need about 90 controller writes/s, 4.5 times what 20 req/s allows, so
+    that figure only measures the queue the limit builds (printed with the arithmetic)."""
+    seconds = 30.0 if full else 15.0
+    runs = [(10.0, -1.0), *([(10.0, 20.0)] if full else []), (2.0, 20.0)]
     rows: list[tuple[str, str]] = []
     figures: dict[str, Any] = {}
     targets: dict[str, bool] = {}
-    for qps in budgets:
-        p50, p99, worst, n = _latency_run(rate, seconds, qps)
-        key = f"qps_{'none' if qps < 0 else int(qps)}"
-        figures[key] = {"jobs": n, "p50_s": p50, "p99_s": p99, "max_s": worst}
+    for rate, qps in runs:
+        p50, p99, worst, n, writes = _latency_run(rate, seconds, qps)
+        key = f"qps_{'none' if qps < 0 else int(qps)}" + ("" if rate == 10.0 else f"_rate_{rate:g}")
+        figures[key] = {"jobs": n, "rate_per_s": rate, "p50_s": p50, "p99_s": p99, "max_s": worst,
+                        "controller_writes": writes}
         rows += [(f"1/1/1 jobs at {rate:g}/s for {seconds:g} s ({n} jobs), {_budget(qps)}", ""),
                  ("  MXJob created -> its first pod seen: p50 / p99 / max", f"{p50 * 1e3:.0f} / {p99 * 1e3:.0f} / "
                                                                             f"{worst * 1e3:.0f} ms")]
-        targets[f"latency p99 <= 1 s at {_budget(qps)}"] = p99 <= 1.0
-    return Outcome(rows, inputs={"rate_per_s": rate, "seconds": seconds, "threadiness": 4}, figures=figures,
-                   targets=targets)
+        if qps > 0:
+            rows.append(("  controller writes needed / client budget (events aside: they have their own)",
+                         f"{writes / n * rate:.0f} / {qps:g} req/s"))
+        targets[f"latency p99 <= 1 s at {_budget(qps)}, {rate:g} jobs/s"] = p99 <= 1.0
+    return Outcome(rows, inputs={"runs": [{"rate_per_s": r, "qps": q} for r, q in runs], "seconds": seconds,
+                                 "threadiness": 4}, figures=figures, targets=targets)
 
 
-def _latency_run(rate: float, seconds: float, qps: float) -> tuple[float, float, float, int]:
+def _latency_run(rate: float, seconds: float, qps: float) -> tuple[float, float, float, int, int]:
+    """p50, p99 and max of the delays, the number of jobs, and the controller's writes (events aside)."""
     from mxjob_controller.runtime.client import PODS
 
     sent: dict[str, float] = {}
@@ -464,7 +473,7 @@ def _latency_run(rate: float, seconds: float, qps: float) -> tuple[float, float,
 
     count = int(rate * seconds)
     with Procs() as procs:
-        procs.server()
+        procs.server(audit=True)
         procs.kubelet()
         driver = client_for(procs.kubeconfig)
         try:
@@ -483,8 +492,10 @@ def _latency_run(rate: float, seconds: float, qps: float) -> tuple[float, float,
                            alive=procs.procs)
         finally:
             driver.close()
+        writes = sum(1 for r in procs.audit_records() if r["verb"] in ("create", "update", "patch", "delete")
+                     and r["userAgent"].startswith("mxjob-controller/") and r["resource"] != "events")
     delays = [first_pod[name] - at for name, at in sent.items()]
-    return percentile(delays, 50), percentile(delays, 99), max(delays), count
+    return percentile(delays, 50), percentile(delays, 99), max(delays), count, writes
 
 
 SYSTEM = {"throughput": bench_throughput, "large_job": bench_large_job, "idle": bench_idle,
