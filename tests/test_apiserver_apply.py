@@ -217,3 +217,57 @@ def test_an_apply_whose_only_news_is_a_reset_field_writes_nothing(kube: Kube) ->
     wait_for(lambda: now_rfc3339() != stamped, what="the next second")   # so a new time would show
     again = kube.patch(f"{WIDGETS}/w1", config, APPLY, fieldManager="m").body
     assert again == first   # same resourceVersion, same times
+
+
+# What kube-apiserver 1.32 records for these creates: defaulting happens while the request is decoded, before the
+# field manager looks at it, so the creating manager owns the defaulted fields (imagePullPolicy, dnsPolicy, ...);
+# what admission plugins add afterwards (serviceAccountName, priority, tolerations) and what the registry allocates
+# (clusterIP) nobody owns.
+KUBECTL_RUN_FIELDS = {
+    "f:metadata": {"f:labels": {".": {}, "f:run": {}}},
+    "f:spec": {
+        "f:containers": {'k:{"name":"web"}': {
+            ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+            "f:ports": {".": {}, 'k:{"containerPort":80,"protocol":"TCP"}': {
+                ".": {}, "f:containerPort": {}, "f:protocol": {}}},
+            "f:resources": {}, "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}}},
+        "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {}, "f:schedulerName": {},
+        "f:securityContext": {}, "f:terminationGracePeriodSeconds": {}}}
+
+
+def test_a_creating_manager_owns_the_defaulted_fields_as_in_kube(kubectl: Kubectl, kube: Kube) -> None:
+    kubectl.ok("run", "web", "--image=nginx", "--port=80")
+    pod = json.loads(kubectl.ok("get", "pod", "web", "-o", "json", "--show-managed-fields"))
+    assert owners(pod) == [("kubectl-run", "Update", "")]
+    assert fields_of(pod, "kubectl-run", "Update") == KUBECTL_RUN_FIELDS
+    assert pod["spec"]["serviceAccountName"] == "default" and pod["spec"]["tolerations"]   # there, unowned
+
+    kubectl.ok("create", "namespace", "team-a")
+    ns = json.loads(kubectl.ok("get", "namespace", "team-a", "-o", "json", "--show-managed-fields"))
+    assert fields_of(ns, "kubectl-create", "Update") == {
+        "f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}}
+
+    kubectl.ok("create", "service", "clusterip", "web", "--tcp=80:8080")
+    svc = json.loads(kubectl.ok("get", "service", "web", "-o", "json", "--show-managed-fields"))
+    assert fields_of(svc, "kubectl-create", "Update") == {
+        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+        "f:spec": {"f:internalTrafficPolicy": {},
+                   "f:ports": {".": {}, 'k:{"port":80,"protocol":"TCP"}': {
+                       ".": {}, "f:name": {}, "f:port": {}, "f:protocol": {}, "f:targetPort": {}}},
+                   "f:selector": {}, "f:sessionAffinity": {}, "f:type": {}}}
+
+
+def test_an_update_that_leaves_a_field_to_its_default_changes_nothing_of_it(kube: Kube) -> None:
+    """A PUT without the defaulted fields is defaulted before it is compared: the creator keeps them, and the
+    updater owns only what it changed."""
+    svc = "/api/v1/namespaces/default/services"
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"selector": {"app": "s"}, "ports": [{"port": 80}]}}
+    created = kube.post(svc, body, fieldManager="maker").body
+    assert fields_of(created, "maker", "Update")["f:spec"]["f:sessionAffinity"] == {}
+    put = {**body, "metadata": {"name": "s", "resourceVersion": created["metadata"]["resourceVersion"],
+                                "labels": {"tier": "web"}},
+           "spec": {**body["spec"], "clusterIP": created["spec"]["clusterIP"]}}
+    updated = kube.put(f"{svc}/s", put, fieldManager="editor").body
+    assert fields_of(updated, "maker", "Update") == fields_of(created, "maker", "Update")
+    assert fields_of(updated, "editor", "Update") == {"f:metadata": {"f:labels": {".": {}, "f:tier": {}}}}

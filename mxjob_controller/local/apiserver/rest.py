@@ -583,9 +583,10 @@ class REST:
         self._check_namespace(req, obj["metadata"].get("name") or "")
         ctx = self._context(req)
         self._check_schema(req, obj, ctx, duplicates)
+        strategy = self.strategy(req.rt)
+        strategy.default(obj, ctx)   # as kube's decoder does: the writer owns the defaulted fields
         if manager is not None:
             self.field_manager.track(req.rt, None, None, obj, manager)
-        strategy = self.strategy(req.rt)
         strategy.prepare_create(obj, ctx)
         for admit in self.admission:
             admit(req.rt, obj, ctx)
@@ -715,6 +716,7 @@ class REST:
         ctx = self._context(req)
         self._check_schema(req, new, ctx, duplicates)
         strategy = self.strategy(req.rt)
+        strategy.default(new, ctx)   # as kube's decoder does (a field the write left to its default is unchanged)
         if old is None:
             old = self._served(req.rt, [current])[0].obj
         if manager is not None:

@@ -54,7 +54,7 @@ class Strategy:
             meta.pop("generation", None)
         if ctx.rt.status_subresource and ctx.rt.is_custom:
             obj.pop("status", None)  # create cannot set status of a custom resource with /status
-        self.default(obj, ctx)
+        self.admission_defaults(obj, ctx)
 
     def prepare_update(self, new: dict, old: dict, ctx: WriteContext) -> None:
         """Carry over what clients may not change, apply the status subresource's split, bump generation."""
@@ -85,7 +85,7 @@ class Strategy:
                 new["status"] = old["status"]
             else:
                 new.pop("status", None)
-        self.default(new, ctx)
+        self.admission_defaults(new, ctx)
         if ctx.rt.sets_generation and self.spec_changed(new, old):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
 
@@ -95,7 +95,13 @@ class Strategy:
         return any(new.get(k) != old.get(k) for k in keys)
 
     def default(self, obj: dict, ctx: WriteContext) -> None:
-        """Kind-specific defaulting (kube's SetDefaults_*); nothing for most kinds."""
+        """Kind-specific defaulting (kube's SetDefaults_*); nothing for most kinds. Kube defaults while decoding a
+        request, before the field manager looks at it, so the writer owns the fields defaulted here: the server
+        calls this before tracking managed fields, and before the strategy's prepare_create/prepare_update."""
+
+    def admission_defaults(self, obj: dict, ctx: WriteContext) -> None:
+        """What kube's default admission plugins fill in (after the field manager: nobody owns these fields);
+        nothing for most kinds."""
 
     def validate(self, obj: dict, old: dict | None, ctx: WriteContext) -> list[Cause]:
         """Kind-specific validation beyond the schema; the base checks immutable metadata on update."""

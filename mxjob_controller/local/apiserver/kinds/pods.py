@@ -39,16 +39,6 @@ class PodStrategy(Strategy):
         spec.setdefault("securityContext", {})
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("enableServiceLinks", True)
-        sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
-        spec["serviceAccountName"] = spec["serviceAccount"] = sa
-        spec.setdefault("priority", 0)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-        tolerations = spec.setdefault("tolerations", [])
-        if isinstance(tolerations, list):
-            have = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
-            for t in _DEFAULT_TOLERATIONS:
-                if (t["key"], t["effect"]) not in have and (None, "NoExecute") not in have:
-                    tolerations.append(dict(t))
         for key in ("containers", "initContainers"):
             for c in spec.get(key) or []:
                 if isinstance(c, dict):
@@ -59,6 +49,22 @@ class PodStrategy(Strategy):
             for src in ("secret", "configMap"):
                 if isinstance(v.get(src), dict):
                     v[src].setdefault("defaultMode", 420)
+
+    def admission_defaults(self, obj: dict, ctx: WriteContext) -> None:
+        """The ServiceAccount, Priority and DefaultTolerationSeconds admission plugins' defaults."""
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        spec["serviceAccountName"] = spec["serviceAccount"] = sa
+        spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        tolerations = spec.setdefault("tolerations", [])
+        if isinstance(tolerations, list):
+            have = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
+            for t in _DEFAULT_TOLERATIONS:
+                if (t["key"], t["effect"]) not in have and (None, "NoExecute") not in have:
+                    tolerations.append(dict(t))
 
     def validate(self, obj: dict, old: dict | None, ctx: WriteContext) -> list[Cause]:
         causes = super().validate(obj, old, ctx)
