@@ -271,3 +271,20 @@ def test_an_update_that_leaves_a_field_to_its_default_changes_nothing_of_it(kube
     updated = kube.put(f"{svc}/s", put, fieldManager="editor").body
     assert fields_of(updated, "maker", "Update") == fields_of(created, "maker", "Update")
     assert fields_of(updated, "editor", "Update") == {"f:metadata": {"f:labels": {".": {}, "f:tier": {}}}}
+
+
+def test_the_servers_own_status_writes_are_recorded_as_kube_records_them(kube: Kube) -> None:
+    """A CRD's conditions and accepted names are written by kube-apiserver itself: a status Update entry."""
+    assert kube.post(CRDS, widget_crd(), fieldManager="installer").status == 201
+    name = widget_crd()["metadata"]["name"]
+    wait_for(lambda: any(c["type"] == "Established" and c["status"] == "True"
+                         for c in kube.get(f"{CRDS}/{name}").body.get("status", {}).get("conditions", [])),
+             what="the CRD established")
+    crd = kube.get(f"{CRDS}/{name}").body
+    assert owners(crd) == [("installer", "Update", ""), ("kube-apiserver", "Update", "status")]
+    condition = {".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}
+    assert fields_of(crd, "kube-apiserver", "Update") == {"f:status": {   # kube 1.32's, field for field
+        "f:acceptedNames": {"f:categories": {}, "f:kind": {}, "f:listKind": {}, "f:plural": {}, "f:shortNames": {},
+                            "f:singular": {}},
+        "f:conditions": {'k:{"type":"Established"}': condition, 'k:{"type":"NamesAccepted"}': condition}}}
+    assert crd["status"]["storedVersions"] == ["v1"]

@@ -365,7 +365,7 @@ def test_a_status_write_that_keeps_losing_is_logged(apiserver, caplog):
     apiserver.store.get = overtaken_get
     try:
         with caplog.at_level("WARNING", logger="mxjob_controller.local.apiserver.rest"):
-            assert apiserver.rest.update_status(rt, ("default", "s"), {"phase": "x"}) is False
+            assert apiserver.rest.update_status(rt, ("default", "s"), {"phase": "x"}, "m") is False
     finally:
         del apiserver.store.get
     assert any("gave up writing the status of configmaps default/s after 16" in r.getMessage()

@@ -164,7 +164,7 @@ def test_exec_attach_and_port_forward_answer_as_kube(apiserver: APIServer, kube:
         "name": "c", "image": "busybox", "imageID": "", "ready": True, "restartCount": 0,
         "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}}}]}
     assert apiserver.rest.update_status(apiserver.resource_for({"apiVersion": "v1", "kind": "Pod"}),
-                                        ("default", "n"), status)
+                                        ("default", "n"), status, "kubelet")
     proc = kubectl.run("exec", "n", "--", "true")
     assert proc.stderr.strip() == ("Error from server (BadRequest): the local kubelet does not support exec: pod n "
                                    "runs its containers as local processes (use kubectl logs to see their output)")

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from mxjob_controller.kube import field_errors
+from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from mxjob_controller.kube.managedfields import managers, schema, typed
 from mxjob_controller.kube.managedfields.fieldpath import EMPTY, FieldSet
 from mxjob_controller.kube.managedfields.managers import APPLY, UPDATE, Entry, Managers
@@ -33,6 +34,14 @@ from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
 
 MAX_MANAGER_BYTES = 128
+KUBE_APISERVER = "kube-apiserver"   # the manager of the server's own writes (a CRD's status)
+
+
+def controller_manager_agent(controller: str) -> str:
+    """The User-Agent of a kube-controller-manager controller, as client-go builds it (so that its writes are
+    recorded under the ``kube-controller-manager`` manager, as in a real cluster)."""
+    return (f"kube-controller-manager/v{KUBE_VERSION}.0 (linux/amd64) kubernetes/mxjob-local/"
+            f"system:serviceaccount:kube-system:{controller}")
 KUBECTL = "kubectl"   # kubectl's server-side manager: the one that takes over from its client-side apply
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _STATUS: FieldSet = frozenset({("f:status",)})

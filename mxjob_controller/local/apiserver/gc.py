@@ -33,6 +33,7 @@ from mxjob_controller.local.apiserver.deletion import (
     DeleteOptions,
 )
 from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.field_manager import controller_manager_agent
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import MERGE_PATCH, REST, Request
 from mxjob_controller.local.apiserver.store import Store
@@ -42,7 +43,7 @@ from mxjob_controller.local.apiserver.workqueue import ControllerQueue, Park
 log = logging.getLogger(__name__)
 
 _ABSENT_OWNERS = 10_000  # how many deleted owners are remembered
-_USER_AGENT = "garbage-collector"
+_USER_AGENT = controller_manager_agent("generic-garbage-collector")
 
 
 @dataclass(frozen=True, slots=True)

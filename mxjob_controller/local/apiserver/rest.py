@@ -748,8 +748,9 @@ class REST:
         strategy.after_commit(entry.obj, old, ctx)
         return self._object_response(req, entry, 200, ctx)
 
-    def update_status(self, rt: ResourceType, okey: ObjKey, status: dict) -> bool:
-        """A server-internal status write (controllers inside the server), retried on conflict.
+    def update_status(self, rt: ResourceType, okey: ObjKey, status: dict, manager: str) -> bool:
+        """A server-internal status write (controllers inside the server), retried on conflict, recorded in the
+        managed fields as ``manager``'s status Update (as kube records its own controllers' writes).
 
         True once written (or the object is gone); False, with a warning, when every attempt lost to another
         writer: the status was not written.
@@ -761,6 +762,7 @@ class REST:
             new = dict(current.obj)
             new["status"] = status
             new["metadata"] = dict(current.obj["metadata"])
+            self.field_manager.track(rt, "status", current.obj, new, manager)
             try:
                 self.store.update(rt.storage_key, new, expect_rv=current.rv)
                 return True

@@ -33,6 +33,7 @@ from mxjob_controller.local.apiserver.auth.reviews import REVIEW_TYPES
 from mxjob_controller.local.apiserver.auth.security import bootstrap_policy
 from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.faults import FaultInjector
+from mxjob_controller.local.apiserver.field_manager import KUBE_APISERVER
 from mxjob_controller.local.apiserver.gc import GarbageCollector
 from mxjob_controller.local.apiserver.http import HEADER_TIMEOUT, APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
@@ -410,7 +411,7 @@ class APIServer:
     # --- CRD plumbing ---------------------------------------------------------------------------------
 
     def _write_crd_status(self, name: str, status: dict) -> None:
-        self.rest.update_status(builtin.CRDS, ("", name), status)
+        self.rest.update_status(builtin.CRDS, ("", name), status, KUBE_APISERVER)
 
     def _purge_crd(self, crd_name: str) -> None:
         plural, _, group = crd_name.partition(".")

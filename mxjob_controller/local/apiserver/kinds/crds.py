@@ -53,6 +53,15 @@ class CRDStrategy(Strategy):
         self._write_status = write_status
         self._purge = purge
 
+    def prepare_create(self, obj: dict, ctx: WriteContext) -> None:
+        """kube's PrepareForCreate: a status with nothing accepted yet and the storage version stored (Go's struct
+        has no omitempty on these, so they are there, empty), which kube-apiserver's own status write then fills
+        in and records as its managed fields."""
+        super().prepare_create(obj, ctx)
+        spec = obj.get("spec") or {}
+        storage = [v["name"] for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("storage")][:1]
+        obj["status"] = {"conditions": None, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": storage}
+
     def default(self, obj: dict, ctx: WriteContext) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
