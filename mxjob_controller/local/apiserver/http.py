@@ -627,10 +627,9 @@ class Headers:
     (The stdlib's ``HTTPMessage`` stores and fetches every header through the ``email`` package's policy, a cost
     paid on every request.)"""
 
-    __slots__ = ("_by_name", "_pairs")
+    __slots__ = ("_by_name",)
 
-    def __init__(self, pairs: list[tuple[str, str]]) -> None:
-        self._pairs = pairs
+    def __init__(self, pairs: list[list[str]]) -> None:
         self._by_name: dict[str, list[str]] = {}
         for name, value in pairs:
             self._by_name.setdefault(name.lower(), []).append(value)
@@ -642,12 +641,6 @@ class Headers:
     def get_all(self, name: str, default: Any = None) -> Any:
         values = self._by_name.get(name.lower())
         return list(values) if values else default
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._by_name
-
-    def items(self) -> list[tuple[str, str]]:
-        return list(self._pairs)
 
 
 def _read_headers(rfile: Any, budget: int) -> Headers:
@@ -671,7 +664,7 @@ def _read_headers(rfile: Any, budget: int) -> Headers:
             continue
         name, _, value = text.partition(":")
         pairs.append([name.strip(), value.strip()])
-    return Headers([(name, value) for name, value in pairs])
+    return Headers(pairs)
 
 
 def _could_start_request(data: bytes) -> bool:
