@@ -333,8 +333,11 @@ def _large_run(variant: str, latency: float) -> float:
                 start = time.monotonic()
                 try:
                     submit(driver, [mxjob("large", LARGE_SHAPE)], on_created=floor.add if floor else None)
-                    wait_until(f"{children} pods and services", lambda: len(pods.store) >= children
-                               and len(services.store) >= children, RUN_TIMEOUT, every=0.01, alive=procs.procs)
+                    wait_until(f"{children} pods and services", lambda: bool(floor and floor.errors)
+                               or (len(pods.store) >= children and len(services.store) >= children),
+                               RUN_TIMEOUT, every=0.01, alive=procs.procs)
+                    if floor is not None and floor.errors:   # the floor does not retry: say why, do not wait
+                        raise RuntimeError(f"large job, {variant}: a write failed") from floor.errors[0]
                     return time.monotonic() - start
                 finally:
                     if floor is not None:

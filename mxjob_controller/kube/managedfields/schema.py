@@ -15,6 +15,7 @@ Types are compiled once per schema and shared read-only; recursive definitions r
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,9 +58,14 @@ class Type:
 
     @property
     def fields(self) -> dict[str, Type]:
+        """The declared fields' types, compiled on first use (under :data:`_COMPILING`; the resolved map is in place
+        before ``_resolve`` is cleared, so whoever sees it cleared, as :meth:`child` looks, sees them resolved)."""
         if self._resolve is not None:
-            resolve, self._resolve = self._resolve, None
-            self._fields = {name: resolve(node) for name, node in self._fields.items()}
+            with _COMPILING:
+                if self._resolve is not None:
+                    resolve = self._resolve
+                    self._fields = {name: resolve(node) for name, node in self._fields.items()}
+                    self._resolve = None
         return self._fields
 
     def child(self, name: str) -> Type | None:
@@ -78,26 +84,47 @@ ATOMIC_TYPE.atomic = True
 ATOMIC_TYPE.elem = DEDUCED_TYPE
 
 
+# Compiling happens on first use, on whichever request threads get there first: one thread at a time compiles or
+# resolves fields (re-entrant: definitions recurse), and nothing half-built is visible to the others.
+_COMPILING = threading.RLock()
+
+
 class Compiler:
-    """Compiles JSON schema nodes (refs into ``defs``) into :class:`Type`s, memoising definitions."""
+    """Compiles JSON schema nodes (refs into ``defs``) into :class:`Type`s, memoising definitions. Safe to share
+    between threads: definitions being compiled are visible only to the compiling thread (as placeholders, for
+    recursive definitions) until the outermost definition is done."""
 
     def __init__(self, defs: Mapping[str, Any]) -> None:
         self._defs = defs
-        self._by_name: dict[str, Type] = {}
+        self._by_name: dict[str, Type] = {}   # finished: read without the lock
+        self._pending: dict[str, Type] = {}   # being compiled, under _COMPILING
+        self._depth = 0
 
     def definition(self, name: str) -> Type:
         t = self._by_name.get(name)
-        if t is None:
-            if name in _SCALAR_DEFS:
-                t = SCALAR_TYPE
-            elif name in _ATOMIC_DEFS:
-                t = ATOMIC_TYPE
-            else:
-                t = self._by_name[name] = Type(MAP)  # placeholder first: definitions may recurse
-                self._fill(t, self._defs.get(name) or {}, preserve=False)
-                t.defaults = {**_KEY_DEFAULTS.get(name, {}), **t.defaults}
-            self._by_name[name] = t
-        return t
+        if t is not None:
+            return t
+        with _COMPILING:
+            t = self._by_name.get(name) or self._pending.get(name)
+            if t is not None:
+                return t
+            self._depth += 1
+            try:
+                if name in _SCALAR_DEFS:
+                    t = SCALAR_TYPE
+                elif name in _ATOMIC_DEFS:
+                    t = ATOMIC_TYPE
+                else:
+                    t = self._pending[name] = Type(MAP)  # placeholder first: definitions may recurse
+                    self._fill(t, self._defs.get(name) or {}, preserve=False)
+                    t.defaults = {**_KEY_DEFAULTS.get(name, {}), **t.defaults}
+                self._pending[name] = t
+            finally:
+                self._depth -= 1
+                if self._depth == 0:   # the outermost definition is done: all it needed is complete
+                    self._by_name.update(self._pending)
+                    self._pending.clear()
+            return t
 
     def compile(self, node: Mapping[str, Any] | None, preserve: bool = False) -> Type:
         if not node:
