@@ -119,11 +119,15 @@ class Compiler:
                     self._fill(t, self._defs.get(name) or {}, preserve=False)
                     t.defaults = {**_KEY_DEFAULTS.get(name, {}), **t.defaults}
                 self._pending[name] = t
+            except BaseException:
+                if self._depth == 1:   # nothing half-built is kept
+                    self._pending.clear()
+                raise
             finally:
                 self._depth -= 1
-                if self._depth == 0:   # the outermost definition is done: all it needed is complete
-                    self._by_name.update(self._pending)
-                    self._pending.clear()
+            if self._depth == 0:   # the outermost definition is done: all it needed is complete
+                self._by_name.update(self._pending)
+                self._pending.clear()
             return t
 
     def compile(self, node: Mapping[str, Any] | None, preserve: bool = False) -> Type:
