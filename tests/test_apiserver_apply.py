@@ -288,3 +288,20 @@ def test_the_servers_own_status_writes_are_recorded_as_kube_records_them(kube: K
                             "f:singular": {}},
         "f:conditions": {'k:{"type":"Established"}': condition, 'k:{"type":"NamesAccepted"}': condition}}}
     assert crd["status"]["storedVersions"] == ["v1"]
+
+
+def test_a_created_deployment_is_defaulted_and_its_creator_owns_the_defaults(kubectl: Kubectl) -> None:
+    kubectl.ok("create", "deployment", "web", "--image=nginx")
+    deploy = json.loads(kubectl.ok("get", "deployment", "web", "-o", "json", "--show-managed-fields"))
+    spec = deploy["spec"]
+    assert (spec["replicas"], spec["revisionHistoryLimit"], spec["progressDeadlineSeconds"]) == (1, 10, 600)
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
+    template = spec["template"]["spec"]
+    assert template["dnsPolicy"] == "ClusterFirst" and template["schedulerName"] == "default-scheduler"
+    assert "enableServiceLinks" not in template   # SetDefaults_Pod's, not a template's
+    assert template["containers"][0]["imagePullPolicy"] == "Always" and deploy["status"] == {}
+    fields = fields_of(deploy, "kubectl-create", "Update")["f:spec"]
+    assert {"f:replicas", "f:revisionHistoryLimit", "f:progressDeadlineSeconds", "f:strategy"} <= set(fields)
+    assert set(fields["f:template"]["f:spec"]["f:containers"]['k:{"name":"nginx"}']) == {
+        ".", "f:image", "f:imagePullPolicy", "f:name", "f:resources", "f:terminationMessagePath",
+        "f:terminationMessagePolicy"}

@@ -75,11 +75,15 @@ def test_apply_edit_reapply_stores_what_kube_apiserver_would(kubectl, kube):
     stored = kube.get(f"{DEPLOYS}/web").body
     # kube-apiserver's strategic merge: containers merge by name (sidecar deleted), env by name in the
     # $setElementOrder order with the server-only D kept ahead of its old neighbour A, ports by containerPort.
+    # (Plus the defaults kube gives a template's container.)
     assert stored["spec"]["template"]["spec"]["containers"] == [{
         "name": "main", "image": "nginx:1.25",
         "env": [{"name": "D", "value": "4"}, {"name": "C", "value": "3"}, {"name": "A", "value": "1"}],
-        "ports": [{"containerPort": 8080, "name": "http"}, {"containerPort": 443, "name": "https"}],
+        "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"},
+                  {"containerPort": 443, "name": "https", "protocol": "TCP"}],
         "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+        "imagePullPolicy": "IfNotPresent", "resources": {}, "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
     }]
     assert stored["spec"]["template"]["spec"]["volumes"] == [{"name": "data", "emptyDir": {}}]
     assert stored["metadata"]["labels"] == {"app": "web", "tier": "front"}

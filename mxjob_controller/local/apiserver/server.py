@@ -38,6 +38,7 @@ from mxjob_controller.local.apiserver.gc import GarbageCollector
 from mxjob_controller.local.apiserver.http import HEADER_TIMEOUT, APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
+from mxjob_controller.local.apiserver.kinds.deployments import DeploymentStrategy
 from mxjob_controller.local.apiserver.kinds.limitranges import LimitRangeStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
 from mxjob_controller.local.apiserver.kinds.pod_connect import CONNECT_SUBRESOURCES, PodConnect
@@ -134,6 +135,7 @@ class APIServer:
         """Everything but the store and security: REST, routing, the built-in controllers, the bootstrap objects."""
         strategies = {
             builtin.PODS.storage_key: PodStrategy(),
+            builtin.DEPLOYMENTS.storage_key: DeploymentStrategy(),
             builtin.SERVICES.storage_key: ServiceStrategy(),
             builtin.SECRETS.storage_key: SecretStrategy(),
             builtin.NAMESPACES.storage_key: NamespaceStrategy(),

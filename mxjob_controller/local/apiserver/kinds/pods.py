@@ -31,24 +31,8 @@ class PodStrategy(Strategy):
 
     def default(self, obj: dict, ctx: WriteContext) -> None:
         spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return
-        spec.setdefault("restartPolicy", "Always")
-        spec.setdefault("dnsPolicy", "ClusterFirst")
-        spec.setdefault("terminationGracePeriodSeconds", 30)
-        spec.setdefault("securityContext", {})
-        spec.setdefault("schedulerName", "default-scheduler")
-        spec.setdefault("enableServiceLinks", True)
-        for key in ("containers", "initContainers"):
-            for c in spec.get(key) or []:
-                if isinstance(c, dict):
-                    _default_container(c)
-        for v in spec.get("volumes") or []:
-            if not isinstance(v, dict):
-                continue
-            for src in ("secret", "configMap"):
-                if isinstance(v.get(src), dict):
-                    v[src].setdefault("defaultMode", 420)
+        if isinstance(spec, dict):
+            default_pod_spec(spec, pod=True)
 
     def admission_defaults(self, obj: dict, ctx: WriteContext) -> None:
         """The ServiceAccount, Priority and DefaultTolerationSeconds admission plugins' defaults."""
@@ -95,7 +79,30 @@ class PodStrategy(Strategy):
         return 1 if period < 0 else period
 
 
-def _default_container(c: dict) -> None:
+def default_pod_spec(spec: dict, *, pod: bool) -> None:
+    """kube's SetDefaults_PodSpec and those of what it holds (containers, ports, probes, volumes), for a pod or a
+    pod template; ``pod``: also SetDefaults_Pod's (enableServiceLinks, requests from limits), which templates do
+    not get."""
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    if pod:
+        spec.setdefault("enableServiceLinks", True)
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            if isinstance(c, dict):
+                _default_container(c, pod)
+    for v in spec.get("volumes") or []:
+        if not isinstance(v, dict):
+            continue
+        for src in ("secret", "configMap"):
+            if isinstance(v.get(src), dict):
+                v[src].setdefault("defaultMode", 420)
+
+
+def _default_container(c: dict, pod: bool) -> None:
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
     image = c.get("image") or ""
@@ -104,7 +111,7 @@ def _default_container(c: dict) -> None:
         untagged = ":" not in tag and "@" not in image
         c["imagePullPolicy"] = "Always" if untagged or tag.endswith(":latest") else "IfNotPresent"
     resources = c.setdefault("resources", {})
-    if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+    if pod and isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
         requests = resources.setdefault("requests", {})
         if isinstance(requests, dict):
             for k, v in resources["limits"].items():
