@@ -47,6 +47,8 @@ def _after_collection(phase: str, info: dict[str, Any]) -> None:
     if phase != "stop" or generation < 1:
         return
     if _thawed:
+        # (CPython 3.11-3.13, which the image runs: 3.14's incremental collector never runs a generation-2
+        # collection by itself, so there the objects would stay thawed, costing time, not memory.)
         if generation == 2:   # the full walk the thaw was for is done
             _thawed = False
             gc.freeze()

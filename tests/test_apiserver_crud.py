@@ -288,6 +288,9 @@ def test_cluster_scoped_objects(kube):
     assert reply.body["status"]["phase"] == "Active"
     assert reply.body["metadata"]["labels"]["kubernetes.io/metadata.name"] == "team-a"
     assert kube.post("/api/v1/namespaces/team-a/configmaps", configmap("c", namespace="team-a")).status == 201
+    for query in ({}, {"dryRun": "All"}):   # a generated name is labelled too (after it is generated)
+        generated = kube.post("/api/v1/namespaces", {"metadata": {"generateName": "gen-"}}, **query).body
+        assert generated["metadata"]["labels"] == {"kubernetes.io/metadata.name": generated["metadata"]["name"]}
 
 
 def test_multi_version_crd_serves_the_same_objects(kube):

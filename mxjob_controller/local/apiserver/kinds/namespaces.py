@@ -10,6 +10,9 @@ NAME_LABEL = "kubernetes.io/metadata.name"
 class NamespaceStrategy(Strategy):
     def prepare_create(self, obj: dict, ctx: WriteContext) -> None:
         super().prepare_create(obj, ctx)
+        # A name generated just now (generateName) gets its label here, as kube's Canonicalize gives it: after the
+        # field manager, so nobody owns it. A name the client gave was labelled while defaulting (default below).
+        self.default(obj, ctx)
         obj["spec"] = {"finalizers": ["kubernetes"]}
         obj["status"] = {"phase": "Active"}
 
