@@ -300,8 +300,15 @@ def test_a_created_deployment_is_defaulted_and_its_creator_owns_the_defaults(kub
     assert template["dnsPolicy"] == "ClusterFirst" and template["schedulerName"] == "default-scheduler"
     assert "enableServiceLinks" not in template   # SetDefaults_Pod's, not a template's
     assert template["containers"][0]["imagePullPolicy"] == "Always" and deploy["status"] == {}
-    fields = fields_of(deploy, "kubectl-create", "Update")["f:spec"]
-    assert {"f:replicas", "f:revisionHistoryLimit", "f:progressDeadlineSeconds", "f:strategy"} <= set(fields)
-    assert set(fields["f:template"]["f:spec"]["f:containers"]['k:{"name":"nginx"}']) == {
-        ".", "f:image", "f:imagePullPolicy", "f:name", "f:resources", "f:terminationMessagePath",
-        "f:terminationMessagePolicy"}
+    labels = {"f:labels": {".": {}, "f:app": {}}}
+    assert fields_of(deploy, "kubectl-create", "Update") == {   # kube 1.32's, field for field
+        "f:metadata": labels,
+        "f:spec": {
+            "f:progressDeadlineSeconds": {}, "f:replicas": {}, "f:revisionHistoryLimit": {}, "f:selector": {},
+            "f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}}, "f:type": {}},
+            "f:template": {"f:metadata": labels, "f:spec": {
+                "f:containers": {'k:{"name":"nginx"}': {
+                    ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {}, "f:resources": {},
+                    "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}}},
+                "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {}, "f:securityContext": {},
+                "f:terminationGracePeriodSeconds": {}}}}}

@@ -32,6 +32,10 @@ _ATOMIC_DEFS = {"io.k8s.apimachinery.pkg.runtime.RawExtension"}
 # default): a port listed without its protocol is keyed as TCP.
 _KEY_DEFAULTS = {"io.k8s.api.core.v1.ContainerPort": {"protocol": "TCP"},
                  "io.k8s.api.core.v1.ServicePort": {"protocol": "TCP"}}
+# Optional struct fields that are Go values, not pointers, in the kinds the local server serves: Go serializes them
+# even when zero, so a zero object has them and a creator's field set gets no "." for them. (The published schema
+# does not tell a value from a pointer.)
+_VALUE_STRUCTS = {"io.k8s.api.apps.v1.DeploymentSpec": ("strategy",)}
 
 
 class Type:
@@ -118,6 +122,8 @@ class Compiler:
                     t = self._pending[name] = Type(MAP)  # placeholder first: definitions may recurse
                     self._fill(t, self._defs.get(name) or {}, preserve=False)
                     t.defaults = {**_KEY_DEFAULTS.get(name, {}), **t.defaults}
+                    if name in _VALUE_STRUCTS:
+                        t.zero = {**(t.zero or {}), **dict.fromkeys(_VALUE_STRUCTS[name])}
                 self._pending[name] = t
             except BaseException:
                 if self._depth == 1:   # nothing half-built is kept
