@@ -35,18 +35,19 @@ from mxjob_controller.local.apiserver.resources import ResourceType
 
 MAX_MANAGER_BYTES = 128
 KUBE_APISERVER = "kube-apiserver"   # the manager of the server's own writes (a CRD's status)
-
-
-def controller_manager_agent(controller: str) -> str:
-    """The User-Agent of a kube-controller-manager controller, as client-go builds it (so that its writes are
-    recorded under the ``kube-controller-manager`` manager, as in a real cluster)."""
-    return (f"kube-controller-manager/v{KUBE_VERSION}.0 (linux/amd64) kubernetes/mxjob-local/"
-            f"system:serviceaccount:kube-system:{controller}")
+KUBE_CONTROLLER_MANAGER = "kube-controller-manager"   # the manager of the server's controllers' writes
 KUBECTL = "kubectl"   # kubectl's server-side manager: the one that takes over from its client-side apply
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _STATUS: FieldSet = frozenset({("f:status",)})
 _SPEC: FieldSet = frozenset({("f:spec",)})
 _POD_STATUS_RESETS: FieldSet = _SPEC | {("f:metadata", "f:deletionTimestamp"), ("f:metadata", "f:ownerReferences")}
+
+
+def controller_manager_agent(controller: str) -> str:
+    """The User-Agent of a kube-controller-manager controller, as client-go builds it: the field manager makes
+    :data:`KUBE_CONTROLLER_MANAGER` of it, as a real cluster records that binary's writes."""
+    return (f"{KUBE_CONTROLLER_MANAGER}/v{KUBE_VERSION}.0 (linux/amd64) kubernetes/mxjob-local/"
+            f"system:serviceaccount:kube-system:{controller}")
 
 
 class FieldManager:

@@ -21,7 +21,7 @@ from collections import Counter
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver.deletion import BACKGROUND
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.field_manager import controller_manager_agent
+from mxjob_controller.local.apiserver.field_manager import KUBE_CONTROLLER_MANAGER, controller_manager_agent
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST, Request
 from mxjob_controller.local.apiserver.store import Store
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 KUBERNETES_FINALIZER = "kubernetes"
 _USER_AGENT = controller_manager_agent("namespace-controller")
-_MANAGER = "kube-controller-manager"   # what the field manager makes of _USER_AGENT
 
 # (condition type, reason and message when all is well), in kube's order.
 _OK_CONDITIONS = (
@@ -173,7 +172,7 @@ class NamespaceController:
                                "reason": reason, "message": message})
         if conditions != status.get("conditions"):
             status["conditions"] = conditions
-            self._rest.update_status(rt, ("", name), status, _MANAGER)
+            self._rest.update_status(rt, ("", name), status, KUBE_CONTROLLER_MANAGER)
 
     def _finalize(self, rt: ResourceType, name: str) -> None:
         """Drop the ``kubernetes`` finalizer through the finalize subresource (409 is retried by the queue)."""
