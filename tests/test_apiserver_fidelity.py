@@ -179,15 +179,21 @@ def test_exec_attach_and_port_forward_answer_as_kube(apiserver: APIServer, kube:
 
 # --- 7. JSON patch test failures ------------------------------------------------------------------------------
 
-def test_failed_json_patch_test_names_the_failure_in_details(kube: Kube):
+def test_failed_json_patch_test_is_kubes_generic_invalid_with_empty_details(kube: Kube, kubectl: Kubectl):
+    """kube-apiserver answers a JSON patch that does not apply with NewGenericServerResponse(422, ..., false):
+    the generic message, empty details (no UnexpectedServerResponse cause), so kubectl prints only that."""
     kube.post("/api/v1/namespaces/default/configmaps",
               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}})
     reply = kube.patch("/api/v1/namespaces/default/configmaps/c", [{"op": "test", "path": "/data/a", "value": "2"}],
                        content_type="application/json-patch+json")
     assert reply.status == 422
     assert reply.body["message"] == "the server rejected our request due to an error in our request"
-    assert reply.body["details"] == {"causes": [{"reason": "UnexpectedServerResponse",
-                                                 "message": "testing value /data/a failed: test failed"}]}
+    assert reply.body["reason"] == "Invalid"
+    assert reply.body["details"] == {}
+    out = kubectl.run("patch", "configmap", "c", "--type", "json",
+                      "-p", '[{"op":"test","path":"/data/a","value":"2"}]')
+    assert out.returncode != 0
+    assert "The request is invalid: the server rejected our request due to an error in our request" in out.stderr
 
 
 # --- 8. /metrics ----------------------------------------------------------------------------------------------

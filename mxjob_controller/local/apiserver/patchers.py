@@ -4,8 +4,8 @@ Each patcher takes (resource type, a private copy of the current object, the dec
 the patched object, or raises the Status kube-apiserver answers for that failure:
 
 - JSON patch: not a list of operations → 400 ``error decoding patch``; over 10000 operations → 413; an
-  operation that does not apply (a failed ``test``, a missing path) → 422 with the generic message
-  kube-apiserver sends and the library's text (``testing value /data/a failed: test failed``) as its cause;
+  operation that does not apply (a failed ``test``, a missing path) → 422 with only the generic message and
+  empty details, as kube-apiserver sends it (the library's text is dropped there; here it is logged at debug);
 - strategic merge patch: a malformed directive → 400 with apimachinery's message, a list of lists →
   422, as kube-apiserver answers (``interpretStrategicMergePatchError``); custom resources never get here
   (REST answers 415 first) but are refused with kube's 400 should they. Everything else apimachinery fails
@@ -16,6 +16,7 @@ the patched object, or raises the Status kube-apiserver answers for that failure
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from mxjob_controller.kube.patch import strategic
@@ -29,6 +30,8 @@ from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.rest import JSON_PATCH, REST, STRATEGIC_PATCH
+
+log = logging.getLogger(__name__)
 
 
 def json_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
@@ -62,10 +65,12 @@ def strategic_merge_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
 
 
 def _unprocessable(text: str) -> StatusError:
-    """What ``NewGenericServerResponse(422, "", {}, "", err.Error(), 0, false)`` makes of a patch failure: the
-    generic message, and the library's text as the one cause (``UnexpectedServerResponse``)."""
-    return StatusError(422, "Invalid", "the server rejected our request due to an error in our request",
-                       {"causes": [{"reason": "UnexpectedServerResponse", "message": text}]})
+    """What ``NewGenericServerResponse(422, "", {}, "", err.Error(), 0, false)`` makes of a patch failure: only the
+    generic message and empty details. ``text`` (the library's reason) is logged, not sent: with its last argument
+    false, kube drops the server message instead of making it an ``UnexpectedServerResponse`` cause, so kubectl
+    prints "The request is invalid: the server rejected our request due to an error in our request"."""
+    log.debug("patch refused (422): %s", text)
+    return StatusError(422, "Invalid", "the server rejected our request due to an error in our request", {})
 
 
 def install(rest: REST) -> None:
