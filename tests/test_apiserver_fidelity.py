@@ -112,8 +112,16 @@ def test_kube_root_ca_is_published_in_every_namespace_with_tls(tmp_path):
 # --- 4. resource quotas and limit ranges ----------------------------------------------------------------------
 
 def test_describe_namespace_prints_quotas_and_limit_ranges(kube: Kube, kubectl: Kubectl):
-    out = kubectl.ok("describe", "ns", "default")
-    assert out.endswith("\n\nNo resource quota.\n\nNo LimitRange resource.\n"), out
+    # kube 1.32's whole output for a fresh namespace, header included
+    assert kubectl.ok("describe", "ns", "default") == (
+        "Name:         default\n"
+        "Labels:       kubernetes.io/metadata.name=default\n"
+        "Annotations:  <none>\n"
+        "Status:       Active\n"
+        "\n"
+        "No resource quota.\n"
+        "\n"
+        "No LimitRange resource.\n")
     assert kube.post("/api/v1/namespaces/default/limitranges", {
         "apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
         "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"}}]}}).status == 201
@@ -151,7 +159,8 @@ def test_exact_list_is_the_list_at_that_version(apiserver: APIServer, kube: Kube
 
 # --- 6. exec, attach, port-forward ----------------------------------------------------------------------------
 
-def test_exec_attach_and_port_forward_answer_as_kube(apiserver: APIServer, kube: Kube, kubectl: Kubectl):
+def test_exec_attach_and_port_forward_answer_as_kube(apiserver: APIServer, kube: Kube, kubectl: Kubectl,
+                                                     tmp_path: Path):
     assert kube.post(PODS, pod("p")).status == 201
     proc = kubectl.run("exec", "p", "--", "true")
     assert proc.stderr.strip() == "Error from server (BadRequest): pod p does not have a host assigned"
@@ -168,6 +177,15 @@ def test_exec_attach_and_port_forward_answer_as_kube(apiserver: APIServer, kube:
     proc = kubectl.run("exec", "n", "--", "true")
     assert proc.stderr.strip() == ("Error from server (BadRequest): the local kubelet does not support exec: pod n "
                                    "runs its containers as local processes (use kubectl logs to see their output)")
+    local = "runs its containers as local processes"
+    copied = kubectl.run("cp", "n:/etc/hostname", str(tmp_path / "hostname"))   # kubectl cp is an exec of tar
+    assert copied.stderr == ("Error from server (BadRequest): the local kubelet does not support exec: pod n "
+                             f"{local} (use kubectl logs to see their output)\n")
+    forwarded = kubectl.run("port-forward", "pod/n", "0:80", timeout=10)
+    assert forwarded.stderr == ("error: error upgrading connection: the local kubelet does not support port-forward: "
+                                f"pod n {local} (connect to its ports on this machine directly)\n")
+    pending = kubectl.run("port-forward", "pod/p", "0:80", timeout=10)   # kubectl's own check, as against kube
+    assert pending.stderr == "error: unable to forward port because pod is not running. Current status=Pending\n"
     reply = kube.post(f"{PODS}/n/attach", None, container="c", stdout="true")
     assert (reply.status, reply.body["message"]) == (400, "the local kubelet does not support attach: pod n runs "
                                                           "its containers as local processes (use kubectl logs to "

@@ -71,5 +71,7 @@ class PodConnect:
 
 
 def _unsupported(action: str, pod: str) -> str:
-    return (f"the local kubelet does not support {action}: pod {pod} runs its containers as local processes "
-            f"(use kubectl logs to see their output)")
+    # What to do instead: a local process's ports are this machine's, its output is the pod's log.
+    instead = ("connect to its ports on this machine directly" if action == "port-forward"
+               else "use kubectl logs to see their output")
+    return f"the local kubelet does not support {action}: pod {pod} runs its containers as local processes ({instead})"
