@@ -17,6 +17,7 @@ import pytest
 
 from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.local.apiserver.rest import MERGE_PATCH, Request
+from mxjob_controller.runtime import cache_reflector
 from mxjob_controller.runtime.backoff import Backoff, BackoffPolicy
 from mxjob_controller.runtime.cache_keys import (
     CONTROLLER_UID_INDEX,
@@ -338,6 +339,27 @@ def test_repeated_410s_are_backed_off_not_looped(apiserver, client, informers, r
     client.create(CONFIGMAPS, configmap("b"))
     wait_converged(client, informer, recorder)
     assert recorder.kinds("default/a") == ["add"]
+
+
+def test_a_served_quiet_watch_resets_the_backoff(apiserver, client, informers, requests_seen, monkeypatch):
+    """A quiet informer (no events) relists after each compaction; a run of failed lists earlier must not make one
+    later failure cost the escalated delay: the watch that stayed open proved list and watch work."""
+    monkeypatch.setattr(cache_reflector, "SHORT_WATCH", 0.2)
+    monkeypatch.setattr(apiserver._http, "bookmark_interval", 60.0)   # no bookmark either: truly no event
+    policy = BackoffPolicy(initial=0.02, cap=10.0)   # six failures in a row: the seventh delay is 1.28-2.56 s
+    startup = apiserver.faults.add(FaultRule(verb="list", resource="configmaps", code=500, count=6))
+    informer = SharedInformer(client, CONFIGMAPS, namespace="default", backoff_policy=policy)
+    start(informers, informer)
+    assert startup.fired == 6
+    wait_for(lambda: informer.reflector.watches == 1, timeout=DEADLINE, what="the first watch")
+    threading.Event().wait(0.4)   # the stimulus, not a wait for a result: the watch stays open, quietly, 0.4 s
+    late = apiserver.faults.add(FaultRule(verb="list", resource="configmaps", code=500, count=1))
+    client.create(PODS, pod("elsewhere"))   # history moves on, but not this informer's: still no event for it
+    apiserver.store.compact()
+    apiserver.store.close_watchers()   # resumed from before the compaction: 410, relist, and that list fails
+    wait_for(lambda: late.fired == 1 and informer.reflector.lists == 2, timeout=DEADLINE, what="the relist")
+    failed, retried = [t for t, *_ in requests_seen.of("list", "configmaps")][-2:]
+    assert retried - failed < 0.6, f"one failed list after a served watch cost {retried - failed:.2f}s"
 
 
 # --- scope: selectors and namespaces --------------------------------------------------------------------

@@ -10,10 +10,11 @@ Guarantees:
   A 410 on a watch opened straight after such a list, before any event arrived, is backed off like other
   failures (no hot loop); a 410 on resuming a watch that ran relists at once, however quiet that watch was.
 - Any other failure is retried after a backoff (0.8 s doubling to 30 s, jittered, reset after 2 quiet minutes,
-  and as soon as a watch delivers an event: list and watch work again, so the next sporadic failure starts from
-  0.8 s instead of the 30 s a long run of them had reached), or after the server's ``Retry-After`` when that is
-  longer. Network and 5xx/429 failures of a watch resume the
-  watch; other failures start over with a list.
+  and whenever a watch was served: it delivered an event, or stayed open ``SHORT_WATCH`` seconds, however it
+  ended. List and watch worked then, so the next sporadic failure starts from 0.8 s instead of the 30-60 s a run
+  of them had reached: a quiet informer relisting after each compaction must not go blind for a minute over one
+  failed list), or after the server's ``Retry-After`` when that is longer. Network and 5xx/429 failures of a
+  watch resume the watch; other failures start over with a list.
 - Watches ask for bookmarks and for a server-side timeout drawn at random from 5-10 minutes, spreading the
   reconnections of many informers.
 - :meth:`stop` returns promptly: it ends the watch stream in progress and cancels waits.
@@ -44,7 +45,8 @@ from mxjob_controller.runtime.client.errors import refused
 log = logging.getLogger(__name__)
 
 ADDED, MODIFIED, DELETED, BOOKMARK = "ADDED", "MODIFIED", "DELETED", "BOOKMARK"
-SHORT_WATCH = 1.0  # a watch that ends this fast without a single event counts as a failure (client-go's too)
+SHORT_WATCH = 1.0  # a watch that ends this fast without a single event counts as a failure (client-go's too); one
+                   # that lasted longer was served, and resets the backoff
 
 
 class ReflectorSink(Protocol):
@@ -177,8 +179,6 @@ class Reflector:
         events = 0
         try:
             for event in stream:
-                if events == 0:
-                    self.backoff.reset()   # a working watch: earlier failures say nothing about the next one
                 events += 1
                 self.events += 1
                 etype = event.get("type")
@@ -198,6 +198,8 @@ class Reflector:
             with self._watch_lock:
                 self._watch = None
             stream.close()
+            if events or time.monotonic() - started >= SHORT_WATCH:
+                self.backoff.reset()   # served: earlier failures say nothing about the next one
         if not self._stop.is_set() and events == 0 and time.monotonic() - started < SHORT_WATCH:
             raise _ShortWatch(f"watch closed after {time.monotonic() - started:.3f}s without any event")
         log.debug("%s: watch ended after %d events; resuming from %s", self.name, events,
