@@ -94,8 +94,9 @@ def test_events_are_prompt_while_the_main_client_budget_is_used_up(h: Harness) -
 @pytest.mark.parametrize(("kube_api_qps", "batch"), [(20.0, 32), (-1.0, 128)])
 def test_the_run_flags_size_the_events_client_and_the_batches(apiserver: APIServer, kube_api_qps: float,
                                                               batch: int) -> None:
-    """Each framework's controller (all three by default) gets an events client of its own, sized by the flags,
-    and slow-start batches sized by the client budget (core/slow_start.batch_cap_for_budget)."""
+    """Each framework's controller (all three by default) gets an events client of its own, sized by the flags, a
+    client of its own for its informers, sized as the main one, and slow-start batches sized by the client budget
+    (core/slow_start.batch_cap_for_budget)."""
     client = Client(ClientConfig(host=apiserver.url, qps=20, burst=30), component="controller")
     built = controllers.new_controller(client, RunSettings(event_qps=7.5, event_burst=9, kube_api_qps=kube_api_qps),
                                        CollectorRegistry())
@@ -108,10 +109,18 @@ def test_the_run_flags_size_the_events_client_and_the_batches(apiserver: APIServ
             assert bucket is not None and main is not None and bucket is not main
             assert (bucket.qps, bucket.burst, main.qps, main.burst) == (7.5, 9, 20.0, 30)
             assert controller.event_client.user_agent.endswith(" events")
+            # The informers' lists and watches: a bucket of their own, the main one's size, the same User-Agent.
+            caches = controller.cache_client.rate_limiter
+            assert caches is not None and caches is not main and caches is not bucket
+            assert (caches.qps, caches.burst) == (20.0, 30)
+            assert controller.cache_client.user_agent == client.user_agent
+            assert all(informer.reflector.client is controller.cache_client
+                       for informer in controller.factory.informers())
             assert controller.options.slice_batch == batch
     finally:
         assert built.stop(5.0)
-        assert all(controller.event_client.closed for controller in built.controllers)
+        assert all(controller.event_client.closed and controller.cache_client.closed
+                   for controller in built.controllers)
         client.close()
 
 

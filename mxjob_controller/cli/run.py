@@ -140,7 +140,8 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
          help="Namespace of the Lease. Default: $POD_NAMESPACE, else the service account's namespace, "
               "else 'default'.")
 @_option("--kube-api-qps", "MXJOB_KUBE_API_QPS", default=DEFAULT_QPS, show_default=True, type=float,
-         help="Requests per second to the API server (client-side limit; negative: none).")
+         help="Requests per second to the API server (client-side limit; negative: none); the informers' lists "
+              "and watches have a budget of this size of their own.")
 @_option("--kube-api-burst", "MXJOB_KUBE_API_BURST", default=DEFAULT_BURST, show_default=True,
          type=click.IntRange(min=1), help="Requests allowed in a burst above --kube-api-qps.")
 @_option("--event-qps", "MXJOB_EVENT_QPS", default=DEFAULT_EVENT_QPS, show_default=True, type=float,

@@ -128,7 +128,11 @@ class JobController:
         self.recorder = EventRecorder(self.event_client, framework.operator_name, wall=options.wall)
         self.metrics = JobMetrics(self.registry, framework.framework_name)
         self.pool = WritePool(f"{name}-writes", options.write_threads)
-        self.factory = SharedInformerFactory(client, transform=drop_managed_fields)
+        # The informers' lists and watches draw on a bucket of their own, as kube-controller-manager's shared
+        # informers have a client of their own: a relist storm (compactions, an API server restart) must not hold
+        # up a job's writes, nor the writes a cache's refill. The same User-Agent: the same program to the server.
+        self.cache_client = client.sibling(None)
+        self.factory = SharedInformerFactory(self.cache_client, transform=drop_managed_fields)
         # Children caches per kind: ours (operator-name label) and the old operator's (legacy labels only).
         self._owned: dict[ChildKind, list[SharedInformer]] = {POD: [], SERVICE: []}
         self._legacy: dict[ChildKind, list[SharedInformer]] = {POD: [], SERVICE: []}
@@ -271,6 +275,7 @@ class JobController:
         clean = self.recorder.stop(left()) and clean
         self.event_client.close()
         clean = self.factory.stop(left()) and clean
+        self.cache_client.close()
         log.info("%s controller stopped%s", self.framework.resource.kind,
                  "" if clean else " (some threads outlived the deadline)")
         return clean

@@ -131,7 +131,8 @@ class Manager:
         client = Client(config, component="controller", program=PROGRAM, version=__version__)
         self._clients.append(client)
         log.info("mxjob-controller %s: API server %s (%s), watching %s, %d worker(s); client budgets: %g requests/s "
-                 "(burst %d), events apart: %g/s (burst %d)", __version__, config.host, config.source, s.scope,
+                 "(burst %d), the same again for the informers, events apart: %g/s (burst %d)", __version__,
+                 config.host, config.source, s.scope,
                  s.threadiness, s.kube_api_qps, s.kube_api_burst, s.event_qps, s.event_burst)
         return config, client
 

@@ -131,13 +131,17 @@ class Client:
                                     respect_retry_after_header=False, raise_on_status=False)
         return cfg
 
-    def sibling(self, component: str, **overrides: Any) -> Client:
+    def sibling(self, component: str | None, **overrides: Any) -> Client:
         """A client of the same server, credentials and caller, with its own connections and its own token bucket
         (``overrides`` change the configuration: ``qps``, ``burst``...), so that one kind of traffic cannot use up
         another's budget. client-go: a clientset built from a copy of a ``rest.Config`` gets a rate limiter of its
-        own (controller-runtime's events client, the kubelet's ``--event-qps`` client). Close it separately."""
+        own (controller-runtime's events client, the kubelet's ``--event-qps`` client). ``component`` None: the
+        same User-Agent as this client (the same program to the server; only the budget is apart). Close it
+        separately."""
         program, version = self._caller
-        return Client(self.config.with_overrides(**overrides), component, program=program, version=version,
+        if component is None:
+            overrides.setdefault("user_agent", self.user_agent)
+        return Client(self.config.with_overrides(**overrides), component or "", program=program, version=version,
                       max_retries=self.max_retries)
 
     def close(self) -> None:
