@@ -129,6 +129,23 @@ GENERIC = ROOT / "examples" / "generic"
 CHECKED_IN = re.compile(r"^\[rendezvous-worker-(\d)\] worker-\1 of 3: checked in with (127\.\d+\.\d+\.\d+):7070$", re.M)
 
 
+def test_logs_show_every_container_however_quickly_it_ran_and_its_pod_was_removed(tmp_path):
+    """Two workers that print a line and exit at once, cleanPodPolicy All: pods that start, end and are removed
+    between two looks at the API still have their output shown (read from the kubelet's files as they start)."""
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "quick"},
+           "spec": {"runPolicy": {"cleanPodPolicy": "All"}, "successPolicy": "AllWorkers", "tfReplicaSpecs": {
+               "Worker": {"replicas": 2, "template": {"spec": {"containers": [{
+                   "name": "tensorflow", "image": "python:3.11-slim",
+                   "command": ["sh", "-c", "echo done $HOSTNAME"]}]}}}}}}
+    path = tmp_path / "quick.yaml"
+    path.write_text(yaml.safe_dump(job))
+    for _ in range(3):   # each run races differently; every one must show both
+        run = local_run("--logs", "--timeout", "120", str(path))
+        assert run.returncode == 0, run.stdout + run.stderr
+        shown = sorted(set(re.findall(r"^\[(quick-worker-\d)\] done quick-worker-\d$", run.stdout, re.M)))
+        assert shown == ["quick-worker-0", "quick-worker-1"], run.stdout
+
+
 def test_the_generic_job_examples_talk_over_their_substituted_service_hosts_and_succeed():
     run = local_run("--logs", "--timeout", "120", str(GENERIC / "rendezvous.yaml"),
                     str(GENERIC / "generic-example.yaml"))

@@ -7,9 +7,9 @@ Everything goes through the API server over HTTP, as kubectl would: the document
 namespace is created first), then the jobs among them (MXJobs, TFJobs) are watched until every one has succeeded,
 one has failed (fail fast: the others are stopped with the cluster), the time is up, or ``interrupt`` is set.
 Progress is a line per change (or, on a terminal, a block redrawn in place): each job's state and replica counts.
-With ``logs``, every container's output is streamed, each line prefixed by its pod. When a job fails, the last lines
-of each failed pod are printed; they are read from the kubelet's files, which outlive the pods that the job's
-cleanPodPolicy removes.
+With ``logs``, every container's output is streamed, each line prefixed by its pod. Output and, when a job fails, the
+last lines of each failed pod are read from the kubelet's files, which outlive the pods that the job's
+cleanPodPolicy removes: a container that ran and ended between two looks at the API is shown all the same.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, TextIO
 from mxjob_controller.core.ownership import api_group, controller_ref
 from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.local.cluster import LocalCluster
+from mxjob_controller.local.kubelet.logs import Instance, LogStore
 from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, KubeError, Resource
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,6 @@ SUCCEEDED, FAILED, TIMED_OUT, INTERRUPTED = 0, 1, 124, 130
 _POLL = 0.25          # seconds between looks at the jobs
 _TAIL = 20            # log lines shown of each failed pod
 _DRAIN = 5.0          # seconds the log streams get to deliver their last lines once every job succeeded
-_LOG_READ_TIMEOUT = 24 * 3600.0   # a followed log may be silent long: it ends with its container or the cluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,55 +114,42 @@ def _api_message(e: KubeError) -> str:
 
 
 class _LogStreams:
-    """One named thread per started container, copying its output to ``out`` with the pod's name in front."""
+    """One named thread per started container instance, copying its output to ``out`` with the pod's name in front.
 
-    def __init__(self, client: Client, write: Callable[[str], None], stop: threading.Event) -> None:
-        self._client, self._write, self._stop = client, write, stop
-        self._seen: set[tuple[str, str, int]] = set()
+    Instances are heard of from the kubelet's log store as their processes start, not from the pods the API shows
+    at each look: a container that ran and ended between two looks, its pod removed by the job's cleanPodPolicy,
+    has its output shown all the same (the store keeps removed pods' files while ``local run`` lasts)."""
+
+    def __init__(self, store: LogStore, write: Callable[[str], None], stop: threading.Event) -> None:
+        self._store, self._write, self._stop = store, write, stop
+        self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        store.add_listener(self._started)
 
-    def follow_new(self, pods: Sequence[dict[str, Any]]) -> None:
-        for pod in pods:
-            meta = pod["metadata"]
-            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-                if "running" not in (cs.get("state") or {}) and "terminated" not in (cs.get("state") or {}):
-                    continue
-                key = (meta["uid"], cs["name"], cs.get("restartCount") or 0)
-                if key in self._seen:
-                    continue
-                self._seen.add(key)
-                thread = threading.Thread(target=self._copy, args=(meta["namespace"], meta["name"], cs["name"]),
-                                          name=f"logs-{meta['name']}-{cs['name']}", daemon=True)
-                thread.start()
-                self._threads.append(thread)
+    def _started(self, instance: Instance) -> None:
+        thread = threading.Thread(target=self._copy, args=(instance,), daemon=True,
+                                  name=f"logs-{instance.pod}-{instance.container}")
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
 
-    def _copy(self, namespace: str, pod: str, container: str) -> None:
-        path = PODS.path(namespace, pod, "log")
-        try:
-            resp = self._client.stream(path, query={"container": container, "follow": "true"},
-                                       read_timeout=_LOG_READ_TIMEOUT)
-        except KubeError as e:
-            log.debug("logs of %s/%s: %s", pod, container, e)
-            return
-        try:
-            pending = b""
-            for chunk in resp.stream(4096):
-                pending += chunk
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
-                    self._write(f"[{pod}] {line.decode('utf-8', 'replace')}")
-                if self._stop.is_set():
-                    return
-            if pending:
-                self._write(f"[{pod}] {pending.decode('utf-8', 'replace')}")
-        except Exception as e:  # the stream ends with the cluster: nothing to report
-            log.debug("log stream of %s/%s ended: %s", pod, container, e)
-        finally:
-            resp.release_conn()
+    def _copy(self, instance: Instance) -> None:
+        pending = b""
+        for chunk in self._store.follow(instance.path):
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                self._write(f"[{instance.pod}] {line.decode('utf-8', 'replace')}")
+            if self._stop.is_set():
+                return
+        if pending:
+            self._write(f"[{instance.pod}] {pending.decode('utf-8', 'replace')}")
 
     def join(self, timeout: float) -> None:
         end = time.monotonic() + timeout
-        for thread in self._threads:
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
             thread.join(max(0.0, end - time.monotonic()))
 
 
@@ -181,7 +168,8 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
             out.flush()
 
     stop_logs = threading.Event()
-    streams = _LogStreams(client, write, stop_logs) if options.logs else None
+    kubelet = cluster.kubelet
+    streams = _LogStreams(kubelet.logs, write, stop_logs) if options.logs and kubelet is not None else None
     shown: dict[str, str] = {}
     failed_pods: dict[str, dict[str, Any]] = {}   # uid → pod, every pod seen failing
     try:
@@ -191,8 +179,6 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
             for pod in pods:
                 if _failing(pod):
                     failed_pods[pod["metadata"]["uid"]] = pod
-            if streams is not None:
-                streams.follow_new(pods)
             elapsed = time.monotonic() - start
             lines = {key: f"{key}  {state['summary']}" for key, state in states.items()}
             if options.interactive:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mxjob_controller.local.apiserver import errors
 
@@ -24,19 +24,53 @@ _FOLLOW_POLL = 0.1   # seconds between looks at a followed log file that has not
 _BLOCK = 64 * 1024
 
 
+class Instance(NamedTuple):
+    """One container instance whose process started: its pod, container and log file."""
+
+    namespace: str
+    pod: str
+    container: str
+    path: Path
+
+
+Listener = Callable[[Instance], None]
+
+
 class LogStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._lock = threading.Lock()
         self._running: set[Path] = set()   # files whose process has not ended yet
+        self._instances: list[Instance] = []   # every instance started, in order (for listeners added late)
+        self._listeners: list[Listener] = []
         self._closed = threading.Event()
 
     def path(self, pod_uid: str, container: str, attempt: int) -> Path:
         return self.root / pod_uid / container / f"{attempt}.log"
 
-    def started(self, path: Path) -> None:
+    def started(self, path: Path, namespace: str = "", pod: str = "") -> None:
+        """A container's process started writing ``path``: listeners hear of it now, on the caller's thread."""
+        instance = Instance(namespace, pod, path.parent.name, path)
         with self._lock:
             self._running.add(path)
+            self._instances.append(instance)
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(instance)
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener`` for every instance started so far, then for each one as it starts: none is missed,
+        however quickly it ran and its pod was removed (``local run --logs``). It must not block."""
+        with self._lock:
+            self._listeners.append(listener)
+            earlier = list(self._instances)
+        for instance in earlier:
+            listener(instance)
+
+    def follow(self, path: Path) -> Iterator[bytes]:
+        """The file's output from its start, until its process has ended and the rest is read, or :meth:`close`
+        (an empty chunk now and then while nothing new comes: the reader's chance to stop)."""
+        return self._stream(path, None, None, True)
 
     def ended(self, path: Path) -> None:
         with self._lock:

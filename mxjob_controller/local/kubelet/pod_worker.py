@@ -252,7 +252,7 @@ class PodWorker:
                                                f"failed to start container process: {e.strerror or e}: {argv[0]}")
             self._after_exit(slot, 128)
             return
-        self.kubelet.logs.started(path)
+        self.kubelet.logs.started(path, self.namespace, self.name)
         slot.proc, slot.due = proc, None
         if self.kubelet.stopping.is_set():
             proc.signal_group(signal.SIGKILL)  # started as the kubelet began to stop: it must not outlive it
