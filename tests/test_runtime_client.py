@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.local.apiserver.rest import JSON_PATCH, STRATEGIC_PATCH
 from mxjob_controller.runtime.client import (
@@ -391,6 +392,36 @@ def test_list_all_falls_back_to_a_full_list_when_its_snapshot_expires(apiserver,
                                                                            + ["meanwhile"])
     wait_for(lambda: [r.code for r in apiserver.audit.records(verb="list", resource="configmaps")] == [200, 410, 200],
              what="a page, the expired page, then one full list")
+
+
+@pytest.mark.parametrize(("failures", "retries", "ok"), [(2, 2, True), (3, 2, False), (1, 0, False)])
+def test_list_all_asks_again_for_a_later_page_that_failed(apiserver, client, failures, retries, ok):
+    """A later page answered 500 is asked again with its continue token (up to ``page_retries`` times), not the
+    whole list; the first page is never retried here (its caller's back-off covers it)."""
+    for i in range(6):
+        client.create(CONFIGMAPS, configmap(f"c{i}"))
+    continued = []
+
+    def fail_continued_pages(ex):
+        if ex.info.verb == "list" and ex.query.get("continue"):
+            continued.append(ex.query["continue"])
+            if len(continued) <= failures:
+                raise errors.internal("injected: page lost")
+
+    apiserver.router.interceptors.append(fail_continued_pages)
+    try:
+        if ok:
+            result = client.list_all(CONFIGMAPS, "default", page_size=4, page_retries=retries)
+            assert sorted(o["metadata"]["name"] for o in result["items"]) == [f"c{i}" for i in range(6)]
+        else:
+            with pytest.raises(ServerError):
+                client.list_all(CONFIGMAPS, "default", page_size=4, page_retries=retries)
+    finally:
+        apiserver.router.interceptors.remove(fail_continued_pages)
+    assert len(continued) == (failures + 1 if ok else retries + 1)
+    assert len(set(continued)) == 1, "the same page (continue token) was asked for again"
+    wait_for(lambda: sum(r.code == 200 for r in apiserver.audit.records(verb="list", resource="configmaps"))
+             == (2 if ok else 1), what="the first page once, and the second once it was answered")
 
 
 # --- watch ----------------------------------------------------------------------------------------------

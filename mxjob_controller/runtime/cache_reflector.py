@@ -45,6 +45,8 @@ from mxjob_controller.runtime.client.errors import refused
 log = logging.getLogger(__name__)
 
 ADDED, MODIFIED, DELETED, BOOKMARK = "ADDED", "MODIFIED", "DELETED", "BOOKMARK"
+LIST_PAGE_RETRIES = 2   # a later page of a list that fails transiently is asked again, not the whole list (a large
+                        # cache's relist is many pages: each failing on its own would make the list fail often)
 SHORT_WATCH = 1.0  # a watch that ends this fast without a single event counts as a failure (client-go's too); one
                    # that lasted longer was served, and resets the backoff
 
@@ -146,7 +148,7 @@ class Reflector:
     def _list(self) -> None:
         result = self.client.list_all(self.resource, self.namespace, label_selector=self.label_selector,
                                       field_selector=self.field_selector, page_size=self.page_size,
-                                      cancel=self._stop)
+                                      cancel=self._stop, page_retries=LIST_PAGE_RETRIES)
         self.lists += 1
         rv = (result.get("metadata") or {}).get("resourceVersion") or ""
         api_version, kind = result.get("apiVersion"), (result.get("kind") or "").removesuffix("List")

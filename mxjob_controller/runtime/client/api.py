@@ -44,6 +44,7 @@ from mxjob_controller.runtime.client.errors import (
     Gone,
     RateLimitTimeout,
     ReadTimeout,
+    ServerError,
     TransportError,
     error_for_response,
 )
@@ -61,6 +62,7 @@ PATCH_CONTENT_TYPES = {
 }
 PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
 DEFAULT_PAGE_SIZE = 500          # client-go's pager.defaultPageSize
+PAGE_RETRY_DELAY = 0.5           # seconds before a later list page that failed is asked again (list_all)
 DEFAULT_WATCH_TIMEOUT = 1800     # kube-apiserver's --min-request-timeout, when the caller sets none
 WATCH_READ_MARGIN = 30.0         # seconds of silence tolerated beyond the server-side watch timeout
 DEADLINE_FACTOR = 2.0            # a call's default deadline, in read timeouts: one slow attempt plus retries
@@ -289,13 +291,17 @@ class Client:
 
     def list_all(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
                  field_selector: str | None = None, page_size: int = DEFAULT_PAGE_SIZE, timeout: float | None = None,
-                 deadline: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
+                 deadline: float | None = None, cancel: threading.Event | None = None,
+                 page_retries: int = 0) -> dict[str, Any]:
         """Every item, fetched ``page_size`` at a time, as one list at one resourceVersion. ``deadline`` covers
         every page together (default: each page has the default deadline of one call).
 
         All pages come from the snapshot of the first (continue tokens pin it). If that snapshot expires midway
         (410), the pages read so far are dropped and one unpaginated list is made instead, as client-go's pager
-        does with ``FullListIfExpired``.
+        does with ``FullListIfExpired``. ``page_retries``: a later page that fails on the way or with a 5xx is
+        asked again (its continue token) up to that many times, :data:`PAGE_RETRY_DELAY` apart, instead of the
+        whole list failing with the pages read so far: a list of 20 pages under 10% of transient failures
+        otherwise fails 7 times in 8.
         """
         ends = None if deadline is None else time.monotonic() + deadline
 
@@ -308,7 +314,7 @@ class Client:
         token: str | None = None
         while True:
             try:
-                page = page_of(limit=page_size or None, continue_token=token)
+                page = self._page_with_retries(page_of, page_size, token, page_retries if token else 0, cancel)
             except Gone:
                 if token is None:
                     raise
@@ -322,6 +328,21 @@ class Client:
             if token is None:
                 return {"apiVersion": page.get("apiVersion"), "kind": page.get("kind"),
                         "metadata": {"resourceVersion": meta.get("resourceVersion", "")}, "items": items}
+
+    @staticmethod
+    def _page_with_retries(page_of: Any, page_size: int, token: str | None, retries: int,
+                           cancel: threading.Event | None) -> dict[str, Any]:
+        failures = 0
+        while True:
+            try:
+                return page_of(limit=page_size or None, continue_token=token)
+            except (ServerError, TransportError) as e:
+                failures += 1
+                if failures > retries:
+                    raise
+                log.info("list page failed (%s); asking for it again in %gs", e, PAGE_RETRY_DELAY)
+                if (cancel or threading.Event()).wait(PAGE_RETRY_DELAY):
+                    raise Cancelled("cancelled between list pages") from e
 
     def watch(self, resource: Resource, namespace: str | None = None, *, resource_version: str | None = None,
               label_selector: str | None = None, field_selector: str | None = None,
