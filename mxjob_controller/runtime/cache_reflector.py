@@ -200,9 +200,11 @@ class Reflector:
             with self._watch_lock:
                 self._watch = None
             stream.close()
-            if events or time.monotonic() - started >= SHORT_WATCH:
-                self.backoff.reset()   # served: earlier failures say nothing about the next one
-        if not self._stop.is_set() and events == 0 and time.monotonic() - started < SHORT_WATCH:
-            raise _ShortWatch(f"watch closed after {time.monotonic() - started:.3f}s without any event")
+            lasted = time.monotonic() - started
+            served = events > 0 or lasted >= SHORT_WATCH
+            if served:
+                self.backoff.reset()   # earlier failures say nothing about the next one
+        if not served and not self._stop.is_set():
+            raise _ShortWatch(f"watch closed after {lasted:.3f}s without any event")
         log.debug("%s: watch ended after %d events; resuming from %s", self.name, events,
                   self.last_sync_resource_version)

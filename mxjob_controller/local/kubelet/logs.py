@@ -41,7 +41,7 @@ class LogStore:
         self.root = root
         self._lock = threading.Lock()
         self._running: set[Path] = set()   # files whose process has not ended yet
-        self._instances: list[Instance] = []   # every instance started, in order (for listeners added late)
+        self._instances: list[Instance] = []   # instances started whose files remain (for listeners added late)
         self._listeners: list[Listener] = []
         self._closed = threading.Event()
 
@@ -82,6 +82,12 @@ class LogStore:
 
     def remove_pod(self, pod_uid: str) -> None:
         shutil.rmtree(self.root / pod_uid, ignore_errors=True)
+        self._forget(lambda path: path.parent.parent.name == pod_uid)
+
+    def _forget(self, gone: Callable[[Path], bool]) -> None:
+        """Drop the record of instances whose files are removed: it lasts only as long as the files do."""
+        with self._lock:
+            self._instances = [i for i in self._instances if not gone(i.path)]
 
     def close(self) -> None:
         """Followers end; files stay until the caller removes ``root``."""
@@ -89,8 +95,11 @@ class LogStore:
 
     def prune(self, pod_uid: str, container: str, keep: int) -> None:
         """Remove all but the newest ``keep`` instances' files (kube keeps the current and the previous one)."""
-        for path in self.attempts(pod_uid, container)[:-keep or None]:
+        pruned = set(self.attempts(pod_uid, container)[:-keep or None])
+        for path in pruned:
             path.unlink(missing_ok=True)
+        if pruned:
+            self._forget(pruned.__contains__)
 
     def attempts(self, pod_uid: str, container: str) -> list[Path]:
         folder = self.root / pod_uid / container

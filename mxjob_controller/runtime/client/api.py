@@ -30,7 +30,7 @@ import platform
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -330,7 +330,7 @@ class Client:
                         "metadata": {"resourceVersion": meta.get("resourceVersion", "")}, "items": items}
 
     @staticmethod
-    def _page_with_retries(page_of: Any, page_size: int, token: str | None, retries: int,
+    def _page_with_retries(page_of: Callable[..., dict[str, Any]], page_size: int, token: str | None, retries: int,
                            cancel: threading.Event | None) -> dict[str, Any]:
         failures = 0
         while True:
