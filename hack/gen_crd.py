@@ -1,9 +1,9 @@
 """Write every framework's CRD files (MXJob, TFJob, GenericJob) from their API definitions, and the webhook
 component's configurations (``make crd``); ``--check`` only reports drift.
 
-The logic lives in ``mxjob_controller/api/crd.py``, ``mxjob_controller/tensorflow/crd.py``,
-``mxjob_controller/generic/crd.py`` and the table of ``mxjob_controller/frameworks.py``; this script only writes (or
-compares) the files.
+The logic lives in ``mxjob_controller/kubeflow_api/crd.py`` (what every kind shares), each framework's ``crd.py``
+(``mxnet/``, ``tensorflow/``, ``generic/``) and the table of ``mxjob_controller/frameworks.py``; this script only
+writes (or compares) the files.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from mxjob_controller.api.crd import minified_size
 from mxjob_controller.frameworks import FRAMEWORKS, crd_files
+from mxjob_controller.kubeflow_api.crd import minified_size
 from mxjob_controller.webhooks.configuration import component_files
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mxjob_controller.api import constants as mx_api
-from mxjob_controller.api.crd import mxjob_crd, rendered_files
 from mxjob_controller.core.framework import Framework
 from mxjob_controller.generic import api as generic_api
 from mxjob_controller.generic.crd import genericjob_crd
 from mxjob_controller.generic.framework import GenericFramework
+from mxjob_controller.kubeflow_api.crd import rendered_files
+from mxjob_controller.mxnet import api as mx_api
+from mxjob_controller.mxnet.crd import mxjob_crd
 from mxjob_controller.mxnet.framework import FRAMEWORK_NAME as MXNET
 from mxjob_controller.mxnet.framework import MXNetFramework
 from mxjob_controller.tensorflow import api as tf_api

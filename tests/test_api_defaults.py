@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.api import apply_defaults, parse_job
-from mxjob_controller.api.constants import MANAGED_BY_OURS
-from mxjob_controller.api.status import ReplicaCounts, condition, replica_counts, with_replica_counts
 from mxjob_controller.core.managed_by import managed_elsewhere
+from mxjob_controller.kubeflow_api.constants import MANAGED_BY_OURS
+from mxjob_controller.kubeflow_api.status import ReplicaCounts, condition
+from mxjob_controller.mxnet.api import apply_defaults, mxjob_replica_counts, parse_job, with_mxjob_replica_counts
 
 PORT = {"name": "mxjob-port", "containerPort": 9091}
 
@@ -204,7 +204,8 @@ def test_parse_job_returns_every_error_and_no_view() -> None:
 
 def test_replica_statuses_are_mirrored() -> None:
     status = {"conditions": [condition("Created", "MXJobCreated", "MXJob j is created.", "2024-01-01T00:00:00Z")]}
-    out = with_replica_counts(status, {"Worker": ReplicaCounts(active=2), "Scheduler": ReplicaCounts(succeeded=1)})
+    out = with_mxjob_replica_counts(status, {"Worker": ReplicaCounts(active=2),
+                                             "Scheduler": ReplicaCounts(succeeded=1)})
     assert out["replicaStatuses"] == out["mxReplicaStatuses"] == {"Worker": {"active": 2},
                                                                   "Scheduler": {"succeeded": 1}}
     assert out["replicaStatuses"] is not out["mxReplicaStatuses"]
@@ -221,4 +222,4 @@ def test_replica_statuses_are_mirrored() -> None:
      {"Server": ReplicaCounts(failed=2)}),
 ])
 def test_replica_counts_read_either_map(status: dict | None, expected: dict) -> None:
-    assert replica_counts(status) == expected
+    assert mxjob_replica_counts(status) == expected

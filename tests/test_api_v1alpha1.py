@@ -1,4 +1,4 @@
-"""MXJob v1alpha1 (api/v1alpha1.py): its schema, its validation, and the lossless conversion to and from v1.
+"""MXJob v1alpha1 (mxnet/v1alpha1/): its schema, its validation, and the lossless conversion to and from v1.
 
 Pure functions, table-driven, no server: the conversion webhook and the embedded API server's converter only move
 these functions' results. The seed objects are mx-operator's (jzp1025 fork) ``mx_job_dist.yaml`` and the
@@ -15,9 +15,12 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.api import crd, v1alpha1
-from mxjob_controller.api.crd_schema import structural, structural_problems
-from mxjob_controller.api.v1alpha1 import (
+from mxjob_controller.core import validation_failure
+from mxjob_controller.core.labels import child_name
+from mxjob_controller.kubeflow_api.crd_schema import structural, structural_problems
+from mxjob_controller.mxnet import crd, v1alpha1
+from mxjob_controller.mxnet.api import parse_job, validate_job
+from mxjob_controller.mxnet.v1alpha1 import (
     V1_EXTRA_ANNOTATION,
     V1ALPHA1_EXTRA_ANNOTATION,
     ConversionError,
@@ -27,10 +30,6 @@ from mxjob_controller.api.v1alpha1 import (
     to_v1alpha1,
     validate,
 )
-from mxjob_controller.api.validation import validate_job
-from mxjob_controller.api.view import parse_job
-from mxjob_controller.core import validation_failure
-from mxjob_controller.core.labels import child_name
 from mxjob_controller.mxnet.wiring import wired_template
 
 ALPHA = "kubeflow.org/v1alpha1"

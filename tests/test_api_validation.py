@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mxjob_controller.api import validate_job
-from mxjob_controller.api.validation import longest_child_name
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
+from mxjob_controller.kubeflow_api.validation import longest_child_name
+from mxjob_controller.mxnet.api import validate_job
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 W = "spec.mxReplicaSpecs.Worker"

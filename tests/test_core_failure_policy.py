@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.api.run_policy import RunPolicy
-from mxjob_controller.api.status import ReplicaCounts, with_replica_counts
 from mxjob_controller.core.backoff import DEFAULT_CRASH_LOOP, CrashLoopBackoff, past_backoff_limit
 from mxjob_controller.core.cleanup import cleanup_plan
 from mxjob_controller.core.deadlines import deadline_at
@@ -36,6 +34,9 @@ from mxjob_controller.core.validation_failure import (
 )
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
+from mxjob_controller.kubeflow_api.run_policy import RunPolicy
+from mxjob_controller.kubeflow_api.status import ReplicaCounts
+from mxjob_controller.mxnet.api import with_mxjob_replica_counts
 
 T0 = 1_700_000_000.0   # a whole second, as status times are
 NOW = rfc3339(T0)
@@ -342,7 +343,7 @@ def test_restarting_holds_running_off_and_a_job_failure_finishes_the_job() -> No
     def status(old: dict, **policy: Any) -> dict[str, Any]:
         running = policy.pop("running", True)
         return next_status(old, kind="MXJob", name="j", counts={"Worker": ReplicaCounts(active=1)},
-                           verdict=Verdict(running=running), now=NOW, render_counts=with_replica_counts, **policy)
+                           verdict=Verdict(running=running), now=NOW, render_counts=with_mxjob_replica_counts, **policy)
 
     running = status({})
     assert [c["type"] for c in running["conditions"]] == ["Created", "Running"]

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.api.status import ReplicaCounts, with_replica_counts
 from mxjob_controller.core.framework import Verdict
 from mxjob_controller.core.job_status import failure_message, next_status
 from mxjob_controller.core.pod_status import PodFailure, count_pods, failure_of, replica_state, termination
+from mxjob_controller.kubeflow_api.status import ReplicaCounts
+from mxjob_controller.mxnet.api import with_mxjob_replica_counts
 
 NOW, LATER = "2024-01-01T00:00:00Z", "2024-01-01T01:00:00Z"
 
@@ -84,7 +85,7 @@ IDLE = Verdict()
 def status(old: dict | None, verdict: Verdict = IDLE, counts: dict | None = None, now: str = NOW,
            blocked: tuple[str, ...] = ()) -> dict[str, Any]:
     return next_status(old, kind="MXJob", name="j", counts=COUNTS if counts is None else counts, verdict=verdict,
-                       now=now, render_counts=with_replica_counts, blocked=blocked)
+                       now=now, render_counts=with_mxjob_replica_counts, blocked=blocked)
 
 
 def test_the_first_status_is_created_with_start_time_and_counts() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mxjob_controller.generic.api import GenericJobView
-from mxjob_controller.generic.rules import (
+from mxjob_controller.generic.status_rules import (
     NO_SUCCESS_POSSIBLE,
     Judgement,
     Restart,

@@ -14,7 +14,6 @@ import pytest
 
 from mxjob_controller.core.pod_status import exit_code
 from mxjob_controller.generic.api import GenericJobView
-from mxjob_controller.generic.rules import Judgement, judge
 from mxjob_controller.generic.status import (
     aggregate_of,
     first_error,
@@ -29,6 +28,7 @@ from mxjob_controller.generic.status import (
     set_condition,
     without_invalid,
 )
+from mxjob_controller.generic.status_rules import Judgement, judge
 from mxjob_controller.kube import field_errors as fe
 from tests.generic_support import genericjob, replica, view
 

@@ -1,6 +1,7 @@
 """The layers, checked on the source (every import statement, lazy ones inside functions included): the generic
 job-controller core imports no framework, no framework's API and nothing above it; the frameworks do not import
-each other; the shared pieces of ``api/`` that TFJob and GenericJob reuse import no framework."""
+each other; ``kubeflow_api/``, what every Kubeflow kind shares, imports no framework and nothing above them; and
+every framework has the same shape (its API, CRD, wiring, status rules and adapter in modules of the same names)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,12 @@ def offending(folder: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
 
 FRAMEWORKS = ("mxjob_controller.mxnet", "mxjob_controller.tensorflow", "mxjob_controller.generic",
               "mxjob_controller.frameworks")
-ABOVE_CORE = ("mxjob_controller.api", "mxjob_controller.manager", "mxjob_controller.local", "mxjob_controller.cli")
+ABOVE_CORE = ("mxjob_controller.kubeflow_api", "mxjob_controller.manager", "mxjob_controller.local",
+              "mxjob_controller.cli")
+ABOVE_FRAMEWORKS = ("mxjob_controller.webhooks", "mxjob_controller.manager", "mxjob_controller.local",
+                    "mxjob_controller.cli")
+#: The modules every framework package has, so a reader finds the same thing in the same place in each.
+FRAMEWORK_MODULES = ("api.py", "crd.py", "wiring.py", "status_rules.py", "framework.py")
 
 
 @pytest.mark.parametrize(("folder", "forbidden"), [
@@ -50,11 +56,21 @@ ABOVE_CORE = ("mxjob_controller.api", "mxjob_controller.manager", "mxjob_control
     ("tensorflow", ("mxjob_controller.mxnet", "mxjob_controller.generic", "mxjob_controller.frameworks")),
     ("generic", ("mxjob_controller.mxnet", "mxjob_controller.tensorflow", "mxjob_controller.frameworks",
                  "mxjob_controller.manager", "mxjob_controller.local", "mxjob_controller.cli")),
-    ("api", FRAMEWORKS),
+    ("kubeflow_api", FRAMEWORKS + ABOVE_FRAMEWORKS),
     ("runtime", FRAMEWORKS + ABOVE_CORE + ("mxjob_controller.core",)),
 ])
 def test_layer_imports(folder: str, forbidden: tuple[str, ...]) -> None:
     assert offending(folder, forbidden) == {}
+
+
+@pytest.mark.parametrize("framework", ["mxnet", "tensorflow", "generic"])
+def test_every_framework_has_the_same_shape(framework: str) -> None:
+    assert [m for m in FRAMEWORK_MODULES if not (PACKAGE / framework / m).is_file()] == []
+
+
+def test_the_old_api_package_is_gone() -> None:
+    """MXJob's API lives in ``mxnet/``, the shared part in ``kubeflow_api/``: no third place to look."""
+    assert list((PACKAGE / "api").glob("**/*.py")) == []
 
 
 def test_the_check_sees_imports_of_every_form(tmp_path: Path) -> None:
@@ -63,12 +79,12 @@ def test_the_check_sees_imports_of_every_form(tmp_path: Path) -> None:
     assert not module.exists()
     source = ("import mxjob_controller.mxnet.wiring\n"
               "from ..tensorflow import api\n"
-              "def f():\n    from mxjob_controller.api.view import parse_job\n")
+              "def f():\n    from mxjob_controller.kubeflow_api.view import identity\n")
     module.write_text(source)
     try:
         found = imports_of(module)
         assert {"mxjob_controller.mxnet.wiring", "mxjob_controller.tensorflow.api",
-                "mxjob_controller.api.view.parse_job"} <= found
+                "mxjob_controller.kubeflow_api.view.identity"} <= found
         assert "core/_layering_probe.py" in offending("core", FRAMEWORKS + ABOVE_CORE)
     finally:
         module.unlink()

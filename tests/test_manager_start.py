@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.api.crd import mxjob_crd
 from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.manager import controllers
 from mxjob_controller.manager.controllers import ManagedController
 from mxjob_controller.manager.process import Manager
 from mxjob_controller.manager.settings import RunSettings
+from mxjob_controller.mxnet.crd import mxjob_crd
 from mxjob_controller.runtime.client import Client
 from tests.support import Kube, wait_for
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.api.view import JobView, parse_job
 from mxjob_controller.core.framework import per_job
+from mxjob_controller.mxnet.api import JobView, parse_job
 from mxjob_controller.mxnet.framework import MXNetFramework
 from mxjob_controller.mxnet.wiring import dmlc_env, wired_template, with_env
 

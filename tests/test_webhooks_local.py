@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mxjob_controller.api import v1alpha1
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
+from mxjob_controller.mxnet import v1alpha1
 from tests.support import Kube, Kubectl, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent

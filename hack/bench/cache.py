@@ -30,11 +30,11 @@ def controller_pods(count: int) -> list[dict[str, Any]]:
     """``count`` pods as the controller creates them (its own builders) for 1/4/16 jobs, stored by the embedded
     API server (its defaults, uid, resourceVersion, timestamps) and then reported Running as a kubelet would."""
     from hack.bench.common import mxjob
-    from mxjob_controller.api.crd import mxjob_crd
     from mxjob_controller.core.child_sync import ChildSync
     from mxjob_controller.core.job_context import JobContext
     from mxjob_controller.kube.timefmt import now_rfc3339
     from mxjob_controller.local.apiserver import APIServer
+    from mxjob_controller.mxnet.crd import mxjob_crd
     from mxjob_controller.mxnet.framework import MXNetFramework
     from tests.kubelet_sim import running_status
 

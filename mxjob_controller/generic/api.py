@@ -37,9 +37,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from mxjob_controller.api import checks
-from mxjob_controller.api.run_policy import RunPolicy
-from mxjob_controller.api.validation import name_errors, template_errors, unique
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
 from mxjob_controller.generic import variables
 from mxjob_controller.kube import field_errors as fe
@@ -47,6 +44,9 @@ from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kube.names import dns1123_label_errors
 from mxjob_controller.kube.schema import validate_definition
+from mxjob_controller.kubeflow_api import checks
+from mxjob_controller.kubeflow_api.run_policy import RunPolicy
+from mxjob_controller.kubeflow_api.validation import name_errors, template_errors, unique
 
 # --- the resource ----------------------------------------------------------------------------------------
 

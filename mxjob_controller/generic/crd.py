@@ -1,5 +1,5 @@
 """The GenericJob CustomResourceDefinition (``genericjobs.batch.tensorstack.dev``), generated from this package's
-API with the shared pieces of ``api/crd.py``; ``hack/gen_crd.py`` writes it beside MXJob's and TFJob's.
+API with the shared pieces of ``kubeflow_api/crd.py``; ``hack/gen_crd.py`` writes it beside MXJob's and TFJob's.
 
 One version, ``v1beta1``, with a status subresource, the short name ``gj`` and the Phase/Age columns. The schema
 enforces what holds field by field (enums, ranges, types; ranks as int-or-string); what spans fields (ranks below
@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mxjob_controller.api.crd import (
+from mxjob_controller.core.framework import MAX_REPLICAS_PER_TYPE
+from mxjob_controller.generic import api
+from mxjob_controller.generic.status import AGGREGATE_KEYS
+from mxjob_controller.kubeflow_api.crd import (
     CRDNames,
     described,
     enum_schema,
@@ -23,10 +26,7 @@ from mxjob_controller.api.crd import (
     string_schema,
     time_schema,
 )
-from mxjob_controller.api.crd_schema import structural
-from mxjob_controller.core.framework import MAX_REPLICAS_PER_TYPE
-from mxjob_controller.generic import api
-from mxjob_controller.generic.status import AGGREGATE_KEYS
+from mxjob_controller.kubeflow_api.crd_schema import structural
 
 GENERICJOB_NAMES = CRDNames(api.KIND, api.LIST_KIND, api.PLURAL, api.SINGULAR, api.SHORT_NAMES, api.VERSIONS,
                             group=api.GROUP)

@@ -54,8 +54,8 @@ from mxjob_controller.core.requeue import after_failed_write, soonest
 from mxjob_controller.core.slow_start import Slice, SlowStartOutcome, slow_start
 from mxjob_controller.core.status_writer import StatusWrite, StatusWriter
 from mxjob_controller.core.write_pool import WritePool
-from mxjob_controller.generic import rules
 from mxjob_controller.generic import status as gstatus
+from mxjob_controller.generic import status_rules as rules
 from mxjob_controller.generic.api import GenericJobView
 from mxjob_controller.generic.scheduler import T9kPodGroups
 from mxjob_controller.kube.field_errors import FieldError

@@ -1,6 +1,6 @@
 """A GenericJob's status, as T9k's API and real status dumps show it: ``phase``, ``conditions``, ``tasks`` and
 ``aggregate``. Pure: :func:`next_status` computes the whole status from the old one, the job, its pods and the
-judgement of ``generic/rules.py``.
+judgement of ``generic/status_rules.py``.
 
 ``tasks``: one entry per replica type, in spec order: ``{type, restartCount, replicas: [{name, uid, phase,
 containers: [{name, state, exitCode}]}]}``, and ``restarting`` (ours): the UIDs of pods being replaced by a restart
@@ -42,7 +42,7 @@ from typing import Any
 
 from mxjob_controller.core.pod_status import PENDING, is_deleting, phase
 from mxjob_controller.generic.api import GenericJobView
-from mxjob_controller.generic.rules import SUCCESS_MESSAGE, Judgement
+from mxjob_controller.generic.status_rules import SUCCESS_MESSAGE, Judgement
 from mxjob_controller.kube.field_errors import FieldError
 
 # Phases of the job.

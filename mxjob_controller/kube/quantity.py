@@ -9,6 +9,9 @@ Guarantees (as apimachinery): values are exact (fractions, no floats), rounded u
 sum keeps the format (decimal SI, binary SI, decimal exponent) of its first non-zero term; the canonical form
 uses the largest suffix that keeps an integer mantissa (binary SI falls back to decimal SI for values below 1024
 or that are not whole numbers).
+
+A CRD's Quantity field accepts the spellings of controller-gen's pattern, :data:`QUANTITY_PATTERN`; the CRD schemas
+and the job validators share it, so the API server and the validator refuse the same strings.
 """
 
 from __future__ import annotations
@@ -121,3 +124,22 @@ def same(a: object, b: object) -> bool:
         return parse(a).value == parse(b).value  # type: ignore[arg-type]
     except (QuantityError, TypeError):
         return a == b
+
+
+# --- the CRD's pattern -------------------------------------------------------------------------------------------
+
+#: What controller-gen puts on Quantity fields of CRDs: a plain number with an optional SI, binary or
+#: exponent suffix ("2", "500m", "1.5Gi", "1e3").
+QUANTITY_PATTERN = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+                    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
+_QUANTITY = re.compile(QUANTITY_PATTERN)
+QUANTITY_HINT = 'must be a quantity such as 2, "500m" or "4Gi"'
+
+
+def is_quantity(value: object) -> bool:
+    """True for an integer or a quantity string; what kube-apiserver accepts in a CRD's Quantity field."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, str) and bool(_QUANTITY.match(value))

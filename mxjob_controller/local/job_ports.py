@@ -27,13 +27,14 @@ import socket
 import threading
 from typing import Any
 
-from mxjob_controller.api import v1alpha1
-from mxjob_controller.api.constants import DEFAULT_PORT, DEFAULT_PORT_NAME, GROUP, PLURAL
-from mxjob_controller.api.defaults import default_container_index
+from mxjob_controller.kubeflow_api.constants import GROUP
+from mxjob_controller.kubeflow_api.defaults import default_container_index
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.strategy import WriteContext
+from mxjob_controller.mxnet import v1alpha1
+from mxjob_controller.mxnet.api import DEFAULT_CONTAINER_NAME, DEFAULT_PORT, DEFAULT_PORT_NAME, PLURAL
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ def _port_list(replica_spec: Any, create: bool = False) -> list[Any] | None:
     containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
     if not isinstance(containers, list) or not containers:
         return None
-    container = containers[default_container_index(containers)]
+    container = containers[default_container_index(containers, DEFAULT_CONTAINER_NAME)]
     if not isinstance(container, dict):
         return None
     ports = container.setdefault("ports", []) if create else container.get("ports") or []

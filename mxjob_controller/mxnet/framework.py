@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mxjob_controller.api import constants as c
-from mxjob_controller.api.status import ReplicaCounts, replica_counts, with_replica_counts
-from mxjob_controller.api.view import JobView, parse_job
 from mxjob_controller.core.framework import Verdict
 from mxjob_controller.core.pod_status import ReplicaState
 from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kubeflow_api.constants import GROUP, MANAGED_BY_OURS
+from mxjob_controller.kubeflow_api.status import ReplicaCounts
+from mxjob_controller.mxnet import api as c
 from mxjob_controller.mxnet import status_rules, wiring
+from mxjob_controller.mxnet.api import JobView, mxjob_replica_counts, parse_job, with_mxjob_replica_counts
 from mxjob_controller.runtime.client import Resource
 
-MXJOBS = Resource(c.GROUP, c.STORAGE_VERSION, c.PLURAL, kind=c.KIND)
+MXJOBS = Resource(GROUP, c.STORAGE_VERSION, c.PLURAL, kind=c.KIND)
 OPERATOR_NAME = "mxjob-controller"   # training-operator's controller name for MXJobs: drop-in labels
 FRAMEWORK_NAME = "mxnet"
 
@@ -23,9 +24,9 @@ class MXNetFramework:
     resource = MXJOBS
     operator_name = OPERATOR_NAME
     framework_name = FRAMEWORK_NAME
-    group_label = c.GROUP
+    group_label = GROUP
     default_container = c.DEFAULT_CONTAINER_NAME
-    managers = c.MANAGED_BY_OURS
+    managers = MANAGED_BY_OURS
     reconciler_class = None   # the core's JobReconciler: Kubeflow's job model
 
     def parse(self, obj: dict[str, Any]) -> tuple[JobView | None, list[FieldError]]:
@@ -47,7 +48,7 @@ class MXNetFramework:
         return status_rules.decide(job, states)
 
     def with_replica_counts(self, status: Mapping[str, Any], counts: Mapping[str, ReplicaCounts]) -> dict[str, Any]:
-        return with_replica_counts(status, counts)
+        return with_mxjob_replica_counts(status, counts)
 
     def replica_counts(self, status: Mapping[str, Any] | None) -> dict[str, ReplicaCounts]:
-        return replica_counts(status)   # replicaStatuses, else the Go mxnet-operator's mxReplicaStatuses
+        return mxjob_replica_counts(status)   # replicaStatuses, else the Go mxnet-operator's mxReplicaStatuses

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mxjob_controller.api.constants import MODE_TUNE, SCHEDULER, SUCCESS_ALL_WORKERS, TUNER, WORKER
-from mxjob_controller.api.view import JobView
 from mxjob_controller.core.framework import Verdict
 from mxjob_controller.core.pod_status import ReplicaState
+from mxjob_controller.kubeflow_api.constants import SUCCESS_ALL_WORKERS
+from mxjob_controller.mxnet.api import MODE_TUNE, SCHEDULER, TUNER, WORKER, JobView
 
 
 def deciding_type(job: JobView) -> str:

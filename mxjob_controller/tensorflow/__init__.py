@@ -1,7 +1,7 @@
 """TensorFlow on the job-controller core: Kubeflow's ``kubeflow.org/v1`` TFJob.
 
 - ``api``: the TFJob API (names, defaults, validation, the reconciler's typed view, status shape), built on the
-  framework-neutral pieces of ``mxjob_controller.api`` (run policy, checks, template schema);
+  pieces every Kubeflow kind shares, ``mxjob_controller.kubeflow_api`` (run policy, checks, template schema);
 - ``crd``: the generated TFJob CRD;
 - ``wiring``: ``TF_CONFIG``, how a replica finds its peers (pure);
 - ``status_rules``: when a TFJob runs, succeeds or fails (pure);

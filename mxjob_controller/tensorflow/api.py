@@ -33,13 +33,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from mxjob_controller.api import checks
-from mxjob_controller.api.constants import CLEAN_POD_RUNNING, GROUP, SUCCESS_DEFAULT, SUCCESS_POLICIES
-from mxjob_controller.api.defaults import default_container_index, named_port, with_replica_defaults
-from mxjob_controller.api.replica_types import canonical_order
-from mxjob_controller.api.run_policy import run_policy_errors, run_policy_of
-from mxjob_controller.api.status import REPLICA_STATUSES, ReplicaCounts, replica_counts, with_replica_counts
-from mxjob_controller.api.validation import (
+from mxjob_controller.kube import field_errors as fe
+from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kubeflow_api import checks
+from mxjob_controller.kubeflow_api.constants import CLEAN_POD_RUNNING, GROUP, SUCCESS_DEFAULT, SUCCESS_POLICIES
+from mxjob_controller.kubeflow_api.defaults import default_container_index, named_port, with_replica_defaults
+from mxjob_controller.kubeflow_api.replica_types import canonical_order
+from mxjob_controller.kubeflow_api.run_policy import run_policy_errors, run_policy_of
+from mxjob_controller.kubeflow_api.status import REPLICA_STATUSES, ReplicaCounts, replica_counts, with_replica_counts
+from mxjob_controller.kubeflow_api.validation import (
     ReplicaRules,
     common_replica_spec_errors,
     job_errors,
@@ -47,9 +49,7 @@ from mxjob_controller.api.validation import (
     type_list,
     unique,
 )
-from mxjob_controller.api.view import KubeflowJobView, KubeflowReplicaView, defaulted_parts, identity
-from mxjob_controller.kube import field_errors as fe
-from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kubeflow_api.view import KubeflowJobView, KubeflowReplicaView, defaulted_parts, identity
 
 # --- the resource ----------------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """The TFJob CustomResourceDefinition (``tfjobs.kubeflow.org``), generated like MXJob's from the shared pieces of
-``api/crd.py``; ``hack/gen_crd.py`` writes it beside MXJob's.
+``kubeflow_api/crd.py``; ``hack/gen_crd.py`` writes it beside MXJob's.
 
 Both shapes are in one structural schema, so the API server prunes neither: ``spec.runPolicy`` (training-operator
 1.9) and the same fields inline in ``spec`` (tf-operator v1.0, the vendor's 2019 bodies: ``backoffLimit``,
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mxjob_controller.api.constants import SUCCESS_POLICIES
-from mxjob_controller.api.crd import (
+from mxjob_controller.kubeflow_api.constants import SUCCESS_POLICIES
+from mxjob_controller.kubeflow_api.crd import (
     MANAGED_BY_IMMUTABLE,
     REPLICA_STATUSES_DESCRIPTION,
     CRDNames,

@@ -14,7 +14,7 @@ be labelled, have its finalizers removed by the garbage collector, and be delete
 controller has already reported what is wrong with it). DELETE and CONNECT are allowed. While the webhook is down,
 ``failurePolicy: Fail`` refuses every create and update of the kinds it covers, those too: that is the API server's
 rule (``Ignore`` trades it for jobs checked only by the controller). An MXJob arriving as ``v1alpha1`` (list-style spec)
-is checked in its own shape first (``api/v1alpha1.py``: paths as the user wrote them), then as the ``v1`` object it
+is checked in its own shape first (``mxnet/v1alpha1/``: paths as the user wrote them), then as the ``v1`` object it
 converts to.
 """
 

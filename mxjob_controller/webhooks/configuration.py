@@ -1,5 +1,5 @@
 """The webhook configurations, in one place: the ``ValidatingWebhookConfiguration`` that sends job writes to the
-webhook server, and the MXJob CRD's conversion patch (``api/crd_conversion.py``). Rendered into
+webhook server, and the MXJob CRD's conversion patch (``mxnet/crd_conversion.py``). Rendered into
 ``manifests/components/webhook`` with the webhook Service as their address (``hack/gen_crd.py``), and created by
 ``local up`` with the in-process server's URL and CA.
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mxjob_controller.api import v1alpha1
-from mxjob_controller.api.crd import render_yaml
-from mxjob_controller.api.crd_conversion import conversion_patch
 from mxjob_controller.frameworks import FRAMEWORKS
+from mxjob_controller.kubeflow_api.crd import render_yaml
+from mxjob_controller.mxnet import v1alpha1
+from mxjob_controller.mxnet.crd_conversion import conversion_patch
 from mxjob_controller.webhooks.server import validate_path
 
 NAME = "mxjob-controller-validator"
@@ -51,7 +51,7 @@ def validating_webhook_configuration(client_config: ClientConfig,
         resource = entry.framework().resource
         versions = [v["name"] for v in crd["spec"]["versions"]]
         if entry.kind == "MXJob":
-            versions.append(v1alpha1.VERSION)   # served when the conversion webhook is on (api/crd_conversion.py)
+            versions.append(v1alpha1.VERSION)   # served when the conversion webhook is on (mxnet/crd_conversion.py)
         webhooks.append({
             "name": webhook_name(resource.group, entry.kind),
             "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 10,

@@ -1,7 +1,7 @@
 """CRD conversion: a ``ConversionReview`` in, the converted objects out. Pure.
 
 MXJob is served as ``v1`` (stored), ``v1beta1`` (the same shape) and ``v1alpha1`` (the oldest operator's list-style
-spec), from one CRD whose ``conversion.strategy`` is ``Webhook``; the mapping is ``api/v1alpha1.py``'s. The API
+spec), from one CRD whose ``conversion.strategy`` is ``Webhook``; the mapping is ``mxnet/v1alpha1/``'s. The API
 server sends every object it must show or store at another version than it has; the answer carries them back in the
 same order and number, or fails the whole batch (``result.status: Failure`` with a message naming the object and the
 field), as kube expects: a conversion never half-succeeds.
@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mxjob_controller.api import v1alpha1
+from mxjob_controller.mxnet import v1alpha1
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from mxjob_controller.api import v1alpha1
 from mxjob_controller.frameworks import FRAMEWORKS, FrameworkEntry
 from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.mxnet import v1alpha1
 from mxjob_controller.runtime.endpoints import TEXT, EndpointServer, PostRoute, Reply, TLSContext
 from mxjob_controller.runtime.registry import families_for
 from mxjob_controller.webhooks import admission, conversion

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mxjob_controller.api import v1alpha1
+from mxjob_controller.mxnet import v1alpha1
 
 CONVERT_PATH = "/convert"
 WEBHOOK_SERVICE = {"name": "mxjob-controller-webhook", "namespace": "kubeflow", "path": CONVERT_PATH, "port": 443}

@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from mxjob_controller.api import checks
-from mxjob_controller.api.constants import (
+from mxjob_controller.core import managed_by
+from mxjob_controller.kube import field_errors as fe
+from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kube.quantity import QUANTITY_HINT, is_quantity
+from mxjob_controller.kubeflow_api import checks
+from mxjob_controller.kubeflow_api.constants import (
     CLEAN_POD_POLICIES,
     DEFAULT_CLEAN_POD_POLICY,
     INLINE_RUN_POLICY_FIELDS,
     RUN_POLICY_FIELDS,
 )
-from mxjob_controller.api.quantity import QUANTITY_HINT, is_quantity
-from mxjob_controller.core import managed_by
-from mxjob_controller.kube import field_errors as fe
-from mxjob_controller.kube.field_errors import FieldError
 
 INLINE_PATH = "spec"
 NESTED_PATH = "spec.runPolicy"

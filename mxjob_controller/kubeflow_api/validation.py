@@ -1,31 +1,29 @@
-"""MXJob validation: every problem at once, each as ``field.path: message`` (a :class:`FieldError`).
+"""Validation every Kubeflow kind shares: every problem at once, each as ``field.path: message`` (a
+:class:`FieldError`).
 
 The Go operators validated poorly (a job was dropped, or requeued forever, with the reason only in the
-operator's log). This validator reports each problem at the field the user wrote, e.g.
+operator's log). These checks report each problem at the field the user wrote, e.g.
 ``spec.mxReplicaSpecs.Worker.template.spec.containers[0].image: Required value``, so the controller can
 put the whole list in the job's ``Failed`` condition and an event.
 
 Paths name replica specs by the key as the user wrote it (``spec.mxReplicaSpecs.worker...``) so they
 point into the user's manifest; the rules apply to the canonical type the key folds to.
 
-What is checked:
+What every kind checks:
 
 - ``metadata.name``: a DNS-1035 label, short enough that every child name ``<job>-<type>-<index>``
   (pods and Services) is at most 63 characters;
-- ``spec.mxReplicaSpecs``: present; known replica types only (case-insensitive, no two keys folding to
-  the same type); ``replicas`` exactly 1 for Scheduler, TunerTracker and Tuner, at least 1 otherwise, at most
+- the replica-spec map: present; known replica types only (case-insensitive, no two keys folding to the same
+  type); ``replicas`` exactly 1 for the kind's singleton types, at least 1 otherwise, at most
   ``MAX_REPLICAS_PER_TYPE`` per type and ``MAX_REPLICAS_PER_JOB`` in all (core/framework.py says why);
-  ``restartPolicy`` one of Always, OnFailure, Never, ExitCode; ``label`` a string; a pod template whose
-  containers all have an image and one of which is named ``mxnet``; the template checked against
-  Kubernetes' PodTemplateSpec schema (with the API server's extra rules);
-- ``spec.jobMode``: ``MXTrain`` needs Scheduler, Server and Worker; ``MXTune`` needs TunerTracker,
-  TunerServer and Tuner; every job needs a Worker or a Tuner;
-- the run policy (inline and under ``spec.runPolicy``): enums, non-negative numbers, no conflicting
-  values between the two places; ``spec.successPolicy`` one of ``""``, ``AllWorkers``.
+  ``restartPolicy`` one of Always, OnFailure, Never, ExitCode; a pod template whose containers all have an image
+  and one of which has the framework's name; the template checked against Kubernetes' PodTemplateSpec schema
+  (with the API server's extra rules).
 
-The rules that are MXJob's only by their names (the replica-spec map's path, its types, the singleton types, the
-framework's container) take them as a :class:`ReplicaRules`, so another framework's validator
-(``tensorflow/api.py``) applies the same checks with its own vocabulary.
+What names a kind (the map's path, its types, the singleton types, the framework's container) comes as a
+:class:`ReplicaRules`; what a kind checks beyond that (a replica spec's own fields, the types it requires, its
+other spec fields) comes as functions, so each kind's ``api.py`` (``mxnet/``, ``tensorflow/``) applies the same
+checks with its own vocabulary and rules.
 """
 
 from __future__ import annotations
@@ -34,31 +32,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mxjob_controller.api import checks
-from mxjob_controller.api.constants import (
-    DEFAULT_CONTAINER_NAME,
-    DEFAULT_REPLICAS,
-    JOB_MODES,
-    MAX_CHILD_NAME,
-    MODE_REQUIRED_TYPES,
-    REPLICA_TYPES,
-    RESTART_POLICIES,
-    SINGLETON_TYPES,
-    SUCCESS_POLICIES,
-    TUNER,
-    WORKER,
-    WORKLOAD_TYPES,
-)
-from mxjob_controller.api.replica_types import canonical_type
-from mxjob_controller.api.run_policy import run_policy_errors
-from mxjob_controller.api.template_schema import pod_template_schema_errors
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
 from mxjob_controller.core.labels import child_name
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.names import DNS1035_LABEL_MAX, dns1035_label_errors
-
-SPECS_PATH = "spec.mxReplicaSpecs"
+from mxjob_controller.kubeflow_api import checks
+from mxjob_controller.kubeflow_api.constants import DEFAULT_REPLICAS, MAX_CHILD_NAME, RESTART_POLICIES
+from mxjob_controller.kubeflow_api.replica_types import canonical_type
+from mxjob_controller.kubeflow_api.template_schema import pod_template_schema_errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,24 +59,10 @@ class ReplicaRules:
         return self.path.removeprefix("spec.")
 
 
-MXJOB_RULES = ReplicaRules(SPECS_PATH, REPLICA_TYPES, SINGLETON_TYPES, DEFAULT_CONTAINER_NAME, "the MXNet process")
-
 #: Checks one replica spec: (canonical type, the spec as written, its path) → errors.
 CheckReplica = Callable[[str, Any, str], list[FieldError]]
-
-
-def validate_job(job: Mapping[str, Any]) -> list[FieldError]:
-    """Every problem with an MXJob (a plain dict, as the API server sends it); empty when it is valid."""
-    errs, spec = job_errors(job, MXJOB_RULES)
-    if spec is None:
-        return errs
-    if spec.get("jobMode") is not None:
-        errs += checks.enum_errors(spec["jobMode"], "spec.jobMode", JOB_MODES)
-    errs += replica_specs_errors(spec.get(MXJOB_RULES.key), spec.get("jobMode"))
-    errs += run_policy_errors(spec)
-    if spec.get("successPolicy") is not None:
-        errs += checks.enum_errors(spec["successPolicy"], "spec.successPolicy", SUCCESS_POLICIES)
-    return unique(errs)
+#: What a kind requires of the canonical types present (MXJob: its jobMode's, and a Worker or a Tuner) → errors.
+RequiredTypes = Callable[[set[str]], list[FieldError]]
 
 
 def job_errors(job: Any, rules: ReplicaRules) -> tuple[list[FieldError], dict[str, Any] | None]:
@@ -121,7 +89,7 @@ def unique(errs: list[FieldError]) -> list[FieldError]:
 
 # --- metadata.name ---------------------------------------------------------------------------------------
 
-def replica_counts_of(specs: Any, types: tuple[str, ...] = REPLICA_TYPES) -> dict[str, int]:
+def replica_counts_of(specs: Any, types: tuple[str, ...]) -> dict[str, int]:
     """Canonical type → replicas (1 when unset or unusable): what decides the longest child name."""
     counts: dict[str, int] = {}
     if not isinstance(specs, dict):
@@ -163,13 +131,16 @@ def name_errors(name: Any, counts: Mapping[str, int]) -> list[FieldError]:
     return errs
 
 
-# --- spec.mxReplicaSpecs ---------------------------------------------------------------------------------
+# --- the replica specs ---------------------------------------------------------------------------------
 
-def replica_specs_errors(specs: Any, job_mode: Any) -> list[FieldError]:
-    errs, present = keyed_specs_errors(specs, MXJOB_RULES, replica_spec_errors)
+def replica_specs_errors(specs: Any, rules: ReplicaRules, check: CheckReplica,
+                         required: RequiredTypes) -> list[FieldError]:
+    """The replica-spec map's problems and each spec's (:func:`keyed_specs_errors`), then, when there is a map to
+    look in, the kind's ``required`` types'."""
+    errs, present = keyed_specs_errors(specs, rules, check)
     if present is None:
         return errs   # missing or not a map: nothing more to say
-    return errs + _required_types_errors(present, job_mode)
+    return errs + required(present)
 
 
 def keyed_specs_errors(specs: Any, rules: ReplicaRules,
@@ -213,28 +184,6 @@ def _total_replicas_errors(specs: dict[str, Any], path: str) -> list[FieldError]
 
 def type_list(types: tuple[str, ...] | list[str]) -> str:
     return ", ".join(fe.format_value(t) for t in types)
-
-
-def _required_types_errors(present: set[str], job_mode: Any) -> list[FieldError]:
-    errs = []
-    needed = MODE_REQUIRED_TYPES.get(job_mode, ()) if isinstance(job_mode, str) else ()
-    for rtype in needed:
-        if rtype not in present:
-            errs.append(fe.required(fe.child(SPECS_PATH, rtype),
-                                    f'jobMode "{job_mode}" needs {type_list(needed[:-1])} and '
-                                    f'{fe.format_value(needed[-1])} replica specs'))
-    reported = any(t in WORKLOAD_TYPES and t not in present for t in needed)
-    if not reported and not present.intersection(WORKLOAD_TYPES):
-        errs.append(fe.required(SPECS_PATH, f'every job needs a "{WORKER}" or a "{TUNER}" replica spec'))
-    return errs
-
-
-def replica_spec_errors(rtype: str, spec: Any, path: str) -> list[FieldError]:
-    """One MXJob replica spec (``rtype`` is canonical, ``path`` names the key as written)."""
-    errs = common_replica_spec_errors(rtype, spec, path, MXJOB_RULES)
-    if isinstance(spec, dict) and spec.get("label") is not None:
-        errs += checks.string_errors(spec["label"], fe.child(path, "label"))
-    return errs
 
 
 def common_replica_spec_errors(rtype: str, spec: Any, path: str, rules: ReplicaRules) -> list[FieldError]:

@@ -1,19 +1,17 @@
-"""Defaults the controller applies to its in-memory copy of an MXJob (never written back to the spec).
+"""Defaults the controller applies to its in-memory copy of a Kubeflow job (never written back to the spec).
 
-The rules, as Kubeflow's Go operators apply them:
+The rules, as Kubeflow's Go operators apply them to every kind:
 
-- ``spec.mxReplicaSpecs`` keys are renamed to the canonical spelling (``worker`` → ``Worker``), unless two
-  keys fold to the same type (validation reports that);
+- the replica-spec map's keys are renamed to the canonical spelling (``worker`` → ``Worker``), unless two keys
+  fold to the same type (validation reports that);
 - each replica spec gets ``replicas: 1`` and ``restartPolicy: Never`` when they are unset;
-- ``cleanPodPolicy`` becomes ``All`` when neither ``spec.cleanPodPolicy`` nor ``spec.runPolicy.cleanPodPolicy``
-  is set (written under ``spec.runPolicy`` when the job has one, inline otherwise);
-- the container named ``mxnet`` (else the first container) gets the port
-  ``{name: mxjob-port, containerPort: 9091}`` unless it already has a port of that name, whose number is
-  then kept: it is the port the DMLC scheduler listens on.
+- the framework's container (by name, else the first container) gets the job's port (MXJob's
+  ``{name: mxjob-port, containerPort: 9091}``) unless it already has a port of that name, whose number is then
+  kept: it is the port the framework's peers reach a replica on.
 
-Defaulting is total: malformed input is copied as it is (validation reports it), never an exception. The
-helpers that are MXJob's only by a name (the replica types, the container, the port) take it as a parameter, so
-another framework's defaults (``tensorflow/api.py``) use the same rules.
+Defaulting is total: malformed input is copied as it is (validation reports it), never an exception. What names
+a kind (its replica types, container and port) is a parameter: each kind's ``api.py`` passes its own and adds
+its own rules (MXJob's ``cleanPodPolicy``).
 """
 
 from __future__ import annotations
@@ -21,27 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mxjob_controller.api import checks
-from mxjob_controller.api.constants import (
-    DEFAULT_CLEAN_POD_POLICY,
-    DEFAULT_CONTAINER_NAME,
-    DEFAULT_PORT,
-    DEFAULT_PORT_NAME,
-    DEFAULT_REPLICAS,
-    DEFAULT_RESTART_POLICY,
-    REPLICA_TYPES,
-)
-from mxjob_controller.api.replica_types import canonical_type
 from mxjob_controller.kube.jsoncopy import deep_copy
-
-
-def apply_defaults(job: dict[str, Any]) -> dict[str, Any]:
-    """A defaulted deep copy of ``job``; the argument is not modified."""
-    out, spec = with_replica_defaults(job, "mxReplicaSpecs", REPLICA_TYPES, DEFAULT_CONTAINER_NAME, DEFAULT_PORT_NAME,
-                                      DEFAULT_PORT)
-    if spec is not None:
-        _default_clean_pod_policy(spec)
-    return out
+from mxjob_controller.kubeflow_api import checks
+from mxjob_controller.kubeflow_api.constants import DEFAULT_REPLICAS, DEFAULT_RESTART_POLICY
+from mxjob_controller.kubeflow_api.replica_types import canonical_type
 
 
 def with_replica_defaults(job: dict[str, Any], key: str, types: Sequence[str], container: str, port_name: str,
@@ -61,7 +42,7 @@ def with_replica_defaults(job: dict[str, Any], key: str, types: Sequence[str], c
     return out, spec
 
 
-def normalized_keys(specs: dict[str, Any], types: Sequence[str] = REPLICA_TYPES) -> dict[str, Any]:
+def normalized_keys(specs: dict[str, Any], types: Sequence[str]) -> dict[str, Any]:
     """The same map with every key in canonical spelling, order kept; ambiguous or unknown keys untouched."""
     folded: dict[str, int] = {}
     for key in specs:
@@ -87,8 +68,8 @@ def default_replica(replica: dict[str, Any], container: str, port_name: str, por
         _default_port(pod_spec, container, port_name, port)
 
 
-def default_container_index(containers: list[Any], name: str = DEFAULT_CONTAINER_NAME) -> int:
-    """Index of the container named ``name`` (``mxnet``), else 0: the one that gets the job's port and the
+def default_container_index(containers: list[Any], name: str) -> int:
+    """Index of the container named ``name`` (MXJob's ``mxnet``), else 0: the one that gets the job's port and the
     framework's variables."""
     for i, container in enumerate(containers):
         if isinstance(container, dict) and container.get("name") == name:
@@ -120,14 +101,3 @@ def named_port(pod_spec: dict[str, Any], container: str, port_name: str, default
         if port.get("name") == port_name and checks.is_int(port.get("containerPort")):
             return port["containerPort"]
     return default
-
-
-def _default_clean_pod_policy(spec: dict[str, Any]) -> None:
-    run_policy = spec.get("runPolicy")
-    if spec.get("cleanPodPolicy") is not None:
-        return
-    if isinstance(run_policy, dict):
-        if run_policy.get("cleanPodPolicy") is None:
-            run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
-    elif run_policy is None:
-        spec["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY

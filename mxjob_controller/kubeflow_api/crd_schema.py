@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mxjob_controller.api.quantity import QUANTITY_PATTERN
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube import k8s_schemas
+from mxjob_controller.kube.quantity import QUANTITY_PATTERN
 
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"

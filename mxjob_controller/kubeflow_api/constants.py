@@ -1,0 +1,65 @@
+"""The names and vocabularies every Kubeflow job kind of this project shares: the API group, the restart, clean-pod
+and success policies, ``managedBy``, the run-policy fields, the replica defaults and the condition types.
+
+Values match Kubeflow's Go API (training-operator ``kubeflow.org/v1``) so that existing manifests, clients and
+dashboards keep working against this controller unchanged. A kind's own names (MXJob's replica types, job modes,
+container and port; TFJob's) live in its package (``mxnet/api.py``, ``tensorflow/api.py``).
+"""
+
+from __future__ import annotations
+
+GROUP = "kubeflow.org"
+
+# --- policies --------------------------------------------------------------------------------------------
+
+RESTART_ALWAYS = "Always"
+RESTART_ON_FAILURE = "OnFailure"
+RESTART_NEVER = "Never"
+#: Restart on the retryable exit codes of core/exit_codes.py (130, 137, 138, 143; evictions), fail on any other.
+RESTART_EXIT_CODE = "ExitCode"
+RESTART_POLICIES = (RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER, RESTART_EXIT_CODE)
+
+CLEAN_POD_ALL = "All"
+CLEAN_POD_RUNNING = "Running"
+CLEAN_POD_NONE = "None"
+CLEAN_POD_POLICIES = (CLEAN_POD_ALL, CLEAN_POD_RUNNING, CLEAN_POD_NONE)
+
+#: ``""``: the default rules (the job is finished when the Scheduler or all Workers have completed);
+#: ``AllWorkers``: it succeeds only when every Worker has.
+SUCCESS_DEFAULT = ""
+SUCCESS_ALL_WORKERS = "AllWorkers"
+SUCCESS_POLICIES = (SUCCESS_DEFAULT, SUCCESS_ALL_WORKERS)
+
+#: ``runPolicy.managedBy``: unset, our own name, or training-operator's (we are its drop-in) mean "this controller
+#: reconciles the job"; any other value (e.g. MultiKueue's) hands the job to that controller entirely.
+MANAGED_BY_SELF = "kubeflow.org/mxjob-controller"
+MANAGED_BY_TRAINING_OPERATOR = "kubeflow.org/training-operator"
+MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+MANAGED_BY_OURS = (MANAGED_BY_SELF, MANAGED_BY_TRAINING_OPERATOR)
+
+# --- run policy fields -----------------------------------------------------------------------------------
+
+#: Run-policy fields the older API (mxnet-operator) accepts inline in ``spec``.
+INLINE_RUN_POLICY_FIELDS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit",
+                            "schedulingPolicy")
+#: Fields of ``spec.runPolicy`` (training-operator).
+RUN_POLICY_FIELDS = (*INLINE_RUN_POLICY_FIELDS, "suspend", "managedBy")
+SCHEDULING_POLICY_FIELDS = ("minAvailable", "queue", "minResources", "priorityClass", "scheduleTimeoutSeconds")
+
+# --- replicas ------------------------------------------------------------------------------------------------
+
+DEFAULT_REPLICAS = 1
+DEFAULT_RESTART_POLICY = RESTART_NEVER
+DEFAULT_CLEAN_POD_POLICY = CLEAN_POD_ALL
+#: Longest name a child Service (``<job>-<type>-<index>``) may have: a DNS-1035 label.
+MAX_CHILD_NAME = 63
+
+# --- status ----------------------------------------------------------------------------------------------
+
+COND_CREATED = "Created"
+COND_RUNNING = "Running"
+COND_RESTARTING = "Restarting"
+COND_SUCCEEDED = "Succeeded"
+COND_FAILED = "Failed"
+COND_SUSPENDED = "Suspended"
+CONDITION_TYPES = (COND_CREATED, COND_RUNNING, COND_RESTARTING, COND_SUCCEEDED, COND_FAILED, COND_SUSPENDED)
