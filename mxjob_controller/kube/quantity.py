@@ -126,7 +126,7 @@ def same(a: object, b: object) -> bool:
         return a == b
 
 
-# --- the CRD's pattern -------------------------------------------------------------------------------------------
+# --- the CRD's pattern ------------------------------------------------------------------------------------------------
 
 #: What controller-gen puts on Quantity fields of CRDs: a plain number with an optional SI, binary or
 #: exponent suffix ("2", "500m", "1.5Gi", "1e3").

@@ -46,7 +46,7 @@ INLINE_RUN_POLICY_FIELDS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "active
 RUN_POLICY_FIELDS = (*INLINE_RUN_POLICY_FIELDS, "suspend", "managedBy")
 SCHEDULING_POLICY_FIELDS = ("minAvailable", "queue", "minResources", "priorityClass", "scheduleTimeoutSeconds")
 
-# --- replicas ------------------------------------------------------------------------------------------------
+# --- replicas --------------------------------------------------------------------------------------------
 
 DEFAULT_REPLICAS = 1
 DEFAULT_RESTART_POLICY = RESTART_NEVER

@@ -17,26 +17,11 @@ from typing import Any
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kubeflow_api import checks
-from mxjob_controller.kubeflow_api.constants import (
-    DEFAULT_CLEAN_POD_POLICY,
-    DEFAULT_RESTART_POLICY,
-    RESTART_EXIT_CODE,
-)
+from mxjob_controller.kubeflow_api.constants import DEFAULT_CLEAN_POD_POLICY, DEFAULT_RESTART_POLICY, RESTART_EXIT_CODE
 from mxjob_controller.kubeflow_api.defaults import default_container_index
 from mxjob_controller.kubeflow_api.replica_types import canonical_type
-from mxjob_controller.mxnet.api import (
-    DEFAULT_CONTAINER_NAME,
-    DEFAULT_PORT_NAME,
-    KIND,
-    MODE_TRAIN,
-    REPLICA_TYPES,
-)
-from mxjob_controller.mxnet.v1alpha1.vocabulary import (
-    DIST,
-    MANAGED_ANNOTATIONS,
-    TO_ALPHA_TYPE,
-    ConversionError,
-)
+from mxjob_controller.mxnet.api import DEFAULT_CONTAINER_NAME, DEFAULT_PORT_NAME, KIND, MODE_TRAIN, REPLICA_TYPES
+from mxjob_controller.mxnet.v1alpha1.vocabulary import DIST, MANAGED_ANNOTATIONS, TO_ALPHA_TYPE, ConversionError
 
 # --- objects, metadata and the extra annotations ----------------------------------------------------------------------
 

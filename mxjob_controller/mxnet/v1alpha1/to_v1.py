@@ -11,13 +11,8 @@ from typing import Any
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kubeflow_api import checks
-from mxjob_controller.kubeflow_api.constants import (
-    DEFAULT_CLEAN_POD_POLICY,
-)
-from mxjob_controller.mxnet.api import (
-    MODE_TRAIN,
-    WORKER,
-)
+from mxjob_controller.kubeflow_api.constants import DEFAULT_CLEAN_POD_POLICY
+from mxjob_controller.mxnet.api import MODE_TRAIN, WORKER
 from mxjob_controller.mxnet.v1alpha1 import mapping
 from mxjob_controller.mxnet.v1alpha1.vocabulary import (
     ALPHA_ONLY_FIELDS,

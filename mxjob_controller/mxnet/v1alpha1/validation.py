@@ -17,13 +17,9 @@ from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kubeflow_api import checks
-from mxjob_controller.kubeflow_api.constants import (
-    DEFAULT_REPLICAS,
-)
+from mxjob_controller.kubeflow_api.constants import DEFAULT_REPLICAS
 from mxjob_controller.kubeflow_api.validation import name_errors, template_errors, unique
-from mxjob_controller.mxnet.api import (
-    MXJOB_RULES,
-)
+from mxjob_controller.mxnet.api import MXJOB_RULES
 from mxjob_controller.mxnet.v1alpha1.vocabulary import (
     ALPHA_JOB_MODES,
     ALPHA_SCHEDULER,

@@ -12,17 +12,9 @@ from typing import Any
 
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_TYPE
 from mxjob_controller.kubeflow_api import crd
-from mxjob_controller.kubeflow_api.constants import (
-    CLEAN_POD_POLICIES,
-    GROUP,
-)
+from mxjob_controller.kubeflow_api.constants import CLEAN_POD_POLICIES, GROUP
 from mxjob_controller.kubeflow_api.crd_schema import structural
-from mxjob_controller.mxnet.api import (
-    DEFAULT_PORT,
-    SCHEDULER,
-    SERVER,
-    WORKER,
-)
+from mxjob_controller.mxnet.api import DEFAULT_PORT, SCHEDULER, SERVER, WORKER
 
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -31,9 +23,9 @@ V1BETA1_API_VERSION = f"{GROUP}/v1beta1"
 #: The versions of the v1 shape (v1beta1 differs from v1 in its apiVersion only).
 V1_SHAPED = (V1_API_VERSION, V1BETA1_API_VERSION)
 
-#: On a v1 object: what its v1alpha1 form had that v1 cannot hold (JSON; see the module docstring).
+#: On a v1 object: what its v1alpha1 form had that v1 cannot hold (JSON; see the package docstring).
 V1ALPHA1_EXTRA_ANNOTATION = "mxjob.kubeflow.org/v1alpha1-spec-extra"
-#: On a v1alpha1 object: what its v1 form had that v1alpha1 cannot hold (JSON; see the module docstring).
+#: On a v1alpha1 object: what its v1 form had that v1alpha1 cannot hold (JSON; see the package docstring).
 V1_EXTRA_ANNOTATION = "mxjob.kubeflow.org/v1-spec-extra"
 MANAGED_ANNOTATIONS = (V1ALPHA1_EXTRA_ANNOTATION, V1_EXTRA_ANNOTATION)
 
