@@ -45,7 +45,7 @@ from mxjob_controller.kubeflow_api.validation import (
     ReplicaRules,
     common_replica_spec_errors,
     job_errors,
-    keyed_specs_errors,
+    replica_specs_errors,
     type_list,
     unique,
 )
@@ -118,10 +118,13 @@ def validate_tfjob(job: Mapping[str, Any]) -> list[FieldError]:
 
 
 def _replica_specs_errors(specs: Any) -> list[FieldError]:
-    errs, present = keyed_specs_errors(specs, RULES, lambda rtype, spec, path: common_replica_spec_errors(
-        rtype, spec, path, RULES))
-    if present is None:
-        return errs
+    return replica_specs_errors(specs, RULES, lambda rtype, spec, path: common_replica_spec_errors(
+        rtype, spec, path, RULES), _required_types_errors)
+
+
+def _required_types_errors(present: set[str]) -> list[FieldError]:
+    """A TFJob has at most one of Chief and Master, and a type whose outcome decides the job's."""
+    errs: list[FieldError] = []
     if present >= CHIEF_TYPES:
         errs.append(fe.forbidden(SPECS_PATH, "must not have more than 1 Chief or Master role"))
     if not present.intersection(DECIDING_TYPES):
