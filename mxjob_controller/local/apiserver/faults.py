@@ -38,7 +38,7 @@ from typing import Any
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.http import Exchange, RequestInfo
-from mxjob_controller.local.apiserver.rest import Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.request import Response, WatchStream, dumps
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import Event
 

@@ -34,8 +34,9 @@ from mxjob_controller.local.apiserver.deletion import (
 )
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.field_manager import controller_manager_agent
+from mxjob_controller.local.apiserver.request import MERGE_PATCH, Request
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
-from mxjob_controller.local.apiserver.rest import MERGE_PATCH, REST, Request
+from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import DELETED, Entry, Event
 from mxjob_controller.local.apiserver.workqueue import ControllerQueue, Park

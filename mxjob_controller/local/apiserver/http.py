@@ -56,7 +56,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.rest import MAX_BODY_BYTES, Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES, Response, WatchStream, dumps
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ import logging
 
 from mxjob_controller.local.apiserver import builtin
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.rest import REST, Request
+from mxjob_controller.local.apiserver.request import Request
+from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import DELETED, Event
 from mxjob_controller.local.apiserver.workqueue import ControllerQueue

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mxjob_controller.local.apiserver.http import Exchange
-from mxjob_controller.local.apiserver.rest import Response
+from mxjob_controller.local.apiserver.request import Response
 
 _POST_START_HOOKS = (
     "start-apiserver-admission-initializer", "generic-apiserver-start-informers",

@@ -28,8 +28,9 @@ from mxjob_controller.kube.patch.jsonpatch import (
 )
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.request import JSON_PATCH, STRATEGIC_PATCH
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.rest import JSON_PATCH, REST, STRATEGIC_PATCH
+from mxjob_controller.local.apiserver.rest import REST
 
 log = logging.getLogger(__name__)
 

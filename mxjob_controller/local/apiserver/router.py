@@ -15,8 +15,9 @@ from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.http import Exchange, RequestInfo
 from mxjob_controller.local.apiserver.openapi import OpenAPI
 from mxjob_controller.local.apiserver.openapi_v2 import service as openapi_v2
+from mxjob_controller.local.apiserver.request import Request, Response, dumps
 from mxjob_controller.local.apiserver.resources import Registry
-from mxjob_controller.local.apiserver.rest import REST, Request, Response, dumps
+from mxjob_controller.local.apiserver.rest import REST
 
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _HEALTH = ("/healthz", "/livez", "/readyz")

@@ -50,8 +50,9 @@ from mxjob_controller.local.apiserver.namespace_content import NamespaceContent
 from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
 from mxjob_controller.local.apiserver.observability import Metrics, storage_counts
 from mxjob_controller.local.apiserver.openapi import OpenAPI
+from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
-from mxjob_controller.local.apiserver.rest import REST, Request, Response
+from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
 from mxjob_controller.local.apiserver.validation import strict_json, typed_decode
