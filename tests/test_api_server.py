@@ -15,7 +15,7 @@ import yaml
 
 from mxjob_controller.api import validate_job
 from mxjob_controller.api.crd import MANIFEST_PATH, mxjob_crd
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from tests.support import Kube, Kubectl, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,10 +27,10 @@ from typing import Any
 from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from mxjob_controller.local.apiserver import builtin, errors, patchers, tables
 from mxjob_controller.local.apiserver.audit import DEFAULT_CAPACITY, AuditLog
-from mxjob_controller.local.apiserver.auth import ALWAYS_ALLOW, RBAC, Security
 from mxjob_controller.local.apiserver.auth.admission import OwnerReferencesPermissionEnforcement
+from mxjob_controller.local.apiserver.auth.authorizer import ALWAYS_ALLOW, RBAC
 from mxjob_controller.local.apiserver.auth.reviews import REVIEW_TYPES
-from mxjob_controller.local.apiserver.auth.security import bootstrap_policy
+from mxjob_controller.local.apiserver.auth.security import Security, bootstrap_policy
 from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.faults import FaultInjector
 from mxjob_controller.local.apiserver.field_manager import KUBE_APISERVER
