@@ -33,7 +33,8 @@ from mxjob_controller.api.crd_conversion import CONVERT_PATH, with_conversion
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
-from mxjob_controller.local.kubelet.kubelet import Kubelet, KubeletOptions
+from mxjob_controller.local.kubelet.kubelet import Kubelet
+from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.manager.settings import DEFAULT_BURST, DEFAULT_QPS
 from mxjob_controller.runtime.client import Client
 

@@ -23,6 +23,30 @@ PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 
 
 @dataclass(slots=True)
+class RequestInfo:
+    """What a request asks, as kube-apiserver's RequestInfoFactory parses it from the URL (also what audit, faults
+    and metrics match); with its user it is what the authorizer decides on (``auth.rbac.Attributes``, the same
+    record). The HTTP layer fills it by keyword; the router sets the resource part."""
+
+    user: Any = None          # the subject asked about (auth.UserInfo): set for the authorizer, None in the HTTP layer
+    verb: str = ""
+    resource_request: bool = False
+    group: str = ""
+    version: str = ""
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+    path: str = ""            # the URL path (what non-resource requests are decided on)
+    method: str = ""
+    user_agent: str = ""
+
+    @property
+    def combined_resource(self) -> str:
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+
+
+@dataclass(slots=True)
 class Request:
     verb: str  # get list watch create update patch delete deletecollection
     rt: ResourceType

@@ -40,6 +40,7 @@ from mxjob_controller.local.kubelet.container_env import (
     container_env,
 )
 from mxjob_controller.local.kubelet.logs import LogStore
+from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, Reaper, terminate_groups
 from mxjob_controller.runtime.client import PODS, Client, KubeError, NotFound
 
@@ -54,25 +55,12 @@ _KEPT_INSTANCES = 2       # log files kept per container: the current instance a
 
 # --- what a worker needs of its node ----------------------------------------------------------------------------
 
-class WorkerOptions(Protocol):
-    """The node's settings a worker reads (``kubelet.KubeletOptions``)."""
-
-    @property
-    def workdir(self) -> str: ...
-    @property
-    def backoff_initial(self) -> float: ...
-    @property
-    def backoff_max(self) -> float: ...
-    @property
-    def stop_grace(self) -> float: ...
-
-
 class Node(Protocol):
     """What a worker uses of the kubelet that runs it (``kubelet.Kubelet``). Declared here, on the worker's side,
     so that the kubelet imports its workers and not the other way round."""
 
     client: Client
-    options: WorkerOptions
+    options: KubeletOptions
     logs: LogStore
     reaper: Reaper
     stopping: threading.Event
