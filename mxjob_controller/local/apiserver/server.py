@@ -107,7 +107,7 @@ class ServerOptions:
     audit_capacity: int = DEFAULT_CAPACITY  # audit records kept in memory
     audit_log: str | None = None  # also append audit records here, as JSON lines
     header_timeout: float = HEADER_TIMEOUT  # seconds for a request's line and headers to arrive
-    tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/tls.py)
+    tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/serving_cert.py)
     # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
     # RBAC turns authentication on (bearer tokens; without one, system:anonymous under RBAC, 401 under AlwaysAllow).
     authorization: str | None = None
