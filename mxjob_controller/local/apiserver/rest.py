@@ -2,8 +2,8 @@
 patch, delete and deletecollection.
 
 Each verb takes a parsed :class:`Request` and returns a :class:`Response` (or raises StatusError). The
-HTTP layer does no API logic; this package does no socket I/O. The verbs live in ``verbs/`` by group
-(``read.py``: get, list, watch; ``write.py``: create, update, patch, apply; ``delete.py``); this module
+HTTP layer does no API logic; the verbs do no socket I/O. They live in ``verbs/`` by group
+(``read.py``: get, list, watch; ``write.py``: create, update, patch, apply, delete); this module
 puts them together, dispatches a request to its verb and holds the server's own status writes.
 """
 
@@ -15,7 +15,6 @@ from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import Conflict, Missing, ObjKey
-from mxjob_controller.local.apiserver.verbs.delete import DeleteVerbs
 from mxjob_controller.local.apiserver.verbs.read import ReadVerbs
 from mxjob_controller.local.apiserver.verbs.write import WriteVerbs
 
@@ -24,7 +23,7 @@ log = logging.getLogger(__name__)
 STATUS_ATTEMPTS = 16  # compare-and-swap attempts of the server's own status writes before it gives up
 
 
-class REST(ReadVerbs, WriteVerbs, DeleteVerbs):
+class REST(ReadVerbs, WriteVerbs):
     """Every verb on every resource; the server's one instance is ``APIServer.rest``."""
 
     def handle(self, req: Request) -> Response:
@@ -57,5 +56,3 @@ class REST(ReadVerbs, WriteVerbs, DeleteVerbs):
         log.warning("gave up writing the status of %s %s after %d conflicting attempts", rt.resource.qualified,
                     "/".join(part for part in okey if part), STATUS_ATTEMPTS)
         return False
-
-    # --- delete (the semantics are in deletion.py) -------------------------------------------------------

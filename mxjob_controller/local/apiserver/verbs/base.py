@@ -1,5 +1,5 @@
 """What every verb shares: the hooks the server wires in, decoding a body, validation, admission and the
-object response. ``read.py``, ``write.py`` and ``delete.py`` add the verbs; ``rest.py`` puts them together.
+object response. ``read.py`` and ``write.py`` add the verbs; ``rest.py`` puts them together.
 """
 
 from __future__ import annotations
@@ -85,6 +85,77 @@ class TypedDecode(Protocol):
     def type_error(self, rt: ResourceType, obj: dict) -> None: ...
 
 
+# --- what the verbs share, pure --------------------------------------------------------------------------
+
+def _merge(current: dict, patch: Any) -> dict:
+    if not isinstance(patch, dict):
+        raise errors.bad_request("a merge patch must be a JSON object")
+    return apply_merge_patch(current, patch)
+
+
+def _dedupe(causes: list[Cause]) -> list[Cause]:
+    seen, out = set(), []
+    for c in causes:
+        if c not in seen:
+            seen.add(c)
+            out.append(c)
+    return out
+
+
+_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
+
+
+def _dry_run(query: Mapping[str, str], verb: str) -> bool:
+    value = query.get("dryRun", "")
+    if value and value != "All":
+        raise errors.invalid_options(_OPTIONS_KIND.get(verb, "CreateOptions"),
+                                     [field_errors.not_supported("dryRun", [value], ["All"])])
+    return value == "All"
+
+
+
+def parse_rv(text: str) -> int:
+    try:
+        rv = int(text)
+        if rv < 0:
+            raise ValueError
+        return rv
+    except (TypeError, ValueError):
+        raise errors.bad_request(f'invalid resource version "{text}"') from None
+
+
+
+def wants_table(accept: str) -> bool:
+    return "as=Table" in accept
+
+
+def include_object_policy(query: Mapping[str, str]) -> str:
+    """A Table's includeObject policy; kube's default (empty) is Metadata (PartialObjectMetadata)."""
+    value = query.get("includeObject", "")
+    if value not in ("", "None", "Metadata", "Object"):
+        raise errors.bad_request(f'Unable to convert to Table as requested: includeObject: Invalid value: '
+                                 f'"{value}": must be \'Metadata\', \'Object\', \'None\', or empty')
+    return value or "Metadata"
+
+
+
+def warning_header(warnings: Sequence[str]) -> str:
+    """kube's ``Warning`` header: one ``299 - "<text>"`` per warning."""
+    return ", ".join(f"299 - {json.dumps(w)}" for w in warnings)
+
+
+def with_warnings(hook: WebhookAdmission, attrs: AdmissionAttributes, warnings: list[str]) -> None:
+    """Call the webhooks; a refusal goes out with the warnings gathered so far, as kube's does."""
+    try:
+        hook(attrs, warnings)
+    except StatusError as e:
+        if warnings:
+            e.headers["Warning"] = warning_header(warnings)
+        raise
+
+
+# --- the verbs' shared base ------------------------------------------------------------------------------
+
 class VerbsBase:
     """The REST storage of every resource, its hooks and the steps the verbs share (the verbs are its subclasses)."""
 
@@ -116,8 +187,7 @@ class VerbsBase:
     def strategy(self, rt: ResourceType) -> Strategy:
         return self._strategies.get(rt.storage_key, self._default)
 
-    # --- dispatch -------------------------------------------------------------------------------------
-    # --- helpers --------------------------------------------------------------------------------------
+    # --- steps of a request ------------------------------------------------------------------------------
 
     def _okey(self, req: Request, name: str | None = None) -> ObjKey:
         return (req.namespace or "" if req.rt.namespaced else "", name if name is not None else req.name or "")
@@ -281,7 +351,7 @@ class VerbsBase:
             return obj
         return self._convert(rt, [obj], rt.storage_version, reading=False)[0]
 
-    # --- admission webhooks -----------------------------------------------------------------------------
+    # --- admission webhooks ------------------------------------------------------------------------------
 
     def _admit(self, req: Request, operation: str, obj: dict, old: dict | None, ctx: WriteContext) -> None:
         """The validating webhooks, last before the object is stored (a refusal carries the warnings so far)."""
@@ -300,73 +370,3 @@ class VerbsBase:
         if req.rt.namespaced:
             return req.namespace or ""
         return name if req.rt.storage_key == self._namespaces_key and req.verb != "create" else ""
-
-
-# ---------------------------------------------------------------------------------------------------------
-
-def _merge(current: dict, patch: Any) -> dict:
-    if not isinstance(patch, dict):
-        raise errors.bad_request("a merge patch must be a JSON object")
-    return apply_merge_patch(current, patch)
-
-
-def _dedupe(causes: list[Cause]) -> list[Cause]:
-    seen, out = set(), []
-    for c in causes:
-        if c not in seen:
-            seen.add(c)
-            out.append(c)
-    return out
-
-
-_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
-
-
-def _dry_run(query: Mapping[str, str], verb: str) -> bool:
-    value = query.get("dryRun", "")
-    if value and value != "All":
-        raise errors.invalid_options(_OPTIONS_KIND.get(verb, "CreateOptions"),
-                                     [field_errors.not_supported("dryRun", [value], ["All"])])
-    return value == "All"
-
-
-
-def parse_rv(text: str) -> int:
-    try:
-        rv = int(text)
-        if rv < 0:
-            raise ValueError
-        return rv
-    except (TypeError, ValueError):
-        raise errors.bad_request(f'invalid resource version "{text}"') from None
-
-
-
-def wants_table(accept: str) -> bool:
-    return "as=Table" in accept
-
-
-def include_object_policy(query: Mapping[str, str]) -> str:
-    """A Table's includeObject policy; kube's default (empty) is Metadata (PartialObjectMetadata)."""
-    value = query.get("includeObject", "")
-    if value not in ("", "None", "Metadata", "Object"):
-        raise errors.bad_request(f'Unable to convert to Table as requested: includeObject: Invalid value: '
-                                 f'"{value}": must be \'Metadata\', \'Object\', \'None\', or empty')
-    return value or "Metadata"
-
-
-
-def warning_header(warnings: Sequence[str]) -> str:
-    """kube's ``Warning`` header: one ``299 - "<text>"`` per warning."""
-    return ", ".join(f"299 - {json.dumps(w)}" for w in warnings)
-
-
-def with_warnings(hook: WebhookAdmission, attrs: AdmissionAttributes, warnings: list[str]) -> None:
-    """Call the webhooks; a refusal goes out with the warnings gathered so far, as kube's does."""
-    try:
-        hook(attrs, warnings)
-    except StatusError as e:
-        if warnings:
-            e.headers["Warning"] = warning_header(warnings)
-        raise
-

@@ -17,8 +17,47 @@ from mxjob_controller.local.apiserver.validation import strict_json
 from mxjob_controller.local.apiserver.verbs.base import VerbsBase, include_object_policy, parse_rv, wants_table
 from mxjob_controller.local.apiserver.watch import Entry, Event
 
+# --- query parameters, continue tokens, watch frames -----------------------------------------------------
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("1", "true")
+
+
+def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
+    text = query.get(name)
+    if text in (None, ""):
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None
+
+
+
+def _encode_continue(rv: int, last: ObjKey) -> str:
+    token = {"v": "meta.k8s.io/v1", "rv": rv, "start": "/".join(last) + "\x00"}
+    return base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, ObjKey]:
+    try:
+        data = strict_json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
+        ns, _, name = data["start"].rstrip("\x00").partition("/")
+        return int(data["rv"]), (ns, name)
+    except (ValueError, KeyError, TypeError) as e:
+        raise errors.bad_request(f"continue key is not valid: {e}") from None
+
+
+
+def _error_frame(err: StatusError) -> bytes:
+    return dumps({"type": "ERROR", "object": err.status()}) + b"\n"
+
+
+# --- the read verbs --------------------------------------------------------------------------------------
 
 class ReadVerbs(VerbsBase):
+    """get (and a pod's ``log``), list and watch."""
+
     def _get(self, req: Request) -> Response:
         if req.subresource == "log":
             return self._log(req)
@@ -171,39 +210,3 @@ class ReadVerbs(VerbsBase):
         query["container"] = container
         return Response(200, content_type="text/plain", chunks=self.log_reader(pod, query))
 
-    # --- write verbs ----------------------------------------------------------------------------------
-
-# ---------------------------------------------------------------------------------------------------------
-
-def _flag(query: Mapping[str, str], name: str) -> bool:
-    return query.get(name, "").lower() in ("1", "true")
-
-
-def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
-    text = query.get(name)
-    if text in (None, ""):
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None
-
-
-
-def _encode_continue(rv: int, last: ObjKey) -> str:
-    token = {"v": "meta.k8s.io/v1", "rv": rv, "start": "/".join(last) + "\x00"}
-    return base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
-
-
-def _decode_continue(token: str) -> tuple[int, ObjKey]:
-    try:
-        data = strict_json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
-        ns, _, name = data["start"].rstrip("\x00").partition("/")
-        return int(data["rv"]), (ns, name)
-    except (ValueError, KeyError, TypeError) as e:
-        raise errors.bad_request(f"continue key is not valid: {e}") from None
-
-
-
-def _error_frame(err: StatusError) -> bytes:
-    return dumps({"type": "ERROR", "object": err.status()}) + b"\n"
