@@ -113,7 +113,6 @@ def _dry_run(query: Mapping[str, str], verb: str) -> bool:
     return value == "All"
 
 
-
 def parse_rv(text: str) -> int:
     try:
         rv = int(text)
@@ -122,7 +121,6 @@ def parse_rv(text: str) -> int:
         return rv
     except (TypeError, ValueError):
         raise errors.bad_request(f'invalid resource version "{text}"') from None
-
 
 
 def wants_table(accept: str) -> bool:
@@ -136,7 +134,6 @@ def include_object_policy(query: Mapping[str, str]) -> str:
         raise errors.bad_request(f'Unable to convert to Table as requested: includeObject: Invalid value: '
                                  f'"{value}": must be \'Metadata\', \'Object\', \'None\', or empty')
     return value or "Metadata"
-
 
 
 def warning_header(warnings: Sequence[str]) -> str:

@@ -33,7 +33,6 @@ def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
         raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None
 
 
-
 def _encode_continue(rv: int, last: ObjKey) -> str:
     token = {"v": "meta.k8s.io/v1", "rv": rv, "start": "/".join(last) + "\x00"}
     return base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
@@ -46,7 +45,6 @@ def _decode_continue(token: str) -> tuple[int, ObjKey]:
         return int(data["rv"]), (ns, name)
     except (ValueError, KeyError, TypeError) as e:
         raise errors.bad_request(f"continue key is not valid: {e}") from None
-
 
 
 def _error_frame(err: StatusError) -> bytes:
