@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.manifests import INSTALL_NAMESPACE
 from tests.reconciler_support import CONTROLLER_AGENT, SERVICE_ACCOUNT, Harness
 from tests.support import Kube, Kubectl

@@ -10,7 +10,7 @@ from mxjob_controller.core.job_controller import JobController
 from mxjob_controller.generic.api import GenericJobView, parse_genericjob
 from mxjob_controller.generic.crd import genericjob_crd
 from mxjob_controller.generic.framework import GenericFramework
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from tests.reconciler_support import DEADLINE, Harness, jobs_path
 from tests.support import Kube, wait_for
 

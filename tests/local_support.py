@@ -10,9 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mxjob_controller.local.apiserver import ServerOptions
+from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
-from mxjob_controller.local.kubelet import KubeletOptions
+from mxjob_controller.local.kubelet.options import KubeletOptions
 from tests.support import Kube, Kubectl, wait_for
 
 PYTHON = "python"  # found on PATH: the kubelet puts this project's interpreter first

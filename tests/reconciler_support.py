@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.job_controller import JobController
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController
 from mxjob_controller.mxnet.crd import mxjob_crd
 from mxjob_controller.runtime.client import Client, ClientConfig

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mxjob_controller.core.job_controller import JobController
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.tensorflow.api import TFJobView, parse_tfjob
 from mxjob_controller.tensorflow.crd import tfjob_crd
 from mxjob_controller.tensorflow.framework import TensorFlowFramework

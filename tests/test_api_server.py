@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.api import validate_job
 from mxjob_controller.mxnet.crd import MANIFEST_PATH, mxjob_crd
 from tests.support import Kube, Kubectl, wait_for

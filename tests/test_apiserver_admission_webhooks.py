@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.crds import widget, widget_crd
 from tests.support import Kube, Kubectl, configmap, wait_for
 from tests.webhook_support import (

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
 from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kube, configmap, wait_for
 
 NS = "default"

@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 import yaml
 
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
 from mxjob_controller.local.apiserver import server as server_module
 from mxjob_controller.local.apiserver.auth.tokens import TokenAuthenticator, bearer_token
 from mxjob_controller.local.apiserver.auth.user import ADMIN
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.runtime.client import Client, Forbidden, TransportError, Unauthorized
 from mxjob_controller.runtime.client.incluster import load_in_cluster
 from tests.support import Kube, Kubectl, configmap, wait_for
@@ -152,7 +152,7 @@ def test_a_server_that_fails_to_build_leaves_no_key_material(monkeypatch, tmp_pa
 
 def test_a_process_that_exits_without_stopping_its_server_leaves_no_key_material(tmp_path: Path):
     script = ("import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
-              "from mxjob_controller.local.apiserver import APIServer, ServerOptions\n"
+              "from mxjob_controller.local.apiserver.server import APIServer, ServerOptions\n"
               "server = APIServer(ServerOptions(tls=True)).start()\n"
               "print(sorted(p.name for p in server.security.tls.directory.iterdir()))\n")   # never stopped
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60,

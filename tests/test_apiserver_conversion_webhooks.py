@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from tests.support import Kube, Kubectl, wait_for
 from tests.webhook_support import (
     GADGETS,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, watch
 
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
 from mxjob_controller.local.apiserver.faults import FaultRule, parse_rule
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kube, configmap, wait_for
 
 NS = "default"

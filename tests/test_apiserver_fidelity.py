@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kube, Kubectl
 
 PODS = "/api/v1/namespaces/default/pods"

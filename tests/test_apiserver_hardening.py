@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.apiserver.validation.strict_json import MAX_DEPTH
 from tests.support import configmap
 from tests.test_apiserver_bad_input import GADGETS, _exchange, _gadget_crd, _post_yaml

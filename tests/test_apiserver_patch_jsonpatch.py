@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mxjob_controller.kube.patch.jsonpatch import (
+from mxjob_controller.local.apiserver.json_patch import (
     MAX_OPERATIONS,
     JSONPatchDecodeError,
     JSONPatchError,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from mxjob_controller.kube.patch.strategic import (
+from mxjob_controller.local.apiserver.strategic_merge import (
     PatchSchema,
     StrategicPatchError,
     apply_strategic_patch,

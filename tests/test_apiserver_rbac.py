@@ -23,7 +23,7 @@ from mxjob_controller.local.apiserver.auth.rbac import (
     uncovered,
 )
 from mxjob_controller.local.apiserver.auth.user import ADMIN, UserInfo, service_account_user
-from mxjob_controller.local.apiserver.http import RequestInfo
+from mxjob_controller.local.apiserver.request import RequestInfo
 from tests import test_rbac as manifests_table
 from tests.rbac import Policy, Request, ServiceAccount
 

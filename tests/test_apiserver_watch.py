@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from mxjob_controller.local.apiserver import ServerOptions
+from mxjob_controller.local.apiserver.server import ServerOptions
 from tests.support import configmap, wait_for
 
 CMS = "/api/v1/namespaces/default/configmaps"

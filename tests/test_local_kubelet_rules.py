@@ -16,7 +16,7 @@ from mxjob_controller.local.kubelet.container_env import (
     expand,
     rewrite_service_hosts,
 )
-from mxjob_controller.local.kubelet.pod_status import conditions, phase
+from mxjob_controller.local.kubelet.reported_status import conditions, phase
 
 RUN = {"state": {"running": {"startedAt": "t"}}}
 OK = {"state": {"terminated": {"exitCode": 0}}}

@@ -1,4 +1,4 @@
-"""Field ownership as structured-merge-diff computes it (``kube/managedfields``), as pure tables.
+"""Field ownership as structured-merge-diff computes it (``local/apiserver/managedfields``), as pure tables.
 
 Expected FieldsV1 documents and messages are kube's: worked from structured-merge-diff v4.4 and apimachinery 0.32
 (``typed/tofieldset.go``, ``compare.go``, ``merge.go``, ``merge/update.go``, ``internal/conflict.go``), several
@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from mxjob_controller.kube.managedfields import fieldpath as fp
-from mxjob_controller.kube.managedfields import managers as mf
-from mxjob_controller.kube.managedfields import schema, typed
-from mxjob_controller.kube.managedfields.managers import APPLY, UPDATE, Entry
+from mxjob_controller.local.apiserver.managedfields import fieldpath as fp
+from mxjob_controller.local.apiserver.managedfields import managers as mf
+from mxjob_controller.local.apiserver.managedfields import schema, typed
+from mxjob_controller.local.apiserver.managedfields.managers import APPLY, UPDATE, Entry
 
 POD = schema.builtin_type("", "v1", "Pod")
 CONFIGMAP = schema.builtin_type("", "v1", "ConfigMap")

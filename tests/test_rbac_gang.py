@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from tests import gang_support as gs
 from tests.manifests import INSTALL_NAMESPACE, render
 from tests.rbac import BOOTSTRAP, Policy, Request, ServiceAccount, audit_report

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.manifests import MANIFESTS
 from tests.support import Kubectl
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.server import APIServer
 from tests.reconciler_support import DEADLINE, Harness, mxjob, replica
 from tests.support import wait_for
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from mxjob_controller.generic.api import validate_genericjob
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from tests.gang_support import t9k_crd
 from tests.generic_support import (
     EXAMPLES,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import CacheSyncTimeoutError, ControllerOptions, MXJobController
 from mxjob_controller.runtime.client import Client, ClientConfig
 from mxjob_controller.runtime.clock import FakeClock

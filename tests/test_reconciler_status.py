@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from mxjob_controller.core.status_writer import StatusWriter
-from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.mxnet.framework import MXJOBS
 from mxjob_controller.runtime.client import Client, ClientConfig

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import MXJobController
 from tests.reconciler_support import DEADLINE, jobs_path, metric, mxjob
 from tests.reconciler_time import FakeTime

@@ -17,7 +17,7 @@ import yaml
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.faults import FaultRule
-from mxjob_controller.local.apiserver.rest import JSON_PATCH, STRATEGIC_PATCH
+from mxjob_controller.local.apiserver.request import JSON_PATCH, STRATEGIC_PATCH
 from mxjob_controller.runtime.client import (
     CONFIGMAPS,
     PODS,

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mxjob_controller.local.apiserver import APIServer
 from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.runtime.client import Client, ClientConfig
 from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
 from tests.support import Kube

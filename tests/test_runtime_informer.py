@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mxjob_controller.local.apiserver.faults import FaultRule
-from mxjob_controller.local.apiserver.rest import MERGE_PATCH, Request
+from mxjob_controller.local.apiserver.request import MERGE_PATCH, Request
 from mxjob_controller.runtime import cache_reflector
 from mxjob_controller.runtime.backoff import Backoff, BackoffPolicy
 from mxjob_controller.runtime.cache_keys import (

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.local.apiserver import APIServer
+from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.tensorflow.api import validate_tfjob
 from mxjob_controller.tensorflow.crd import tfjob_crd
 from tests.support import Kube, Kubectl, wait_for

@@ -33,7 +33,7 @@ def controller_pods(count: int) -> list[dict[str, Any]]:
     from mxjob_controller.core.child_sync import ChildSync
     from mxjob_controller.core.job_context import JobContext
     from mxjob_controller.kube.timefmt import now_rfc3339
-    from mxjob_controller.local.apiserver import APIServer
+    from mxjob_controller.local.apiserver.server import APIServer
     from mxjob_controller.mxnet.crd import mxjob_crd
     from mxjob_controller.mxnet.framework import MXNetFramework
     from tests.kubelet_sim import running_status

@@ -146,8 +146,8 @@ def bench_pod_write(full: bool) -> Outcome:
 def bench_slow_start(full: bool) -> Outcome:
     from prometheus_client import CollectorRegistry
 
-    from mxjob_controller.local.apiserver import APIServer
     from mxjob_controller.local.apiserver.faults import FaultRule
+    from mxjob_controller.local.apiserver.server import APIServer
     from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController
     from mxjob_controller.mxnet.crd import mxjob_crd
     from mxjob_controller.runtime.client import Client, ClientConfig

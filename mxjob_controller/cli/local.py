@@ -13,11 +13,11 @@ from typing import Any
 import click
 import yaml
 
-from mxjob_controller.local.apiserver import ServerOptions
 from mxjob_controller.local.apiserver.faults import FaultRule, parse_rule
+from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster, packaged_crds
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
-from mxjob_controller.local.kubelet import KubeletOptions
+from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.logs import setup_logging
 
 log = logging.getLogger(__name__)

@@ -29,9 +29,10 @@ import yaml
 
 from mxjob_controller import __version__
 from mxjob_controller.kube.jsoncopy import deep_copy
-from mxjob_controller.local.apiserver import APIServer, ServerOptions
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
-from mxjob_controller.local.kubelet import Kubelet, KubeletOptions
+from mxjob_controller.local.kubelet.kubelet import Kubelet
+from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.manager.settings import DEFAULT_BURST, DEFAULT_QPS
 from mxjob_controller.mxnet.api import CRD_NAME as MXJOBS_CRD
 from mxjob_controller.mxnet.crd_conversion import CONVERT_PATH, with_conversion

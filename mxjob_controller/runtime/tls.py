@@ -1,9 +1,9 @@
 """A server's self-made TLS material: a CA of its own and a serving certificate it signs, made at start.
 
-Used by the embedded API server (``local/apiserver/auth/tls.py``: kube's names) and by the webhook server when no
-certificate is given (``webhooks/server.py``: the webhook Service's names). Clients verify the server against the CA
-(a kubeconfig's ``certificate-authority-data``, a webhook configuration's ``caBundle``): nothing skips
-verification. The serving certificate names ``localhost``, ``127.0.0.1``, ``::1``, the listening host and the DNS
+Used by the embedded API server (``local/apiserver/auth/serving_cert.py``: kube's names) and by the webhook server
+when no certificate is given (``webhooks/server.py``: the webhook Service's names). Clients verify the server
+against the CA (a kubeconfig's ``certificate-authority-data``, a webhook configuration's ``caBundle``): nothing
+skips verification. The serving certificate names ``localhost``, ``127.0.0.1``, ``::1``, the listening host and the DNS
 names the caller gives. Keys are ECDSA P-256 (fast to make; Go and OpenSSL both verify them).
 
 OpenSSL loads certificates and keys only from files. The CA and the serving certificate (public) are written to a

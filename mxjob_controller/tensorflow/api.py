@@ -1,6 +1,6 @@
 """The TFJob API (``kubeflow.org/v1``, kind ``TFJob``): names, defaults, validation, the reconciler's typed view
 and the status shape. Pure functions over plain dicts; what is shared with MXJob (run policy and its inline/nested
-merge, checks, the pod-template schema, the replica-map rules) is imported from ``mxjob_controller.api``.
+merge, checks, the pod-template schema, the replica-map rules) is imported from ``mxjob_controller.kubeflow_api``.
 
 Defaults, applied to an in-memory copy on every parse (never written back, as training-operator does):
 

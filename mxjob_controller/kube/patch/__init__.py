@@ -1,1 +1,5 @@
-"""Patch formats Kubernetes speaks: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge."""
+"""JSON merge patch (RFC 7386), the patch format the controller and the API server share.
+
+JSON patch (RFC 6902) and strategic merge patch, which only the embedded API server applies, are
+``local/apiserver/json_patch.py`` and ``local/apiserver/strategic_merge.py``.
+"""

@@ -12,9 +12,10 @@ from typing import Any
 
 from mxjob_controller.kube import k8s_schemas
 from mxjob_controller.kube.field_errors import FieldError
-from mxjob_controller.kube.schema import rules
 from mxjob_controller.kube.schema.compiled import CompiledSchema
 from mxjob_controller.kube.schema.compiler import BUILTIN, Compiler
+from mxjob_controller.kube.schema.rules import load as load_rules
+from mxjob_controller.kube.schema.rules import rules_for
 
 #: Definitions whose missing fields the API server's ObjectMeta validation reports, in kube's words
 #: (``uid must not be empty``): the schema's ``required`` would only say it twice.
@@ -24,8 +25,8 @@ REQUIRED_ELSEWHERE = frozenset({"io.k8s.apimachinery.pkg.apis.meta.v1.OwnerRefer
 @functools.cache
 def compiler() -> Compiler:
     """The process-wide compiler of built-in definitions (rules loaded first, so nodes carry them)."""
-    rules.load()
-    return Compiler(BUILTIN, k8s_schemas.definitions(), rules.rules_for, required_elsewhere=REQUIRED_ELSEWHERE)
+    load_rules()
+    return Compiler(BUILTIN, k8s_schemas.definitions(), rules_for, required_elsewhere=REQUIRED_ELSEWHERE)
 
 
 @functools.cache

@@ -21,8 +21,30 @@ from typing import Any
 
 from mxjob_controller.kube.field_errors import FieldError, child_prefix
 from mxjob_controller.kube.field_errors import child as child_path
-from mxjob_controller.kube.schema import messages
 from mxjob_controller.kube.schema.formats import parse_quantity
+from mxjob_controller.kube.schema.messages import (
+    above,
+    all_of_failed,
+    any_of_failed,
+    below,
+    duplicate_items,
+    invalid_value,
+    longer_than,
+    missing,
+    no_match,
+    not_failed,
+    not_in_enum,
+    not_multiple,
+    one_of_failed,
+    out_of_range,
+    shorter_than,
+    too_few_items,
+    too_few_properties,
+    too_many_items,
+    too_many_properties,
+    wrong_format,
+    wrong_type,
+)
 
 Rule = Callable[[dict, str], list[FieldError]]
 NONE_TYPE = type(None)
@@ -107,7 +129,7 @@ class Node:
         self.leaf = not self.common
 
     def type_error(self, value: Any, path: str) -> FieldError:
-        return messages.wrong_type(path, self.type_name, value)
+        return wrong_type(path, self.type_name, value)
 
     def check_type(self, value: Any, path: str, w: Walk) -> bool:
         """True when ``value`` has one of the node's types; else records the error."""
@@ -124,7 +146,7 @@ class Node:
     def check_common(self, value: Any, path: str, w: Walk) -> None:
         """``enum`` and the combinators (anyOf, oneOf, allOf, not), which apply to any type."""
         if self.enum is not None and not _in_enum(value, self.enum):
-            w.errors.append(messages.not_in_enum(path, value, self.enum))
+            w.errors.append(not_in_enum(path, value, self.enum))
         if self.any_of or self.one_of or self.all_of or self.not_ is not None:
             _combinators(self, value, path, w)
 
@@ -180,7 +202,7 @@ class ScalarNode(Node):
     def walk(self, value: Any, path: str, w: Walk) -> None:
         if not self.check_type(value, path, w):
             if self.enum is not None and not _in_enum(value, self.enum):
-                w.errors.append(messages.not_in_enum(path, value, self.enum))
+                w.errors.append(not_in_enum(path, value, self.enum))
             return
         t = type(value)
         if t is str:
@@ -193,25 +215,25 @@ class ScalarNode(Node):
     def _check_string(self, value: str, path: str, w: Walk) -> None:
         # kube-openapi reports at most one of maxLength, minLength, pattern (in that order).
         if self.max_length is not None and len(value) > self.max_length:
-            w.errors.append(messages.longer_than(path, self.max_length))
+            w.errors.append(longer_than(path, self.max_length))
         elif self.min_length is not None and len(value) < self.min_length:
-            w.errors.append(messages.shorter_than(path, value, self.min_length))
+            w.errors.append(shorter_than(path, value, self.min_length))
         elif self.pattern is not None and not self.pattern.search(value):
-            w.errors.append(messages.no_match(path, value, self.pattern_text))
+            w.errors.append(no_match(path, value, self.pattern_text))
         if self.fmt_check is not None and not self.fmt_check(value):
-            w.bad_type(messages.wrong_format(path, self.fmt, value))
+            w.bad_type(wrong_format(path, self.fmt, value))
 
     def _check_number(self, value: float | int, path: str, w: Walk) -> None:
         if self.range is not None and not (self.range[0] <= value <= self.range[1]):
             kind = "integer" if self.fmt in ("int32", "int64") else "number"
-            w.errors.append(messages.out_of_range("" if self.no_field_range else path, path, value, kind,
+            w.errors.append(out_of_range("" if self.no_field_range else path, path, value, kind,
                                                   self.fmt))
         if self.multiple_of is not None and self.multiple_of > 0 and not _multiple(value, self.multiple_of):
-            w.errors.append(messages.not_multiple(path, value, self.multiple_of))
+            w.errors.append(not_multiple(path, value, self.multiple_of))
         if self.minimum is not None and (value <= self.minimum if self.exclusive_min else value < self.minimum):
-            w.errors.append(messages.below(path, value, self.minimum, self.exclusive_min))
+            w.errors.append(below(path, value, self.minimum, self.exclusive_min))
         if self.maximum is not None and (value >= self.maximum if self.exclusive_max else value > self.maximum):
-            w.errors.append(messages.above(path, value, self.maximum, self.exclusive_max))
+            w.errors.append(above(path, value, self.maximum, self.exclusive_max))
 
 
 class QuantityNode(Node):
@@ -234,7 +256,7 @@ class QuantityNode(Node):
             try:
                 parse_quantity(value)
             except ValueError as e:
-                w.bad_type(messages.invalid_value(path, value, str(e)))
+                w.bad_type(invalid_value(path, value, str(e)))
 
 
 class ObjectNode(Node):
@@ -342,11 +364,11 @@ class ObjectNode(Node):
         """What needs the object's fields settled: required, property counts, enum/combinators, rules."""
         for key in self.required:
             if key not in value or (self.absent_nulls and value[key] is None):
-                w.errors.append(messages.missing(prefix + key))
+                w.errors.append(missing(prefix + key))
         if self.min_props is not None and len(value) < self.min_props:
-            w.errors.append(messages.too_few_properties(path, len(value), self.min_props))
+            w.errors.append(too_few_properties(path, len(value), self.min_props))
         if self.max_props is not None and len(value) > self.max_props:
-            w.errors.append(messages.too_many_properties(path, len(value), self.max_props))
+            w.errors.append(too_many_properties(path, len(value), self.max_props))
         if self.common:
             self.check_common(value, path, w)
         if self.rules and w.rules:
@@ -401,11 +423,11 @@ class ArrayNode(Node):
                         value[i] = copy_json(node.default)
                     node.walk(value[i], child_path(path, i), w)
         if self.min_items is not None and len(value) < self.min_items:
-            w.errors.append(messages.too_few_items(path, len(value), self.min_items))
+            w.errors.append(too_few_items(path, len(value), self.min_items))
         if self.max_items is not None and len(value) > self.max_items:
-            w.errors.append(messages.too_many_items(path, len(value), self.max_items))
+            w.errors.append(too_many_items(path, len(value), self.max_items))
         if self.unique and _has_duplicates(value):
-            w.errors.append(messages.duplicate_items(path))
+            w.errors.append(duplicate_items(path))
         if self.common:
             self.check_common(value, path, w)
 
@@ -458,13 +480,13 @@ def _combinators(node: Node, value: Any, path: str, w: Walk) -> None:
                 break
             failures.append(errs)
         else:
-            w.errors.append(messages.any_of_failed(path))
+            w.errors.append(any_of_failed(path))
             w.errors.extend(min(failures, key=len))
     if node.one_of:
         results = [_passes(sub, value, path) for sub in node.one_of]
         matched = sum(1 for ok, _ in results if ok)
         if matched != 1:
-            w.errors.append(messages.one_of_failed(path, matched))
+            w.errors.append(one_of_failed(path, matched))
             if matched == 0:
                 w.errors.extend(min((errs for _, errs in results), key=len))
     if node.all_of:
@@ -474,6 +496,6 @@ def _combinators(node: Node, value: Any, path: str, w: Walk) -> None:
             matched += ok
             w.errors.extend(errs)
         if matched != len(node.all_of):
-            w.errors.append(messages.all_of_failed(path, matched))
+            w.errors.append(all_of_failed(path, matched))
     if node.not_ is not None and _passes(node.not_, value, path)[0]:
-        w.errors.append(messages.not_failed(path))
+        w.errors.append(not_failed(path))

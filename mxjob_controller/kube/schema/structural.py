@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mxjob_controller.kube.schema import builtin
+from mxjob_controller.kube.schema.builtin import compiler as builtin_compiler
 from mxjob_controller.kube.schema.compiled import CompiledSchema
 from mxjob_controller.kube.schema.compiler import OBJECT_META, STRUCTURAL, Compiler
 from mxjob_controller.kube.schema.nodes import ObjectNode
@@ -17,7 +17,7 @@ def compile_structural(schema: dict[str, Any] | None) -> CompiledSchema:
     is checked and pruned as ObjectMeta (kube-apiserver decodes it into the Go type), whatever the schema
     declares for it. Without a schema every field is kept.
     """
-    compiler = Compiler(STRUCTURAL, object_meta=lambda: builtin.compiler().definition(OBJECT_META))
+    compiler = Compiler(STRUCTURAL, object_meta=lambda: builtin_compiler().definition(OBJECT_META))
     root = compiler.compile(schema) if schema else None
     if not isinstance(root, ObjectNode):
         root = ObjectNode()

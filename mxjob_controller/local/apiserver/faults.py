@@ -37,8 +37,8 @@ from typing import Any
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.http import Exchange, RequestInfo
-from mxjob_controller.local.apiserver.rest import Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.http import Exchange
+from mxjob_controller.local.apiserver.request import RequestInfo, Response, WatchStream, dumps
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import Event
 
@@ -208,7 +208,7 @@ class FaultInjector:
     def intercept(self, ex: Exchange) -> None:
         self._pending.decisions = []
         info = ex.info
-        if not info.is_resource:
+        if not info.resource_request:
             return
         decisions = self._decide(info)
         for d in decisions:

@@ -1,5 +1,5 @@
 """``metadata.managedFields`` on every write, and server-side apply (``application/apply-patch+yaml``), as
-kube-apiserver's field manager keeps them (the rules themselves are in ``kube/managedfields``).
+kube-apiserver's field manager keeps them (the rules themselves are in ``managedfields/``).
 
 - **Who writes**: ``?fieldManager=``, else the User-Agent up to its first ``/`` (``kubectl``,
   ``OpenAPI-Generator``), else ``unknown``; more than 128 bytes or a non-printable character is a 422 on the
@@ -25,12 +25,12 @@ import yaml
 
 from mxjob_controller.kube import field_errors
 from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
-from mxjob_controller.kube.managedfields import managers, schema, typed
-from mxjob_controller.kube.managedfields.fieldpath import EMPTY, FieldSet
-from mxjob_controller.kube.managedfields.managers import APPLY, UPDATE, Entry, Managers
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.managedfields import managers, schema, typed
+from mxjob_controller.local.apiserver.managedfields.fieldpath import EMPTY, FieldSet
+from mxjob_controller.local.apiserver.managedfields.managers import APPLY, UPDATE, Entry, Managers
 from mxjob_controller.local.apiserver.resources import ResourceType
 
 MAX_MANAGER_BYTES = 128

@@ -34,11 +34,12 @@ from mxjob_controller.local.apiserver.deletion import (
 )
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.field_manager import controller_manager_agent
+from mxjob_controller.local.apiserver.request import MERGE_PATCH, Request
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
-from mxjob_controller.local.apiserver.rest import MERGE_PATCH, REST, Request
+from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import DELETED, Entry, Event
-from mxjob_controller.local.apiserver.workqueue import ControllerQueue, Park
+from mxjob_controller.local.apiserver.workqueue import Park, QueueController
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,9 @@ class _NotCollectable(Exception):  # noqa: N818
     """The dependent's references can never be resolved (a cluster-scoped object with a namespaced owner)."""
 
 
-class GarbageCollector:
+class GarbageCollector(QueueController[WorkItem]):
+    """References to kinds not served yet park (and do not count for ``wait_idle``) until the served kinds change."""
+
     def __init__(self, registry: Registry, store: Store, rest: REST) -> None:
         self._registry = registry
         self._store = store
@@ -74,34 +77,16 @@ class GarbageCollector:
         self._owners: dict[ObjRef, tuple[dict, ...]] = {}        # dependent -> its ownerReferences
         self._dependents: dict[str, dict[ObjRef, dict]] = {}      # owner uid -> dependent -> the reference
         self._absent: OrderedDict[str, None] = OrderedDict()     # uids of owners seen deleted
-        self._queue: ControllerQueue[WorkItem] = ControllerQueue("apiserver-gc", self._work)
-        store.add_commit_hook(self._on_commit)
+        super().__init__("apiserver-gc", store, self._work)
         registry.add_listener(self._queue.unpark)
 
-    # --- lifecycle and introspection ------------------------------------------------------------------
-
-    def start(self) -> None:
-        self._queue.start()
-
-    def stop(self, timeout: float = 5.0) -> bool:
-        """False if the work in hand did not end within ``timeout`` seconds."""
-        return self._queue.stop(timeout)
-
-    def wait_idle(self, timeout: float = 10.0) -> bool:
-        """True once nothing is queued or in progress (references to unserved kinds wait and do not count)."""
-        return self._queue.wait_idle(timeout)
+    # --- introspection --------------------------------------------------------------------------------
 
     def dependents(self, owner_uid: str) -> list[ObjRef]:
         with self._lock:
             return list(self._dependents.get(owner_uid, {}))
 
     # --- the graph, from commit hooks (writer threads: record and queue, nothing more) -----------------
-
-    def _on_commit(self, key: str, ev: Event) -> None:
-        try:
-            self._record(key, ev)
-        except Exception:  # the write is committed: a bug here must not fail the writer's request
-            log.exception("garbage collector: cannot record %s event on %s", ev.type, key)
 
     def _record(self, key: str, ev: Event) -> None:
         meta = ev.entry.obj.get("metadata") or {}

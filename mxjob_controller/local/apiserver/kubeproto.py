@@ -31,15 +31,13 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.kubeproto_tables import API_VERSIONS, LISTS, MESSAGES
-
-if TYPE_CHECKING:
-    from mxjob_controller.local.apiserver.resources import ResourceType
-    from mxjob_controller.local.apiserver.rest import Request, Response
+from mxjob_controller.local.apiserver.request import Request, Response
+from mxjob_controller.local.apiserver.resources import ResourceType
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 WATCH_MEDIA_TYPE = MEDIA_TYPE + ";stream=watch"
@@ -611,8 +609,6 @@ def wants_protobuf(req: Request) -> bool:
 
 
 def status_response(err: StatusError) -> Response:
-    from mxjob_controller.local.apiserver.rest import Response  # noqa: PLC0415  (rest imports this module)
-
     return Response(err.code, encode_object(err.status()), content_type=MEDIA_TYPE, headers=dict(err.headers))
 
 

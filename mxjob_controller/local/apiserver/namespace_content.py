@@ -15,10 +15,11 @@ import logging
 
 from mxjob_controller.local.apiserver import builtin
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.rest import REST, Request
+from mxjob_controller.local.apiserver.request import Request
+from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import DELETED, Event
-from mxjob_controller.local.apiserver.workqueue import ControllerQueue
+from mxjob_controller.local.apiserver.workqueue import QueueController
 
 log = logging.getLogger(__name__)
 
@@ -29,24 +30,14 @@ _DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiser
                 "distributions of Kubernetes clusters.")
 
 
-class NamespaceContent:
+class NamespaceContent(QueueController[str]):
     def __init__(self, store: Store, rest: REST, ca_pem: str | None) -> None:
         self._store = store
         self._rest = rest
         self._ca_pem = ca_pem
-        self._queue: ControllerQueue[str] = ControllerQueue("apiserver-namespace-content", self._sync)
-        store.add_commit_hook(self._on_commit)
+        super().__init__("apiserver-namespace-content", store, self._sync)
 
-    def start(self) -> None:
-        self._queue.start()
-
-    def stop(self, timeout: float = 5.0) -> bool:
-        return self._queue.stop(timeout)
-
-    def wait_idle(self, timeout: float = 10.0) -> bool:
-        return self._queue.wait_idle(timeout)
-
-    def _on_commit(self, key: str, ev: Event) -> None:
+    def _record(self, key: str, ev: Event) -> None:
         meta = ev.entry.obj.get("metadata") or {}
         if key == builtin.NAMESPACES.storage_key:
             if ev.type != DELETED and not meta.get("deletionTimestamp"):

@@ -14,7 +14,6 @@ runs on the thread ``apiserver-namespaces``.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections import Counter
 
@@ -22,13 +21,12 @@ from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver.deletion import BACKGROUND
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.field_manager import KUBE_CONTROLLER_MANAGER, controller_manager_agent
+from mxjob_controller.local.apiserver.request import Request
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
-from mxjob_controller.local.apiserver.rest import REST, Request
+from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import DELETED, Event
-from mxjob_controller.local.apiserver.workqueue import ControllerQueue
-
-log = logging.getLogger(__name__)
+from mxjob_controller.local.apiserver.workqueue import QueueController
 
 KUBERNETES_FINALIZER = "kubernetes"
 _USER_AGENT = controller_manager_agent("namespace-controller")
@@ -44,7 +42,7 @@ _OK_CONDITIONS = (
 )
 
 
-class NamespaceController:
+class NamespaceController(QueueController[str]):
     def __init__(self, registry: Registry, store: Store, rest: REST, namespaces_key: str = "/namespaces") -> None:
         self._registry = registry
         self._store = store
@@ -52,26 +50,9 @@ class NamespaceController:
         self._key = namespaces_key
         self._lock = threading.Lock()
         self._terminating: set[str] = set()
-        self._queue: ControllerQueue[str] = ControllerQueue("apiserver-namespaces", self._sync)
-        store.add_commit_hook(self._on_commit)
-
-    def start(self) -> None:
-        self._queue.start()
-
-    def stop(self, timeout: float = 5.0) -> bool:
-        """False if the work in hand did not end within ``timeout`` seconds."""
-        return self._queue.stop(timeout)
-
-    def wait_idle(self, timeout: float = 10.0) -> bool:
-        return self._queue.wait_idle(timeout)
+        super().__init__("apiserver-namespaces", store, self._sync)
 
     # --- events (writer threads: record and queue only) ---------------------------------------------
-
-    def _on_commit(self, key: str, ev: Event) -> None:
-        try:
-            self._record(key, ev)
-        except Exception:  # the write is committed: a bug here must not fail the writer's request
-            log.exception("namespace controller: cannot record %s event on %s", ev.type, key)
 
     def _record(self, key: str, ev: Event) -> None:
         meta = ev.entry.obj.get("metadata") or {}

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mxjob_controller.local.apiserver.http import Exchange
-from mxjob_controller.local.apiserver.rest import Response
+from mxjob_controller.local.apiserver.request import Response
 
 _POST_START_HOOKS = (
     "start-apiserver-admission-initializer", "generic-apiserver-start-informers",
@@ -84,7 +84,7 @@ def _escape(value: str) -> str:
 
 def _scope(ex: Exchange) -> str:
     info = ex.info
-    if not info.is_resource:
+    if not info.resource_request:
         return ""
     if info.name and info.verb not in ("list", "watch"):
         return "resource"
@@ -95,7 +95,7 @@ def _verb(ex: Exchange) -> str:
     """kube's ``CleanVerb(CanonicalVerb(method, scope))``: LIST, WATCH, APPLY beside the HTTP methods."""
     info = ex.info
     method = info.method.upper()
-    if info.is_resource and info.verb == "watch":
+    if info.resource_request and info.verb == "watch":
         return "WATCH"
     if method in ("GET", "HEAD"):
         scope = _scope(ex)
@@ -108,7 +108,7 @@ def _verb(ex: Exchange) -> str:
 
 def _long_running(ex: Exchange) -> bool:
     info = ex.info
-    return info.is_resource and (info.verb == "watch" or info.subresource in _LONG_RUNNING)
+    return info.resource_request and (info.verb == "watch" or info.subresource in _LONG_RUNNING)
 
 
 class Metrics:
@@ -135,10 +135,10 @@ class Metrics:
 
     def observe(self, ex: Exchange, elapsed: float) -> None:
         info = ex.info
-        resource = info.resource if info.is_resource else ""
-        subresource = info.subresource if info.is_resource else info.path
-        dry_run = ex.query.get("dryRun", "") if info.is_resource else ""
-        key = (str(ex.code), "apiserver" if info.is_resource else "", dry_run, info.group, resource, _scope(ex),
+        resource = info.resource if info.resource_request else ""
+        subresource = info.subresource if info.resource_request else info.path
+        dry_run = ex.query.get("dryRun", "") if info.resource_request else ""
+        key = (str(ex.code), "apiserver" if info.resource_request else "", dry_run, info.group, resource, _scope(ex),
                subresource, _verb(ex), info.version)
         with self._lock:
             self._requests[key] = self._requests.get(key, 0) + 1

@@ -30,7 +30,7 @@ from typing import Any
 
 from mxjob_controller.kube import k8s_schemas
 from mxjob_controller.local.apiserver.openapi import OpenAPI
-from mxjob_controller.local.apiserver.rest import Response
+from mxjob_controller.local.apiserver.request import Response
 
 JSON = "application/json"
 PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"

@@ -19,17 +19,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mxjob_controller.kube.patch import strategic
-from mxjob_controller.kube.patch.jsonpatch import (
+from mxjob_controller.local.apiserver import errors, strategic_merge
+from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.json_patch import (
     JSONPatchDecodeError,
     JSONPatchError,
     TooManyOperationsError,
     apply_json_patch,
 )
-from mxjob_controller.local.apiserver import errors
-from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.request import JSON_PATCH, STRATEGIC_PATCH
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.rest import JSON_PATCH, REST, STRATEGIC_PATCH
+from mxjob_controller.local.apiserver.rest import REST
 
 log = logging.getLogger(__name__)
 
@@ -46,17 +46,17 @@ def json_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
 
 
 def strategic_merge_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
-    schema = None if rt.is_custom else strategic.schema_for(rt.group, rt.version, rt.kind)
+    schema = None if rt.is_custom else strategic_merge.schema_for(rt.group, rt.version, rt.kind)
     if schema is None:
-        raise errors.bad_request(strategic.UNSUPPORTED_FORMAT)
+        raise errors.bad_request(strategic_merge.UNSUPPORTED_FORMAT)
     if patch is None:
         patch = {}  # Go decodes JSON null into an empty map: nothing to do
     if not isinstance(patch, dict):
         kind = {list: "array", str: "string", bool: "bool"}.get(type(patch), "number")
         raise errors.bad_request(f"json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}")
     try:
-        return strategic.apply_strategic_patch(current, patch, schema)
-    except strategic.StrategicPatchError as e:
+        return strategic_merge.apply_strategic_patch(current, patch, schema)
+    except strategic_merge.StrategicPatchError as e:
         if e.code == 400:
             raise errors.bad_request(str(e)) from None
         if e.code == 422:

@@ -12,11 +12,12 @@ from urllib.parse import unquote
 
 from mxjob_controller.local.apiserver import errors, kubeproto, observability
 from mxjob_controller.local.apiserver.discovery import Discovery
-from mxjob_controller.local.apiserver.http import Exchange, RequestInfo
+from mxjob_controller.local.apiserver.http import Exchange
 from mxjob_controller.local.apiserver.openapi import OpenAPI
 from mxjob_controller.local.apiserver.openapi_v2 import service as openapi_v2
+from mxjob_controller.local.apiserver.request import Request, RequestInfo, Response, dumps
 from mxjob_controller.local.apiserver.resources import Registry
-from mxjob_controller.local.apiserver.rest import REST, Request, Response, dumps
+from mxjob_controller.local.apiserver.rest import REST
 
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _HEALTH = ("/healthz", "/livez", "/readyz")
@@ -118,7 +119,7 @@ class Router:
                 self._fill_tail(info, rest)
         else:
             self._fill_tail(info, rest)
-        info.is_resource = True
+        info.resource_request = True
         method = info.method
         if method in ("GET", "HEAD"):
             if info.name and not watch_prefix:

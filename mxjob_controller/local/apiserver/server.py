@@ -27,10 +27,10 @@ from typing import Any
 from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from mxjob_controller.local.apiserver import builtin, errors, patchers, tables
 from mxjob_controller.local.apiserver.audit import DEFAULT_CAPACITY, AuditLog
-from mxjob_controller.local.apiserver.auth import ALWAYS_ALLOW, RBAC, Security
 from mxjob_controller.local.apiserver.auth.admission import OwnerReferencesPermissionEnforcement
+from mxjob_controller.local.apiserver.auth.authorizer import ALWAYS_ALLOW, RBAC
 from mxjob_controller.local.apiserver.auth.reviews import REVIEW_TYPES
-from mxjob_controller.local.apiserver.auth.security import bootstrap_policy
+from mxjob_controller.local.apiserver.auth.security import Security, bootstrap_policy
 from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.faults import FaultInjector
 from mxjob_controller.local.apiserver.field_manager import KUBE_APISERVER
@@ -50,8 +50,9 @@ from mxjob_controller.local.apiserver.namespace_content import NamespaceContent
 from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
 from mxjob_controller.local.apiserver.observability import Metrics, storage_counts
 from mxjob_controller.local.apiserver.openapi import OpenAPI
+from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
-from mxjob_controller.local.apiserver.rest import REST, Request, Response
+from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
 from mxjob_controller.local.apiserver.validation import strict_json, typed_decode
@@ -106,7 +107,7 @@ class ServerOptions:
     audit_capacity: int = DEFAULT_CAPACITY  # audit records kept in memory
     audit_log: str | None = None  # also append audit records here, as JSON lines
     header_timeout: float = HEADER_TIMEOUT  # seconds for a request's line and headers to arrive
-    tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/tls.py)
+    tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/serving_cert.py)
     # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
     # RBAC turns authentication on (bearer tokens; without one, system:anonymous under RBAC, 401 under AlwaysAllow).
     authorization: str | None = None

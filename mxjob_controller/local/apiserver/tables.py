@@ -2,7 +2,7 @@
 
 Three sources of columns, as in kube-apiserver:
 
-- built-in kinds with a printer (pods, services, ...; ``kube/printers.py``), always in wide form;
+- built-in kinds with a printer (pods, services, ...; ``printers.py``), always in wide form;
 - custom resources: their version's ``additionalPrinterColumns`` (``Age`` when there are none), each a
   JSONPath evaluated on the object; ``date`` columns become ages, values of the wrong type empty cells;
 - everything else: ``Name`` and ``Created At``.
@@ -17,9 +17,9 @@ import json
 import time
 from typing import Any
 
-from mxjob_controller.kube import jsonpath, printers
-from mxjob_controller.kube.gofmt import go_float
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
+from mxjob_controller.local.apiserver import jsonpath, printers
+from mxjob_controller.local.apiserver.gofmt import go_float
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.watch import Entry
 

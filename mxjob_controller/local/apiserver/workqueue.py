@@ -1,4 +1,5 @@
-"""The work queue of the server's built-in controllers (garbage collector, namespace controller).
+"""The work queue of the server's built-in controllers (garbage collector, namespace controller, namespace
+content), and :class:`QueueController`, the lifecycle they share around it.
 
 It is the runtime's rate-limited queue (:mod:`mxjob_controller.runtime.workqueue`, client-go's semantics: a key
 queued several times is handled once, a key added while it is handled is handled again afterwards, a failed key
@@ -21,6 +22,8 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+from mxjob_controller.local.apiserver.store import Store
+from mxjob_controller.local.apiserver.watch import Event
 from mxjob_controller.runtime.workqueue import (
     ItemExponentialFailureRateLimiter,
     QueueShutDownError,
@@ -166,3 +169,35 @@ class ControllerQueue(Generic[K]):
             log.log(level, "%s: %r failed (attempt %d), retrying with backoff", self.name, key, attempt,
                     exc_info=True)
             return _FAILED
+
+
+class QueueController(Generic[K]):
+    """A built-in controller of the server: store commits are recorded by :meth:`_record` (on the writer's thread,
+    under the store's lock: record and ``add`` keys, nothing more) and the keys handled by ``handle`` on the
+    queue's thread ``name``. Subclasses set their own state, then call this ``__init__``, which registers the hook.
+    """
+
+    def __init__(self, name: str, store: Store, handle: Callable[[K], None]) -> None:
+        self._queue: ControllerQueue[K] = ControllerQueue(name, handle)
+        store.add_commit_hook(self._on_commit)
+
+    def start(self) -> None:
+        self._queue.start()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """False if the work in hand did not end within ``timeout`` seconds."""
+        return self._queue.stop(timeout)
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """True once nothing is queued or in progress (parked keys do not count); False on timeout."""
+        return self._queue.wait_idle(timeout)
+
+    def _on_commit(self, key: str, ev: Event) -> None:
+        try:
+            self._record(key, ev)
+        except Exception:  # the write is committed: a bug here must not fail the writer's request
+            log.exception("%s: cannot record %s event on %s", self._queue.name, ev.type, key)
+
+    def _record(self, key: str, ev: Event) -> None:
+        """Queue the keys ``ev`` (a committed write to storage key ``key``) makes work for."""
+        raise NotImplementedError

@@ -1,5 +1,5 @@
-"""The local kubelet: runs the pods of the embedded cluster as processes on this machine (see ``kubelet``)."""
+"""The local kubelet: runs the pods of the embedded cluster as processes on this machine (see ``kubelet``).
 
-from mxjob_controller.local.kubelet.kubelet import NODE_NAME, Kubelet, KubeletOptions
-
-__all__ = ["NODE_NAME", "Kubelet", "KubeletOptions"]
+Re-exports nothing, so that the modules inside import their siblings as modules without a circle through
+``kubelet.py``; its public surface is ``kubelet.py``'s :class:`Kubelet` and ``options.py``'s :class:`KubeletOptions`.
+"""

@@ -28,7 +28,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.kubelet.addresses import LOCAL_IP, PodAddresses
 from mxjob_controller.local.kubelet.logs import LogStore
+from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.pod_worker import PodWorker
 from mxjob_controller.local.kubelet.runtime import Reaper, kill_groups
 from mxjob_controller.runtime.cache_keys import DeletedFinalStateUnknown
@@ -56,21 +56,9 @@ from mxjob_controller.runtime.informer import SharedInformer, drop_managed_field
 
 log = logging.getLogger(__name__)
 
-NODE_NAME = "local"
 DEFAULT_SCHEDULER = "default-scheduler"
 _HOUSEKEEPING = 1.0     # seconds between retries of failed binds
 _SYNC_TIMEOUT = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class KubeletOptions:
-    node_name: str = NODE_NAME
-    workdir: str = field(default_factory=os.getcwd)   # a container's directory when its workingDir does not exist
-    log_root: Path | None = None                      # None: a temporary folder, removed by stop()
-    backoff_initial: float = 10.0                     # crash-loop back-off: kubelet's 10 s, doubling ...
-    backoff_max: float = 300.0                        # ... up to 5 minutes
-    stop_grace: float = 2.0                           # seconds containers get after SIGTERM when the kubelet stops
-    keep_logs: bool = False                           # keep the logs of removed pods until stop() (local run)
 
 
 class Kubelet:

@@ -27,22 +27,22 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mxjob_controller.kube.timefmt import now_rfc3339, parse_time, rfc3339
-from mxjob_controller.local.kubelet import pod_status
+from mxjob_controller.local.kubelet import reported_status
 from mxjob_controller.local.kubelet.container_env import (
     ContainerConfigError,
     base_environment,
     container_argv,
     container_env,
 )
-from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, terminate_groups
-from mxjob_controller.runtime.client import PODS, KubeError, NotFound
-
-if TYPE_CHECKING:
-    from mxjob_controller.local.kubelet.kubelet import Kubelet
+from mxjob_controller.local.kubelet.logs import LogStore
+from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, Reaper, terminate_groups
+from mxjob_controller.runtime.client import PODS, Client, KubeError, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,25 @@ _CONFIG_RETRY = 5.0       # ... before a container waiting on a missing ConfigMa
 _IDLE_WAKE = 5.0          # longest sleep between turns when no timer is due
 _FINAL_WRITE = 30.0       # seconds a pod's last status write is retried (the API server may be failing)
 _KEPT_INSTANCES = 2       # log files kept per container: the current instance and the previous one
+
+
+# --- what a worker needs of its node ----------------------------------------------------------------------------
+
+class Node(Protocol):
+    """What a worker uses of the kubelet that runs it (``kubelet.Kubelet``). Declared here, on the worker's side,
+    so that the kubelet imports its workers and not the other way round."""
+
+    client: Client
+    options: KubeletOptions
+    logs: LogStore
+    reaper: Reaper
+    stopping: threading.Event
+    allocatable: dict[str, str]
+
+    def worker_done(self, worker: PodWorker) -> None: ...
+    def lookup(self, kind: str, namespace: str, name: str) -> dict | None: ...
+    def pod_address(self, namespace: str, name: str) -> str: ...
+    def service_resolver(self, namespace: str) -> Callable[[str, str, bool], str | None]: ...
 
 
 @dataclass
@@ -78,12 +97,12 @@ class Slot:
         return (self.state.get("terminated") or {}).get("exitCode") == 0
 
     def status(self) -> dict[str, Any]:
-        return pod_status.container_status(self.name, self.spec.get("image") or "", self.state, self.last_state,
+        return reported_status.container_status(self.name, self.spec.get("image") or "", self.state, self.last_state,
                                            self.restart_count, self.container_id, self.init)
 
 
 class PodWorker:
-    def __init__(self, kubelet: Kubelet, pod: dict[str, Any]) -> None:
+    def __init__(self, kubelet: Node, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
         self.kubelet = kubelet
         self.namespace, self.name, self.uid = meta["namespace"], meta["name"], meta["uid"]
@@ -94,10 +113,10 @@ class PodWorker:
         self._terminating = False
         spec = pod.get("spec") or {}
         self.restart_policy = spec.get("restartPolicy") or "Always"
-        self.init = [Slot(c, True, state=pod_status.waiting("PodInitializing"))
+        self.init = [Slot(c, True, state=reported_status.waiting("PodInitializing"))
                      for c in spec.get("initContainers") or []]
-        self.app = [Slot(c, False, state=pod_status.waiting("PodInitializing" if self.init else "ContainerCreating"))
-                    for c in spec.get("containers") or []]
+        first_wait = "PodInitializing" if self.init else "ContainerCreating"
+        self.app = [Slot(c, False, state=reported_status.waiting(first_wait)) for c in spec.get("containers") or []]
         self._start_time = (pod.get("status") or {}).get("startTime") or now_rfc3339()
         self.pod_ip = kubelet.pod_address(self.namespace, self.name)
         self._written: dict[str, Any] | None = None
@@ -171,7 +190,7 @@ class PodWorker:
             self._start_due()
             status = self._status()
             written = self._write_status(status)
-            if written and status["phase"] in (pod_status.SUCCEEDED, pod_status.FAILED):
+            if written and status["phase"] in (reported_status.SUCCEEDED, reported_status.FAILED):
                 if (self._current().get("metadata") or {}).get("deletionTimestamp"):
                     self._confirm_deletion()  # deleted while it ended: nothing else will confirm it
                 return
@@ -221,7 +240,7 @@ class PodWorker:
             reason = "CreateContainerError" if "has no command" in str(e) else "CreateContainerConfigError"
             if "terminated" in slot.state:
                 slot.last_state = {"terminated": slot.state["terminated"]}
-            slot.state = pod_status.waiting(reason, str(e))
+            slot.state = reported_status.waiting(reason, str(e))
             slot.due = time.monotonic() + _CONFIG_RETRY
             if not slot.config_error:
                 log.warning("pod %s/%s: container %s cannot start: %s", self.namespace, self.name, slot.name, e)
@@ -248,7 +267,7 @@ class PodWorker:
             # The runtime could not start the process (no such executable...): an instance that ended at once.
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch()
-            slot.state = pod_status.terminated(128, started, now_rfc3339(), "", "StartError",
+            slot.state = reported_status.terminated(128, started, now_rfc3339(), "", "StartError",
                                                f"failed to start container process: {e.strerror or e}: {argv[0]}")
             self._after_exit(slot, 128)
             return
@@ -257,7 +276,7 @@ class PodWorker:
         if self.kubelet.stopping.is_set():
             proc.signal_group(signal.SIGKILL)  # started as the kubelet began to stop: it must not outlive it
         slot.container_id = f"process://{proc.pid}"
-        slot.state = pod_status.running(started)
+        slot.state = reported_status.running(started)
         log.info("pod %s/%s: container %s started (pid %d, restart %d)", self.namespace, self.name, slot.name,
                  proc.pid, slot.restart_count)
         self.kubelet.reaper.watch(proc, self._on_exit)
@@ -278,7 +297,7 @@ class PodWorker:
         proc.signal_group(signal.SIGKILL)  # the container is over: whatever it left in its group goes with it
         self.kubelet.logs.ended(proc.log_path)
         started = (slot.state.get("running") or {}).get("startedAt") or rfc3339(proc.started)
-        slot.state = pod_status.terminated(code, started, rfc3339(proc.finished or time.time()), slot.container_id)
+        slot.state = reported_status.terminated(code, started, rfc3339(proc.finished or time.time()), slot.container_id)
         slot.proc = None
         log.info("pod %s/%s: container %s exited with %d", self.namespace, self.name, slot.name, code)
         self._after_exit(slot, code)
@@ -307,7 +326,7 @@ class PodWorker:
         slot.due = now + delay
         if delay > 0:
             slot.last_state = {"terminated": slot.state.get("terminated")}
-            slot.state = pod_status.waiting(
+            slot.state = reported_status.waiting(
                 "CrashLoopBackOff", f"back-off {_duration(delay)} restarting failed container={slot.name} "
                                     f"pod={self.name}_{self.namespace}({self.uid})")
 
@@ -328,7 +347,7 @@ class PodWorker:
                 if ended is not None:   # waiting to restart: its last end is its end
                     slot.state = {"terminated": ended}
                 else:                   # never started: kube reports it as lost when the pod ends
-                    slot.state = pod_status.terminated(
+                    slot.state = reported_status.terminated(
                         137, "", now_rfc3339(), "", "ContainerStatusUnknown",
                         "The container could not be located when the pod was terminated")
 
@@ -338,17 +357,17 @@ class PodWorker:
         init = [s.status() for s in self.init]
         app = [s.status() for s in self.app]
         previous = self._written or (self._current().get("status") or {})
-        status = pod_status.pod_status(previous, self.restart_policy, init, app, self._start_time, now_rfc3339(),
+        status = reported_status.pod_status(previous, self.restart_policy, init, app, self._start_time, now_rfc3339(),
                                        terminal=self._terminating, reason=self._reason, message=self._message,
                                        pod_ip=self.pod_ip)
         if self._reason:  # stopped by the kubelet (deadline, failure): Failed, whatever the exit codes
-            status["phase"] = pod_status.FAILED
+            status["phase"] = reported_status.FAILED
         return status
 
     def _write_status(self, status: dict[str, Any] | None = None) -> bool:
         """Write ``status`` (default: the current one) unless it is what was last written; False on failure."""
         status = status or self._status()
-        # Conditions keep their transition times while unchanged (pod_status.conditions), so equal means unchanged.
+        # Conditions keep their transition times while unchanged (reported_status.conditions), so equal means unchanged.
         if status == self._written:
             return True
         try:

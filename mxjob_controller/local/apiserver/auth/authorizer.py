@@ -17,7 +17,7 @@ from mxjob_controller.local.apiserver import builtin
 from mxjob_controller.local.apiserver.auth import rbac
 from mxjob_controller.local.apiserver.auth.rbac import Attributes, Decision
 from mxjob_controller.local.apiserver.auth.user import UserInfo
-from mxjob_controller.local.apiserver.http import RequestInfo
+from mxjob_controller.local.apiserver.request import RequestInfo
 from mxjob_controller.local.apiserver.store import Store
 from mxjob_controller.local.apiserver.watch import Event
 
@@ -32,7 +32,7 @@ def request_attributes(info: RequestInfo, query: Mapping[str, str], user: UserIn
     """What kube's RequestInfoFactory hands the authorizer: a list or watch whose field selector pins
     ``metadata.name`` is a request for that name (so ``resourceNames`` can grant a single-object watch), and a
     namespace object's namespace is its own name."""
-    if not info.is_resource:
+    if not info.resource_request:
         return Attributes(user, info.verb, resource_request=False, path=info.path)
     name, namespace = info.name, info.namespace
     if not name and info.verb in ("list", "watch") and query.get("fieldSelector"):

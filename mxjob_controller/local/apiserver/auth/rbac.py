@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from mxjob_controller.kube.selectors import SelectorError, selector_from_label_selector
 from mxjob_controller.local.apiserver.auth.user import UserInfo
+from mxjob_controller.local.apiserver.request import RequestInfo
 
 ALL = "*"
 Rule = Mapping[str, Any]
@@ -36,24 +37,13 @@ EVERYTHING: tuple[Rule, ...] = ({"verbs": [ALL], "apiGroups": [ALL], "resources"
 """What ``AlwaysAllow`` (and ``cluster-admin``) grants."""
 
 
-@dataclass(frozen=True, slots=True)
-class Attributes:
-    """What is asked: kube's ``authorizer.Attributes`` (a request, or the attributes of an access review)."""
+@dataclass(slots=True)
+class Attributes(RequestInfo):
+    """What is asked: kube's ``authorizer.Attributes`` (a request, or the attributes of an access review), built as
+    ``Attributes(user, verb, resource_request, group, version, resource, subresource, namespace, name, path)``; a
+    resource request unless said otherwise."""
 
-    user: UserInfo
-    verb: str
     resource_request: bool = True
-    group: str = ""
-    version: str = ""
-    resource: str = ""
-    subresource: str = ""
-    namespace: str = ""
-    name: str = ""
-    path: str = ""            # non-resource requests
-
-    @property
-    def combined_resource(self) -> str:
-        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,8 @@ from mxjob_controller.local.apiserver.auth.rbac import Attributes
 from mxjob_controller.local.apiserver.auth.tokens import TokenAuthenticator
 from mxjob_controller.local.apiserver.auth.user import ADMIN, UserInfo
 from mxjob_controller.local.apiserver.errors import Resource
+from mxjob_controller.local.apiserver.request import Request, Response, dumps
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.rest import Request, Response, dumps
 from mxjob_controller.local.apiserver.validation import strict_json
 
 AUTHORIZATION = "authorization.k8s.io"

@@ -41,7 +41,7 @@ from mxjob_controller.local.apiserver.auth.authorizer import (
     request_attributes,
 )
 from mxjob_controller.local.apiserver.auth.reviews import Reviews
-from mxjob_controller.local.apiserver.auth.tls import apiserver_tls
+from mxjob_controller.local.apiserver.auth.serving_cert import apiserver_tls
 from mxjob_controller.local.apiserver.auth.tokens import TokenAuthenticator, bearer_token
 from mxjob_controller.local.apiserver.auth.user import (
     ADMIN,

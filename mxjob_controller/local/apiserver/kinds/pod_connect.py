@@ -13,7 +13,7 @@ would proxy the stream to the pod's kubelet, and what the kubelet answers for a 
 from __future__ import annotations
 
 from mxjob_controller.local.apiserver import errors
-from mxjob_controller.local.apiserver.rest import Request, Response
+from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.store import Store
 
 CONNECT_SUBRESOURCES = ("exec", "attach", "portforward")

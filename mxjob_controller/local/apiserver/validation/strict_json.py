@@ -8,8 +8,8 @@ but JSON (and Go) does not, are refused: what is decoded here can always be enco
 Nesting is limited to :data:`MAX_DEPTH` levels (ValueError past it, worded as Go's, naming the character where
 the limit was passed). A body with fewer brackets than that is decoded at once; otherwise the decoded value is
 walked, and only a body that is really too deep (or malformed, to tell which error Go would meet first) has its
-bytes scanned: scanning every body cost 8% of the server's time serving a large job's pods, whose ``MX_CONFIG``
-holds hundreds of quoted braces.
+bytes scanned: scanning every body would cost the server a share of its time that shows when it serves a large
+job's pods, whose ``MX_CONFIG`` holds hundreds of quoted braces.
 Go's decoder stops at 10,000 (``invalid character '[' exceeded max depth``); Python cannot go that deep:
 its decoder, and everything that walks an accepted object afterwards (copies, validation, patches, tables,
 error messages, the YAML composer), recurses once to three times per level, and the interpreter stops at

@@ -1,7 +1,7 @@
 """What the REST layer tells admission about one write: kube's ``admission.Attributes``, and the options objects an
 ``AdmissionReview`` carries.
 
-Kept apart from the dispatcher so that ``rest.py`` depends on this small record only, not on how webhooks are
+Kept apart from the dispatcher so that the verbs (``verbs/``) depend on this small record only, not on how webhooks are
 matched or called.
 """
 

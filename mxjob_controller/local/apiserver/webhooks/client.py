@@ -11,7 +11,7 @@ REST client, configured by ``k8s.io/apiserver/pkg/util/webhook``).
 - Every step (connect, handshake, send, each read) is bounded by the call's deadline.
 - Connections are kept alive, as Go's transport keeps them: at most 2 idle per (address, name, CA bundle), each for
   at most 90 s. A kept connection the webhook closed meanwhile is replaced by a new one, once, without the call
-  failing. (A TLS handshake per call cost about 5 ms of every admitted write.)
+  failing. (A TLS handshake per call would weigh on every admitted write.)
 - Failures are :class:`CallError` carrying what Go prints, e.g. ``Post "<url>": dial tcp 127.0.0.1:9: connect:
   connection refused``, ``Post "<url>": context deadline exceeded``, ``Post "<url>": tls: failed to verify
   certificate: x509: certificate signed by unknown authority``, an HTTP error status as client-go words it, or

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from mxjob_controller.kube import k8s_schemas, printers
+from mxjob_controller.kube import k8s_schemas
 from mxjob_controller.kube.field_errors import FieldError, duplicate, invalid, not_supported, required
 from mxjob_controller.kube.names import dns1035_label_errors, dns1123_subdomain_errors
 from mxjob_controller.kube.schema import rules as schema_rules
@@ -31,6 +31,7 @@ from mxjob_controller.kube.schema.builtin import REQUIRED_ELSEWHERE
 from mxjob_controller.kube.schema.compiled import CompiledSchema
 from mxjob_controller.kube.schema.compiler import BUILTIN, Compiler
 from mxjob_controller.kube.selectors import LabelSelector, SelectorError, selector_from_label_selector
+from mxjob_controller.local.apiserver import printers
 from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 from mxjob_controller.local.apiserver.webhooks.client import ClientConfig

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from mxjob_controller.kube.managedfields import fieldpath as fp
-from mxjob_controller.kube.managedfields.fieldpath import FieldSet, Path
-from mxjob_controller.kube.managedfields.schema import (
+from mxjob_controller.local.apiserver.managedfields import fieldpath as fp
+from mxjob_controller.local.apiserver.managedfields.fieldpath import FieldSet, Path
+from mxjob_controller.local.apiserver.managedfields.schema import (
     ASSOCIATIVE,
     ATOMIC,
     DEDUCED,

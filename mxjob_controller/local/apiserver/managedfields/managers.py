@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mxjob_controller.kube.managedfields import fieldpath as fp
-from mxjob_controller.kube.managedfields import typed
-from mxjob_controller.kube.managedfields.fieldpath import EMPTY, FieldSet, Path
-from mxjob_controller.kube.managedfields.schema import Type
 from mxjob_controller.kube.timefmt import parse_time
+from mxjob_controller.local.apiserver.managedfields import fieldpath as fp
+from mxjob_controller.local.apiserver.managedfields import typed
+from mxjob_controller.local.apiserver.managedfields.fieldpath import EMPTY, FieldSet, Path
+from mxjob_controller.local.apiserver.managedfields.schema import Type
 
 APPLY, UPDATE = "Apply", "Update"
 MAX_UPDATE_MANAGERS = 10

@@ -1,0 +1,210 @@
+"""The read verbs: get (and a pod's log), list and watch, with kube-apiserver's selectors, paging and
+resourceVersion semantics (``endpoints/handlers/get.go`` and ``watch.go``)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mxjob_controller.kube.selectors import SelectorError, object_fields, parse_field_selector, parse_label_selector
+from mxjob_controller.local.apiserver import errors, list_options
+from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.request import Request, Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.store import ObjKey, TooOld
+from mxjob_controller.local.apiserver.validation import strict_json
+from mxjob_controller.local.apiserver.verbs.base import VerbsBase, include_object_policy, parse_rv, wants_table
+from mxjob_controller.local.apiserver.watch import Entry, Event
+
+# --- query parameters, continue tokens, watch frames -----------------------------------------------------
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("1", "true")
+
+
+def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
+    text = query.get(name)
+    if text in (None, ""):
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None
+
+
+def _encode_continue(rv: int, last: ObjKey) -> str:
+    token = {"v": "meta.k8s.io/v1", "rv": rv, "start": "/".join(last) + "\x00"}
+    return base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, ObjKey]:
+    try:
+        data = strict_json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
+        ns, _, name = data["start"].rstrip("\x00").partition("/")
+        return int(data["rv"]), (ns, name)
+    except (ValueError, KeyError, TypeError) as e:
+        raise errors.bad_request(f"continue key is not valid: {e}") from None
+
+
+def _error_frame(err: StatusError) -> bytes:
+    return dumps({"type": "ERROR", "object": err.status()}) + b"\n"
+
+
+# --- the read verbs --------------------------------------------------------------------------------------
+
+class ReadVerbs(VerbsBase):
+    """get (and a pod's ``log``), list and watch."""
+
+    def _get(self, req: Request) -> Response:
+        if req.subresource == "log":
+            return self._log(req)
+        getter = self.subresource_getters.get((req.rt.storage_key, req.subresource or ""))
+        if getter is not None:
+            return getter(req)
+        if req.subresource and req.subresource not in req.rt.subresources:
+            raise errors.path_not_found(req.rt.plural + "/" + req.subresource)
+        return self._object_response(req, self._get_entry(req))
+
+    def _matcher(self, req: Request) -> Callable[[dict], bool]:
+        try:
+            labels = parse_label_selector(req.query.get("labelSelector"))
+            fields = parse_field_selector(req.query.get("fieldSelector"))
+        except SelectorError as e:
+            raise errors.bad_request(str(e)) from e
+        supported = {"metadata.name", "metadata.namespace", *req.rt.field_getters}
+        for f in fields.fields():
+            if f not in supported:
+                raise errors.bad_request(f'"{f}" is not a known field selector: only "metadata.name", '
+                                         f'"metadata.namespace"' if not req.rt.field_getters else
+                                         f'field label not supported: {f}')
+        getters = req.rt.field_getters
+        namespace = req.namespace if req.rt.namespaced else None
+
+        def match(obj: dict) -> bool:
+            meta = obj.get("metadata") or {}
+            if namespace is not None and meta.get("namespace") != namespace:
+                return False
+            if not labels.empty and not labels.matches(meta.get("labels")):
+                return False
+            return fields.empty or fields.matches(object_fields(obj, getters))
+
+        return match
+
+    def _list(self, req: Request) -> Response:
+        match = self._matcher(req)
+        key = req.rt.storage_key
+        namespace = req.namespace if req.rt.namespaced else None
+        limit = _int_param(req.query, "limit", 0)  # kube pages only for limit > 0: a negative one is no limit
+        token = req.query.get("continue", "")
+        list_options.validate(req.query)
+        exact = list_options.exact_list(self.store, key, namespace, req.query)
+        if exact is not None:
+            items, rv = exact
+        elif token:
+            rv, start = _decode_continue(token)
+            try:
+                items = self.store.list_at(key, rv, namespace)
+            except TooOld as e:
+                raise errors.expired(
+                    "The provided continue parameter is too old to display a consistent list result. You "
+                    "can start a new list without the continue parameter, or use the continue token in "
+                    "this response to retrieve the remainder of the results. Continuing with the provided "
+                    "token results in an inconsistent list - objects that were created, modified, or "
+                    "deleted between the time the first chunk was returned and now may show up in the "
+                    "list.") from e
+            items = [kv for kv in items if kv[0] > start]
+        else:
+            items, rv = self.store.list(key, namespace)
+        selected: list[tuple[ObjKey, Entry]] = []
+        remaining = 0
+        for kv in items:
+            if match(kv[1].obj):
+                if limit > 0 and len(selected) >= limit:
+                    remaining += 1
+                else:
+                    selected.append(kv)
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if remaining:
+            meta["continue"] = _encode_continue(rv, selected[-1][0])
+            if req.query.get("labelSelector", "") == "" and req.query.get("fieldSelector", "") == "":
+                meta["remainingItemCount"] = remaining
+        entries = self._served(req.rt, [e for _, e in selected], as_list=True)
+        if wants_table(req.accept) and self.table_converter is not None:
+            table = self.table_converter(req.rt, entries, meta, include_object_policy(req.query), True)
+            return Response(200, dumps(table))
+        head = dumps({"kind": req.rt.list_kind, "apiVersion": req.rt.api_version, "metadata": meta})
+        body = head[:-1] + b',"items":[' + b",".join(e.raw for e in entries) + b"]}"
+        return Response(200, body)
+
+    def _watch(self, req: Request) -> Response:
+        match = self._matcher(req)
+        rv_param = req.query.get("resourceVersion", "")
+        since = None if rv_param in ("", "0") else parse_rv(rv_param)
+        seconds = _int_param(req.query, "timeoutSeconds", 0)
+        # kube arms the watch's timer with what is given: 0 means its default, a negative time has already passed.
+        timeout = 1800.0 if seconds == 0 else max(float(seconds), 0.0)
+        namespace = req.namespace if req.rt.namespaced else None
+        rt = req.rt
+        table = wants_table(req.accept) and self.table_converter is not None
+        include_object = include_object_policy(req.query) if table else ""
+        headers_sent = [False]  # kube sends a Table's column definitions with the first event only
+        failed = [False]  # a conversion failed: the stream ends with that error
+        try:
+            watcher = self.store.watch(rt.storage_key, match, since, namespace)
+        except TooOld as e:
+            return Response(200, b"", stream=None, chunks=iter([_error_frame(errors.expired(str(e)))]))
+
+        def encode(ev: Event) -> bytes | None:
+            translated = watcher.translate(ev) if not failed[0] else None
+            if translated is None:
+                return None
+            etype, entry = translated
+            try:
+                entry = self._served(rt, [entry])[0]
+            except StatusError as e:  # kube's watch ends with an ERROR event (an internal error) when decoding fails
+                failed[0] = True
+                watcher.close("conversion failed")
+                return _error_frame(errors.internal(e.message))
+            if table:
+                assert self.table_converter is not None
+                obj = dumps(self.table_converter(rt, [entry], None, include_object, not headers_sent[0]))
+                headers_sent[0] = True
+            else:
+                obj = entry.raw
+            return b'{"type":"' + etype.encode() + b'","object":' + obj + b"}\n"
+
+        bookmark = None
+        if _flag(req.query, "allowWatchBookmarks"):
+            def bookmark() -> bytes | None:
+                brv = self.store.bookmark_rv(watcher)
+                if brv is None:
+                    return None
+                return dumps({"type": "BOOKMARK", "object": {
+                    "kind": rt.kind, "apiVersion": rt.api_version,
+                    "metadata": {"resourceVersion": str(brv)}}}) + b"\n"
+
+        return Response(200, stream=WatchStream(watcher, encode, bookmark, timeout,
+                                                lambda: self.store.stop_watch(watcher)))
+
+    def _log(self, req: Request) -> Response:
+        pod = self._get_entry(req).obj
+        spec = pod.get("spec") or {}
+        containers = [c.get("name") for c in spec.get("containers") or []]
+        init = [c.get("name") for c in spec.get("initContainers") or []]
+        container = req.query.get("container") or (containers[0] if len(containers) == 1 else "")
+        if not container:
+            also = f" or one of the init containers: [{' '.join(init)}]" if init else ""
+            raise errors.bad_request(f"a container name must be specified for pod {req.name}, choose one of: "
+                                     f"[{' '.join(containers)}]{also}")
+        if container not in containers + init:
+            raise errors.bad_request(f"container {container} is not valid for pod {req.name}")
+        if not (pod.get("spec") or {}).get("nodeName"):
+            return Response(200, content_type="text/plain")  # kube: no node yet, so no location, so no log
+        if self.log_reader is None:
+            raise errors.bad_request(f'container "{container}" in pod "{req.name}" is waiting to start: '
+                                     "ContainerCreating")
+        query = dict(req.query)
+        query["container"] = container
+        return Response(200, content_type="text/plain", chunks=self.log_reader(pod, query))
+

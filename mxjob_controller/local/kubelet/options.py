@@ -1,0 +1,21 @@
+"""The local kubelet's settings: a module of their own so that the kubelet and its pod workers both read them
+without the workers importing the kubelet that creates them."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+NODE_NAME = "local"
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletOptions:
+    node_name: str = NODE_NAME
+    workdir: str = field(default_factory=os.getcwd)   # a container's directory when its workingDir does not exist
+    log_root: Path | None = None                      # None: a temporary folder, removed by stop()
+    backoff_initial: float = 10.0                     # crash-loop back-off: kubelet's 10 s, doubling ...
+    backoff_max: float = 300.0                        # ... up to 5 minutes
+    stop_grace: float = 2.0                           # seconds containers get after SIGTERM when the kubelet stops
+    keep_logs: bool = False                           # keep the logs of removed pods until stop() (local run)
