@@ -14,8 +14,8 @@ import yaml
 from mxjob_controller.api.crd import KUSTOMIZATION_PATH, MANIFEST_PATH, MAX_MINIFIED_BYTES, minified_size, mxjob_crd
 from mxjob_controller.api.crd_schema import structural_problems
 from mxjob_controller.cli.local import packaged_crds
-from mxjob_controller.core.exit_codes import RETRYABLE_EXIT_CODES
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
+from mxjob_controller.core.pods import RETRYABLE_EXIT_CODES
 from mxjob_controller.frameworks import all_crds, crd_files
 from mxjob_controller.generic.crd import genericjob_crd
 from mxjob_controller.kube.k8s_schemas import schema_version

@@ -10,7 +10,7 @@ import pytest
 from mxjob_controller.api import apply_defaults, parse_job
 from mxjob_controller.api.constants import MANAGED_BY_OURS
 from mxjob_controller.api.status import ReplicaCounts, condition, replica_counts, with_replica_counts
-from mxjob_controller.core.managed_by import managed_elsewhere
+from mxjob_controller.core.framework import managed_elsewhere
 
 PORT = {"name": "mxjob-port", "containerPort": 9091}
 

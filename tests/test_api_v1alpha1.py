@@ -29,8 +29,8 @@ from mxjob_controller.api.v1alpha1 import (
 )
 from mxjob_controller.api.validation import validate_job
 from mxjob_controller.api.view import parse_job
-from mxjob_controller.core import validation_failure
-from mxjob_controller.core.labels import child_name
+from mxjob_controller.core import job_status as validation_failure
+from mxjob_controller.core.job_vocabulary import child_name
 from mxjob_controller.mxnet.wiring import wired_template
 
 ALPHA = "kubeflow.org/v1alpha1"

@@ -10,30 +10,31 @@ import pytest
 
 from mxjob_controller.api.run_policy import RunPolicy
 from mxjob_controller.api.status import ReplicaCounts, with_replica_counts
-from mxjob_controller.core.backoff import DEFAULT_CRASH_LOOP, CrashLoopBackoff, past_backoff_limit
-from mxjob_controller.core.cleanup import cleanup_plan
-from mxjob_controller.core.deadlines import deadline_at
-from mxjob_controller.core.exit_codes import is_retryable_exit
-from mxjob_controller.core.failure_policy import evaluate, with_lost_replicas
-from mxjob_controller.core.framework import Verdict
-from mxjob_controller.core.job_status import next_status
-from mxjob_controller.core.pod_status import PodFailure, ReplicaState, fails_the_job
-from mxjob_controller.core.restarts import (
+from mxjob_controller.core.failure_policy import (
+    DEFAULT_CRASH_LOOP,
+    CrashLoopBackoff,
     ReplicaRecord,
     ReplicaSlot,
     RestartPlan,
     container_restarts,
+    deadline_at,
+    evaluate,
     forget_pods,
+    past_backoff_limit,
     plan_restarts,
     read_history,
+    with_lost_replicas,
 )
-from mxjob_controller.core.ttl import TTLAction, ttl_decision
-from mxjob_controller.core.validation_failure import (
+from mxjob_controller.core.finished_jobs import TTLAction, cleanup_plan, ttl_decision
+from mxjob_controller.core.framework import Verdict
+from mxjob_controller.core.job_status import (
     aggregate,
     failed_validation,
     invalid_status,
+    next_status,
     without_validation_failure,
 )
+from mxjob_controller.core.pods import PodFailure, ReplicaState, fails_the_job, is_retryable_exit
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
 

@@ -10,7 +10,7 @@ import pytest
 from mxjob_controller.api.status import ReplicaCounts, with_replica_counts
 from mxjob_controller.core.framework import Verdict
 from mxjob_controller.core.job_status import failure_message, next_status
-from mxjob_controller.core.pod_status import PodFailure, count_pods, failure_of, replica_state, termination
+from mxjob_controller.core.pods import PodFailure, count_pods, failure_of, replica_state, termination
 
 NOW, LATER = "2024-01-01T00:00:00Z", "2024-01-01T01:00:00Z"
 

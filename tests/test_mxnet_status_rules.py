@@ -8,7 +8,7 @@ import pytest
 
 from mxjob_controller.api.status import ReplicaCounts
 from mxjob_controller.api.view import JobView, parse_job
-from mxjob_controller.core.pod_status import PodFailure, ReplicaState
+from mxjob_controller.core.pods import PodFailure, ReplicaState
 from mxjob_controller.mxnet.status_rules import decide, deciding_type
 
 

@@ -14,8 +14,7 @@ import pytest
 import yaml
 
 from mxjob_controller.api.crd_schema import structural_problems
-from mxjob_controller.core.common_types import ReplicaCounts
-from mxjob_controller.core.labels import replica_labels
+from mxjob_controller.core.job_vocabulary import ReplicaCounts, replica_labels
 from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.kube.k8s_schemas import schema_version
 from mxjob_controller.tensorflow.api import (

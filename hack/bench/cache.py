@@ -32,7 +32,7 @@ def controller_pods(count: int) -> list[dict[str, Any]]:
     from hack.bench.common import mxjob
     from mxjob_controller.api.crd import mxjob_crd
     from mxjob_controller.core.child_sync import ChildSync
-    from mxjob_controller.core.job_context import JobContext
+    from mxjob_controller.core.framework import JobContext
     from mxjob_controller.kube.timefmt import now_rfc3339
     from mxjob_controller.local.apiserver import APIServer
     from mxjob_controller.mxnet.framework import MXNetFramework
@@ -167,7 +167,7 @@ class _OneWatchClient:
 
 
 def bench_ingest(full: bool) -> Outcome:
-    from mxjob_controller.core.child_cache import pod_cache_view
+    from mxjob_controller.core.handlers import pod_cache_view
     from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller_uid_index
     from mxjob_controller.runtime.client import PODS
     from mxjob_controller.runtime.informer import SharedInformer

@@ -48,9 +48,9 @@ from mxjob_controller.api.constants import (
 )
 from mxjob_controller.api.crd_schema import structural
 from mxjob_controller.api.quantity import QUANTITY_PATTERN
-from mxjob_controller.core import managed_by
-from mxjob_controller.core.exit_codes import RETRYABLE_EXIT_CODES
+from mxjob_controller.core import framework as managed_by
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
+from mxjob_controller.core.pods import RETRYABLE_EXIT_CODES
 
 MANIFEST_DIR = "manifests/crd"
 PACKAGE_DATA_DIR = "mxjob_controller/data/crds"

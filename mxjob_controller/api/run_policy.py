@@ -23,7 +23,7 @@ from mxjob_controller.api.constants import (
     RUN_POLICY_FIELDS,
 )
 from mxjob_controller.api.quantity import QUANTITY_HINT, is_quantity
-from mxjob_controller.core import managed_by
+from mxjob_controller.core import framework as managed_by
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from mxjob_controller.api.constants import REPLICA_TYPES
 from mxjob_controller.api.replica_types import canonical_type
-from mxjob_controller.core.common_types import ReplicaCounts, condition
+from mxjob_controller.core.job_vocabulary import ReplicaCounts, condition
 from mxjob_controller.kube.jsoncopy import deep_copy
 
 __all__ = ["MXJOB_COUNT_MAPS", "MX_REPLICA_STATUSES", "REPLICA_STATUSES", "TIME_FIELDS", "ReplicaCounts", "condition",

@@ -53,7 +53,7 @@ from mxjob_controller.api.replica_types import canonical_type
 from mxjob_controller.api.run_policy import run_policy_errors
 from mxjob_controller.api.template_schema import pod_template_schema_errors
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
-from mxjob_controller.core.labels import child_name
+from mxjob_controller.core.job_vocabulary import child_name
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.names import DNS1035_LABEL_MAX, dns1035_label_errors

@@ -30,17 +30,12 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from mxjob_controller.core.child_control import describe
-from mxjob_controller.core.framework import Framework
-from mxjob_controller.core.gang_request import ReplicaTemplate, gang_request
+from mxjob_controller.core.child_writes import describe
+from mxjob_controller.core.framework import Framework, JobContext, OncePerGeneration
 from mxjob_controller.core.handlers import JobOwner, ResolveJob
-from mxjob_controller.core.job_context import JobContext
-from mxjob_controller.core.labels import job_labels, missing_labels
-from mxjob_controller.core.once import OncePerGeneration
-from mxjob_controller.core.ownership import is_controlled_by
-from mxjob_controller.core.pod_status import is_deleting
-from mxjob_controller.core.podgroups import PodGroupFlavor, same_spec
-from mxjob_controller.core.priority_classes import PriorityClasses
+from mxjob_controller.core.job_vocabulary import is_controlled_by, job_labels, missing_labels
+from mxjob_controller.core.podgroups import PodGroupFlavor, PriorityClasses, ReplicaTemplate, gang_request, same_spec
+from mxjob_controller.core.pods import is_deleting
 from mxjob_controller.kube.patch.merge import create_merge_patch
 from mxjob_controller.runtime.cache_keys import object_key
 from mxjob_controller.runtime.client import AlreadyExists, Client, Conflict, NotFound

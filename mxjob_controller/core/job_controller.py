@@ -47,19 +47,21 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.core.caches import JobCaches
-from mxjob_controller.core.child_cache import pod_cache_view, service_cache_view
-from mxjob_controller.core.child_control import POD, SERVICE, ChildKind
+from mxjob_controller.core.child_writes import POD, SERVICE, ChildKind, WritePool
 from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.gang import GangScheduling, PodGroupHandlers
-from mxjob_controller.core.handlers import ChildHandlers, JobHandlers
-from mxjob_controller.core.labels import legacy_selector, owned_selector
+from mxjob_controller.core.handlers import ChildHandlers, JobCaches, JobHandlers, pod_cache_view, service_cache_view
+from mxjob_controller.core.job_vocabulary import legacy_selector, owned_selector
 from mxjob_controller.core.metrics import JobMetrics
-from mxjob_controller.core.podgroups import PodGroupFlavor, flavor_for
-from mxjob_controller.core.podgroups.api_check import PodGroupAPIMissingError, require_podgroup_api
-from mxjob_controller.core.priority_classes import PRIORITY_CLASSES, PriorityClasses
+from mxjob_controller.core.podgroups import (
+    PRIORITY_CLASSES,
+    PodGroupAPIMissingError,
+    PodGroupFlavor,
+    PriorityClasses,
+    flavor_for,
+    require_podgroup_api,
+)
 from mxjob_controller.core.reconciler import JobReconciler, ReconcilerOptions
-from mxjob_controller.core.write_pool import WritePool
 from mxjob_controller.kube.schema import definition_schema
 from mxjob_controller.kube.schema.rules.pods import POD_TEMPLATE_SPEC
 from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller_uid_index

@@ -37,23 +37,17 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mxjob_controller.core import conditions as cond
-from mxjob_controller.core.caches import JobCaches
-from mxjob_controller.core.child_control import POD, ChildControl
-from mxjob_controller.core.child_sync import ChildSync
-from mxjob_controller.core.children import classify
-from mxjob_controller.core.exit_reports import ExitReports
+from mxjob_controller.core import job_vocabulary as cond
+from mxjob_controller.core.child_sync import ChildSync, classify
+from mxjob_controller.core.child_writes import POD, ChildControl, Slice, SlowStartOutcome, WritePool, slow_start
 from mxjob_controller.core.finished_jobs import FinishedJobs
+from mxjob_controller.core.framework import JobContext, OncePerGeneration
 from mxjob_controller.core.gang import GangScheduling
-from mxjob_controller.core.job_context import JobContext
+from mxjob_controller.core.handlers import JobCaches
+from mxjob_controller.core.job_status import StatusWrite, StatusWriter
 from mxjob_controller.core.metrics import JobMetrics
-from mxjob_controller.core.once import OncePerGeneration
-from mxjob_controller.core.pod_status import is_deleting
-from mxjob_controller.core.reconciler import ReconcilerOptions, current_job, pass_slice
-from mxjob_controller.core.requeue import after_failed_write, soonest
-from mxjob_controller.core.slow_start import Slice, SlowStartOutcome, slow_start
-from mxjob_controller.core.status_writer import StatusWrite, StatusWriter
-from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.core.pods import is_deleting
+from mxjob_controller.core.reconciler import ExitReports, ReconcilerOptions, current_job, pass_slice
 from mxjob_controller.generic import rules
 from mxjob_controller.generic import status as gstatus
 from mxjob_controller.generic.api import GenericJobView
@@ -61,7 +55,7 @@ from mxjob_controller.generic.scheduler import T9kPodGroups
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.timefmt import rfc3339
 from mxjob_controller.runtime.client import Client
-from mxjob_controller.runtime.controller import DONE, Result
+from mxjob_controller.runtime.controller import DONE, Result, after_failed_write, soonest
 from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
 from mxjob_controller.runtime.expectations import ControllerExpectations
 

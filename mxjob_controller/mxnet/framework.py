@@ -9,7 +9,7 @@ from mxjob_controller.api import constants as c
 from mxjob_controller.api.status import ReplicaCounts, replica_counts, with_replica_counts
 from mxjob_controller.api.view import JobView, parse_job
 from mxjob_controller.core.framework import Verdict
-from mxjob_controller.core.pod_status import ReplicaState
+from mxjob_controller.core.pods import ReplicaState
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.mxnet import status_rules, wiring
 from mxjob_controller.runtime.client import Resource

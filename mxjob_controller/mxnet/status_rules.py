@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from mxjob_controller.api.constants import MODE_TUNE, SCHEDULER, SUCCESS_ALL_WORKERS, TUNER, WORKER
 from mxjob_controller.api.view import JobView
 from mxjob_controller.core.framework import Verdict
-from mxjob_controller.core.pod_status import ReplicaState
+from mxjob_controller.core.pods import ReplicaState
 
 
 def deciding_type(job: JobView) -> str:

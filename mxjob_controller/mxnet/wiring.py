@@ -22,9 +22,9 @@ from typing import Any
 
 from mxjob_controller.api.constants import SCHEDULER, SERVER, WORKER
 from mxjob_controller.api.view import JobView
-from mxjob_controller.core.child_builders import with_env
+from mxjob_controller.core.child_writes import with_env
 from mxjob_controller.core.framework import per_job
-from mxjob_controller.core.labels import child_name
+from mxjob_controller.core.job_vocabulary import child_name
 
 MX_CONFIG = "MX_CONFIG"
 

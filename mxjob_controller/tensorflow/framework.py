@@ -15,7 +15,7 @@ from typing import Any
 from mxjob_controller.api.constants import MANAGED_BY_OURS
 from mxjob_controller.api.status import ReplicaCounts
 from mxjob_controller.core.framework import Verdict
-from mxjob_controller.core.pod_status import ReplicaState
+from mxjob_controller.core.pods import ReplicaState
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.runtime.client import Resource
 from mxjob_controller.tensorflow import api, status_rules, wiring
