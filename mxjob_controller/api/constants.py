@@ -6,6 +6,14 @@ existing manifests, clients and dashboards keep working against this controller 
 
 from __future__ import annotations
 
+from mxjob_controller.core.pods import (  # noqa: F401 (re-exported: the MXJob API's restart policies)
+    RESTART_ALWAYS,
+    RESTART_EXIT_CODE,
+    RESTART_NEVER,
+    RESTART_ON_FAILURE,
+    RESTART_POLICIES,
+)
+
 # --- the resource ----------------------------------------------------------------------------------------
 
 GROUP = "kubeflow.org"
@@ -48,12 +56,7 @@ MODE_REQUIRED_TYPES: dict[str, tuple[str, ...]] = {
 
 # --- policies --------------------------------------------------------------------------------------------
 
-RESTART_ALWAYS = "Always"
-RESTART_ON_FAILURE = "OnFailure"
-RESTART_NEVER = "Never"
-#: Restart on the retryable exit codes of core/exit_codes.py (130, 137, 138, 143; evictions), fail on any other.
-RESTART_EXIT_CODE = "ExitCode"
-RESTART_POLICIES = (RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER, RESTART_EXIT_CODE)
+# Replica restart policies (RESTART_*) come from core/pods.py, beside failed_pod_outcome, the rule applying them.
 
 CLEAN_POD_ALL = "All"
 CLEAN_POD_RUNNING = "Running"

@@ -117,7 +117,7 @@ def replica_spec_schema(singletons_note: str = MXJOB_SINGLETONS_NOTE,
 
 
 def _retryable_codes() -> str:
-    """``130, 137, 138 or 143``: the table ``ExitCode`` follows (core/exit_codes.py), as a phrase."""
+    """``130, 137, 138 or 143``: the table ``ExitCode`` follows (core/pods.py), as a phrase."""
     codes = [str(code) for code in sorted(RETRYABLE_EXIT_CODES)]
     return f"{', '.join(codes[:-1])} or {codes[-1]}"
 

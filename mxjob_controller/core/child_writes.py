@@ -55,7 +55,7 @@ from typing import Any
 
 from mxjob_controller.core.framework import JobContext
 from mxjob_controller.core.job_vocabulary import is_controlled_by, missing_labels, needs_adoption
-from mxjob_controller.core.pods import RESTART_EXIT_CODE, RESTART_NEVER, is_deleting
+from mxjob_controller.core.pods import is_deleting, pod_restart_policy
 from mxjob_controller.runtime.client import (
     PODS,
     SERVICES,
@@ -70,11 +70,6 @@ from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder
 from mxjob_controller.runtime.expectations import ControllerExpectations, ExpectationKey, pods_key, services_key
 
 # --- child builders ------------------------------------------------------------------------------------------------
-
-def pod_restart_policy(replica_restart_policy: str) -> str:
-    """The pod-level policy for a replica's policy: ``ExitCode`` is not a pod policy, it runs as ``Never``."""
-    return RESTART_NEVER if replica_restart_policy == RESTART_EXIT_CODE else replica_restart_policy
-
 
 def template_restart_policy(template: dict[str, Any]) -> str:
     """The restart policy a user wrote into the pod template ("" when none): it is overwritten, with a warning."""

@@ -71,18 +71,18 @@ from typing import Any
 from mxjob_controller.core.framework import RunPolicySpec
 from mxjob_controller.core.job_vocabulary import child_name
 from mxjob_controller.core.pods import (
+    FAIL_JOB,
     FAILED,
     RESTART_ALWAYS,
-    RESTART_EXIT_CODE,
     RESTART_NEVER,
     RESTART_ON_FAILURE,
     RUNNING,
     SUCCEEDED,
+    UNKNOWN,
     PodFailure,
     ReplicaState,
-    exit_code,
+    failed_pod_outcome,
     failure_of,
-    is_retryable_exit,
     phase,
     terminated_state,
 )
@@ -144,7 +144,6 @@ def deadline_message(name: str) -> str:
 
 # --- restarts ------------------------------------------------------------------------------------------------------
 
-UNKNOWN = "Unknown"
 RESTART_COUNT_FIELD = "restartCount"
 HISTORY_FIELD = "replicaHistory"
 #: How long a pod may stay in phase Unknown before it is given up and restarted.
@@ -277,15 +276,6 @@ def ran_for(pod: dict[str, Any], container: str, now: float) -> float | None:
     return max(0.0, end - start)
 
 
-def restarts_when_failed(restart_policy: str, pod: dict[str, Any], container: str) -> bool:
-    """Whether a Failed ``pod`` is restarted (rather than failing the job, or being the kubelet's business)."""
-    if restart_policy in (RESTART_ON_FAILURE, RESTART_ALWAYS):
-        return True
-    if restart_policy == RESTART_EXIT_CODE:
-        return is_retryable_exit(exit_code(pod, container))
-    return False
-
-
 def restart_time(now: float, delay: float) -> str:
     """The stored time of a restart ``delay`` seconds from ``now``: never earlier than that (status times have
     whole seconds), and due at once for no delay."""
@@ -359,8 +349,8 @@ class _Planner:
         if record.next_restart_time:       # this pod's restart was decided already
             return self._when_due(slot, pod, record, parse_time(record.next_restart_time) or self.now)
         if current == FAILED:
-            if not restarts_when_failed(slot.restart_policy, pod, self.container):
-                return _IndexOutcome(record)   # it fails the job (pod_status.fails_the_job), or is not ours to fix
+            if failed_pod_outcome(slot.restart_policy, pod, self.container) is FAIL_JOB:
+                return _IndexOutcome(record)   # the job's status counts it as the replica's failure
             why = failure_of(pod, slot.replica_type, slot.index, self.container)
         else:
             since = parse_time(record.unknown_since) or self.now
