@@ -85,7 +85,14 @@ from mxjob_controller.core.failure_policy import (
     with_lost_replicas,
 )
 from mxjob_controller.core.finished_jobs import FinishedJobs
-from mxjob_controller.core.framework import JobContext, JobSpec, KubeflowFramework, OncePerGeneration, managed_elsewhere
+from mxjob_controller.core.framework import (
+    Framework,
+    JobContext,
+    JobSpec,
+    KubeflowFramework,
+    OncePerGeneration,
+    managed_elsewhere,
+)
 from mxjob_controller.core.gang import GangScheduling
 from mxjob_controller.core.handlers import JobCaches
 from mxjob_controller.core.job_status import (
@@ -180,7 +187,7 @@ class ParsedJob:
 
     __slots__ = ("errors", "framework", "job", "spec")
 
-    def __init__(self, framework: KubeflowFramework, job: dict[str, Any]) -> None:
+    def __init__(self, framework: Framework, job: dict[str, Any]) -> None:
         self.framework = framework
         self.job = job
         self.spec, self.errors = framework.parse(job)
@@ -232,11 +239,19 @@ def pass_slice(caches: JobCaches, ctx: JobContext, options: ReconcilerOptions, c
                  cancelled=cancelled, contended=contended)
 
 
-class JobReconciler:
+class ReconcilerBase:
+    """What every reconcile loop of the core does before its job model takes over, in this order: the current job
+    (gone: its expectations forgotten), left alone while being deleted, one ``ExitedWithCode`` event per new pod
+    termination, the spec parsed (invalid: :meth:`_invalid`), and the expectations waited for. A subclass brings
+    the job model: :meth:`_sync`, and what may not wait for expectations (:meth:`_without_expectations`).
+
+    Constructed as :class:`~mxjob_controller.core.job_controller.JobController` constructs any reconciler.
+    """
+
     #: Whether ``--gang-scheduler-name`` (Volcano, scheduler-plugins) applies to this reconciler's jobs.
     uses_gang_scheduler = True
 
-    def __init__(self, framework: KubeflowFramework, client: Client, caches: JobCaches,
+    def __init__(self, framework: Framework, client: Client, caches: JobCaches,
                  expectations: ControllerExpectations,
                  recorder: EventRecorder, metrics: JobMetrics, pool: WritePool,
                  options: ReconcilerOptions | None = None, wall: Callable[[], float] = time.time,
@@ -271,27 +286,70 @@ class JobReconciler:
         meta = obj.get("metadata") or {}
         extra = {"key": key, "job_namespace": meta.get("namespace"), "job_name": meta.get("name"),
                  "job_uid": meta.get("uid")}
-        manager = managed_elsewhere(obj, self.framework.managers)
-        if manager is not None:
-            log.debug("job is managed by %s: left alone", manager, extra=extra)
-            return DONE
-        if meta.get("deletionTimestamp"):
-            log.debug("job is being deleted: nothing to do", extra=extra)
+        if self._left_alone(obj, extra):
             return DONE
         self.exits.report(ObjectReference.of(obj, self.framework.resource.api_version, self.framework.resource.kind),
                           self.caches.pods(meta.get("uid") or ""))
         parsed = ParsedJob(self.framework, obj)
-        spec = parsed.spec
-        if spec is None:
-            self._log_invalid_once(meta, parsed.errors, extra)
+        if parsed.spec is None:
             return self._invalid(parsed, extra)
-        status = obj.get("status") or {}
-        if cond.is_finished(status.get("conditions")) and not failed_validation(status, self.framework.resource.kind):
-            return self._finished(JobContext(key, obj, spec, self.framework), extra)
+        early = self._without_expectations(key, parsed, extra)
+        if early is not None:
+            return early
         if not self.expectations.job_satisfied(key):
             log.info("waiting for the cache to show the job's earlier writes", extra=extra)
             # Events mark expectations observed and requeue the job; this is the safety net for a lost one.
             return Result.after(max(self.expectations.time_left(key), 0.1))
+        return self._sync(key, parsed, extra)
+
+    def _left_alone(self, obj: dict[str, Any], extra: dict[str, Any]) -> bool:
+        """Whether this job is not to be reconciled at all: it is being deleted (the garbage collector removes its
+        children)."""
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            log.debug("job is being deleted: nothing to do", extra=extra)
+            return True
+        return False
+
+    def _without_expectations(self, key: str, parsed: ParsedJob, extra: dict[str, Any]) -> Result | None:
+        """The pass of a valid job that must not wait for its expectations; None (the default): wait."""
+        return None
+
+    def _invalid(self, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
+        """Record that the job's spec is invalid (``parsed.errors``)."""
+        raise NotImplementedError
+
+    def _sync(self, key: str, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
+        """One pass over a valid job whose expectations are satisfied."""
+        raise NotImplementedError
+
+    def _slice(self, ctx: JobContext) -> Slice:
+        return pass_slice(self.caches, ctx, self.options, self.contended)
+
+
+class JobReconciler(ReconcilerBase):
+    """Kubeflow's job model (the table at the top of this module)."""
+
+    framework: KubeflowFramework
+
+    def _left_alone(self, obj: dict[str, Any], extra: dict[str, Any]) -> bool:
+        manager = managed_elsewhere(obj, self.framework.managers)
+        if manager is not None:
+            log.debug("job is managed by %s: left alone", manager, extra=extra)
+            return True
+        return super()._left_alone(obj, extra)
+
+    def _without_expectations(self, key: str, parsed: ParsedJob, extra: dict[str, Any]) -> Result | None:
+        """A finished job (not one failed by validation, which a fixed spec reopens) is cleaned up at once."""
+        obj, spec = parsed.job, parsed.spec
+        status = obj.get("status") or {}
+        if spec is not None and cond.is_finished(status.get("conditions")) \
+                and not failed_validation(status, self.framework.resource.kind):
+            return self._finished(JobContext(key, obj, spec, self.framework), extra)
+        return None
+
+    def _sync(self, key: str, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
+        obj, spec = parsed.job, parsed.spec
+        assert spec is not None
         ctx = JobContext(key, obj, spec, self.framework)
         if spec.run_policy.suspend:
             return self._suspend(ctx, parsed, extra)
@@ -330,9 +388,6 @@ class JobReconciler:
             log.info("%d child writes left for the next pass", synced.deferred, extra=extra)
             result = soonest(result, Result.after(self.options.next_slice))
         return result
-
-    def _slice(self, ctx: JobContext) -> Slice:
-        return pass_slice(self.caches, ctx, self.options, self.contended)
 
     def _suspend(self, ctx: JobContext, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """A suspended job: its children and PodGroup deleted, its status saying so."""
@@ -443,6 +498,7 @@ class JobReconciler:
     def _invalid(self, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """Record the validation failure in the status (once per distinct set of errors); never retried."""
         obj = parsed.job
+        self._log_invalid_once(obj.get("metadata") or {}, parsed.errors, extra)
         kind = self.framework.resource.kind
         name = (obj.get("metadata") or {}).get("name") or ""
         now = rfc3339(self.wall())
