@@ -198,7 +198,7 @@ def test_status_schema_carries_both_replica_status_maps() -> None:
 
 
 def test_replica_spec_docs_state_the_rules_the_controller_follows() -> None:
-    """What ``kubectl explain mxjob.spec.mxReplicaSpecs`` shows: the ExitCode table of core/exit_codes.py (it once
+    """What ``kubectl explain mxjob.spec.mxReplicaSpecs`` shows: the ExitCode table of core/pods.py (it once
     said 128-255, which the controller never did) and the replica limits the schema enforces."""
     for version in mxjob_crd()["spec"]["versions"]:
         replica = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["mxReplicaSpecs"][

@@ -1,4 +1,4 @@
-"""The cached views of pods and services (core/child_cache.py): everything the core reads survives the transform,
+"""The cached views of pods and services (core/handlers.py): everything the core reads survives the transform,
 so every decision over the views equals the decision over the whole objects; what nobody reads is gone."""
 
 from __future__ import annotations

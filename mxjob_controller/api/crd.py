@@ -200,7 +200,7 @@ def status_schema(count_maps: dict[str, str] | None = None) -> dict[str, Any]:
         "selector": string_schema(),
     }}
     statuses = {"type": "object", "additionalProperties": replica_status}
-    replica_record = {"type": "object", "properties": {   # core/restarts.py ReplicaRecord
+    replica_record = {"type": "object", "properties": {   # core/failure_policy.py ReplicaRecord
         "podUID": string_schema(), "started": {"type": "boolean"}, "containerRestarts": int_schema(),
         "unknownSince": time_schema(""), "restarts": int_schema(), "nextRestartTime": time_schema(""),
         "restarting": {"type": "boolean"},

@@ -53,7 +53,7 @@ class RunPolicy:
     backoff_limit: int | None = None
     scheduling_policy: SchedulingPolicy | None = None
     suspend: bool = False
-    managed_by: str | None = None   # who reconciles the job is decided before parsing: core/managed_by.py
+    managed_by: str | None = None   # who reconciles the job is decided before parsing: core/framework.py
 
 
 # --- reading ---------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def _values_errors(policy: dict, path: str) -> list[FieldError]:
 
 
 def _managed_by_errors(value: Any, path: str) -> list[FieldError]:
-    """A string the hand-over rule accepts (core/managed_by.py: batch/v1 Job's ``managedBy`` format)."""
+    """A string the hand-over rule accepts (core/framework.py: batch/v1 Job's ``managedBy`` format)."""
     return checks.string_errors(value, path) or managed_by.value_errors(value, path)
 
 

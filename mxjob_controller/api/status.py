@@ -7,7 +7,7 @@ scripts written for either keep working; readers accept either (``replicaStatuse
 Status fields: ``conditions`` (type, status, reason, message, lastUpdateTime, lastTransitionTime),
 ``replicaStatuses`` / ``mxReplicaStatuses`` (canonical type → {active, succeeded, failed}),
 ``startTime``, ``completionTime``, ``lastReconcileTime`` (RFC 3339, UTC); ``restartCount`` and
-``replicaHistory``, the failure policy's memory (``core/restarts.py``).
+``replicaHistory``, the failure policy's memory (``core/failure_policy.py``).
 """
 
 from __future__ import annotations

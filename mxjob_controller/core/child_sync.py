@@ -1,7 +1,8 @@
-"""Which of a job's children stand for which replica, and which are surplus: the core of "diff desired vs actual".
+"""Bring a job's children to what its spec asks for: adopt, delete the surplus, create what is missing.
 
-Pure. Given the children a cache holds (pods or services) and the job's replica counts, :func:`classify` keeps only
-those whose controller reference carries the job's UID, reads their (type, index) from their labels, and sorts them:
+Which child stands for which replica, and which are surplus, is the core of "diff desired vs actual". Pure: given
+the children a cache holds (pods or services) and the job's replica counts, :func:`classify` keeps only those whose
+controller reference carries the job's UID, reads their (type, index) from their labels, and sorts them:
 
 - ``kept``: one child per index ``< replicas`` (when an index has several, the one named ``<job>-<type>-<index>``
   wins, then one not being deleted, then the oldest);
@@ -9,8 +10,6 @@ those whose controller reference carries the job's UID, reads their (type, index
 - ``excess``: the other children of an index, children with an index ``>= replicas``, and children of a replica
   type the job no longer has (to delete);
 - ``unindexed``: controlled children whose labels name no type and index (left alone: nothing says what they are).
-
-Bring a job's children to what its spec asks for: adopt, delete the surplus, create what is missing.
 
 One pass, from the informer cache:
 
@@ -23,7 +22,7 @@ One pass, from the informer cache:
    quota, still sees one doomed pod); a failure stops the creations (the job is requeued with back-off by the
    caller). One log line per kind names what was created.
 
-All of it within one :class:`~mxjob_controller.core.slow_start.Slice` of writes (its first batch's worth always
+All of it within one :class:`~mxjob_controller.core.child_writes.Slice` of writes (its first batch's worth always
 goes, so a small job is created in one pass however slow the API is): what the slice leaves is counted in
 ``deferred`` (the caller comes back for it), and a cancelled slice (the job was deleted) stops at once, down to
 the writes already queued, which check before they go. A slow start begins at the number of children of that kind
@@ -70,7 +69,7 @@ from mxjob_controller.core.job_vocabulary import (
 from mxjob_controller.core.pods import is_deleting
 from mxjob_controller.runtime.events import WARNING, EventRecorder
 
-# --- children ------------------------------------------------------------------------------------------------------
+# --- children -----------------------------------------------------------------------------------------------------
 
 OUT_OF_RANGE = "index out of range"
 DUPLICATE = "duplicate of its index"
@@ -152,7 +151,7 @@ def classify(objs: Iterable[dict[str, Any]], job_uid: str, job_name: str, replic
     return Children(by_type, tuple(excess), tuple(unindexed))
 
 
-# --- child sync ----------------------------------------------------------------------------------------------------
+# --- child sync --------------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +225,7 @@ class ChildSync:
                           deferred=0 if budget.cancelled else budget.deferred, done=budget.done,
                           cancelled=budget.cancelled)
 
-    # --- planning ---------------------------------------------------------------------------------------
+    # --- planning -------------------------------------------------------------------------------------------------
 
     def _labels(self, ctx: JobContext, rtype: str, index: int, master: bool = False) -> dict[str, str]:
         return replica_labels(self.framework.operator_name, self.framework.group_label, ctx.name, rtype, index,

@@ -1,26 +1,26 @@
-"""The objects a job creates: one pod and one headless service per replica. Pure functions.
+"""Every write of a job's children: what is created (pure builders), the writes themselves (create, delete, adopt;
+guarded by expectations, reported as events), their slow-start batches in slices, and the bounded thread pool
+they run on.
 
-The pod is the replica's template (already wired by the framework) with: the child name, the template's labels
-with the controller's labels on top (controller keys win), the template's annotations and finalizers, one
-controller ownerReference to the job, and the replica's restart policy (``ExitCode`` runs as ``Never``: the
-controller, not the kubelet, decides about restarts). The service is headless (``clusterIP: None``), selects
-exactly that pod and exposes the ports the framework names.
+A job creates one pod and one headless service per replica. The pod is the replica's template (already wired by the
+framework) with: the child name, the template's labels with the controller's labels on top (controller keys win),
+the template's annotations and finalizers, one controller ownerReference to the job, and the replica's restart
+policy (``ExitCode`` runs as ``Never``: the controller, not the kubelet, decides about restarts). The service is
+headless (``clusterIP: None``), selects exactly that pod and exposes the ports the framework names.
 
-A small, bounded pool of named threads for a controller's API writes (creates, deletes, patches).
-
-Why not ``concurrent.futures``: every thread of this process is named, stops within a deadline, and every wait has a
-timeout; ``ThreadPoolExecutor.shutdown`` cannot be bounded. Tasks are plain callables; each write they make has
-the API client's own timeouts, so a task never runs unbounded.
+The writes run on a small, bounded pool of named threads (:class:`WritePool`). Why not ``concurrent.futures``: every
+thread of this process is named, stops within a deadline, and every wait has a timeout;
+``ThreadPoolExecutor.shutdown`` cannot be bounded. Tasks are plain callables; each write they make has the API
+client's own timeouts, so a task never runs unbounded.
 
 Guarantees: at most ``size`` tasks run at once, in submission order; a task's exception is kept for its submitter,
 never lost and never fatal to the thread; after :meth:`WritePool.stop` no new task starts and queued ones fail with
 :class:`PoolStoppedError`.
 
-Slow-start batches, as Kubernetes' Job and ReplicaSet controllers create pods (``slowStartBatch``), in slices.
-
-Writes go out in parallel batches of 1, 2, 4, 8 … and the run stops after the first batch with a failure. A job
-needing 100 pods takes 7 round trips instead of 100 (training-operator created them one by one: #2361), yet a
-failing API (quota, admission webhook down) sees a handful of doomed requests, not a hundred.
+Writes go out as Kubernetes' Job and ReplicaSet controllers create pods (``slowStartBatch``): in parallel batches of
+1, 2, 4, 8 … and the run stops after the first batch with a failure. A job needing 100 pods takes 7 round trips
+instead of 100 (training-operator created them one by one: #2361), yet a failing API (quota, admission webhook down)
+sees a handful of doomed requests, not a hundred.
 
 A run can be a *slice* (:class:`Slice`): no batch is larger than ``max_batch``, no new batch starts once the slice's
 time is up or its write budget is spent, and none once ``cancelled()`` says the work is no longer wanted (its job
@@ -28,10 +28,9 @@ was deleted). What was not attempted is left for the next reconcile, so one larg
 steps while other jobs get their turn on the shared write pool and client budget (kube's ReplicaSet and Job
 controllers bound a sync the same way: at most 500 creates or deletes per sync).
 
-Writes of a job's children (create, delete, adopt), each guarded by expectations and reported as an event.
-
-Expectations are raised just before each write and lowered when it fails, so a failed write never leaves the job
-waiting for an event that cannot come; a successful one is lowered by the informer event it causes.
+Each child write (:class:`ChildControl`) is guarded by expectations and reported as an event. Expectations are
+raised just before each write and lowered when it fails, so a failed write never leaves the job waiting for an event
+that cannot come; a successful one is lowered by the informer event it causes.
 
 - Create: ``SuccessfulCreate<Kind>`` ("Created pod: <name>") or ``FailedCreate<Kind>`` ("Error creating: ...").
   A create answered 409 is looked up: an object the job controls counts as done (no error, no event; its missing
@@ -69,7 +68,7 @@ from mxjob_controller.runtime.client import (
 from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder
 from mxjob_controller.runtime.expectations import ControllerExpectations, ExpectationKey, pods_key, services_key
 
-# --- child builders ------------------------------------------------------------------------------------------------
+# --- child builders -----------------------------------------------------------------------------------------------
 
 def template_restart_policy(template: dict[str, Any]) -> str:
     """The restart policy a user wrote into the pod template ("" when none): it is overwritten, with a warning."""
@@ -112,7 +111,7 @@ def build_service(*, name: str, namespace: str, labels: dict[str, str], selector
             "spec": {"clusterIP": "None", "selector": dict(selector), "ports": [dict(p) for p in ports]}}
 
 
-# --- write pool ----------------------------------------------------------------------------------------------------
+# --- write pool --------------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +224,7 @@ class WritePool:
             task.run()
 
 
-# --- slow start ----------------------------------------------------------------------------------------------------
+# --- slow start --------------------------------------------------------------------------------------------------
 
 SMALLEST_BATCH_CAP, LARGEST_BATCH_CAP = 32, 128
 BATCH_SECONDS = 1.5   # what the client budget sends in this long is the most one batch may hold
@@ -233,9 +232,8 @@ BATCH_SECONDS = 1.5   # what the client budget sends in this long is the most on
 
 def batch_cap_for_budget(qps: float) -> int:
     """The largest slow-start batch for a client allowed ``qps`` requests a second (negative: no client limit; 0:
-    client-go's default of 5). A batch holds its job's worker until every write in it is answered, so at the
-    default 20 req/s a batch is at most 32 (1.6 s of the budget; 128 would hold the worker ~6 s), while without a
-    limit a 1/32/256 job goes in 5 steady rounds of 128 instead of 18 of 32."""
+    client-go's default of 5). A batch holds its job's worker until every write in it is answered, so it is sized
+    to :data:`BATCH_SECONDS` of the budget; without a limit, batches grow to :data:`LARGEST_BATCH_CAP`."""
     if qps < 0 or not math.isfinite(qps):   # what the client takes for "no limit"
         return LARGEST_BATCH_CAP
     return max(SMALLEST_BATCH_CAP, min(LARGEST_BATCH_CAP, int((qps or 5.0) * BATCH_SECONDS)))
@@ -336,7 +334,7 @@ def slow_start_lanes(lanes: Sequence[Sequence[Callable[[], Any]]], pool: WritePo
     return outcome
 
 
-# --- child control -------------------------------------------------------------------------------------------------
+# --- child control -----------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class ChildKind:

@@ -1,5 +1,15 @@
-"""How often a job may restart its replicas: the crash-loop back-off of one replica index, and ``backoffLimit``
-for the whole job. Pure.
+"""A running job's failure policy in one pure evaluation (:func:`evaluate`): restarts of its replicas, the
+crash-loop back-off of each index, ``backoffLimit`` and ``activeDeadlineSeconds`` (kube's ``pod_failure_policy.go``
+and ``backoff_utils.go`` hold the same rules). Which failed pod restarts and which fails the job is decided in one
+place, :func:`~mxjob_controller.core.pods.failed_pod_outcome`.
+
+The reconciler evaluates it twice per pass: on the status it read, to compute the status to write, and on the
+status the server stored, to act on what that write recorded (delete the pods whose restart is due) and to know
+when to look again (the next restart, an Unknown pod's timeout, the deadline), which it asks of the work queue as a
+delayed requeue. Both evaluations agree because the first one's records make the second a fixed point.
+
+Which failure wins when several hold at once: a failed replica (its message names the pods), then success, then
+the backoff limit, then the deadline.
 
 Crash-loop back-off, as a kubelet restarts a crashing container: the first restart of an index is immediate, the
 next ones wait 10 s, 20 s, 40 s … doubling up to 5 minutes; a pod that ran for 10 minutes before it failed starts
@@ -10,21 +20,20 @@ pods without it turns one bad node or one bad input into an API storm.
 controller's own pod restarts); the job fails when the count reaches the limit. ``0`` allows no restart at all: the
 first one fails the job. No limit: restarts go on for ever (each one still backs off).
 
-``activeDeadlineSeconds``: how long a job may be active, counted from its ``status.startTime``. Pure.
+``activeDeadlineSeconds`` bounds how long a job may be active, counted from its ``status.startTime``. The start time
+is the one the controller persisted in the job's first status write (resuming a suspended job moves it), so the
+deadline survives a controller restart (training-operator lost it when ``startTime`` was never written, PR #1643).
+The reconciler turns :func:`deadline_at` into a delayed requeue of the job, so the deadline fires on time even when
+nothing else about the job changes (#3358: the requeue went to a queue nobody read).
 
-The start time is the one the controller persisted in the job's first status write (resuming a suspended job
-moves it), so the deadline survives a controller restart (training-operator lost it when ``startTime`` was never
-written, PR #1643). The reconciler turns :func:`deadline_at` into a delayed requeue of the job, so the deadline
-fires on time even when nothing else about the job changes (#3358: the requeue went to a queue nobody read).
-
-Restarts of a job's replicas, and what the controller must remember about each replica index to decide them.
-Pure: from the pods the cache holds, the job's status and the time, :func:`plan_restarts` computes the new records,
+Restarts of a job's replicas, and what the controller must remember about each replica index to decide them:
+from the pods the cache holds, the job's status and the time, :func:`plan_restarts` computes the new records,
 the restarts decided, the pods to delete now, the replicas lost for good, and when to look again.
 
 Per replica policy:
 
 - ``ExitCode`` (pods run with ``Never``): a Failed pod is restarted when its main container's exit is retryable
-  (:mod:`exit_codes`: 130, 137, 138, 143, or no terminated state: an eviction); otherwise it fails the job.
+  (130, 137, 138, 143, or no terminated state: an eviction); otherwise it fails the job.
 - ``OnFailure`` / ``Always``: the kubelet restarts containers (their ``restartCount`` is counted); a pod that
   failed anyway (evicted) is restarted by the controller.
 - ``Never``: a Failed pod fails the job, and so does a pod that disappears after it was seen running (deleted by a
@@ -34,7 +43,7 @@ Per replica policy:
   left to confirm a graceful deletion) and restarted (training-operator left it there for ever, #956).
 
 A restart deletes the pod (the child sync then recreates it under the same name once it is gone). Restarts of one
-index back off as a kubelet's crash loop (:mod:`backoff`): the failed pod is kept until its restart time, so the
+index back off as a kubelet's crash loop (above): the failed pod is kept until its restart time, so the
 job's status shows it meanwhile. An index is *restarting* from the decision until its new pod runs.
 
 What must survive a controller restart lives in the job's status:
@@ -47,17 +56,6 @@ What must survive a controller restart lives in the job's status:
     (its restarts already counted), ``unknownSince`` (first seen in phase Unknown), ``restarts`` (controller
     restarts of the index since its back-off last reset), ``nextRestartTime`` (the restart of that pod is due
     then), ``restarting`` (restarted, and no new pod has run yet).
-
-A running job's failure policy in one pure evaluation: restarts (:mod:`restarts`), ``backoffLimit``
-(:mod:`backoff`) and ``activeDeadlineSeconds`` (:mod:`deadlines`).
-
-The reconciler evaluates it twice per pass: on the status it read, to compute the status to write, and on the
-status the server stored, to act on what that write recorded (delete the pods whose restart is due) and to know
-when to look again (the next restart, an Unknown pod's timeout, the deadline), which it asks of the work queue as a
-delayed requeue. Both evaluations agree because the first one's records make the second a fixed point.
-
-Which failure wins when several hold at once: a failed replica (its message names the pods), then success, then
-the backoff limit, then the deadline.
 """
 
 from __future__ import annotations
@@ -89,7 +87,7 @@ from mxjob_controller.core.pods import (
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
 from mxjob_controller.runtime.backoff import exponential_delay
 
-# --- backoff -------------------------------------------------------------------------------------------------------
+# --- backoff ------------------------------------------------------------------------------------------------------
 
 BACKOFF_LIMIT_MESSAGE = "Job {name} has failed because it has reached the specified backoff limit"
 
@@ -126,7 +124,7 @@ def backoff_limit_message(name: str) -> str:
     return BACKOFF_LIMIT_MESSAGE.format(name=name)
 
 
-# --- deadlines -----------------------------------------------------------------------------------------------------
+# --- deadlines ---------------------------------------------------------------------------------------------------
 
 DEADLINE_MESSAGE = "Job {name} has failed because it was active longer than specified deadline"
 
@@ -142,7 +140,7 @@ def deadline_message(name: str) -> str:
     return DEADLINE_MESSAGE.format(name=name)
 
 
-# --- restarts ------------------------------------------------------------------------------------------------------
+# --- restarts ----------------------------------------------------------------------------------------------------
 
 RESTART_COUNT_FIELD = "restartCount"
 HISTORY_FIELD = "replicaHistory"
@@ -252,7 +250,7 @@ def forget_pods(status: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in status.items() if k != HISTORY_FIELD}
 
 
-# --- reading pods ----------------------------------------------------------------------------------------
+# --- reading pods ------------------------------------------------------------------------------------------------
 
 def container_restarts(pod: dict[str, Any]) -> int:
     """Restarts of every container and init container of ``pod``, as the kubelet reports them."""
@@ -282,7 +280,7 @@ def restart_time(now: float, delay: float) -> str:
     return rfc3339(now if delay <= 0 else math.ceil(now + delay))
 
 
-# --- planning --------------------------------------------------------------------------------------------
+# --- planning ----------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class _IndexOutcome:
@@ -408,7 +406,7 @@ def slots_of(kept: Mapping[str, Mapping[int, dict[str, Any]]], replicas: Mapping
             for rtype, count in replicas.items() for index in range(count)]
 
 
-# --- failure policy ------------------------------------------------------------------------------------------------
+# --- failure policy ----------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class PolicyOutcome:

@@ -1,25 +1,6 @@
-"""What ``cleanPodPolicy`` deletes once a job has finished. Pure.
-
-- ``All``: every pod and every service of the job;
-- ``Running``: the pods still Running or Pending (a Pending pod would start later and hold its resources for
-  nothing), with their services (a pod and its service share a name), and the services of pods gone or going;
-- ``Unfinished`` (GenericJob's ``cleanUpPolicy``): as ``Running``, and also pods in phase Unknown (not finished
-  either: their node stopped reporting);
-- ``None``: nothing; the pods stay for their logs (training-operator ignored it when the backoff limit hit, #3419).
-
-Objects already being deleted are not selected again, and objects already gone are not in the cache: a finished
-job that was cleaned selects nothing, so a resync makes no API call and records no event (training-operator
-deleted them again on every resync, with error events, #997).
-
-``ttlSecondsAfterFinished``: when a finished job is deleted. Pure.
-
-The job is deleted ``ttl`` seconds after its ``status.completionTime`` (``0``: at once; unset: never; not while
-the job is suspended). A finished job without a completion time (written by an older controller, or removed by
-hand) gets one set to now rather than being dereferenced (kubeflow/common #170 crashed the operator on it). A
-completion time in the future means the clocks disagree: the deletion waits for it, with a warning.
-
-What happens to a job once its ``Succeeded`` or ``Failed`` condition is written: its children are cleaned up as
-``cleanPodPolicy`` says (:mod:`cleanup`), then ``ttlSecondsAfterFinished`` deletes the job itself (:mod:`ttl`).
+"""What happens to a job once its ``Succeeded`` or ``Failed`` condition is written: its children are cleaned up as
+``cleanPodPolicy`` says (:func:`cleanup_plan`), then ``ttlSecondsAfterFinished`` deletes the job itself
+(:func:`ttl_decision`).
 
 Thin I/O around those pure decisions. Guarantees:
 
@@ -36,6 +17,25 @@ Thin I/O around those pure decisions. Guarantees:
   within an hour of its end; a process that (or whose predecessor) wrote it does not write it again. Cost: one
   LIST of the job's events of that reason, on the events client, per such job per process; nothing on later
   reconciles (the recorder remembers).
+
+``cleanPodPolicy`` selects, pure:
+
+- ``All``: every pod and every service of the job;
+- ``Running``: the pods still Running or Pending (a Pending pod would start later and hold its resources for
+  nothing), with their services (a pod and its service share a name), and the services of pods gone or going;
+- ``Unfinished`` (GenericJob's ``cleanUpPolicy``): as ``Running``, and also pods in phase Unknown (not finished
+  either: their node stopped reporting);
+- ``None``: nothing; the pods stay for their logs (training-operator ignored it when the backoff limit hit, #3419).
+
+Objects already being deleted are not selected again, and objects already gone are not in the cache: a finished
+job that was cleaned selects nothing, so a resync makes no API call and records no event (training-operator
+deleted them again on every resync, with error events, #997).
+
+``ttlSecondsAfterFinished`` (pure): the job is deleted ``ttl`` seconds after its ``status.completionTime`` (``0``:
+at once; unset: never; not while the job is suspended). A finished job without a completion time (written by an
+older controller, or removed by hand) gets one set to now rather than being dereferenced (kubeflow/common #170
+crashed the operator on it). A completion time in the future means the clocks disagree: the deletion waits for it,
+with a warning.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ from mxjob_controller.runtime.client import Client, Conflict, NotFound
 from mxjob_controller.runtime.controller import DONE, Result, after_failed_write, requeue_in
 from mxjob_controller.runtime.events import NORMAL, EventRecorder
 
-# --- cleanup -------------------------------------------------------------------------------------------------------
+# --- cleanup ------------------------------------------------------------------------------------------------------
 
 CLEAN_ALL, CLEAN_RUNNING, CLEAN_UNFINISHED, CLEAN_NONE = "All", "Running", "Unfinished", "None"
 _UNFINISHED_PHASES = {CLEAN_RUNNING: (RUNNING, PENDING), CLEAN_UNFINISHED: (RUNNING, PENDING, "Unknown")}
@@ -102,7 +102,7 @@ def cleanup_plan(policy: str, pods: Sequence[dict[str, Any]], services: Sequence
     return CleanupPlan(tuple(doomed), tuple(services_doomed))
 
 
-# --- ttl -----------------------------------------------------------------------------------------------------------
+# --- ttl ---------------------------------------------------------------------------------------------------------
 
 class TTLAction(enum.Enum):
     KEEP = "keep"                        # no TTL (or suspended): the job stays
@@ -131,7 +131,7 @@ def ttl_decision(now: float, completion_time: float | None, ttl_seconds: int | N
     return TTLDecision(TTLAction.WAIT, wait=expires - now, skewed=completion_time > now)
 
 
-# --- finished jobs -------------------------------------------------------------------------------------------------
+# --- finished jobs -----------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class FinishedJobs:
             log.debug("finished job seen for the first time by this process: its %s event will be written unless "
                       "it exists", announce.reason, extra=ctx.extra())
 
-    # --- cleanPodPolicy ---------------------------------------------------------------------------------
+    # --- cleanPodPolicy -------------------------------------------------------------------------------------------
 
     def clean(self, ctx: JobContext, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]],
               within: Slice = UNBOUNDED) -> SlowStartOutcome:
@@ -202,7 +202,7 @@ class FinishedJobs:
             tasks.append(functools.partial(self.control.delete, ctx, kind, obj, rtype, ctx.extra(rtype, index), why))
         return tasks
 
-    # --- ttlSecondsAfterFinished ------------------------------------------------------------------------
+    # --- ttlSecondsAfterFinished ----------------------------------------------------------------------------------
 
     def expire(self, ctx: JobContext, extra: dict[str, Any]) -> Result:
         status = ctx.obj.get("status") or {}

@@ -1,14 +1,14 @@
-"""The seam between the core and a framework: everything the core needs to know about a job kind.
+"""The seam between the core and a framework, and what one reconcile knows of its job.
 
 The core never reads a framework's spec directly; it asks through this protocol. A framework supplies its API
 (resource, parse), the order of its replica types, how a replica's pod is wired into the framework's cluster (the
 pod template with its environment), which ports a replica's service exposes, which replica is the job-role master,
 and the rules that turn the replicas' states into the job's state (and the shape of the counts in its status).
 
-One reconcile's view of its job: the object as cached, its parsed spec, and what logs and events need.
+A reconcile sees its job as a :class:`JobContext`: the object as cached, its parsed spec, and what logs and events
+need. What it says about the spec itself is said once per job generation (:class:`OncePerGeneration`).
 
-``spec.runPolicy.managedBy``: whether this controller reconciles a job, or another one (MultiKueue...) does.
-
+``spec.runPolicy.managedBy`` decides whether this controller reconciles a job, or another one (MultiKueue...) does.
 Kubeflow's common RunPolicy has the field for every job kind, so it is read here, from the raw object, before
 the job is parsed: a job handed to another controller gets no write of any kind from us (no children, no status,
 no event), even when its spec is one we would call invalid, since its controller may read it otherwise.
@@ -21,16 +21,9 @@ no event), even when its spec is one we would call invalid, since its controller
   job stays ours and is *invalid*: it is ``Failed`` with the validation error naming the field, and gets no pod.
   Neither silently adopted (run as if the field were unset) nor silently ignored (left without a word).
 
-This module is the one place the format rule lives: :func:`value_errors` gives the job's validation its messages,
+This is the one place the format rule lives: :func:`value_errors` gives the job's validation its messages,
 and :func:`well_formed`, the same rule, decides the hand-over. The value cannot change after creation: the CRD's
 transition rule refuses it (see ``api/crd.py``).
-
-Saying something once per job generation: a Warning about a job's template, a log line about an invalid spec.
-
-A reconcile runs many times per generation (every child event, every resync); what it says about the spec itself
-(a field it overrides, an error the user must fix) is said again only when the spec changes, i.e. once per
-(job UID, ``metadata.generation``). Thread-safe; bounded (the least recently seen generations are forgotten first,
-so a very old one may be said again, never a current one lost).
 """
 
 from __future__ import annotations
@@ -53,11 +46,11 @@ from mxjob_controller.kube.names import dns1123_subdomain_errors
 from mxjob_controller.runtime.client import Resource
 from mxjob_controller.runtime.events import ObjectReference
 
-# --- framework -----------------------------------------------------------------------------------------------------
+# --- framework ----------------------------------------------------------------------------------------------------
 
 #: Most replicas of one type, and of a whole job, a framework may accept. The core loops over a job's replica
 #: indices (children, restart slots, a framework's cluster spec in every pod), so a count no one bounds lets one job
-#: hold a worker thread for hours and the controller's memory grow without limit: 10^6 replicas took 1.9 GB in 30 s.
+#: hold a worker thread for hours and the controller's memory grow without limit.
 #: 5,000 is far above real parameter-server jobs, and a job this size already makes 10,000 API objects (a pod and
 #: a Service per replica) whose cluster spec (MXNet's ``MX_CONFIG``) is ~225 KB in each pod. Kubernetes itself
 #: puts no bound on a workload's replicas (an int32); its practical limits are objects of at most 1.5 MiB and
@@ -108,16 +101,16 @@ class RunPolicySpec(Protocol):
     def scheduling_policy(self) -> SchedulingPolicySpec | None: ...
 
     @property
-    def clean_pod_policy(self) -> str: ...                    # All, Running, None (core/cleanup.py)
+    def clean_pod_policy(self) -> str: ...                    # All, Running, None (core/finished_jobs.py)
 
     @property
-    def ttl_seconds_after_finished(self) -> int | None: ...   # core/ttl.py
+    def ttl_seconds_after_finished(self) -> int | None: ...   # core/finished_jobs.py
 
     @property
-    def active_deadline_seconds(self) -> int | None: ...      # core/deadlines.py
+    def active_deadline_seconds(self) -> int | None: ...      # core/failure_policy.py
 
     @property
-    def backoff_limit(self) -> int | None: ...                # core/backoff.py
+    def backoff_limit(self) -> int | None: ...                # core/failure_policy.py
 
 
 class JobSpec(Protocol):
@@ -165,7 +158,7 @@ class Framework(Protocol):
     framework_name: str     # the ``framework`` label of the job metrics
     group_label: str        # the legacy ``group-name`` label value; "": no legacy labels, nothing to adopt
     default_container: str  # the container whose exit code speaks for a pod ("": the first that failed, see pod_status)
-    managers: tuple[str, ...]  # the ``runPolicy.managedBy`` values that mean "this controller" (core/managed_by.py)
+    managers: tuple[str, ...]  # the ``runPolicy.managedBy`` values that mean "this controller" (managed_elsewhere)
     # The reconcile loop, constructed as ``core.reconciler.JobReconciler`` is; None: that one (Kubeflow's model).
     reconciler_class: type | None
 
@@ -240,7 +233,7 @@ def per_job(func: Callable[..., _R]) -> Callable[..., _R]:
     return remembered
 
 
-# --- job context ---------------------------------------------------------------------------------------------------
+# --- job context -------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class JobContext:
@@ -284,7 +277,7 @@ class JobContext:
         return fields
 
 
-# --- managed by ----------------------------------------------------------------------------------------------------
+# --- managed by --------------------------------------------------------------------------------------------------
 
 MAX_LENGTH = 63   # batch/v1 Job's maxManagedByLength
 _HTTP_PATH_FMT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"   # RFC 3986 path characters, as apimachinery writes them
@@ -330,12 +323,18 @@ def managed_elsewhere(obj: dict[str, Any], ours: Collection[str]) -> str | None:
     return value
 
 
-# --- once ----------------------------------------------------------------------------------------------------------
+# --- once per generation -----------------------------------------------------------------------------------------
 
-DEFAULT_MAX_JOBS = 4096
+DEFAULT_MAX_JOBS = 4096   # jobs a per-job memory (these, the exit reports) keeps before forgetting the oldest
 
 
 class OncePerGeneration:
+    """Saying something once per job generation: a Warning about a job's template, a log line about an invalid
+    spec. A reconcile runs many times per generation (every child event, every resync); what it says about the spec
+    itself (a field it overrides, an error the user must fix) is said again only when the spec changes, i.e. once
+    per (job UID, ``metadata.generation``). Thread-safe; bounded (the least recently seen generations are forgotten
+    first, so a very old one may be said again, never a current one lost)."""
+
     def __init__(self, maxsize: int = DEFAULT_MAX_JOBS) -> None:
         self._seen: LRUCache[tuple[str, int], bool] = LRUCache(maxsize=maxsize)
         self._lock = threading.Lock()

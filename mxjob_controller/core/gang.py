@@ -83,7 +83,7 @@ class GangScheduling:
         self._patched: LRUCache[str, tuple[str, dict[str, Any]]] = LRUCache(maxsize=4096)  # uid → (rv, spec)
         self._warned = OncePerGeneration()
 
-    # --- reads ------------------------------------------------------------------------------------------
+    # --- reads ----------------------------------------------------------------------------------------------------
 
     def cached(self, ctx: JobContext) -> dict[str, Any] | None:
         """The job's PodGroup as the cache shows it (whoever controls it)."""
@@ -101,7 +101,7 @@ class GangScheduling:
         request = gang_request(spec.run_policy.scheduling_policy, replicas, self.priorities.value)
         return self.flavor.spec(request, current)
 
-    # --- sync -------------------------------------------------------------------------------------------
+    # --- sync -----------------------------------------------------------------------------------------------------
 
     def sync(self, ctx: JobContext) -> GangState:
         current = self.cached(ctx)
@@ -182,7 +182,7 @@ class GangScheduling:
             self._patched[uid] = (rv, desired)
         log.info("updated podgroup %s: %s", ctx.name, desired, extra=ctx.extra())
 
-    # --- pods -------------------------------------------------------------------------------------------
+    # --- pods -----------------------------------------------------------------------------------------------------
 
     def decorate(self, ctx: JobContext, replica_type: str, template: dict[str, Any]) -> None:
         """Make a new pod of ``replica_type`` join the job's group (``template`` is changed in place)."""
@@ -197,7 +197,7 @@ class GangScheduling:
         log.warning(TEMPLATE_SCHEDULER_NAME_MESSAGE, extra=ctx.extra())
         self.recorder.event(ctx.ref(), WARNING, SET_TEMPLATE_SCHEDULER_NAME, TEMPLATE_SCHEDULER_NAME_MESSAGE)
 
-    # --- release ----------------------------------------------------------------------------------------
+    # --- release --------------------------------------------------------------------------------------------------
 
     def release(self, ctx: JobContext, *, finished: bool) -> None:
         """Delete the job's PodGroup if the cache shows one it controls; raise on failure (after a Warning)."""

@@ -1,44 +1,6 @@
-"""Read access to the informer caches a job controller works from: jobs by key, children by controller UID.
-
-Jobs may be cached by several informers (one per watched namespace); children by several too (per namespace, and
-per label selector: the children we made, and the legacy ones we may adopt). Reads go to the store of each, never to
-the API. Objects returned belong to the caches: read-only.
-
-What the controller keeps of each cached pod and service: only the fields it reads (client-go's ``SetTransform``).
-
-A pod as the API server sends it is mostly what the controller wrote itself (the template: containers, env with a
-``MX_CONFIG`` that lists every replica of the job, volumes …) plus what the kubelet adds (conditions, images, IPs).
-None of it is read again: the cache serves classification, counting and the failure policy, which read the fields
-below. Dropping the rest at ingest makes the pod cache several times smaller (``make bench``: ``memory``), which is
-what lets one controller keep tens of thousands of pods (training-operator's full-object cache OOMs, #1661).
-
-Kept, for both kinds (``metadata``):
-
-==========================  ====================================================================================
-``apiVersion``, ``kind``    the object's type (events, tombstones)
-``name``, ``namespace``     keys, child names, delete/patch paths, messages (``cache_keys``, ``children``,
-                            ``child_control``, ``exit_reports``)
-``uid``                     identity: de-duplication, delete preconditions, per-pod memory (``children``,
-                            ``child_control``, ``exit_reports``, ``restarts``)
-``resourceVersion``         change detection of updates (``handlers``, the informer's relist)
-``creationTimestamp``       which of two children of one index is kept (``children``)
-``deletionTimestamp``       being deleted: not counted active, not deleted again (``pod_status``, ``cleanup``)
-``labels``                  replica type and index, adoption (``labels``, ``children``, ``child_control``)
-``ownerReferences``         the controller reference: the index by job UID, ownership (``cache_keys``, ``ownership``,
-                            ``handlers``)
-==========================  ====================================================================================
-
-Kept for pods only (``status``): ``phase``, ``reason``, ``message``, ``startTime`` (``pod_status``,
-``restarts``, ``failure_policy``), and of each ``containerStatuses`` / ``initContainerStatuses`` entry its ``name``,
-``restartCount`` and ``state`` (exit codes, reasons and times of terminations: ``pod_status``, ``restarts``,
-``exit_reports``). Nothing of ``spec``, ``annotations``, ``managedFields``, ``conditions`` or ``lastState`` is read.
-Services keep no ``spec`` or ``status``.
-
-A new reader of a cached field must add it here: ``tests/test_core_child_cache.py`` checks that a reconcile over
-transformed objects decides as it does over whole ones, and this table is the list to extend.
-
-Informer event handlers: turn changes of jobs and of their children into work-queue keys, and mark
-expectations observed.
+"""The informer side of a job controller: event handlers that turn changes of jobs and of their children into
+work-queue keys and mark expectations observed; read access to the caches; and what the caches keep of each
+child.
 
 A child is mapped to its job through its *controller* reference only (kind and API group of the framework's job,
 then the cached job of that name with the same UID: :class:`JobOwner`): a pod of a TFJob with the same name as ours
@@ -51,6 +13,43 @@ informer's delivery.
 
 Handlers of the legacy caches (children the old operator made, before adoption) only queue the job: their objects
 leave that cache when adopted, which is not a deletion, and enter ours, which is the creation adoption expects.
+
+The caches are read by job key, and children by controller UID. Jobs may be cached by several informers (one per
+watched namespace); children by several too (per namespace, and per label selector: the children we made, and the
+legacy ones we may adopt). Reads go to the store of each, never to the API. Objects returned belong to the caches:
+read-only.
+
+Of each cached pod and service the controller keeps only the fields it reads (client-go's ``SetTransform``). A pod
+as the API server sends it is mostly what the controller wrote itself (the template: containers, env with a
+``MX_CONFIG`` that lists every replica of the job, volumes …) plus what the kubelet adds (conditions, images, IPs).
+None of it is read again: the cache serves classification, counting and the failure policy, which read the fields
+below. Dropping the rest at ingest makes the pod cache several times smaller (``make bench``: ``memory``), which is
+what lets one controller keep tens of thousands of pods (training-operator's full-object cache OOMs, #1661).
+
+Kept, for both kinds (``metadata``):
+
+==========================  ====================================================================================
+``apiVersion``, ``kind``    the object's type (events, tombstones)
+``name``, ``namespace``     keys, child names, delete/patch paths, messages (``cache_keys``, ``child_sync``,
+                            ``child_writes``, ``reconciler``)
+``uid``                     identity: de-duplication, delete preconditions, per-pod memory (``child_sync``,
+                            ``child_writes``, ``reconciler``, ``failure_policy``)
+``resourceVersion``         change detection of updates (``handlers``, the informer's relist)
+``creationTimestamp``       which of two children of one index is kept (``child_sync``)
+``deletionTimestamp``       being deleted: not counted active, not deleted again (``pods``, ``finished_jobs``)
+``labels``                  replica type and index, adoption (``job_vocabulary``, ``child_sync``, ``child_writes``)
+``ownerReferences``         the controller reference: the index by job UID, ownership (``cache_keys``,
+                            ``job_vocabulary``, ``handlers``)
+==========================  ====================================================================================
+
+Kept for pods only (``status``): ``phase``, ``reason``, ``message``, ``startTime`` (``pods``,
+``failure_policy``), and of each ``containerStatuses`` / ``initContainerStatuses`` entry its ``name``,
+``restartCount`` and ``state`` (exit codes, reasons and times of terminations: ``pods``, ``failure_policy``,
+``reconciler``). Nothing of ``spec``, ``annotations``, ``managedFields``, ``conditions`` or ``lastState`` is read.
+Services keep no ``spec`` or ``status``.
+
+A new reader of a cached field must add it here: ``tests/test_core_child_cache.py`` checks that a reconcile over
+transformed objects decides as it does over whole ones, and this table is the list to extend.
 """
 
 from __future__ import annotations
@@ -64,7 +63,7 @@ from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller
 from mxjob_controller.runtime.expectations import ControllerExpectations, ExpectationKey, last_known_state
 from mxjob_controller.runtime.informer import SharedInformer
 
-# --- caches --------------------------------------------------------------------------------------------------------
+# --- caches -------------------------------------------------------------------------------------------------------
 
 class JobCaches:
     def __init__(self, jobs: Sequence[SharedInformer], pods: Sequence[SharedInformer],
@@ -106,7 +105,7 @@ def _controlled(informers: Sequence[SharedInformer], uid: str) -> list[dict[str,
     return out
 
 
-# --- child cache ---------------------------------------------------------------------------------------------------
+# --- child cache -------------------------------------------------------------------------------------------------
 
 _META_KEPT = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "labels",
               "ownerReferences")
@@ -150,7 +149,7 @@ def service_cache_view(obj: dict[str, Any]) -> dict[str, Any]:
     return _typed(obj)
 
 
-# --- handlers ------------------------------------------------------------------------------------------------------
+# --- handlers ----------------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 

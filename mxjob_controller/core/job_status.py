@@ -1,13 +1,5 @@
-"""The status of a job whose spec is invalid, and its undoing once the spec is fixed. Pure.
-
-An invalid job is ``Failed`` with reason ``<Kind>FailedValidation`` and a message listing every field error (as
-Kubernetes aggregates errors: one bare, several in brackets), with ``completionTime``: the user sees at once what to
-fix, and the controller neither creates pods nor retries (training-operator returned the validation error and so
-re-validated the job in a hot loop). It is the one failure that is not final: validation runs on every reconcile,
-so a new generation with other errors gets a new message, and a fixed spec removes the failure (and its completion
-time), after which the job is reconciled like a new one.
-
-The job status the controller writes, computed from the status it read and what the replicas show. Pure.
+"""The job status the controller writes: computed from the status it read and what the replicas show (pure), the
+events its transitions are announced with, and the conditional write itself (I/O, below).
 
 - The first write carries ``Created`` (``<Kind>Created``, "<Kind> <name> is created.") and ``startTime``.
 - Replica counts are rewritten every time (the framework decides their shape on the wire).
@@ -23,7 +15,14 @@ The job status the controller writes, computed from the status it read and what 
   writes nothing.
 - A finished job's status is returned as it is.
 
-The Events a job's condition transitions are announced with, in one place, so that the reconcile that writes a
+An invalid job is ``Failed`` with reason ``<Kind>FailedValidation`` and a message listing every field error (as
+Kubernetes aggregates errors: one bare, several in brackets), with ``completionTime``: the user sees at once what to
+fix, and the controller neither creates pods nor retries (training-operator returned the validation error and so
+re-validated the job in a hot loop). It is the one failure that is not final: validation runs on every reconcile,
+so a new generation with other errors gets a new message, and a fixed spec removes the failure (and its completion
+time), after which the job is reconciled like a new one.
+
+The Events a job's condition transitions are announced with are made in one place, so that the reconcile that writes a
 transition and a controller that finds a job already finished after a restart write the very same Event: type by
 condition, reason and message those of the condition as stored.
 
@@ -36,7 +35,7 @@ terminal event recorded with ``event_once`` (written unless this process or the 
 get nothing: kube-apiserver deletes Events an hour after their last write (``--event-ttl``), so theirs may be gone
 on purpose, and announcing a days-old end as news would mislead.
 
-Writing a job's status: a JSON merge patch on ``/status`` carrying ``metadata.resourceVersion``, sent only when
+The status is written as a JSON merge patch on ``/status`` carrying ``metadata.resourceVersion``, sent only when
 the status changed.
 
 The resourceVersion makes the write conditional: if the job changed since it was read, the server answers 409, the
@@ -74,7 +73,7 @@ from mxjob_controller.runtime.cache_keys import object_key
 from mxjob_controller.runtime.client import Client, Conflict, NotFound, Resource, ServerError
 from mxjob_controller.runtime.events import NORMAL, WARNING
 
-# --- validation failure --------------------------------------------------------------------------------------------
+# --- validation failure -------------------------------------------------------------------------------------------
 
 REASON_SUFFIX = "FailedValidation"
 
@@ -132,7 +131,7 @@ def without_validation_failure(old: Mapping[str, Any] | None, kind: str) -> dict
     return status
 
 
-# --- job status ----------------------------------------------------------------------------------------------------
+# --- job status --------------------------------------------------------------------------------------------------
 
 RenderCounts = Callable[[Mapping[str, Any], Mapping[str, ReplicaCounts]], dict[str, Any]]
 
@@ -233,7 +232,7 @@ def next_status(old: Mapping[str, Any] | None, *, kind: str, name: str, counts: 
     return status
 
 
-# --- transition events ---------------------------------------------------------------------------------------------
+# --- transition events -------------------------------------------------------------------------------------------
 
 EVENT_TYPES = {cond.RUNNING: NORMAL, cond.SUCCEEDED: NORMAL, cond.FAILED: WARNING, cond.RESTARTING: WARNING}
 IMPORTANT = frozenset({cond.SUCCEEDED, cond.FAILED, cond.RESTARTING})
@@ -268,7 +267,7 @@ def terminal_event(kind: str, conditions: cond.Conditions | None) -> TransitionE
     return None
 
 
-# --- status writer -------------------------------------------------------------------------------------------------
+# --- status writer -----------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 

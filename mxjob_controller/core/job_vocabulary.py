@@ -1,10 +1,9 @@
-"""The parts of Kubeflow's common job API every framework shares (kubeflow/common ``JobStatus``).
+"""Kubeflow's job vocabulary, as every framework shares it: replica counts and conditions (kubeflow/common
+``JobStatus``), the names and labels of a job's children, and controller ownership. Pure; nothing framework-specific
+lives here, and the MXJob API builds its status on these.
 
-Per-replica-type pod counts and a condition entry, as the Go operators write them. The MXJob API builds its
-status on these; the job-controller core computes them. Nothing framework-specific lives here.
-
-Job conditions, with kubeflow/common's rules (``UpdateJobConditions`` / ``setCondition`` /
-``filterOutCondition``). Pure: every function returns a new list and never modifies its input.
+Conditions follow kubeflow/common's rules (``UpdateJobConditions`` / ``setCondition`` / ``filterOutCondition``);
+every function returns a new list and never modifies its input:
 
 - A condition of the same type, status and reason is left as it is: its timestamps never move on a resync.
 - Same type and status with another reason: replaced, keeping ``lastTransitionTime``.
@@ -14,20 +13,17 @@ Job conditions, with kubeflow/common's rules (``UpdateJobConditions`` / ``setCon
 - Once ``Succeeded`` or ``Failed`` is True, the conditions are frozen (upstream froze only on ``Failed``, and so
   re-added ``Running`` after ``Succeeded``: training-operator #1650).
 
-Names and labels of a job's children (pods and services), as Kubeflow's training-operator writes them.
+Children are named and labelled as Kubeflow's training-operator does. Every child carries the
+``training.kubeflow.org/*`` labels and, for a framework with a legacy ``group-name`` value, also the legacy
+``group-name`` / ``job-name`` / ``replica-type`` / ``replica-index`` ones that kubeflow/common (and so an older Go
+operator) used, so selectors written for either operator keep matching. Children made by the old operator carry
+only the legacy labels; they are recognised by them (``replica_of`` falls back to them) and adopted by patching the
+new labels in. A framework with no legacy group (``""``) gets exactly training-operator's labels.
 
-Every child carries the ``training.kubeflow.org/*`` labels and, for a framework with a legacy ``group-name`` value,
-also the legacy ``group-name`` / ``job-name`` / ``replica-type`` / ``replica-index`` ones that kubeflow/common (and
-so an older Go operator) used, so selectors written for either operator keep matching. Children made by the old
-operator carry only the legacy labels; they are recognised by them (``replica_of`` falls back to them) and adopted
-by patching the new labels in. A framework with no legacy group (``""``) gets exactly training-operator's labels.
-
-Controller ownership: which object controls a child, and the reference a job puts on the children it makes.
-
-Only the *controller* ownerReference counts (``controller: true``), and it is matched by UID: a pod named like
-ours, labelled like ours, but controlled by another object (a TFJob, a re-created job of the same name) is not
-ours, whatever its kind or name say. The controller reference is read by the runtime's ``controller_ref``, the
-function the informers' controller-uid index uses too, so the cache and the core never disagree on it.
+Ownership: only the *controller* ownerReference counts (``controller: true``), and it is matched by UID: a pod
+named like ours, labelled like ours, but controlled by another object (a TFJob, a re-created job of the same name)
+is not ours, whatever its kind or name say. The controller reference is read by the runtime's ``controller_ref``,
+the function the informers' controller-uid index uses too, so the cache and the core never disagree on it.
 """
 
 from __future__ import annotations
@@ -38,7 +34,7 @@ from typing import Any
 
 from mxjob_controller.runtime.cache_keys import controller_ref
 
-# --- common types --------------------------------------------------------------------------------------------------
+# --- common types -------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class ReplicaCounts:
@@ -59,7 +55,7 @@ def condition(ctype: str, reason: str, message: str, now: str, status: str = "Tr
             "lastUpdateTime": now, "lastTransitionTime": now}
 
 
-# --- conditions ----------------------------------------------------------------------------------------------------
+# --- conditions --------------------------------------------------------------------------------------------------
 
 CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED, SUSPENDED = (
     "Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended")
@@ -138,7 +134,7 @@ def became_true(before: Conditions | None, after: Conditions | None) -> list[str
     return [c["type"] for c in after or () if c.get("status") == TRUE and not is_true(before, c.get("type", ""))]
 
 
-# --- labels --------------------------------------------------------------------------------------------------------
+# --- labels ------------------------------------------------------------------------------------------------------
 
 OPERATOR_NAME = "training.kubeflow.org/operator-name"
 JOB_NAME = "training.kubeflow.org/job-name"
@@ -217,7 +213,7 @@ def missing_labels(labels: Mapping[str, str] | None, wanted: Mapping[str, str]) 
     return {k: v for k, v in wanted.items() if labels.get(k) != v}
 
 
-# --- ownership -----------------------------------------------------------------------------------------------------
+# --- ownership ---------------------------------------------------------------------------------------------------
 
 def controller_uid(obj: dict[str, Any]) -> str | None:
     ref = controller_ref(obj)

@@ -1,42 +1,38 @@
-"""What every PodGroup flavour provides, what a job asks of its gang, and how two PodGroup specs compare.
+"""Gang scheduling's objects and inputs: PodGroups (one per job, named after it, in one of two flavours), what a job
+asks of its gang, the PriorityClass values that order it, and the start-time check that the PodGroup API is
+served. The flavour is chosen by ``--gang-scheduler-name`` (:func:`flavor_for`):
 
-Volcano's PodGroup (``scheduling.volcano.sh/v1beta1``), as training-operator fills it.
+- ``volcano`` (``scheduling.volcano.sh/v1beta1``): pods are held back until Volcano admits the group
+  (``Inqueue``), see :class:`Volcano`;
+- any other scheduler name: scheduler-plugins' coscheduling (``scheduling.x-k8s.io/v1alpha1``) with that
+  scheduler name, see :class:`SchedulerPlugins`.
 
-Spec: ``minMember``, ``queue`` (the job's, else "default"; an existing group keeps the queue it has, since Volcano
-admits groups per queue), ``priorityClassName`` and ``minResources`` (always written, even empty). Pods get
-``schedulerName: volcano`` (unless their template names a scheduler), the annotation
-``scheduling.k8s.io/group-name: <job>`` and ``volcano.sh/task-spec: <lowercase replica type>``.
+A flavour knows its API resource, the PodGroup spec for a job's :class:`GangRequest`, how a pod joins the group
+(scheduler name, annotation or label), and whether the group's state holds pod creation back.
+
+Volcano's PodGroup, as training-operator fills it: spec ``minMember``, ``queue`` (the job's, else "default"; an
+existing group keeps the queue it has, since Volcano admits groups per queue), ``priorityClassName`` and
+``minResources`` (always written, even empty). Pods get ``schedulerName: volcano`` (unless their template names a
+scheduler), the annotation ``scheduling.k8s.io/group-name: <job>`` and ``volcano.sh/task-spec: <lowercase replica
+type>``.
 
 No pod is created while the group has no phase or is ``Pending``: Volcano has not admitted the gang yet (it moves
 it to ``Inqueue`` once the queue has room for ``minResources``), and pods created before would sit unschedulable
 holding nothing but quota.
 
-scheduler-plugins' PodGroup (``scheduling.x-k8s.io/v1alpha1``, the coscheduling plugin), as training-operator
-fills it.
-
-Spec: ``minMember``, ``minResources`` (omitted when empty) and ``scheduleTimeoutSeconds`` (the job's, when set).
-Pods get ``schedulerName: <the --gang-scheduler-name>`` (unless their template names a scheduler) and the label
+scheduler-plugins' PodGroup (the coscheduling plugin), as training-operator fills it: spec ``minMember``,
+``minResources`` (omitted when empty) and ``scheduleTimeoutSeconds`` (the job's, when set). Pods get
+``schedulerName: <the --gang-scheduler-name>`` (unless their template names a scheduler) and the label
 ``scheduling.x-k8s.io/pod-group: <job>``. Pod creation is never held back: the coscheduling plugin itself keeps the
 pods of an incomplete group from binding.
 
-PodGroups, the gang-scheduling objects: one per job, named after it, in one of two flavours.
+Whether the chosen gang scheduler's PodGroup API is served is asked once, when the controller starts. Why: without
+the PodGroup CRD every job would fail its first PodGroup write and sit retrying, and the PodGroup informer would
+never sync; one clear error naming the CRD to install is better. The question goes to discovery
+(``/apis/<group>/<version>``), what every client may read, so it needs no RBAC of its own (training-operator asked
+its REST mapper the same).
 
-- ``volcano`` (``scheduling.volcano.sh/v1beta1``): pods are held back until Volcano admits the group
-  (``Inqueue``), see :mod:`.volcano`;
-- any other scheduler name: scheduler-plugins' coscheduling (``scheduling.x-k8s.io/v1alpha1``) with that
-  scheduler name, see :mod:`.scheduler_plugins`.
-
-A flavour knows its API resource, the PodGroup spec for a job's :class:`GangRequest`, how a pod joins the group
-(scheduler name, annotation or label), and whether the group's state holds pod creation back.
-
-Is the chosen gang scheduler's PodGroup API served? Asked once, when the controller starts.
-
-Why at start: without the PodGroup CRD every job would fail its first PodGroup write and sit retrying, and the
-PodGroup informer would never sync; one clear error naming the CRD to install is better. The question goes to
-discovery (``/apis/<group>/<version>``), what every client may read, so it needs no RBAC of its own (training-
-operator asked its REST mapper the same).
-
-What a job asks of its gang: ``minMember`` and ``minResources`` of its PodGroup, as training-operator computes
+What a job asks of its gang is ``minMember`` and ``minResources`` of its PodGroup, as training-operator computes
 them (``ReconcileJobs`` / ``CalcPGMinResources``). Pure.
 
 - ``minMember``: ``schedulingPolicy.minAvailable`` when set, else every replica of every type.
@@ -46,12 +42,11 @@ them (``ReconcileJobs`` / ``CalcPGMinResources``). Pure.
   left it to map order). A container without ``requests`` counts its ``limits`` (what the API server defaults
   requests to). Init containers and pod overhead are not counted, as upstream.
 
-PriorityClass values, read from an informer's cache (``scheduling.k8s.io/v1``), never from the API per reconcile.
-
+PriorityClass values are read from an informer's cache (``scheduling.k8s.io/v1``), never from the API per reconcile.
 Gang scheduling orders a job's replica types by the value of their pods' priority class to choose which pods
 ``minResources`` counts. training-operator read them through a lister whose informer it never started, so every
-class looked missing (every value 0); here the informer is one of the controller's caches, synced before the
-first reconcile.
+class looked missing (every value 0); here the informer is one of the controller's caches, synced before the first
+reconcile.
 """
 
 from __future__ import annotations
@@ -66,11 +61,11 @@ from mxjob_controller.kube.quantity import Quantity, QuantityError, canonical, n
 from mxjob_controller.runtime.client import Client, NotFound, Resource
 from mxjob_controller.runtime.informer import SharedInformer
 
-# --- flavor --------------------------------------------------------------------------------------------------------
+# --- flavor -------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class GangRequest:
-    """What a job asks of its gang: computed from its run policy and replicas (``core/gang_request.py``)."""
+    """What a job asks of its gang: computed from its run policy and replicas."""
 
     min_member: int
     queue: str = ""                        # "" lets the flavour choose (Volcano: "default")
@@ -117,7 +112,7 @@ def same_spec(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> 
     return _comparable(current) == _comparable(desired)
 
 
-# --- volcano -------------------------------------------------------------------------------------------------------
+# --- volcano -----------------------------------------------------------------------------------------------------
 
 VOLCANO = "volcano"
 VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", kind="PodGroup")
@@ -156,7 +151,7 @@ class Volcano:
         return podgroup is None or phase in ("", PHASE_PENDING)
 
 
-# --- scheduler plugins ---------------------------------------------------------------------------------------------
+# --- scheduler plugins -------------------------------------------------------------------------------------------
 
 COSCHEDULING_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", kind="PodGroup")
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -189,7 +184,7 @@ class SchedulerPlugins:
         return False
 
 
-# --- flavour choice ------------------------------------------------------------------------------------------------
+# --- flavour choice ----------------------------------------------------------------------------------------------
 
 OFF = ("", "none")
 
@@ -205,7 +200,7 @@ def flavor_for(gang_scheduler_name: str | None) -> PodGroupFlavor | None:
     return SchedulerPlugins(name)
 
 
-# --- api check -----------------------------------------------------------------------------------------------------
+# --- api check ---------------------------------------------------------------------------------------------------
 
 INSTALL_HINTS = {
     "volcano": "install Volcano (https://volcano.sh), which ships it",
@@ -240,7 +235,7 @@ def require_podgroup_api(client: Client, flavor: PodGroupFlavor, timeout: float 
         f"{INSTALL_HINTS.get(flavor.name, 'install it')}, or start the controller without --gang-scheduler-name")
 
 
-# --- gang request --------------------------------------------------------------------------------------------------
+# --- gang request ------------------------------------------------------------------------------------------------
 
 PriorityOf = Callable[[str], int]   # priority class name → its value (0 when unknown)
 
@@ -307,7 +302,7 @@ def gang_request(policy: SchedulingPolicySpec | None, replicas: Sequence[Replica
                        min_resources=min_resources, schedule_timeout_seconds=policy.schedule_timeout_seconds)
 
 
-# --- priority classes ----------------------------------------------------------------------------------------------
+# --- priority classes --------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 

@@ -179,7 +179,7 @@ def termination(pod: dict[str, Any], container: str) -> tuple[int, str] | None:
     return code, str((terminated_state(pod, container) or {}).get("finishedAt") or "")
 
 
-# --- a failed pod: restart it, or fail the job -------------------------------------------------------------
+# --- a failed pod: restart it, or fail the job -------------------------------------------------------------------
 
 def is_retryable_exit(exit_code: int | None) -> bool:
     """Whether a Failed pod whose main container exited with ``exit_code`` is restarted under ``ExitCode``.

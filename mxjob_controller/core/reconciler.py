@@ -1,34 +1,14 @@
-"""``ExitedWithCode``: one Normal event on the job per termination of a pod's framework container, as upstream
-names it ("Pod: <namespace>.<name> exited with code <code>").
-
-Recorded by the reconcile, from the pods the cache shows it (data flows informer → queue → reconcile → writes), once
-per termination: a pod is remembered by UID with the termination last reported (exit code and ``finishedAt``,
-``pod_status.termination``), so a resync or another change of the same pod reports nothing, and a container that
-restarted and exited again is reported again.
-
-The first look at a job in this process (after a start or a leader change) records what it sees without a word:
-those exits happened before this controller watched, and were reported by the one that did (training-operator
-re-emitted them on every reconcile). Memory is bounded (least recently seen jobs and pods are forgotten first; a
-forgotten job is looked at afresh, so an exit is never reported twice, at worst not at all).
-
-Carrying out the restarts a status write recorded: delete each pod whose restart is due (the child sync creates
-its replacement, under the same name, once the deletion is observed). Thin I/O around :mod:`restarts`.
-
-Each deletion is preconditioned on the pod's UID and guarded by expectations (``ChildControl.delete``); a pod
-whose node is gone (phase Unknown) is deleted with grace 0. All due pods go at once; the first error is returned
-for the caller to raise, so the job is retried with back-off and the restart, still recorded in its status, is
-attempted again without being counted twice.
-
-Reconcile one job: level-triggered, from the informer caches; the work queue guarantees one job is never on two
+"""Reconcile one job (Kubeflow's model; :class:`ReconcilerBase` holds the prologue GenericJob's reconciler
+shares): level-triggered, from the informer caches; the work queue guarantees one job is never on two
 threads at once.
 
     job gone                  → forget its expectations
-    managed by another        → nothing at all: no write of any kind (``runPolicy.managedBy``, core/managed_by.py)
+    managed by another        → nothing at all: no write of any kind (``runPolicy.managedBy``, core/framework.py)
     being deleted             → nothing (the garbage collector removes its children)
     (from here on, every pass)  one ``ExitedWithCode`` event per pod termination not reported yet
-                                (core/exit_reports.py)
+                                (:class:`ExitReports`)
     invalid                   → ``Failed`` (``<Kind>FailedValidation``, every field error), one Warning event, no
-                                pods, no retry; a fixed spec undoes it (core/validation_failure.py)
+                                pods, no retry; a fixed spec undoes it (core/job_status.py)
     Succeeded or Failed       → clean up per ``cleanPodPolicy``, then ``ttlSecondsAfterFinished`` deletes the job
                                 (core/finished_jobs.py); with gang scheduling its PodGroup is deleted, once (a
                                 failed delete is retried with back-off, and does not hold the cleanup back)
@@ -41,7 +21,7 @@ threads at once.
                                 name held by an object the job does not control. The failure policy
                                 (core/failure_policy.py: restarts, backoffLimit, activeDeadlineSeconds) is part of
                                 that status; after the write, the restarts it recorded are carried out
-                                (core/restart_actions.py), a job it finished is cleaned up at once, and the next due
+                                (:func:`delete_due`), a job it finished is cleaned up at once, and the next due
                                 time (a restart, an Unknown pod's timeout, the deadline) is a delayed requeue.
 
 A failed write re-raises after the status is written, so the controller requeues the job with back-off; a blocked
@@ -50,6 +30,28 @@ name requeues it after ``blocked_retry`` seconds (the object holding the name is
 Hot path: a pass parses its job once (:class:`ParsedJob`; again only for a job re-read after a write conflict) and
 computes the status once (the status that decides whether to create pods is the one written, unless a name was
 blocked meanwhile); the failure policy judges with the exact time, the status stores whole seconds.
+
+``ExitedWithCode`` is one Normal event on the job per termination of a pod's framework container, as upstream
+names it ("Pod: <namespace>.<name> exited with code <code>").
+
+Recorded by the reconcile, from the pods the cache shows it (data flows informer → queue → reconcile → writes), once
+per termination: a pod is remembered by UID with the termination last reported (exit code and ``finishedAt``,
+``pods.termination``), so a resync or another change of the same pod reports nothing, and a container that
+restarted and exited again is reported again.
+
+The first look at a job in this process (after a start or a leader change) records what it sees without a word:
+those exits happened before this controller watched, and were reported by the one that did (training-operator
+re-emitted them on every reconcile). Memory is bounded (least recently seen jobs and pods are forgotten first; a
+forgotten job is looked at afresh, so an exit is never reported twice, at worst not at all).
+
+The restarts a status write recorded are carried out by deleting each pod whose restart is due (the child sync creates
+its replacement, under the same name, once the deletion is observed). Thin I/O around the restart plan
+(core/failure_policy.py).
+
+Each deletion is preconditioned on the pod's UID and guarded by expectations (``ChildControl.delete``); a pod
+whose node is gone (phase Unknown) is deleted with grace 0. All due pods go at once; the first error is returned
+for the caller to raise, so the job is retried with back-off and the restart, still recorded in its status, is
+attempted again without being counted twice.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ from mxjob_controller.core.failure_policy import (
 )
 from mxjob_controller.core.finished_jobs import FinishedJobs
 from mxjob_controller.core.framework import (
+    DEFAULT_MAX_JOBS,
     Framework,
     JobContext,
     JobSpec,
@@ -116,10 +119,9 @@ from mxjob_controller.runtime.controller import DONE, Result, after_failed_write
 from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
 from mxjob_controller.runtime.expectations import ControllerExpectations
 
-# --- exit reports --------------------------------------------------------------------------------------------------
+# --- exit reports -------------------------------------------------------------------------------------------------
 
 EXITED_WITH_CODE = "ExitedWithCode"
-DEFAULT_MAX_JOBS = 4096
 DEFAULT_MAX_PODS = 65536
 
 
@@ -159,7 +161,7 @@ class ExitReports:
         return len(fresh)
 
 
-# --- restart actions -----------------------------------------------------------------------------------------------
+# --- restart actions ---------------------------------------------------------------------------------------------
 
 def delete_due(ctx: JobContext, control: ChildControl, pool: WritePool, due: Sequence[DueRestart], *,
                timeout: float, within: Slice = UNBOUNDED) -> SlowStartOutcome:
@@ -174,7 +176,7 @@ def delete_due(ctx: JobContext, control: ChildControl, pool: WritePool, due: Seq
     return slow_start(tasks, pool, timeout=timeout, initial_batch=len(tasks), within=within)
 
 
-# --- reconciler ----------------------------------------------------------------------------------------------------
+# --- reconciler --------------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +207,7 @@ class ReconcilerOptions:
     blocked_retry: float = 30.0    # seconds before re-checking a name held by an object the job does not control
     status_attempts: int = 5       # status writes tried (re-reading the job after each conflict)
     write_timeout: float = 120.0   # longest wait for one batch of child writes
-    # One pass's child writes (core/slow_start.py): at most slice_writes, in batches of at most slice_batch, none
+    # One pass's child writes (core/child_writes.py): at most slice_writes, in batches of at most slice_batch, none
     # started after slice_seconds; the rest wait for the next pass, next_slice seconds later at the latest, so a
     # large job is created in steps while other jobs get their turn (kube's ReplicaSet: 500 per sync).
     slice_writes: int = 500
@@ -411,7 +413,7 @@ class JobReconciler(ReconcilerBase):
             raise error
         return Result.after(self.options.next_slice) if deleted.deferred else DONE
 
-    # --- status -----------------------------------------------------------------------------------------
+    # --- status ---------------------------------------------------------------------------------------------------
 
     def _desired(self, parsed: ParsedJob, pods: Sequence[dict[str, Any]],
                  blocked: Sequence[tuple[str, str]] | None, at: float, job: dict[str, Any]) -> dict[str, Any] | None:
@@ -444,7 +446,7 @@ class JobReconciler(ReconcilerBase):
                            restarting=restarting_message(kind, spec.name, plan.new_restarts) if plan.restarting else "",
                            fields=plan.status_fields())
 
-    # --- failure policy, finished and invalid jobs (issue 9) ---------------------------------------------
+    # --- failure policy, finished and invalid jobs (issue 9) ------------------------------------------------------
 
     def _policy(self, spec: JobSpec, children: Children, status: dict[str, Any], now: float) -> PolicyOutcome:
         types = self.framework.replica_types(spec)

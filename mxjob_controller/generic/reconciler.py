@@ -85,7 +85,7 @@ class GenericJobReconciler(ReconcilerBase):
                  expectations: ControllerExpectations, recorder: EventRecorder, metrics: JobMetrics, pool: WritePool,
                  options: ReconcilerOptions | None = None, wall: Callable[[], float] = time.time,
                  gang: GangScheduling | None = None, contended: Callable[[], bool] = lambda: True) -> None:
-        """The same signature as ``core.reconciler.JobReconciler`` (``gang`` is never given: see
+        """The same signature as ``core.reconciler.ReconcilerBase`` (``gang`` is never given: see
         :attr:`uses_gang_scheduler`)."""
         super().__init__(framework, client, caches, expectations, recorder, metrics, pool, options, wall, gang,
                          contended)
