@@ -13,8 +13,8 @@ from mxjob_controller.core.child_sync import classify
 from mxjob_controller.core.failure_policy import container_restarts, ran_for
 from mxjob_controller.core.finished_jobs import cleanup_plan
 from mxjob_controller.core.handlers import pod_cache_view, service_cache_view
+from mxjob_controller.core.job_status import exit_message
 from mxjob_controller.core.pods import failure_of, replica_state, termination
-from mxjob_controller.core.reconciler import exit_message
 from mxjob_controller.runtime.cache_keys import controller_uid_index, object_key
 
 UID = "job-uid"

@@ -1,6 +1,6 @@
 """Every write of a job's children: what is created (pure builders), the writes themselves (create, delete, adopt;
 guarded by expectations, reported as events), their slow-start batches in slices, and the bounded thread pool
-they run on.
+they run on; and the deletions that carry out due restarts.
 
 A job creates one pod and one headless service per replica. The pod is the replica's template (already wired by the
 framework) with: the child name, the template's labels with the controller's labels on top (controller keys win),
@@ -38,11 +38,21 @@ that cannot come; a successful one is lowered by the informer event it causes.
 - Delete: preconditioned on the child's UID, so a newer object of the same name is never deleted by mistake;
   ``SuccessfulDelete<Kind>`` / ``FailedDelete<Kind>``. An object already gone, or already being deleted, is done.
 - Adopt: a child the old operator made (legacy labels only, our job as controller) gets our labels patched in.
+
+The restarts a status write recorded are carried out by deleting each pod whose restart is due (the child sync
+creates its replacement, under the same name, once the deletion is observed). Thin I/O around the restart plan
+(core/failure_policy.py).
+
+Each deletion is preconditioned on the pod's UID and guarded by expectations (``ChildControl.delete``); a pod
+whose node is gone (phase Unknown) is deleted with grace 0. All due pods go at once; the first error is returned
+for the caller to raise, so the job is retried with back-off and the restart, still recorded in its status, is
+attempted again without being counted twice.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import math
 import queue
@@ -52,6 +62,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mxjob_controller.core.failure_policy import DueRestart
 from mxjob_controller.core.framework import JobContext
 from mxjob_controller.core.job_vocabulary import is_controlled_by, missing_labels, needs_adoption
 from mxjob_controller.core.pods import is_deleting, pod_restart_policy
@@ -461,3 +472,18 @@ class ChildControl:
             raise
         log.info("adopted %s %s: labels %s added", kind.noun, meta.get("name"), ", ".join(sorted(patch)),
                  extra=extra)
+
+
+# --- restart actions ---------------------------------------------------------------------------------------------
+
+def delete_due(ctx: JobContext, control: ChildControl, pool: WritePool, due: Sequence[DueRestart], *,
+               timeout: float, within: Slice = UNBOUNDED) -> SlowStartOutcome:
+    """Delete the pods of ``due``, as much as ``within`` allows (``deferred`` are left for the next pass)."""
+    tasks: list[Callable[[], Any]] = [
+        functools.partial(control.delete, ctx, POD, restart.pod, restart.replica_type,
+                          ctx.extra(restart.replica_type, restart.index),
+                          "restart: its node is gone" if restart.force else "restart", force=restart.force)
+        for restart in due]
+    if not tasks:
+        return SlowStartOutcome()
+    return slow_start(tasks, pool, timeout=timeout, initial_batch=len(tasks), within=within)

@@ -1,5 +1,6 @@
 """The job status the controller writes: computed from the status it read and what the replicas show (pure), the
-events its transitions are announced with, and the conditional write itself (I/O, below).
+events its transitions are announced with, the conditional write itself (I/O, below), and the ``ExitedWithCode``
+events that report what the replicas' pods did.
 
 - The first write carries ``Created`` (``<Kind>Created``, "<Kind> <name> is created.") and ``startTime``.
 - Replica counts are rewritten every time (the framework decides their shape on the wire).
@@ -50,6 +51,19 @@ events of the pods created in the same reconcile have queued the job again. Comp
 send a second PATCH that the server refuses (409) and a retry; :meth:`StatusWriter.freshest` hands the reconciler
 the object the last write stored while the cache still shows an older resourceVersion of it (client-go's
 ``MutationCache`` idea). Any other resourceVersion in the cache (our write, or a later change by anyone) wins.
+
+``ExitedWithCode`` is one Normal event on the job per termination of a pod's framework container, as upstream
+names it ("Pod: <namespace>.<name> exited with code <code>").
+
+Recorded by the reconcile, from the pods the cache shows it (data flows informer → queue → reconcile → writes), once
+per termination: a pod is remembered by UID with the termination last reported (exit code and ``finishedAt``,
+``pods.termination``), so a resync or another change of the same pod reports nothing, and a container that
+restarted and exited again is reported again.
+
+The first look at a job in this process (after a start or a leader change) records what it sees without a word:
+those exits happened before this controller watched, and were reported by the one that did (training-operator
+re-emitted them on every reconcile). Memory is bounded (least recently seen jobs and pods are forgotten first; a
+forgotten job is looked at afresh, so an exit is never reported twice, at worst not at all).
 """
 
 from __future__ import annotations
@@ -61,17 +75,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cachetools import LRUCache
+
 from mxjob_controller.core import job_vocabulary as cond
-from mxjob_controller.core.framework import Verdict
+from mxjob_controller.core.framework import DEFAULT_MAX_JOBS, Verdict
 from mxjob_controller.core.job_vocabulary import ReplicaCounts
-from mxjob_controller.core.pods import PodFailure
+from mxjob_controller.core.pods import PodFailure, termination
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kube.patch.merge import create_merge_patch
 from mxjob_controller.kube.timefmt import parse_time
 from mxjob_controller.runtime.cache_keys import object_key
 from mxjob_controller.runtime.client import Client, Conflict, NotFound, Resource, ServerError
-from mxjob_controller.runtime.events import NORMAL, WARNING
+from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
 
 # --- validation failure -------------------------------------------------------------------------------------------
 
@@ -371,3 +387,45 @@ class StatusWriter:
             self._remember(object_key(job), job, stored)   # the key the work queue and freshest() use
             return StatusWrite(before, stored.get("status") or {}, stored, written=True)
         raise AssertionError("unreachable")  # the loop returns or raises on its last attempt
+
+
+# --- exit reports -------------------------------------------------------------------------------------------------
+
+EXITED_WITH_CODE = "ExitedWithCode"
+DEFAULT_MAX_PODS = 65536
+
+
+def exit_message(pod: dict[str, Any], code: int) -> str:
+    meta = pod.get("metadata") or {}
+    return f"Pod: {meta.get('namespace')}.{meta.get('name')} exited with code {code}"
+
+
+class ExitReports:
+    """Thread-safe: reconciles of different jobs call it at once (one job is never on two threads)."""
+
+    def __init__(self, recorder: EventRecorder, container: str, *, max_jobs: int = DEFAULT_MAX_JOBS,
+                 max_pods: int = DEFAULT_MAX_PODS) -> None:
+        self.recorder = recorder
+        self.container = container
+        self._jobs: LRUCache[str, bool] = LRUCache(maxsize=max_jobs)                  # job UIDs looked at
+        self._reported: LRUCache[str, tuple[int, str]] = LRUCache(maxsize=max_pods)   # pod UID → termination
+        self._lock = threading.Lock()
+
+    def report(self, job: ObjectReference, pods: Sequence[dict[str, Any]]) -> int:
+        """Record an event for every termination among ``pods`` (the job's, from the cache) not reported yet; how
+        many were recorded."""
+        fresh: list[tuple[dict[str, Any], int]] = []
+        with self._lock:
+            first_look = self._jobs.get(job.uid) is None
+            self._jobs[job.uid] = True
+            for pod in pods:
+                exited = termination(pod, self.container)
+                uid = (pod.get("metadata") or {}).get("uid") or ""
+                if exited is None or not uid or self._reported.get(uid) == exited:
+                    continue
+                self._reported[uid] = exited
+                if not first_look:
+                    fresh.append((pod, exited[0]))
+        for pod, code in fresh:
+            self.recorder.event(job, NORMAL, EXITED_WITH_CODE, exit_message(pod, code))
+        return len(fresh)

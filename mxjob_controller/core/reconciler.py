@@ -6,7 +6,7 @@ threads at once.
     managed by another        → nothing at all: no write of any kind (``runPolicy.managedBy``, core/framework.py)
     being deleted             → nothing (the garbage collector removes its children)
     (from here on, every pass)  one ``ExitedWithCode`` event per pod termination not reported yet
-                                (:class:`ExitReports`)
+                                (core/job_status.py)
     invalid                   → ``Failed`` (``<Kind>FailedValidation``, every field error), one Warning event, no
                                 pods, no retry; a fixed spec undoes it (core/job_status.py)
     Succeeded or Failed       → clean up per ``cleanPodPolicy``, then ``ttlSecondsAfterFinished`` deletes the job
@@ -21,7 +21,7 @@ threads at once.
                                 name held by an object the job does not control. The failure policy
                                 (core/failure_policy.py: restarts, backoffLimit, activeDeadlineSeconds) is part of
                                 that status; after the write, the restarts it recorded are carried out
-                                (:func:`delete_due`), a job it finished is cleaned up at once, and the next due
+                                (core/child_writes.py), a job it finished is cleaned up at once, and the next due
                                 time (a restart, an Unknown pod's timeout, the deadline) is a delayed requeue.
 
 A failed write re-raises after the status is written, so the controller requeues the job with back-off; a blocked
@@ -30,56 +30,27 @@ name requeues it after ``blocked_retry`` seconds (the object holding the name is
 Hot path: a pass parses its job once (:class:`ParsedJob`; again only for a job re-read after a write conflict) and
 computes the status once (the status that decides whether to create pods is the one written, unless a name was
 blocked meanwhile); the failure policy judges with the exact time, the status stores whole seconds.
-
-``ExitedWithCode`` is one Normal event on the job per termination of a pod's framework container, as upstream
-names it ("Pod: <namespace>.<name> exited with code <code>").
-
-Recorded by the reconcile, from the pods the cache shows it (data flows informer → queue → reconcile → writes), once
-per termination: a pod is remembered by UID with the termination last reported (exit code and ``finishedAt``,
-``pods.termination``), so a resync or another change of the same pod reports nothing, and a container that
-restarted and exited again is reported again.
-
-The first look at a job in this process (after a start or a leader change) records what it sees without a word:
-those exits happened before this controller watched, and were reported by the one that did (training-operator
-re-emitted them on every reconcile). Memory is bounded (least recently seen jobs and pods are forgotten first; a
-forgotten job is looked at afresh, so an exit is never reported twice, at worst not at all).
-
-The restarts a status write recorded are carried out by deleting each pod whose restart is due (the child sync creates
-its replacement, under the same name, once the deletion is observed). Thin I/O around the restart plan
-(core/failure_policy.py).
-
-Each deletion is preconditioned on the pod's UID and guarded by expectations (``ChildControl.delete``); a pod
-whose node is gone (phase Unknown) is deleted with grace 0. All due pods go at once; the first error is returned
-for the caller to raise, so the job is retried with back-off and the restart, still recorded in its status, is
-attempted again without being counted twice.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cachetools import LRUCache
-
 from mxjob_controller.core import job_vocabulary as cond
 from mxjob_controller.core import suspend
 from mxjob_controller.core.child_sync import Children, ChildSync, classify
 from mxjob_controller.core.child_writes import (
-    POD,
-    UNBOUNDED,
     ChildControl,
     Slice,
-    SlowStartOutcome,
     WritePool,
-    slow_start,
+    delete_due,
 )
 from mxjob_controller.core.failure_policy import (
-    DueRestart,
     PolicyOutcome,
     evaluate,
     forget_pods,
@@ -88,7 +59,6 @@ from mxjob_controller.core.failure_policy import (
 )
 from mxjob_controller.core.finished_jobs import FinishedJobs
 from mxjob_controller.core.framework import (
-    DEFAULT_MAX_JOBS,
     Framework,
     JobContext,
     JobSpec,
@@ -99,6 +69,7 @@ from mxjob_controller.core.framework import (
 from mxjob_controller.core.gang import GangScheduling
 from mxjob_controller.core.handlers import JobCaches
 from mxjob_controller.core.job_status import (
+    ExitReports,
     StatusWrite,
     StatusWriter,
     failed_validation,
@@ -111,70 +82,13 @@ from mxjob_controller.core.job_status import (
     without_validation_failure,
 )
 from mxjob_controller.core.metrics import JobMetrics
-from mxjob_controller.core.pods import replica_state, termination
+from mxjob_controller.core.pods import replica_state
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.timefmt import rfc3339
 from mxjob_controller.runtime.client import Client
 from mxjob_controller.runtime.controller import DONE, Result, after_failed_write, requeue_in, soonest
-from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
+from mxjob_controller.runtime.events import WARNING, EventRecorder, ObjectReference
 from mxjob_controller.runtime.expectations import ControllerExpectations
-
-# --- exit reports -------------------------------------------------------------------------------------------------
-
-EXITED_WITH_CODE = "ExitedWithCode"
-DEFAULT_MAX_PODS = 65536
-
-
-def exit_message(pod: dict[str, Any], code: int) -> str:
-    meta = pod.get("metadata") or {}
-    return f"Pod: {meta.get('namespace')}.{meta.get('name')} exited with code {code}"
-
-
-class ExitReports:
-    """Thread-safe: reconciles of different jobs call it at once (one job is never on two threads)."""
-
-    def __init__(self, recorder: EventRecorder, container: str, *, max_jobs: int = DEFAULT_MAX_JOBS,
-                 max_pods: int = DEFAULT_MAX_PODS) -> None:
-        self.recorder = recorder
-        self.container = container
-        self._jobs: LRUCache[str, bool] = LRUCache(maxsize=max_jobs)                  # job UIDs looked at
-        self._reported: LRUCache[str, tuple[int, str]] = LRUCache(maxsize=max_pods)   # pod UID → termination
-        self._lock = threading.Lock()
-
-    def report(self, job: ObjectReference, pods: Sequence[dict[str, Any]]) -> int:
-        """Record an event for every termination among ``pods`` (the job's, from the cache) not reported yet; how
-        many were recorded."""
-        fresh: list[tuple[dict[str, Any], int]] = []
-        with self._lock:
-            first_look = self._jobs.get(job.uid) is None
-            self._jobs[job.uid] = True
-            for pod in pods:
-                exited = termination(pod, self.container)
-                uid = (pod.get("metadata") or {}).get("uid") or ""
-                if exited is None or not uid or self._reported.get(uid) == exited:
-                    continue
-                self._reported[uid] = exited
-                if not first_look:
-                    fresh.append((pod, exited[0]))
-        for pod, code in fresh:
-            self.recorder.event(job, NORMAL, EXITED_WITH_CODE, exit_message(pod, code))
-        return len(fresh)
-
-
-# --- restart actions ---------------------------------------------------------------------------------------------
-
-def delete_due(ctx: JobContext, control: ChildControl, pool: WritePool, due: Sequence[DueRestart], *,
-               timeout: float, within: Slice = UNBOUNDED) -> SlowStartOutcome:
-    """Delete the pods of ``due``, as much as ``within`` allows (``deferred`` are left for the next pass)."""
-    tasks: list[Callable[[], Any]] = [
-        functools.partial(control.delete, ctx, POD, restart.pod, restart.replica_type,
-                          ctx.extra(restart.replica_type, restart.index),
-                          "restart: its node is gone" if restart.force else "restart", force=restart.force)
-        for restart in due]
-    if not tasks:
-        return SlowStartOutcome()
-    return slow_start(tasks, pool, timeout=timeout, initial_batch=len(tasks), within=within)
-
 
 # --- reconciler --------------------------------------------------------------------------------------------------
 

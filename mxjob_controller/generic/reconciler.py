@@ -230,8 +230,7 @@ class GenericJobReconciler(ReconcilerBase):
     def _pause(self, ctx: JobContext, pods: Sequence[dict[str, Any]], extra: dict[str, Any]) -> Result:
         """Delete every pod of the job (its Services stay, for the resume), then say so in the status."""
         doomed = [(rtype, pod) for rtype, by_rank in self._kept(ctx.spec, pods).items() for pod in by_rank.values()]
-        deleted = self._delete_pods(ctx, doomed, "the job is paused",
-                                    self._slice(ctx))
+        deleted = self._delete_pods(ctx, doomed, "the job is paused", self._slice(ctx))
         self._write_status(ctx, pods, (), extra)
         if deleted.error is not None:
             return after_failed_write(deleted.error, len(deleted.results), self.options.retry_after_progress, extra)
