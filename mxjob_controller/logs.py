@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-#: The structured context fields, in the order they appear (``core.job_context.JobContext.extra`` fills them).
+#: The structured context fields, in the order they appear (``core.framework.JobContext.extra`` fills them).
 CONTEXT_FIELDS = ("job_namespace", "job_name", "job_uid", "replica_type", "replica_index", "key", "controller")
 LEVELS = ("debug", "info", "warning", "error")
 REDACTED = "<redacted>"

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from mxjob_controller.cli.local import packaged_crds
-from mxjob_controller.core.exit_codes import RETRYABLE_EXIT_CODES
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
+from mxjob_controller.core.pods import RETRYABLE_EXIT_CODES
 from mxjob_controller.frameworks import all_crds, crd_files
 from mxjob_controller.generic.crd import genericjob_crd
 from mxjob_controller.kube.k8s_schemas import schema_version
@@ -199,7 +199,7 @@ def test_status_schema_carries_both_replica_status_maps() -> None:
 
 
 def test_replica_spec_docs_state_the_rules_the_controller_follows() -> None:
-    """What ``kubectl explain mxjob.spec.mxReplicaSpecs`` shows: the ExitCode table of core/exit_codes.py (it once
+    """What ``kubectl explain mxjob.spec.mxReplicaSpecs`` shows: the ExitCode table of core/pods.py (it once
     said 128-255, which the controller never did) and the replica limits the schema enforces."""
     for version in mxjob_crd()["spec"]["versions"]:
         replica = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["mxReplicaSpecs"][

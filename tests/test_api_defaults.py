@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core.managed_by import managed_elsewhere
+from mxjob_controller.core.framework import managed_elsewhere
 from mxjob_controller.kubeflow_api.constants import MANAGED_BY_OURS
 from mxjob_controller.kubeflow_api.status import ReplicaCounts, condition
 from mxjob_controller.mxnet.api import apply_defaults, mxjob_replica_counts, parse_job, with_mxjob_replica_counts

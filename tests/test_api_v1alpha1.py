@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core import validation_failure
-from mxjob_controller.core.labels import child_name
+from mxjob_controller.core import job_status as validation_failure
+from mxjob_controller.core.job_vocabulary import child_name
 from mxjob_controller.kubeflow_api.crd_schema import structural, structural_problems
 from mxjob_controller.mxnet import crd, v1alpha1
 from mxjob_controller.mxnet.api import parse_job, validate_job

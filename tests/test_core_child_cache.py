@@ -1,4 +1,4 @@
-"""The cached views of pods and services (core/child_cache.py): everything the core reads survives the transform,
+"""The cached views of pods and services (core/handlers.py): everything the core reads survives the transform,
 so every decision over the views equals the decision over the whole objects; what nobody reads is gone."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core import labels as lb
-from mxjob_controller.core.child_cache import pod_cache_view, service_cache_view
-from mxjob_controller.core.children import classify
-from mxjob_controller.core.cleanup import cleanup_plan
-from mxjob_controller.core.exit_reports import exit_message
-from mxjob_controller.core.pod_status import failure_of, replica_state, termination
-from mxjob_controller.core.restarts import container_restarts, ran_for
+from mxjob_controller.core import job_vocabulary as lb
+from mxjob_controller.core.child_sync import classify
+from mxjob_controller.core.failure_policy import container_restarts, ran_for
+from mxjob_controller.core.finished_jobs import cleanup_plan
+from mxjob_controller.core.handlers import pod_cache_view, service_cache_view
+from mxjob_controller.core.job_status import exit_message
+from mxjob_controller.core.pods import failure_of, replica_state, termination
 from mxjob_controller.runtime.cache_keys import controller_uid_index, object_key
 
 UID = "job-uid"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core import labels as lb
-from mxjob_controller.core.child_builders import build_pod, build_service, pod_restart_policy
-from mxjob_controller.core.children import DUPLICATE, OUT_OF_RANGE, UNKNOWN_TYPE, classify
-from mxjob_controller.core.ownership import api_group, controller_reference, controller_uid, is_controlled_by
+from mxjob_controller.core import job_vocabulary as lb
+from mxjob_controller.core.child_sync import DUPLICATE, OUT_OF_RANGE, UNKNOWN_TYPE, classify
+from mxjob_controller.core.child_writes import build_pod, build_service, pod_restart_policy
+from mxjob_controller.core.job_vocabulary import api_group, controller_reference, controller_uid, is_controlled_by
 
 UID = "job-uid"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core import conditions as c
+from mxjob_controller.core import job_vocabulary as c
 
 T0, T1 = "2024-01-01T00:00:00Z", "2024-01-01T00:05:00Z"
 

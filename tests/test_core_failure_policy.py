@@ -8,29 +8,39 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core.backoff import DEFAULT_CRASH_LOOP, CrashLoopBackoff, past_backoff_limit
-from mxjob_controller.core.cleanup import cleanup_plan
-from mxjob_controller.core.deadlines import deadline_at
-from mxjob_controller.core.exit_codes import is_retryable_exit
-from mxjob_controller.core.failure_policy import evaluate, with_lost_replicas
-from mxjob_controller.core.framework import Verdict
-from mxjob_controller.core.job_status import next_status
-from mxjob_controller.core.pod_status import PodFailure, ReplicaState, fails_the_job
-from mxjob_controller.core.restarts import (
+from mxjob_controller.core.failure_policy import (
+    DEFAULT_CRASH_LOOP,
+    CrashLoopBackoff,
     ReplicaRecord,
     ReplicaSlot,
     RestartPlan,
     container_restarts,
+    deadline_at,
+    evaluate,
     forget_pods,
+    past_backoff_limit,
     plan_restarts,
     read_history,
+    with_lost_replicas,
 )
-from mxjob_controller.core.ttl import TTLAction, ttl_decision
-from mxjob_controller.core.validation_failure import (
+from mxjob_controller.core.finished_jobs import TTLAction, cleanup_plan, ttl_decision
+from mxjob_controller.core.framework import Verdict
+from mxjob_controller.core.job_status import (
     aggregate,
     failed_validation,
     invalid_status,
+    next_status,
     without_validation_failure,
+)
+from mxjob_controller.core.pods import (
+    FAIL_JOB,
+    RESTART,
+    FailedPodOutcome,
+    PodFailure,
+    ReplicaState,
+    failed_pod_outcome,
+    is_retryable_exit,
+    replica_state,
 )
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
@@ -99,7 +109,20 @@ def test_permanent_exits_include_128_and_139(code: int) -> None:
     ("Never", pod(phase="Running"), False),
 ])
 def test_which_failed_pods_fail_the_job(policy: str, obj: dict, fails: bool) -> None:
-    assert fails_the_job(policy, obj, "mxnet") is fails
+    assert bool(replica_state({0: obj}, "worker", policy, "mxnet").failures) is fails
+
+
+@pytest.mark.parametrize(("policy", "obj", "outcome"), [
+    ("ExitCode", pod(phase="Failed", exit_code=1), FAIL_JOB),
+    ("ExitCode", pod(phase="Failed", exit_code=137), RESTART),
+    ("ExitCode", evicted(), RESTART),
+    ("Never", evicted(), FAIL_JOB),
+    ("OnFailure", pod(phase="Failed", exit_code=1), RESTART),
+    ("Always", evicted(), RESTART),
+])
+def test_one_decision_restarts_a_failed_pod_or_fails_the_job(policy: str, obj: dict,
+                                                              outcome: FailedPodOutcome) -> None:
+    assert failed_pod_outcome(policy, obj, "mxnet") is outcome
 
 
 # --- crash-loop back-off and backoffLimit ----------------------------------------------------------------

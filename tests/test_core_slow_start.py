@@ -8,8 +8,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from mxjob_controller.core.slow_start import Slice, batch_cap_for_budget, slow_start, slow_start_lanes
-from mxjob_controller.core.write_pool import PoolStoppedError, WritePool
+from mxjob_controller.core.child_writes import (
+    PoolStoppedError,
+    Slice,
+    WritePool,
+    batch_cap_for_budget,
+    slow_start,
+    slow_start_lanes,
+)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from mxjob_controller.core.framework import Verdict
 from mxjob_controller.core.job_status import failure_message, next_status
-from mxjob_controller.core.pod_status import PodFailure, count_pods, failure_of, replica_state, termination
+from mxjob_controller.core.pods import PodFailure, count_pods, failure_of, replica_state, termination
 from mxjob_controller.kubeflow_api.status import ReplicaCounts
 from mxjob_controller.mxnet.api import with_mxjob_replica_counts
 

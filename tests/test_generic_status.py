@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core.pod_status import exit_code
+from mxjob_controller.core.pods import exit_code
 from mxjob_controller.generic.api import GenericJobView
 from mxjob_controller.generic.status import (
     aggregate_of,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core.pod_status import PodFailure, ReplicaState
+from mxjob_controller.core.pods import PodFailure, ReplicaState
 from mxjob_controller.kubeflow_api.status import ReplicaCounts
 from mxjob_controller.mxnet.api import JobView, parse_job
 from mxjob_controller.mxnet.status_rules import decide, deciding_type

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core.status_writer import StatusWriter
+from mxjob_controller.core.job_status import StatusWriter
 from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import MXJobController

@@ -607,7 +607,7 @@ def test_only_a_controller_reference_that_is_boolean_true_controls():
         assert controller_ref(owned(not_true)) is None
     assert controller_uid_index({"metadata": {"name": "p"}}) == []
 
-    from mxjob_controller.core import ownership
+    from mxjob_controller.core import job_vocabulary as ownership
     assert ownership.controller_ref is controller_ref
     assert ownership.is_controlled_by(owned(True), "u1") and not ownership.is_controlled_by(owned("true"), "u1")
 

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mxjob_controller.core.common_types import ReplicaCounts
-from mxjob_controller.core.labels import replica_labels
+from mxjob_controller.core.job_vocabulary import ReplicaCounts, replica_labels
 from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.kube.k8s_schemas import schema_version
 from mxjob_controller.kubeflow_api.crd_schema import structural_problems

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mxjob_controller.core.common_types import ReplicaCounts
-from mxjob_controller.core.pod_status import PodFailure, ReplicaState
+from mxjob_controller.core.job_vocabulary import ReplicaCounts
+from mxjob_controller.core.pods import PodFailure, ReplicaState
 from mxjob_controller.tensorflow.status_rules import decide, deciding_types
 from tests.tensorflow_support import tfjob, view
 

@@ -2,7 +2,7 @@
 
 - memory  RSS growth of a fresh process holding N of the controller's pods (as the embedded API server stores them,
           reported Running), per byte of their JSON: the plain dict cache (managedFields dropped: the controller
-          before issue 17), the transformed cache (``core/child_cache.py``: what the controller keeps now), and the
+          before issue 17), the transformed cache (``core/handlers.py``: what the controller keeps now), and the
           ``kubernetes`` client's ``V1Pod`` models
 - ingest  M watch events through the informer's real path (``WatchStream`` line splitting and decoding, the
           reflector, the controller's transform and index, the store, a no-op handler called inline as the
@@ -31,7 +31,7 @@ def controller_pods(count: int) -> list[dict[str, Any]]:
     API server (its defaults, uid, resourceVersion, timestamps) and then reported Running as a kubelet would."""
     from hack.bench.common import mxjob
     from mxjob_controller.core.child_sync import ChildSync
-    from mxjob_controller.core.job_context import JobContext
+    from mxjob_controller.core.framework import JobContext
     from mxjob_controller.kube.timefmt import now_rfc3339
     from mxjob_controller.local.apiserver.server import APIServer
     from mxjob_controller.mxnet.crd import mxjob_crd
@@ -65,7 +65,7 @@ _HOLD = r"""
 import gc, json, sys
 from hack.bench.common import rss_kib
 variant, path = sys.argv[1], sys.argv[2]
-from mxjob_controller.core.child_cache import pod_cache_view
+from mxjob_controller.core.handlers import pod_cache_view
 from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller_uid_index
 from mxjob_controller.runtime.cache_store import Indexer
 from mxjob_controller.runtime.informer import drop_managed_fields
@@ -114,7 +114,7 @@ def bench_memory(full: bool) -> Outcome:
     rows = [(f"{count} controller pods (1/4/16 jobs, Running), {json_bytes / count / 1024:.1f} KiB of JSON each", ""),
             ("  plain dict cache, managedFields dropped (before)", f"{per['dict']:.2f} B RSS per JSON byte  "
                                                                   f"({runs['dict']['rss_kib'] / 1024:.1f} MiB)"),
-            ("  transformed cache, fields read only (core/child_cache.py)",
+            ("  transformed cache, fields read only (core/handlers.py)",
              f"{per['transformed']:.2f} B RSS per JSON byte  ({runs['transformed']['rss_kib'] / 1024:.1f} MiB)"),
             ("  kubernetes client V1Pod models", f"{per['model']:.2f} B RSS per JSON byte  "
                                                  f"({runs['model']['rss_kib'] / 1024:.1f} MiB)"),
@@ -167,7 +167,7 @@ class _OneWatchClient:
 
 
 def bench_ingest(full: bool) -> Outcome:
-    from mxjob_controller.core.child_cache import pod_cache_view
+    from mxjob_controller.core.handlers import pod_cache_view
     from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller_uid_index
     from mxjob_controller.runtime.client import PODS
     from mxjob_controller.runtime.informer import SharedInformer

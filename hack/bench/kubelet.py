@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from hack.bench.common import NAMESPACE, client_for
-from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.core.child_writes import WritePool
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.runtime.client import PODS, ApiError
 from mxjob_controller.runtime.informer import SharedInformer

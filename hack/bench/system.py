@@ -78,7 +78,7 @@ class FloorDriver:
     def __init__(self, client: Any, *, workers: int, write_threads: int | None = None,
                  serial: bool = False, await_running: bool = False) -> None:
         from mxjob_controller.core.child_sync import ChildSync
-        from mxjob_controller.core.write_pool import WritePool
+        from mxjob_controller.core.child_writes import WritePool
         from mxjob_controller.mxnet.framework import MXNetFramework
 
         self.client = client
@@ -108,7 +108,7 @@ class FloorDriver:
 
     def on_pod(self, pod: dict[str, Any], *_: Any) -> None:
         """A pod informer's add/update handler: a running pod of a job's deciding type releases its Running."""
-        from mxjob_controller.core.labels import JOB_NAME, REPLICA_TYPE
+        from mxjob_controller.core.job_vocabulary import JOB_NAME, REPLICA_TYPE
 
         labels = (pod.get("metadata") or {}).get("labels") or {}
         if (pod.get("status") or {}).get("phase") != "Running" or labels.get(REPLICA_TYPE) != "scheduler":
@@ -159,8 +159,8 @@ class FloorDriver:
         return self.client.patch(MXJOBS, meta["name"], patch, meta["namespace"], subresource="status")
 
     def run_job(self, job: dict[str, Any]) -> None:
-        from mxjob_controller.core.child_control import POD, SERVICE
-        from mxjob_controller.core.job_context import JobContext
+        from mxjob_controller.core.child_writes import POD, SERVICE
+        from mxjob_controller.core.framework import JobContext
         from mxjob_controller.kube.timefmt import now_rfc3339
         from mxjob_controller.runtime.client import PODS, SERVICES
 
@@ -351,7 +351,7 @@ LARGE_REPEATS = 3   # each variant's figure is the median of this many runs, int
 
 
 def bench_large_job(full: bool) -> Outcome:
-    from mxjob_controller.core.slow_start import batch_cap_for_budget
+    from mxjob_controller.core.child_writes import batch_cap_for_budget
 
     latency = 0.005
     variants = ("controller", "one-at-a-time", "floor")

@@ -1,5 +1,16 @@
 """Bring a job's children to what its spec asks for: adopt, delete the surplus, create what is missing.
 
+Which child stands for which replica, and which are surplus, is the core of "diff desired vs actual". Pure: given
+the children a cache holds (pods or services) and the job's replica counts, :func:`classify` keeps only those whose
+controller reference carries the job's UID, reads their (type, index) from their labels, and sorts them:
+
+- ``kept``: one child per index ``< replicas`` (when an index has several, the one named ``<job>-<type>-<index>``
+  wins, then one not being deleted, then the oldest);
+- ``missing``: indices ``< replicas`` with no child (to create);
+- ``excess``: the other children of an index, children with an index ``>= replicas``, and children of a replica
+  type the job no longer has (to delete);
+- ``unindexed``: controlled children whose labels name no type and index (left alone: nothing says what they are).
+
 One pass, from the informer cache:
 
 1. adopt children the old operator made (legacy labels, our job as controller): our labels are patched in;
@@ -11,7 +22,7 @@ One pass, from the informer cache:
    quota, still sees one doomed pod); a failure stops the creations (the job is requeued with back-off by the
    caller). One log line per kind names what was created.
 
-All of it within one :class:`~mxjob_controller.core.slow_start.Slice` of writes (its first batch's worth always
+All of it within one :class:`~mxjob_controller.core.child_writes.Slice` of writes (its first batch's worth always
 goes, so a small job is created in one pass however slow the API is): what the slice leaves is counted in
 ``deferred`` (the caller comes back for it), and a cancelled slice (the job was deleted) stops at once, down to
 the writes already queued, which check before they go. A slow start begins at the number of children of that kind
@@ -27,20 +38,120 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from mxjob_controller.core.child_builders import build_pod, build_service, template_restart_policy
-from mxjob_controller.core.child_control import POD, SERVICE, ChildControl, ChildKind, Created
-from mxjob_controller.core.children import Children, classify
-from mxjob_controller.core.framework import Framework
-from mxjob_controller.core.job_context import JobContext
-from mxjob_controller.core.labels import child_name, needs_adoption, replica_labels, service_selector
-from mxjob_controller.core.once import OncePerGeneration
-from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start_lanes
-from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.core.child_writes import (
+    POD,
+    SERVICE,
+    UNBOUNDED,
+    ChildControl,
+    ChildKind,
+    Created,
+    Slice,
+    SlowStartOutcome,
+    WritePool,
+    build_pod,
+    build_service,
+    slow_start_lanes,
+    template_restart_policy,
+)
+from mxjob_controller.core.framework import Framework, JobContext, OncePerGeneration
+from mxjob_controller.core.job_vocabulary import (
+    child_name,
+    is_controlled_by,
+    needs_adoption,
+    replica_labels,
+    replica_of,
+    service_selector,
+)
+from mxjob_controller.core.pods import is_deleting
 from mxjob_controller.runtime.events import WARNING, EventRecorder
+
+# --- children -----------------------------------------------------------------------------------------------------
+
+OUT_OF_RANGE = "index out of range"
+DUPLICATE = "duplicate of its index"
+UNKNOWN_TYPE = "replica type not in the job"
+
+
+@dataclass(frozen=True, slots=True)
+class Excess:
+    obj: dict[str, Any]
+    replica_type: str   # as labelled (lower case) for unknown types, else canonical
+    index: int
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaChildren:
+    kept: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    missing: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Children:
+    by_type: Mapping[str, ReplicaChildren]   # canonical type → children, for every type of the job
+    excess: tuple[Excess, ...] = ()
+    unindexed: tuple[dict[str, Any], ...] = ()
+
+    def kept(self) -> Iterable[tuple[str, int, dict[str, Any]]]:
+        for rtype, children in self.by_type.items():
+            for index, obj in sorted(children.kept.items()):
+                yield rtype, index, obj
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return (obj.get("metadata") or {}).get("name") or ""
+
+
+def _preference(obj: dict[str, Any], expected_name: str) -> tuple[bool, bool, str, str]:
+    meta = obj.get("metadata") or {}
+    return (_name(obj) != expected_name, is_deleting(obj), meta.get("creationTimestamp") or "", _name(obj))
+
+
+def classify(objs: Iterable[dict[str, Any]], job_uid: str, job_name: str, replicas: Mapping[str, int]) -> Children:
+    """Sort ``objs`` (any children in the job's namespace) for the job with ``job_uid``; ``replicas`` maps each of
+    its canonical replica types to its replica count."""
+    canonical = {rtype.lower(): rtype for rtype in replicas}
+    grouped: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    excess: list[Excess] = []
+    unindexed: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for obj in objs:
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid") or _name(obj)
+        if uid in seen or not is_controlled_by(obj, job_uid):
+            continue
+        seen.add(uid)
+        found = replica_of(meta.get("labels"))
+        if found is None:
+            unindexed.append(obj)
+            continue
+        lowered, index = found
+        rtype = canonical.get(lowered)
+        if rtype is None:
+            excess.append(Excess(obj, lowered, index, UNKNOWN_TYPE))
+        elif index >= replicas[rtype]:
+            excess.append(Excess(obj, rtype, index, OUT_OF_RANGE))
+        else:
+            grouped.setdefault((rtype, index), []).append(obj)
+    by_type: dict[str, ReplicaChildren] = {}
+    for rtype, count in replicas.items():
+        kept: dict[int, dict[str, Any]] = {}
+        for index in range(count):
+            candidates = sorted(grouped.get((rtype, index), ()),
+                                key=lambda o, i=index: _preference(o, child_name(job_name, rtype, i)))
+            if candidates:
+                kept[index] = candidates[0]
+                excess.extend(Excess(o, rtype, index, DUPLICATE) for o in candidates[1:])
+        by_type[rtype] = ReplicaChildren(kept, tuple(i for i in range(count) if i not in kept))
+    excess.sort(key=lambda e: (e.replica_type, e.index, _name(e.obj)))
+    return Children(by_type, tuple(excess), tuple(unindexed))
+
+
+# --- child sync --------------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +225,7 @@ class ChildSync:
                           deferred=0 if budget.cancelled else budget.deferred, done=budget.done,
                           cancelled=budget.cancelled)
 
-    # --- planning ---------------------------------------------------------------------------------------
+    # --- planning -------------------------------------------------------------------------------------------------
 
     def _labels(self, ctx: JobContext, rtype: str, index: int, master: bool = False) -> dict[str, str]:
         return replica_labels(self.framework.operator_name, self.framework.group_label, ctx.name, rtype, index,

@@ -1,5 +1,6 @@
 """What happens to a job once its ``Succeeded`` or ``Failed`` condition is written: its children are cleaned up as
-``cleanPodPolicy`` says (:mod:`cleanup`), then ``ttlSecondsAfterFinished`` deletes the job itself (:mod:`ttl`).
+``cleanPodPolicy`` says (:func:`cleanup_plan`), then ``ttlSecondsAfterFinished`` deletes the job itself
+(:func:`ttl_decision`).
 
 Thin I/O around those pure decisions. Guarantees:
 
@@ -16,31 +17,121 @@ Thin I/O around those pure decisions. Guarantees:
   within an hour of its end; a process that (or whose predecessor) wrote it does not write it again. Cost: one
   LIST of the job's events of that reason, on the events client, per such job per process; nothing on later
   reconciles (the recorder remembers).
+
+``cleanPodPolicy`` selects, pure:
+
+- ``All``: every pod and every service of the job;
+- ``Running``: the pods still Running or Pending (a Pending pod would start later and hold its resources for
+  nothing), with their services (a pod and its service share a name), and the services of pods gone or going;
+- ``Unfinished`` (GenericJob's ``cleanUpPolicy``): as ``Running``, and also pods in phase Unknown (not finished
+  either: their node stopped reporting);
+- ``None``: nothing; the pods stay for their logs (training-operator ignored it when the backoff limit hit, #3419).
+
+Objects already being deleted are not selected again, and objects already gone are not in the cache: a finished
+job that was cleaned selects nothing, so a resync makes no API call and records no event (training-operator
+deleted them again on every resync, with error events, #997).
+
+``ttlSecondsAfterFinished`` (pure): the job is deleted ``ttl`` seconds after its ``status.completionTime`` (``0``:
+at once; unset: never; not while the job is suspended). A finished job without a completion time (written by an
+older controller, or removed by hand) gets one set to now rather than being dereferenced (kubeflow/common #170
+crashed the operator on it). A completion time in the future means the clocks disagree: the deletion waits for it,
+with a warning.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from mxjob_controller.core import conditions as cond
-from mxjob_controller.core.child_control import POD, SERVICE, ChildControl, ChildKind
-from mxjob_controller.core.cleanup import cleanup_plan
-from mxjob_controller.core.job_context import JobContext
-from mxjob_controller.core.labels import replica_of
+from mxjob_controller.core import job_vocabulary as cond
+from mxjob_controller.core.child_writes import (
+    POD,
+    SERVICE,
+    UNBOUNDED,
+    ChildControl,
+    ChildKind,
+    Slice,
+    SlowStartOutcome,
+    WritePool,
+    slow_start,
+)
+from mxjob_controller.core.framework import JobContext
+from mxjob_controller.core.job_status import ANNOUNCE_WINDOW, StatusWriter, terminal_event
+from mxjob_controller.core.job_vocabulary import replica_of
 from mxjob_controller.core.metrics import JobMetrics
-from mxjob_controller.core.requeue import after_failed_write, requeue_in
-from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start
-from mxjob_controller.core.status_writer import StatusWriter
-from mxjob_controller.core.transition_events import ANNOUNCE_WINDOW, terminal_event
-from mxjob_controller.core.ttl import TTLAction, ttl_decision
-from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.core.pods import PENDING, RUNNING, is_deleting, phase
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
 from mxjob_controller.runtime.client import Client, Conflict, NotFound
-from mxjob_controller.runtime.controller import DONE, Result
+from mxjob_controller.runtime.controller import DONE, Result, after_failed_write, requeue_in
 from mxjob_controller.runtime.events import NORMAL, EventRecorder
+
+# --- cleanup ------------------------------------------------------------------------------------------------------
+
+CLEAN_ALL, CLEAN_RUNNING, CLEAN_UNFINISHED, CLEAN_NONE = "All", "Running", "Unfinished", "None"
+_UNFINISHED_PHASES = {CLEAN_RUNNING: (RUNNING, PENDING), CLEAN_UNFINISHED: (RUNNING, PENDING, "Unknown")}
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupPlan:
+    pods: tuple[dict[str, Any], ...] = ()
+    services: tuple[dict[str, Any], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.pods or self.services)
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return (obj.get("metadata") or {}).get("name") or ""
+
+
+def cleanup_plan(policy: str, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]]) -> CleanupPlan:
+    """The children of a finished job to delete under ``policy`` (``pods`` and ``services``: the job's own)."""
+    if policy == CLEAN_NONE:
+        return CleanupPlan()
+    if policy == CLEAN_ALL:
+        doomed = [p for p in pods if not is_deleting(p)]
+    else:
+        unfinished = _UNFINISHED_PHASES.get(policy, _UNFINISHED_PHASES[CLEAN_RUNNING])
+        doomed = [p for p in pods if not is_deleting(p) and phase(p) in unfinished]
+    staying = {_name(p) for p in pods if not is_deleting(p)} - {_name(p) for p in doomed}
+    services_doomed = [s for s in services if not is_deleting(s) and (policy == CLEAN_ALL or _name(s) not in staying)]
+    return CleanupPlan(tuple(doomed), tuple(services_doomed))
+
+
+# --- ttl ---------------------------------------------------------------------------------------------------------
+
+class TTLAction(enum.Enum):
+    KEEP = "keep"                        # no TTL (or suspended): the job stays
+    SET_COMPLETION_TIME = "set"          # finished without a completion time: write one, then wait the TTL
+    WAIT = "wait"                        # not yet: look again in ``wait`` seconds
+    DELETE = "delete"                    # expired: delete the job now
+
+
+@dataclass(frozen=True, slots=True)
+class TTLDecision:
+    action: TTLAction
+    wait: float = 0.0        # seconds until the job expires (WAIT, SET_COMPLETION_TIME)
+    skewed: bool = False     # the completion time lies in the future
+
+
+def ttl_decision(now: float, completion_time: float | None, ttl_seconds: int | None,
+                 suspended: bool = False) -> TTLDecision:
+    """What to do about a finished job's TTL at ``now`` (Unix times)."""
+    if ttl_seconds is None or suspended:
+        return TTLDecision(TTLAction.KEEP)
+    if completion_time is None:
+        return TTLDecision(TTLAction.SET_COMPLETION_TIME, wait=float(ttl_seconds))
+    expires = completion_time + ttl_seconds
+    if now >= expires:
+        return TTLDecision(TTLAction.DELETE)
+    return TTLDecision(TTLAction.WAIT, wait=expires - now, skewed=completion_time > now)
+
+
+# --- finished jobs -----------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +177,7 @@ class FinishedJobs:
             log.debug("finished job seen for the first time by this process: its %s event will be written unless "
                       "it exists", announce.reason, extra=ctx.extra())
 
-    # --- cleanPodPolicy ---------------------------------------------------------------------------------
+    # --- cleanPodPolicy -------------------------------------------------------------------------------------------
 
     def clean(self, ctx: JobContext, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]],
               within: Slice = UNBOUNDED) -> SlowStartOutcome:
@@ -111,7 +202,7 @@ class FinishedJobs:
             tasks.append(functools.partial(self.control.delete, ctx, kind, obj, rtype, ctx.extra(rtype, index), why))
         return tasks
 
-    # --- ttlSecondsAfterFinished ------------------------------------------------------------------------
+    # --- ttlSecondsAfterFinished ----------------------------------------------------------------------------------
 
     def expire(self, ctx: JobContext, extra: dict[str, Any]) -> Result:
         status = ctx.obj.get("status") or {}

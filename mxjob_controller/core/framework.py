@@ -1,28 +1,56 @@
-"""The seam between the core and a framework: everything the core needs to know about a job kind.
+"""The seam between the core and a framework, and what one reconcile knows of its job.
 
 The core never reads a framework's spec directly; it asks through this protocol. A framework supplies its API
 (resource, parse), the order of its replica types, how a replica's pod is wired into the framework's cluster (the
 pod template with its environment), which ports a replica's service exposes, which replica is the job-role master,
 and the rules that turn the replicas' states into the job's state (and the shape of the counts in its status).
+
+A reconcile sees its job as a :class:`JobContext`: the object as cached, its parsed spec, and what logs and events
+need. What it says about the spec itself is said once per job generation (:class:`OncePerGeneration`).
+
+``spec.runPolicy.managedBy`` decides whether this controller reconciles a job, or another one (MultiKueue...) does.
+Kubeflow's common RunPolicy has the field for every job kind, so it is read here, from the raw object, before
+the job is parsed: a job handed to another controller gets no write of any kind from us (no children, no status,
+no event), even when its spec is one we would call invalid, since its controller may read it otherwise.
+
+- Unset, or one of the framework's own names (for MXJobs ``kubeflow.org/mxjob-controller`` and, as a drop-in,
+  ``kubeflow.org/training-operator``): ours.
+- Any other well-formed value (batch/v1 Job's rule: a domain-prefixed path of at most 63 characters, e.g.
+  ``kueue.x-k8s.io/multikueue``): someone else's.
+- A malformed value (``""`` included) is no hand-over: nobody else can claim a value the API would refuse, so the
+  job stays ours and is *invalid*: it is ``Failed`` with the validation error naming the field, and gets no pod.
+  Neither silently adopted (run as if the field were unset) nor silently ignored (left without a word).
+
+This is the one place the format rule lives: :func:`value_errors` gives the job's validation its messages,
+and :func:`well_formed`, the same rule, decides the hand-over. The value cannot change after creation: the CRD's
+transition rule refuses it (see ``kubeflow_api/crd.py``).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from mxjob_controller.core.common_types import ReplicaCounts
-from mxjob_controller.core.pod_status import PodFailure, ReplicaState
+from cachetools import LRUCache
+
+from mxjob_controller.core.job_vocabulary import ReplicaCounts, controller_reference
+from mxjob_controller.core.pods import PodFailure, ReplicaState
+from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kube.names import dns1123_subdomain_errors
 from mxjob_controller.runtime.client import Resource
+from mxjob_controller.runtime.events import ObjectReference
+
+# --- framework ----------------------------------------------------------------------------------------------------
 
 #: Most replicas of one type, and of a whole job, a framework may accept. The core loops over a job's replica
 #: indices (children, restart slots, a framework's cluster spec in every pod), so a count no one bounds lets one job
-#: hold a worker thread for hours and the controller's memory grow without limit: 10^6 replicas took 1.9 GB in 30 s.
+#: hold a worker thread for hours and the controller's memory grow without limit.
 #: 5,000 is far above real parameter-server jobs, and a job this size already makes 10,000 API objects (a pod and
 #: a Service per replica) whose cluster spec (MXNet's ``MX_CONFIG``) is ~225 KB in each pod. Kubernetes itself
 #: puts no bound on a workload's replicas (an int32); its practical limits are objects of at most 1.5 MiB and
@@ -73,16 +101,16 @@ class RunPolicySpec(Protocol):
     def scheduling_policy(self) -> SchedulingPolicySpec | None: ...
 
     @property
-    def clean_pod_policy(self) -> str: ...                    # All, Running, None (core/cleanup.py)
+    def clean_pod_policy(self) -> str: ...                    # All, Running, None (core/finished_jobs.py)
 
     @property
-    def ttl_seconds_after_finished(self) -> int | None: ...   # core/ttl.py
+    def ttl_seconds_after_finished(self) -> int | None: ...   # core/finished_jobs.py
 
     @property
-    def active_deadline_seconds(self) -> int | None: ...      # core/deadlines.py
+    def active_deadline_seconds(self) -> int | None: ...      # core/failure_policy.py
 
     @property
-    def backoff_limit(self) -> int | None: ...                # core/backoff.py
+    def backoff_limit(self) -> int | None: ...                # core/failure_policy.py
 
 
 class JobSpec(Protocol):
@@ -130,7 +158,7 @@ class Framework(Protocol):
     framework_name: str     # the ``framework`` label of the job metrics
     group_label: str        # the legacy ``group-name`` label value; "": no legacy labels, nothing to adopt
     default_container: str  # the container whose exit code speaks for a pod ("": the first that failed, see pod_status)
-    managers: tuple[str, ...]  # the ``runPolicy.managedBy`` values that mean "this controller" (core/managed_by.py)
+    managers: tuple[str, ...]  # the ``runPolicy.managedBy`` values that mean "this controller" (managed_elsewhere)
     # The reconcile loop, constructed as ``core.reconciler.JobReconciler`` is; None: that one (Kubeflow's model).
     reconciler_class: type | None
 
@@ -154,7 +182,6 @@ class Framework(Protocol):
     def is_master(self, job: JobSpec, replica_type: str, index: int) -> bool:
         """Whether this replica gets the ``job-role=master`` label."""
         ...
-
 
 
 class KubeflowFramework(Framework, Protocol):
@@ -204,3 +231,119 @@ def per_job(func: Callable[..., _R]) -> Callable[..., _R]:
         return value
 
     return remembered
+
+
+# --- job context -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class JobContext:
+    key: str                 # "namespace/name", the work-queue key
+    obj: dict[str, Any]      # the job as the cache holds it (read-only)
+    spec: JobSpec
+    framework: Framework
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def namespace(self) -> str:
+        return self.spec.namespace
+
+    @property
+    def uid(self) -> str:
+        return self.spec.uid
+
+    @property
+    def kind(self) -> str:
+        return self.framework.resource.kind
+
+    def ref(self) -> ObjectReference:
+        """The job as events' involved object."""
+        return ObjectReference.of(self.obj, self.framework.resource.api_version, self.kind)
+
+    def owner(self) -> dict[str, Any]:
+        """The controller reference the job's children carry."""
+        return controller_reference(self.framework.resource.api_version, self.kind, self.name, self.uid)
+
+    def extra(self, replica_type: str | None = None, replica_index: int | None = None) -> dict[str, Any]:
+        """Structured log fields (``logs.CONTEXT_FIELDS``) naming the job, and the replica when given."""
+        fields: dict[str, Any] = {"job_namespace": self.namespace, "job_name": self.name, "job_uid": self.uid,
+                                  "key": self.key}
+        if replica_type is not None:
+            fields["replica_type"] = replica_type
+        if replica_index is not None:
+            fields["replica_index"] = replica_index
+        return fields
+
+
+# --- managed by --------------------------------------------------------------------------------------------------
+
+MAX_LENGTH = 63   # batch/v1 Job's maxManagedByLength
+_HTTP_PATH_FMT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"   # RFC 3986 path characters, as apimachinery writes them
+_HTTP_PATH = re.compile("^" + _HTTP_PATH_FMT + "$")
+
+
+def managed_by(obj: dict[str, Any]) -> str | None:
+    """The job's ``spec.runPolicy.managedBy`` if it is a string (``""`` included: a malformed value)."""
+    spec = obj.get("spec")
+    run_policy = spec.get("runPolicy") if isinstance(spec, dict) else None
+    value = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def value_errors(value: str, path: str) -> list[FieldError]:
+    """What is wrong with a ``managedBy`` string, as kube-apiserver words it for batch/v1 Job (apimachinery's
+    ``IsDomainPrefixedPath``, then the length); empty when it is well formed."""
+    if value == "":
+        return [fe.required(path)]
+    errs: list[FieldError] = []
+    host, slash, rest = value.partition("/")
+    if not slash or not host or not rest:
+        errs.append(fe.invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")'))
+    else:
+        errs += [fe.invalid(path, host, message) for message in dns1123_subdomain_errors(host)]
+        if not _HTTP_PATH.match(rest):
+            errs.append(fe.invalid(path, rest, f"Invalid path (regex used for validation is '{_HTTP_PATH_FMT}')"))
+    if len(value) > MAX_LENGTH:
+        errs.append(fe.too_long(path, MAX_LENGTH))
+    return errs
+
+
+def well_formed(value: str) -> bool:
+    """Whether ``value`` names a controller at all (see :func:`value_errors`)."""
+    return not value_errors(value, "")
+
+
+def managed_elsewhere(obj: dict[str, Any], ours: Collection[str]) -> str | None:
+    """The controller the job is handed to, or None when it is ours to reconcile (unset, ours, or malformed)."""
+    value = managed_by(obj)
+    if value is None or value in ours or not well_formed(value):
+        return None
+    return value
+
+
+# --- once per generation -----------------------------------------------------------------------------------------
+
+DEFAULT_MAX_JOBS = 4096   # jobs a per-job memory (these, the exit reports) keeps before forgetting the oldest
+
+
+class OncePerGeneration:
+    """Saying something once per job generation: a Warning about a job's template, a log line about an invalid
+    spec. A reconcile runs many times per generation (every child event, every resync); what it says about the spec
+    itself (a field it overrides, an error the user must fix) is said again only when the spec changes, i.e. once
+    per (job UID, ``metadata.generation``). Thread-safe; bounded (the least recently seen generations are forgotten
+    first, so a very old one may be said again, never a current one lost)."""
+
+    def __init__(self, maxsize: int = DEFAULT_MAX_JOBS) -> None:
+        self._seen: LRUCache[tuple[str, int], bool] = LRUCache(maxsize=maxsize)
+        self._lock = threading.Lock()
+
+    def first(self, uid: str, generation: int) -> bool:
+        """True the first time this job generation is asked about, False after."""
+        key = (uid, generation)
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen[key] = True
+            return True

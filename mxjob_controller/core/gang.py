@@ -30,17 +30,12 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from mxjob_controller.core.child_control import describe
-from mxjob_controller.core.framework import Framework
-from mxjob_controller.core.gang_request import ReplicaTemplate, gang_request
+from mxjob_controller.core.child_writes import describe
+from mxjob_controller.core.framework import Framework, JobContext, OncePerGeneration
 from mxjob_controller.core.handlers import JobOwner, ResolveJob
-from mxjob_controller.core.job_context import JobContext
-from mxjob_controller.core.labels import job_labels, missing_labels
-from mxjob_controller.core.once import OncePerGeneration
-from mxjob_controller.core.ownership import is_controlled_by
-from mxjob_controller.core.pod_status import is_deleting
-from mxjob_controller.core.podgroups import PodGroupFlavor, same_spec
-from mxjob_controller.core.priority_classes import PriorityClasses
+from mxjob_controller.core.job_vocabulary import is_controlled_by, job_labels, missing_labels
+from mxjob_controller.core.podgroups import PodGroupFlavor, PriorityClasses, ReplicaTemplate, gang_request, same_spec
+from mxjob_controller.core.pods import is_deleting
 from mxjob_controller.kube.patch.merge import create_merge_patch
 from mxjob_controller.runtime.cache_keys import object_key
 from mxjob_controller.runtime.client import AlreadyExists, Client, Conflict, NotFound
@@ -88,7 +83,7 @@ class GangScheduling:
         self._patched: LRUCache[str, tuple[str, dict[str, Any]]] = LRUCache(maxsize=4096)  # uid → (rv, spec)
         self._warned = OncePerGeneration()
 
-    # --- reads ------------------------------------------------------------------------------------------
+    # --- reads ----------------------------------------------------------------------------------------------------
 
     def cached(self, ctx: JobContext) -> dict[str, Any] | None:
         """The job's PodGroup as the cache shows it (whoever controls it)."""
@@ -106,7 +101,7 @@ class GangScheduling:
         request = gang_request(spec.run_policy.scheduling_policy, replicas, self.priorities.value)
         return self.flavor.spec(request, current)
 
-    # --- sync -------------------------------------------------------------------------------------------
+    # --- sync -----------------------------------------------------------------------------------------------------
 
     def sync(self, ctx: JobContext) -> GangState:
         current = self.cached(ctx)
@@ -187,7 +182,7 @@ class GangScheduling:
             self._patched[uid] = (rv, desired)
         log.info("updated podgroup %s: %s", ctx.name, desired, extra=ctx.extra())
 
-    # --- pods -------------------------------------------------------------------------------------------
+    # --- pods -----------------------------------------------------------------------------------------------------
 
     def decorate(self, ctx: JobContext, replica_type: str, template: dict[str, Any]) -> None:
         """Make a new pod of ``replica_type`` join the job's group (``template`` is changed in place)."""
@@ -202,7 +197,7 @@ class GangScheduling:
         log.warning(TEMPLATE_SCHEDULER_NAME_MESSAGE, extra=ctx.extra())
         self.recorder.event(ctx.ref(), WARNING, SET_TEMPLATE_SCHEDULER_NAME, TEMPLATE_SCHEDULER_NAME_MESSAGE)
 
-    # --- release ----------------------------------------------------------------------------------------
+    # --- release --------------------------------------------------------------------------------------------------
 
     def release(self, ctx: JobContext, *, finished: bool) -> None:
         """Delete the job's PodGroup if the cache shows one it controls; raise on failure (after a Warning)."""

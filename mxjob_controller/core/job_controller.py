@@ -47,19 +47,21 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.core.caches import JobCaches
-from mxjob_controller.core.child_cache import pod_cache_view, service_cache_view
-from mxjob_controller.core.child_control import POD, SERVICE, ChildKind
+from mxjob_controller.core.child_writes import POD, SERVICE, ChildKind, WritePool
 from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.gang import GangScheduling, PodGroupHandlers
-from mxjob_controller.core.handlers import ChildHandlers, JobHandlers
-from mxjob_controller.core.labels import legacy_selector, owned_selector
+from mxjob_controller.core.handlers import ChildHandlers, JobCaches, JobHandlers, pod_cache_view, service_cache_view
+from mxjob_controller.core.job_vocabulary import legacy_selector, owned_selector
 from mxjob_controller.core.metrics import JobMetrics
-from mxjob_controller.core.podgroups import PodGroupFlavor, flavor_for
-from mxjob_controller.core.podgroups.api_check import PodGroupAPIMissingError, require_podgroup_api
-from mxjob_controller.core.priority_classes import PRIORITY_CLASSES, PriorityClasses
+from mxjob_controller.core.podgroups import (
+    PRIORITY_CLASSES,
+    PodGroupAPIMissingError,
+    PodGroupFlavor,
+    PriorityClasses,
+    flavor_for,
+    require_podgroup_api,
+)
 from mxjob_controller.core.reconciler import JobReconciler, ReconcilerOptions
-from mxjob_controller.core.write_pool import WritePool
 from mxjob_controller.kube.schema import definition_schema
 from mxjob_controller.kube.schema.rules.pods import POD_TEMPLATE_SPEC
 from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller_uid_index
@@ -77,7 +79,7 @@ log = logging.getLogger(__name__)
 
 FAILED_START_STOP = 10.0   # seconds a failed or cancelled start may take to stop what it started
 _SYNC_SLICE = 0.1          # how often a start waiting for its caches looks at its cancel event
-# Children are cached as only the fields the reconciler reads (core/child_cache.py says which, and why).
+# Children are cached as only the fields the reconciler reads (core/handlers.py says which, and why).
 _CACHE_VIEWS = {POD: pod_cache_view, SERVICE: service_cache_view}
 _RECONCILER = ReconcilerOptions()   # the defaults the reconciler's options are given here
 
@@ -102,9 +104,8 @@ class ControllerOptions:
     registry: CollectorRegistry | None = None    # job, queue and controller metrics; a private one when None
     clock: Clock | None = None                   # the work queue's and the expectations' time
     wall: Callable[[], float] = time.time        # the time written into status and events
-    # Bound on concurrent child writes, all of this kind's jobs. 16, not 8: a write mostly waits on the API (the
-    # GIL is free meanwhile), and a large job's creates were latency-bound at 8 (1/32/256 at 5 ms per request:
-    # 0.95-1.12 s at 8, 0.81-0.84 s at 16, no better at 32); a client budget, if any, still sets the pace.
+    # Bound on concurrent child writes, all of this kind's jobs. A write mostly waits on the API (the GIL is free
+    # meanwhile), so a large job's creates are latency-bound below this; a client budget, if any, sets the pace.
     write_threads: int = 16
     blocked_retry: float = 30.0                  # re-check of a child name held by an object the job does not control
     cache_sync_timeout: float = 60.0             # longest wait in start() for the initial lists
@@ -164,7 +165,7 @@ class JobController:
     def queue(self) -> RateLimitingQueue:
         return self.controller.queue
 
-    # --- assembly ---------------------------------------------------------------------------------------
+    # --- assembly -------------------------------------------------------------------------------------------------
 
     def _informers(self, namespaces: Sequence[str] | None) -> JobCaches:
         scopes: Sequence[str | None] = tuple(namespaces) if namespaces else (None,)
@@ -216,7 +217,7 @@ class JobController:
                 informer.add_handler(podgroup_handlers.on_add, podgroup_handlers.on_update,
                                      podgroup_handlers.on_delete, inline=True)
 
-    # --- lifecycle --------------------------------------------------------------------------------------
+    # --- lifecycle ------------------------------------------------------------------------------------------------
 
     def start(self, cancel: threading.Event | None = None) -> JobController:
         """Start the informers, wait for their initial lists, then the workers.
@@ -234,7 +235,7 @@ class JobController:
             self.pool.start()
             self.factory.start()
             # Compile the pod template schema now, while the caches fill: else the first job's reconcile pays for
-            # it (67 ms on an idle core, more under load; issue 17's profile), and every job queued behind it.
+            # it, and every job queued behind it.
             definition_schema(POD_TEMPLATE_SPEC)
             if not self._wait_for_caches(cancel):
                 raise CacheSyncTimeoutError(f"caches not synced within {self.options.cache_sync_timeout:g}s")

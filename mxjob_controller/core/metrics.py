@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter
 
-from mxjob_controller.core.conditions import CREATED, FAILED, RESTARTING, SUCCEEDED
+from mxjob_controller.core.job_vocabulary import CREATED, FAILED, RESTARTING, SUCCEEDED
 from mxjob_controller.runtime.registry import families_for
 
 LABELS = ("job_namespace", "framework")

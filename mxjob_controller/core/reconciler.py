@@ -1,13 +1,14 @@
-"""Reconcile one job: level-triggered, from the informer caches; the work queue guarantees one job is never on two
+"""Reconcile one job (Kubeflow's model; :class:`ReconcilerBase` holds the prologue GenericJob's reconciler
+shares): level-triggered, from the informer caches; the work queue guarantees one job is never on two
 threads at once.
 
     job gone                  → forget its expectations
-    managed by another        → nothing at all: no write of any kind (``runPolicy.managedBy``, core/managed_by.py)
+    managed by another        → nothing at all: no write of any kind (``runPolicy.managedBy``, core/framework.py)
     being deleted             → nothing (the garbage collector removes its children)
     (from here on, every pass)  one ``ExitedWithCode`` event per pod termination not reported yet
-                                (core/exit_reports.py)
+                                (core/job_status.py)
     invalid                   → ``Failed`` (``<Kind>FailedValidation``, every field error), one Warning event, no
-                                pods, no retry; a fixed spec undoes it (core/validation_failure.py)
+                                pods, no retry; a fixed spec undoes it (core/job_status.py)
     Succeeded or Failed       → clean up per ``cleanPodPolicy``, then ``ttlSecondsAfterFinished`` deletes the job
                                 (core/finished_jobs.py); with gang scheduling its PodGroup is deleted, once (a
                                 failed delete is retried with back-off, and does not hold the cleanup back)
@@ -20,7 +21,7 @@ threads at once.
                                 name held by an object the job does not control. The failure policy
                                 (core/failure_policy.py: restarts, backoffLimit, activeDeadlineSeconds) is part of
                                 that status; after the write, the restarts it recorded are carried out
-                                (core/restart_actions.py), a job it finished is cleaned up at once, and the next due
+                                (core/child_writes.py), a job it finished is cleaned up at once, and the next due
                                 time (a restart, an Unknown pod's timeout, the deadline) is a delayed requeue.
 
 A failed write re-raises after the status is written, so the controller requeues the job with back-off; a blocked
@@ -40,45 +41,58 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mxjob_controller.core import conditions as cond
+from mxjob_controller.core import job_vocabulary as cond
 from mxjob_controller.core import suspend
-from mxjob_controller.core.caches import JobCaches
-from mxjob_controller.core.child_control import ChildControl
-from mxjob_controller.core.child_sync import ChildSync
-from mxjob_controller.core.children import Children, classify
-from mxjob_controller.core.exit_reports import ExitReports
-from mxjob_controller.core.failure_policy import PolicyOutcome, evaluate, with_lost_replicas
+from mxjob_controller.core.child_sync import Children, ChildSync, classify
+from mxjob_controller.core.child_writes import (
+    ChildControl,
+    Slice,
+    WritePool,
+    delete_due,
+)
+from mxjob_controller.core.failure_policy import (
+    PolicyOutcome,
+    evaluate,
+    forget_pods,
+    slots_of,
+    with_lost_replicas,
+)
 from mxjob_controller.core.finished_jobs import FinishedJobs
-from mxjob_controller.core.framework import JobSpec, KubeflowFramework
+from mxjob_controller.core.framework import (
+    Framework,
+    JobContext,
+    JobSpec,
+    KubeflowFramework,
+    OncePerGeneration,
+    managed_elsewhere,
+)
 from mxjob_controller.core.gang import GangScheduling
-from mxjob_controller.core.job_context import JobContext
-from mxjob_controller.core.job_status import names_blocked, next_status, restarting_message
-from mxjob_controller.core.managed_by import managed_elsewhere
-from mxjob_controller.core.metrics import JobMetrics
-from mxjob_controller.core.once import OncePerGeneration
-from mxjob_controller.core.pod_status import replica_state
-from mxjob_controller.core.requeue import after_failed_write, requeue_in, soonest
-from mxjob_controller.core.restart_actions import delete_due
-from mxjob_controller.core.restarts import forget_pods, slots_of
-from mxjob_controller.core.slow_start import Slice
-from mxjob_controller.core.status_writer import StatusWrite, StatusWriter
-from mxjob_controller.core.transition_events import transition_event
-from mxjob_controller.core.validation_failure import (
+from mxjob_controller.core.handlers import JobCaches
+from mxjob_controller.core.job_status import (
+    ExitReports,
+    StatusWrite,
+    StatusWriter,
     failed_validation,
     invalid_status,
+    names_blocked,
+    next_status,
+    restarting_message,
+    transition_event,
     validation_reason,
     without_validation_failure,
 )
-from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.core.metrics import JobMetrics
+from mxjob_controller.core.pods import replica_state
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.timefmt import rfc3339
 from mxjob_controller.runtime.client import Client
-from mxjob_controller.runtime.controller import DONE, Result
+from mxjob_controller.runtime.controller import DONE, Result, after_failed_write, requeue_in, soonest
 from mxjob_controller.runtime.events import WARNING, EventRecorder, ObjectReference
 from mxjob_controller.runtime.expectations import ControllerExpectations
 
-log = logging.getLogger(__name__)
+# --- reconciler --------------------------------------------------------------------------------------------------
 
+log = logging.getLogger(__name__)
 
 
 class ParsedJob:
@@ -89,7 +103,7 @@ class ParsedJob:
 
     __slots__ = ("errors", "framework", "job", "spec")
 
-    def __init__(self, framework: KubeflowFramework, job: dict[str, Any]) -> None:
+    def __init__(self, framework: Framework, job: dict[str, Any]) -> None:
         self.framework = framework
         self.job = job
         self.spec, self.errors = framework.parse(job)
@@ -107,7 +121,7 @@ class ReconcilerOptions:
     blocked_retry: float = 30.0    # seconds before re-checking a name held by an object the job does not control
     status_attempts: int = 5       # status writes tried (re-reading the job after each conflict)
     write_timeout: float = 120.0   # longest wait for one batch of child writes
-    # One pass's child writes (core/slow_start.py): at most slice_writes, in batches of at most slice_batch, none
+    # One pass's child writes (core/child_writes.py): at most slice_writes, in batches of at most slice_batch, none
     # started after slice_seconds; the rest wait for the next pass, next_slice seconds later at the latest, so a
     # large job is created in steps while other jobs get their turn (kube's ReplicaSet: 500 per sync).
     slice_writes: int = 500
@@ -141,11 +155,19 @@ def pass_slice(caches: JobCaches, ctx: JobContext, options: ReconcilerOptions, c
                  cancelled=cancelled, contended=contended)
 
 
-class JobReconciler:
+class ReconcilerBase:
+    """What every reconcile loop of the core does before its job model takes over, in this order: the current job
+    (gone: its expectations forgotten), left alone while being deleted, one ``ExitedWithCode`` event per new pod
+    termination, the spec parsed (invalid: :meth:`_invalid`), and the expectations waited for. A subclass brings
+    the job model: :meth:`_sync`, and what may not wait for expectations (:meth:`_without_expectations`).
+
+    Constructed as :class:`~mxjob_controller.core.job_controller.JobController` constructs any reconciler.
+    """
+
     #: Whether ``--gang-scheduler-name`` (Volcano, scheduler-plugins) applies to this reconciler's jobs.
     uses_gang_scheduler = True
 
-    def __init__(self, framework: KubeflowFramework, client: Client, caches: JobCaches,
+    def __init__(self, framework: Framework, client: Client, caches: JobCaches,
                  expectations: ControllerExpectations,
                  recorder: EventRecorder, metrics: JobMetrics, pool: WritePool,
                  options: ReconcilerOptions | None = None, wall: Callable[[], float] = time.time,
@@ -180,27 +202,70 @@ class JobReconciler:
         meta = obj.get("metadata") or {}
         extra = {"key": key, "job_namespace": meta.get("namespace"), "job_name": meta.get("name"),
                  "job_uid": meta.get("uid")}
-        manager = managed_elsewhere(obj, self.framework.managers)
-        if manager is not None:
-            log.debug("job is managed by %s: left alone", manager, extra=extra)
-            return DONE
-        if meta.get("deletionTimestamp"):
-            log.debug("job is being deleted: nothing to do", extra=extra)
+        if self._left_alone(obj, extra):
             return DONE
         self.exits.report(ObjectReference.of(obj, self.framework.resource.api_version, self.framework.resource.kind),
                           self.caches.pods(meta.get("uid") or ""))
         parsed = ParsedJob(self.framework, obj)
-        spec = parsed.spec
-        if spec is None:
-            self._log_invalid_once(meta, parsed.errors, extra)
+        if parsed.spec is None:
             return self._invalid(parsed, extra)
-        status = obj.get("status") or {}
-        if cond.is_finished(status.get("conditions")) and not failed_validation(status, self.framework.resource.kind):
-            return self._finished(JobContext(key, obj, spec, self.framework), extra)
+        early = self._without_expectations(key, parsed, extra)
+        if early is not None:
+            return early
         if not self.expectations.job_satisfied(key):
             log.info("waiting for the cache to show the job's earlier writes", extra=extra)
             # Events mark expectations observed and requeue the job; this is the safety net for a lost one.
             return Result.after(max(self.expectations.time_left(key), 0.1))
+        return self._sync(key, parsed, extra)
+
+    def _left_alone(self, obj: dict[str, Any], extra: dict[str, Any]) -> bool:
+        """Whether this job is not to be reconciled at all: it is being deleted (the garbage collector removes its
+        children)."""
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            log.debug("job is being deleted: nothing to do", extra=extra)
+            return True
+        return False
+
+    def _without_expectations(self, key: str, parsed: ParsedJob, extra: dict[str, Any]) -> Result | None:
+        """The pass of a valid job that must not wait for its expectations; None (the default): wait."""
+        return None
+
+    def _invalid(self, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
+        """Record that the job's spec is invalid (``parsed.errors``)."""
+        raise NotImplementedError
+
+    def _sync(self, key: str, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
+        """One pass over a valid job whose expectations are satisfied."""
+        raise NotImplementedError
+
+    def _slice(self, ctx: JobContext) -> Slice:
+        return pass_slice(self.caches, ctx, self.options, self.contended)
+
+
+class JobReconciler(ReconcilerBase):
+    """Kubeflow's job model (the table at the top of this module)."""
+
+    framework: KubeflowFramework
+
+    def _left_alone(self, obj: dict[str, Any], extra: dict[str, Any]) -> bool:
+        manager = managed_elsewhere(obj, self.framework.managers)
+        if manager is not None:
+            log.debug("job is managed by %s: left alone", manager, extra=extra)
+            return True
+        return super()._left_alone(obj, extra)
+
+    def _without_expectations(self, key: str, parsed: ParsedJob, extra: dict[str, Any]) -> Result | None:
+        """A finished job (not one failed by validation, which a fixed spec reopens) is cleaned up at once."""
+        obj, spec = parsed.job, parsed.spec
+        status = obj.get("status") or {}
+        if spec is not None and cond.is_finished(status.get("conditions")) \
+                and not failed_validation(status, self.framework.resource.kind):
+            return self._finished(JobContext(key, obj, spec, self.framework), extra)
+        return None
+
+    def _sync(self, key: str, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
+        obj, spec = parsed.job, parsed.spec
+        assert spec is not None
         ctx = JobContext(key, obj, spec, self.framework)
         if spec.run_policy.suspend:
             return self._suspend(ctx, parsed, extra)
@@ -240,9 +305,6 @@ class JobReconciler:
             result = soonest(result, Result.after(self.options.next_slice))
         return result
 
-    def _slice(self, ctx: JobContext) -> Slice:
-        return pass_slice(self.caches, ctx, self.options, self.contended)
-
     def _suspend(self, ctx: JobContext, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """A suspended job: its children and PodGroup deleted, its status saying so."""
         replicas = {rtype: ctx.spec.replicas[rtype].replicas for rtype in self.framework.replica_types(ctx.spec)}
@@ -265,7 +327,7 @@ class JobReconciler:
             raise error
         return Result.after(self.options.next_slice) if deleted.deferred else DONE
 
-    # --- status -----------------------------------------------------------------------------------------
+    # --- status ---------------------------------------------------------------------------------------------------
 
     def _desired(self, parsed: ParsedJob, pods: Sequence[dict[str, Any]],
                  blocked: Sequence[tuple[str, str]] | None, at: float, job: dict[str, Any]) -> dict[str, Any] | None:
@@ -298,7 +360,7 @@ class JobReconciler:
                            restarting=restarting_message(kind, spec.name, plan.new_restarts) if plan.restarting else "",
                            fields=plan.status_fields())
 
-    # --- failure policy, finished and invalid jobs (issue 9) ---------------------------------------------
+    # --- failure policy, finished and invalid jobs (issue 9) ------------------------------------------------------
 
     def _policy(self, spec: JobSpec, children: Children, status: dict[str, Any], now: float) -> PolicyOutcome:
         types = self.framework.replica_types(spec)
@@ -352,6 +414,7 @@ class JobReconciler:
     def _invalid(self, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """Record the validation failure in the status (once per distinct set of errors); never retried."""
         obj = parsed.job
+        self._log_invalid_once(obj.get("metadata") or {}, parsed.errors, extra)
         kind = self.framework.resource.kind
         name = (obj.get("metadata") or {}).get("name") or ""
         now = rfc3339(self.wall())
@@ -397,4 +460,3 @@ class JobReconciler:
         if not self._invalid_logged.first(meta.get("uid") or "", meta.get("generation") or 0):
             return
         log.warning("job is invalid, not reconciled: %s", "; ".join(str(e) for e in errors), extra=extra)
-

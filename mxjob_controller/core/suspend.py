@@ -23,14 +23,21 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mxjob_controller.core import conditions as cond
-from mxjob_controller.core.child_control import POD, SERVICE, ChildControl
-from mxjob_controller.core.children import classify
-from mxjob_controller.core.common_types import ReplicaCounts
-from mxjob_controller.core.job_context import JobContext
+from mxjob_controller.core import job_vocabulary as cond
+from mxjob_controller.core.child_sync import classify
+from mxjob_controller.core.child_writes import (
+    POD,
+    SERVICE,
+    UNBOUNDED,
+    ChildControl,
+    Slice,
+    SlowStartOutcome,
+    WritePool,
+    slow_start,
+)
+from mxjob_controller.core.framework import JobContext
 from mxjob_controller.core.job_status import RenderCounts, created_message
-from mxjob_controller.core.slow_start import UNBOUNDED, Slice, SlowStartOutcome, slow_start
-from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.core.job_vocabulary import ReplicaCounts
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.runtime.events import NORMAL
 

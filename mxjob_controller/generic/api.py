@@ -4,7 +4,7 @@ validation and the reconciler's typed view. Pure functions over plain dicts.
 A GenericJob is a list of free-form replica types (``spec.replicaSpecs[]``: ``type``, ``replicas``,
 ``restartPolicy {policy, limit}``, ``template``) plus rules saying when the job has succeeded or failed, a Service
 option, debug and pause modes, a clean-up policy and an optional T9k scheduler. The semantics are in
-``generic/rules.py`` (finish rules, restarts) and ``generic/status.py`` (phase, conditions, tasks, aggregate).
+``generic/status_rules.py`` (finish rules, restarts) and ``generic/status.py`` (phase, conditions, tasks, aggregate).
 
 Defaults (applied to the typed view, never written back): ``replicas: 1``; ``restartPolicy: {policy: OnFailure,
 limit: 0}`` (so by default nothing restarts: the limit is the budget); ``cleanUpPolicy: None``; the scheduler's

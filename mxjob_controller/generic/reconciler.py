@@ -11,7 +11,7 @@ caches; the work queue guarantees one job is never on two threads at once.
                                 Running and Unknown pods; All every pod, and the Services of the pods deleted),
                                 delete its PodGroup, keep ``tasks``/``aggregate`` current; never recreate a pod
     paused                    → delete every pod (Services stay), phase Paused, ``Paused`` True once none is left
-    otherwise                 → its PodGroup (T9k scheduler) first; judge the replicas (``generic/rules.py``; not in
+    otherwise                 → its PodGroup (T9k scheduler) first; judge the replicas (``generic/status_rules.py``; not in
                                 debug mode), write the status if it changed (``generic/status.py``), then delete the
                                 pods whose restart it recorded, and create the missing Services and pods (the
                                 core's child sync: adoption, surplus deletion, slow start, expectations)
@@ -34,26 +34,19 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
-from mxjob_controller.core import conditions as cond
-from mxjob_controller.core.caches import JobCaches
-from mxjob_controller.core.child_control import POD, ChildControl
-from mxjob_controller.core.child_sync import ChildSync
-from mxjob_controller.core.children import classify
-from mxjob_controller.core.exit_reports import ExitReports
-from mxjob_controller.core.finished_jobs import FinishedJobs
+from mxjob_controller.core import job_vocabulary as cond
+from mxjob_controller.core.child_sync import classify
+from mxjob_controller.core.child_writes import POD, Slice, SlowStartOutcome, WritePool, slow_start
+from mxjob_controller.core.framework import Framework, JobContext
 from mxjob_controller.core.gang import GangScheduling
-from mxjob_controller.core.job_context import JobContext
+from mxjob_controller.core.handlers import JobCaches
+from mxjob_controller.core.job_status import StatusWrite
 from mxjob_controller.core.metrics import JobMetrics
-from mxjob_controller.core.once import OncePerGeneration
-from mxjob_controller.core.pod_status import is_deleting
-from mxjob_controller.core.reconciler import ReconcilerOptions, current_job, pass_slice
-from mxjob_controller.core.requeue import after_failed_write, soonest
-from mxjob_controller.core.slow_start import Slice, SlowStartOutcome, slow_start
-from mxjob_controller.core.status_writer import StatusWrite, StatusWriter
-from mxjob_controller.core.write_pool import WritePool
+from mxjob_controller.core.pods import is_deleting
+from mxjob_controller.core.reconciler import ParsedJob, ReconcilerBase, ReconcilerOptions
 from mxjob_controller.generic import status as gstatus
 from mxjob_controller.generic import status_rules as rules
 from mxjob_controller.generic.api import GenericJobView
@@ -61,12 +54,9 @@ from mxjob_controller.generic.scheduler import T9kPodGroups
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.timefmt import rfc3339
 from mxjob_controller.runtime.client import Client
-from mxjob_controller.runtime.controller import DONE, Result
+from mxjob_controller.runtime.controller import DONE, Result, after_failed_write, soonest
 from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
 from mxjob_controller.runtime.expectations import ControllerExpectations
-
-if TYPE_CHECKING:
-    from mxjob_controller.generic.framework import GenericFramework
 
 log = logging.getLogger(__name__)
 
@@ -77,54 +67,33 @@ _PHASE_EVENTS = {gstatus.PHASE_RUNNING: NORMAL, gstatus.PHASE_SUCCEEDED: NORMAL,
 Pods = Mapping[str, Mapping[int, dict[str, Any]]]
 
 
-class GenericJobReconciler:
+class GenericJobFramework(Framework, Protocol):
+    """What this reconciler needs of its framework (``generic/framework.py``) beyond the core's protocol."""
+
+    scheduler_name: str
+
+    def parse(self, obj: dict[str, Any]) -> tuple[GenericJobView | None, list[FieldError]]: ...
+
+
+class GenericJobReconciler(ReconcilerBase):
     #: ``--gang-scheduler-name`` does not apply: a GenericJob names its scheduler itself (``spec.scheduler``).
     uses_gang_scheduler = False
 
-    def __init__(self, framework: GenericFramework, client: Client, caches: JobCaches,
+    framework: GenericJobFramework
+
+    def __init__(self, framework: GenericJobFramework, client: Client, caches: JobCaches,
                  expectations: ControllerExpectations, recorder: EventRecorder, metrics: JobMetrics, pool: WritePool,
                  options: ReconcilerOptions | None = None, wall: Callable[[], float] = time.time,
                  gang: GangScheduling | None = None, contended: Callable[[], bool] = lambda: True) -> None:
-        """The same signature as ``core.reconciler.JobReconciler`` (``gang`` is never given: see
+        """The same signature as ``core.reconciler.ReconcilerBase`` (``gang`` is never given: see
         :attr:`uses_gang_scheduler`)."""
-        self.framework = framework
-        self.caches = caches
-        self.expectations = expectations
-        self.recorder = recorder
-        self.metrics = metrics
-        self.options = options or ReconcilerOptions()
-        self.wall = wall
-        self.contended = contended
-        control = ChildControl(client, recorder, expectations)
-        self.children = ChildSync(framework, control, pool, recorder, write_timeout=self.options.write_timeout)
-        self.status = StatusWriter(client, framework.resource, self.options.status_attempts)
-        self.finished = FinishedJobs(client, control, pool, recorder, metrics, self.status, wall=wall,
-                                     write_timeout=self.options.write_timeout)
-        self.exits = ExitReports(recorder, framework.default_container)
+        super().__init__(framework, client, caches, expectations, recorder, metrics, pool, options, wall, gang,
+                         contended)
         self.podgroups = T9kPodGroups(client, recorder)
-        self._invalid_logged = OncePerGeneration()
 
-    def __call__(self, key: Hashable) -> Result:
-        return self.reconcile(str(key))
-
-    def reconcile(self, key: str) -> Result:
-        obj = current_job(key, self.caches, self.expectations, self.status)
-        if obj is None:
-            return DONE
-        meta = obj.get("metadata") or {}
-        extra = {"key": key, "job_namespace": meta.get("namespace"), "job_name": meta.get("name"),
-                 "job_uid": meta.get("uid")}
-        if meta.get("deletionTimestamp"):
-            return DONE
-        resource = self.framework.resource
-        self.exits.report(ObjectReference.of(obj, resource.api_version, resource.kind),
-                          self.caches.pods(meta.get("uid") or ""))
-        spec, errors = self.framework.parse(obj)
-        if spec is None:
-            return self._invalid(obj, errors, extra)
-        if not self.expectations.job_satisfied(key):
-            log.info("waiting for the cache to show the job's earlier writes", extra=extra)
-            return Result.after(max(self.expectations.time_left(key), 0.1))
+    def _sync(self, key: str, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
+        obj, spec = parsed.job, parsed.spec
+        assert isinstance(spec, GenericJobView)
         spec = self._for_this_pass(spec, gstatus.without_invalid(obj.get("status")))
         ctx = JobContext(key, obj, spec, self.framework)
         pods, services = self.caches.pods(ctx.uid), self.caches.services(ctx.uid)
@@ -139,7 +108,7 @@ class GenericJobReconciler:
             return DONE   # gone, or invalid or finished meanwhile: its own event brings it back
         if gstatus.is_terminal(write.after):
             return self._finished(JobContext(key, write.job, spec, self.framework), pods, services, extra)
-        within = pass_slice(self.caches, ctx, self.options, self.contended)
+        within = self._slice(ctx)
         restarted = self._carry_out_restarts(ctx, pods, write.after, within)
         synced = self.children.sync(ctx, pods, services, within=within)
         result = DONE
@@ -261,8 +230,7 @@ class GenericJobReconciler:
     def _pause(self, ctx: JobContext, pods: Sequence[dict[str, Any]], extra: dict[str, Any]) -> Result:
         """Delete every pod of the job (its Services stay, for the resume), then say so in the status."""
         doomed = [(rtype, pod) for rtype, by_rank in self._kept(ctx.spec, pods).items() for pod in by_rank.values()]
-        deleted = self._delete_pods(ctx, doomed, "the job is paused",
-                                    pass_slice(self.caches, ctx, self.options, self.contended))
+        deleted = self._delete_pods(ctx, doomed, "the job is paused", self._slice(ctx))
         self._write_status(ctx, pods, (), extra)
         if deleted.error is not None:
             return after_failed_write(deleted.error, len(deleted.results), self.options.retry_after_progress, extra)
@@ -275,15 +243,15 @@ class GenericJobReconciler:
         if ctx.spec.scheduler is not None:
             self.podgroups.release(ctx)
         self._write_status(ctx, pods, services, extra)
-        cleaned = self.finished.clean(ctx, pods, services, pass_slice(self.caches, ctx, self.options,
-                                                                      self.contended))
+        cleaned = self.finished.clean(ctx, pods, services, self._slice(ctx))
         if cleaned.error is not None:
             return after_failed_write(cleaned.error, len(cleaned.results), self.options.retry_after_progress, extra)
         return Result.after(self.options.next_slice) if cleaned.deferred else DONE
 
-    def _invalid(self, obj: dict[str, Any], errors: Sequence[FieldError], extra: dict[str, Any]) -> Result:
+    def _invalid(self, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """Record the invalid spec in the status (once per distinct set of errors), one Warning per generation;
         never retried (a fixed spec comes back through its update event)."""
+        obj, errors = parsed.job, parsed.errors
         meta = obj.get("metadata") or {}
         now = rfc3339(self.wall())
         if self._invalid_logged.first(meta.get("uid") or "", meta.get("generation") or 0):

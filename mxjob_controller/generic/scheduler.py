@@ -24,10 +24,9 @@ from collections.abc import Callable
 
 from cachetools import LRUCache
 
-from mxjob_controller.core.job_context import JobContext
-from mxjob_controller.core.once import OncePerGeneration
-from mxjob_controller.core.ownership import is_controlled_by
-from mxjob_controller.core.podgroups.api_check import is_served
+from mxjob_controller.core.framework import JobContext, OncePerGeneration
+from mxjob_controller.core.job_vocabulary import is_controlled_by
+from mxjob_controller.core.podgroups import is_served
 from mxjob_controller.generic.api import GenericJobView
 from mxjob_controller.runtime.client import AlreadyExists, Client, Conflict, NotFound, Resource
 from mxjob_controller.runtime.events import WARNING, EventRecorder

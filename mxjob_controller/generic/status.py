@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mxjob_controller.core.pod_status import PENDING, is_deleting, phase
+from mxjob_controller.core.pods import PENDING, is_deleting, phase
 from mxjob_controller.generic.api import GenericJobView
 from mxjob_controller.generic.status_rules import SUCCESS_MESSAGE, Judgement
 from mxjob_controller.kube.field_errors import FieldError

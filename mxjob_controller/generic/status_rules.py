@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mxjob_controller.core.pod_status import FAILED, SUCCEEDED, is_deleting, phase
+from mxjob_controller.core.pods import FAILED, SUCCEEDED, is_deleting, phase
 from mxjob_controller.generic.api import ALWAYS, NEVER, ON_FAILURE, GenericJobView, Rule, rule_json
 
 SUCCEEDED_OUTCOME, FAILED_OUTCOME, RESTARTING, ACTIVE = "succeeded", "failed", "restarting", "active"

@@ -8,16 +8,13 @@ container and port; TFJob's) live in its package (``mxnet/api.py``, ``tensorflow
 
 from __future__ import annotations
 
+from mxjob_controller.core.pods import RESTART_NEVER
+
 GROUP = "kubeflow.org"
 
 # --- policies --------------------------------------------------------------------------------------------
 
-RESTART_ALWAYS = "Always"
-RESTART_ON_FAILURE = "OnFailure"
-RESTART_NEVER = "Never"
-#: Restart on the retryable exit codes of core/exit_codes.py (130, 137, 138, 143; evictions), fail on any other.
-RESTART_EXIT_CODE = "ExitCode"
-RESTART_POLICIES = (RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER, RESTART_EXIT_CODE)
+# Replica restart policies (RESTART_*) come from core/pods.py, beside failed_pod_outcome, the rule applying them.
 
 CLEAN_POD_ALL = "All"
 CLEAN_POD_RUNNING = "Running"

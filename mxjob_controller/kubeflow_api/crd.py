@@ -28,16 +28,15 @@ from typing import Any
 
 import yaml
 
-from mxjob_controller.core import managed_by
-from mxjob_controller.core.exit_codes import RETRYABLE_EXIT_CODES
+from mxjob_controller.core import framework as managed_by
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
+from mxjob_controller.core.pods import RESTART_POLICIES, RETRYABLE_EXIT_CODES
 from mxjob_controller.kube.quantity import QUANTITY_PATTERN
 from mxjob_controller.kubeflow_api.constants import (
     CLEAN_POD_POLICIES,
     DEFAULT_CLEAN_POD_POLICY,
     GROUP,
     INLINE_RUN_POLICY_FIELDS,
-    RESTART_POLICIES,
 )
 from mxjob_controller.kubeflow_api.crd_schema import structural
 
@@ -100,7 +99,7 @@ def replica_spec_schema(singletons_note: str, extra: dict[str, Any]) -> dict[str
 
 
 def _retryable_codes() -> str:
-    """``130, 137, 138 or 143``: the table ``ExitCode`` follows (core/exit_codes.py), as a phrase."""
+    """``130, 137, 138 or 143``: the table ``ExitCode`` follows (core/pods.py), as a phrase."""
     codes = [str(code) for code in sorted(RETRYABLE_EXIT_CODES)]
     return f"{', '.join(codes[:-1])} or {codes[-1]}"
 
@@ -165,7 +164,7 @@ def status_schema(count_maps: dict[str, str]) -> dict[str, Any]:
         "selector": string_schema(),
     }}
     statuses = {"type": "object", "additionalProperties": replica_status}
-    replica_record = {"type": "object", "properties": {   # core/restarts.py ReplicaRecord
+    replica_record = {"type": "object", "properties": {   # core/failure_policy.py ReplicaRecord
         "podUID": string_schema(), "started": {"type": "boolean"}, "containerRestarts": int_schema(),
         "unknownSince": time_schema(""), "restarts": int_schema(), "nextRestartTime": time_schema(""),
         "restarting": {"type": "boolean"},

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from mxjob_controller.core import managed_by
+from mxjob_controller.core import framework as managed_by
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.quantity import QUANTITY_HINT, is_quantity
@@ -53,7 +53,7 @@ class RunPolicy:
     backoff_limit: int | None = None
     scheduling_policy: SchedulingPolicy | None = None
     suspend: bool = False
-    managed_by: str | None = None   # who reconciles the job is decided before parsing: core/managed_by.py
+    managed_by: str | None = None   # who reconciles the job is decided before parsing: core/framework.py
 
 
 # --- reading ---------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def _values_errors(policy: dict, path: str) -> list[FieldError]:
 
 
 def _managed_by_errors(value: Any, path: str) -> list[FieldError]:
-    """A string the hand-over rule accepts (core/managed_by.py: batch/v1 Job's ``managedBy`` format)."""
+    """A string the hand-over rule accepts (core/framework.py: batch/v1 Job's ``managedBy`` format)."""
     return checks.string_errors(value, path) or managed_by.value_errors(value, path)
 
 

@@ -8,7 +8,7 @@ for either API keep working, and read from the first that is set.
 Status fields: ``conditions`` (type, status, reason, message, lastUpdateTime, lastTransitionTime), the count
 maps (canonical type → {active, succeeded, failed}),
 ``startTime``, ``completionTime``, ``lastReconcileTime`` (RFC 3339, UTC); ``restartCount`` and
-``replicaHistory``, the failure policy's memory (``core/restarts.py``).
+``replicaHistory``, the failure policy's memory (``core/failure_policy.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mxjob_controller.core.common_types import ReplicaCounts, condition
+from mxjob_controller.core.job_vocabulary import ReplicaCounts, condition
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kubeflow_api.replica_types import canonical_type
 

@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
-from mxjob_controller.core.labels import child_name
+from mxjob_controller.core.job_vocabulary import child_name
+from mxjob_controller.core.pods import RESTART_POLICIES
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.names import DNS1035_LABEL_MAX, dns1035_label_errors
 from mxjob_controller.kubeflow_api import checks
-from mxjob_controller.kubeflow_api.constants import DEFAULT_REPLICAS, MAX_CHILD_NAME, RESTART_POLICIES
+from mxjob_controller.kubeflow_api.constants import DEFAULT_REPLICAS, MAX_CHILD_NAME
 from mxjob_controller.kubeflow_api.replica_types import canonical_type
 from mxjob_controller.kubeflow_api.template_schema import pod_template_schema_errors
 

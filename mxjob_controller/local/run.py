@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TextIO
 
-from mxjob_controller.core.ownership import api_group, controller_ref
+from mxjob_controller.core.job_vocabulary import api_group, controller_ref
 from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.local.cluster import LocalCluster
 from mxjob_controller.local.kubelet.logs import Instance, LogStore

@@ -18,13 +18,9 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.core.job_controller import (
-    ControllerOptions,
-    JobController,
-    PodGroupAPIMissingError,
-    StartCancelledError,
-)
-from mxjob_controller.core.slow_start import batch_cap_for_budget
+from mxjob_controller.core.child_writes import batch_cap_for_budget
+from mxjob_controller.core.job_controller import ControllerOptions, JobController, StartCancelledError
+from mxjob_controller.core.podgroups import PodGroupAPIMissingError
 from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS, FRAMEWORKS
 from mxjob_controller.manager.settings import RunSettings
 from mxjob_controller.runtime.client import Client

@@ -14,9 +14,9 @@ from mxjob_controller.core.job_controller import (
     CacheSyncTimeoutError,
     ControllerOptions,
     JobController,
-    PodGroupAPIMissingError,
     StartCancelledError,
 )
+from mxjob_controller.core.podgroups import PodGroupAPIMissingError
 from mxjob_controller.mxnet.framework import OPERATOR_NAME, MXNetFramework
 from mxjob_controller.runtime.client import Client
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mxjob_controller.core.framework import Verdict
-from mxjob_controller.core.pod_status import ReplicaState
+from mxjob_controller.core.pods import ReplicaState
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kubeflow_api.constants import GROUP, MANAGED_BY_OURS
 from mxjob_controller.kubeflow_api.status import ReplicaCounts

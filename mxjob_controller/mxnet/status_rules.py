@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from mxjob_controller.core.framework import Verdict
-from mxjob_controller.core.pod_status import ReplicaState
+from mxjob_controller.core.pods import ReplicaState
 from mxjob_controller.kubeflow_api.constants import SUCCESS_ALL_WORKERS
 from mxjob_controller.mxnet.api import MODE_TUNE, SCHEDULER, TUNER, WORKER, JobView
 

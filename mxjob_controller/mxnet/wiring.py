@@ -20,9 +20,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from mxjob_controller.core.child_builders import with_env
+from mxjob_controller.core.child_writes import with_env
 from mxjob_controller.core.framework import per_job
-from mxjob_controller.core.labels import child_name
+from mxjob_controller.core.job_vocabulary import child_name
 from mxjob_controller.mxnet.api import SCHEDULER, SERVER, WORKER, JobView
 
 MX_CONFIG = "MX_CONFIG"

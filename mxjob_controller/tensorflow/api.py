@@ -19,7 +19,7 @@ Validation reports every problem at the field the user wrote (as training-operat
   caught, unlike 1.9); exactly 1 Chief or Master replica; a Chief, Master or Worker (else the job could never
   succeed: 1.9 accepted such jobs and left them running forever); each replica's ``replicas``, ``restartPolicy``
   and pod template as for MXJob, with a container named ``tensorflow``;
-- the run policy, inline and under ``spec.runPolicy`` (``api/run_policy.py``); ``successPolicy`` ``""`` or
+- the run policy, inline and under ``spec.runPolicy`` (``kubeflow_api/run_policy.py``); ``successPolicy`` ``""`` or
   ``AllWorkers``; ``enableDynamicWorker`` a boolean.
 
 Status: per-type counts in ``status.replicaStatuses`` under the canonical keys (``PS``, as the vendor's responses

@@ -24,9 +24,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mxjob_controller.core.child_builders import with_env
+from mxjob_controller.core.child_writes import with_env
 from mxjob_controller.core.framework import per_job
-from mxjob_controller.core.labels import child_name
+from mxjob_controller.core.job_vocabulary import child_name
 from mxjob_controller.tensorflow.api import CONTAINER, PS, WORKER, TFJobView
 
 TF_CONFIG = "TF_CONFIG"

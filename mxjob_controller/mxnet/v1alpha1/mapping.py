@@ -14,10 +14,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mxjob_controller.core.pods import RESTART_EXIT_CODE
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kubeflow_api import checks
-from mxjob_controller.kubeflow_api.constants import DEFAULT_CLEAN_POD_POLICY, DEFAULT_RESTART_POLICY, RESTART_EXIT_CODE
+from mxjob_controller.kubeflow_api.constants import DEFAULT_CLEAN_POD_POLICY, DEFAULT_RESTART_POLICY
 from mxjob_controller.kubeflow_api.defaults import default_container_index
 from mxjob_controller.kubeflow_api.replica_types import canonical_type
 from mxjob_controller.mxnet.api import DEFAULT_CONTAINER_NAME, DEFAULT_PORT_NAME, KIND, MODE_TRAIN, REPLICA_TYPES

@@ -1,24 +1,64 @@
-"""What a job's pods say, read from their status: counts by phase, failures with exit codes, terminations.
+"""What a job's pods say, read from their status, and the one decision about a failed pod: restart it, or fail
+the job. Pure functions over pod dicts as the API server sends them.
 
-Pure functions over pod dicts as the API server sends them. The counting rules are training-operator's
-(``UpdateJobReplicaStatuses``): a Running pod is active, unless it is being deleted (a pod stuck terminating on a
-dead node never reaches Failed, so it counts as failed); Succeeded and Failed pods count as such; Pending pods do
-not count.
+The counting rules are training-operator's (``UpdateJobReplicaStatuses``): a Running pod is active, unless it is
+being deleted (a pod stuck terminating on a dead node never reaches Failed, so it counts as failed); Succeeded and
+Failed pods count as such; Pending pods do not count.
+
+A Failed replica pod leads to one of two outcomes, decided in :func:`failed_pod_outcome` alone (as kube's Job
+controller decides in ``matchPodFailurePolicy``); the restart planner and the job's status both ask it:
+
+- ``Never``: the job fails;
+- ``OnFailure`` / ``Always``: the kubelet restarts containers; a pod that failed anyway (evicted) is restarted by
+  the controller;
+- ``ExitCode`` (pods run with ``Never``, :func:`pod_restart_policy`): restarted when the main container's exit is
+  retryable, else the job fails. The table is the one Kubeflow's operators document for ``ExitCode`` (the MXNet
+  operator's README):
+
+  - retryable, the process was stopped from outside and may well succeed when run again: 130 (SIGINT,
+    Control-C), 137 (SIGKILL, which includes the kernel's OOM killer), 143 (SIGTERM), and 138 (SIGUSR1), reserved
+    for user-defined retryable errors;
+  - a Failed pod whose main container never terminated (an eviction: the kubelet killed the pod, not the program);
+  - permanent, the program itself failed: every other code, 1, 2, 126, 127, 128 and 139 (SIGSEGV) included.
+
+  training-operator retries any code >= 128 instead (``IsRetryableExitCode``): a segfault or an ``exit(200)`` is
+  retried there and fails the job here, as the documented table says.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mxjob_controller.core.common_types import ReplicaCounts
-from mxjob_controller.core.exit_codes import is_retryable_exit
+from mxjob_controller.core.job_vocabulary import ReplicaCounts
 
-RUNNING, SUCCEEDED, FAILED, PENDING = "Running", "Succeeded", "Failed", "Pending"
+RUNNING, SUCCEEDED, FAILED, PENDING, UNKNOWN = "Running", "Succeeded", "Failed", "Pending", "Unknown"
 
 # Replica restart policies (kubeflow's ReplicaSpec.restartPolicy).
 RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER, RESTART_EXIT_CODE = "Always", "OnFailure", "Never", "ExitCode"
+RESTART_POLICIES = (RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER, RESTART_EXIT_CODE)
+
+#: Exit codes of the main container that ``ExitCode`` retries, and what each means.
+RETRYABLE_EXIT_CODES: dict[int, str] = {
+    130: "SIGINT: terminated by Control-C",
+    137: "SIGKILL: killed, e.g. by the OOM killer",
+    138: "SIGUSR1: reserved for user-defined retryable errors",
+    143: "SIGTERM: asked to stop",
+}
+
+#: The permanent codes the table names (any code not in RETRYABLE_EXIT_CODES is permanent too).
+DOCUMENTED_PERMANENT_EXIT_CODES: dict[int, str] = {
+    1: "general error",
+    2: "misuse of shell builtins",
+    126: "command cannot execute",
+    127: "command not found",
+    128: "invalid argument to exit",
+    139: "SIGSEGV: invalid memory reference",
+}
+
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,20 +154,6 @@ def failure_of(pod: dict[str, Any], replica_type: str, index: int, container: st
     return PodFailure(name, replica_type, index, None, status.get("reason") or "", status.get("message") or "")
 
 
-def fails_the_job(restart_policy: str, pod: dict[str, Any], container: str) -> bool:
-    """Whether this pod's state is a failure of its replica that the job cannot recover from: a Failed pod under
-    ``Never``, or under ``ExitCode`` when its ``container`` exited with a permanent code (:mod:`exit_codes`).
-    Retryable ``ExitCode`` failures and ``OnFailure``/``Always`` pods that failed anyway are restarted instead
-    (:mod:`restarts`)."""
-    if phase(pod) != FAILED:
-        return False
-    if restart_policy == RESTART_NEVER:
-        return True
-    if restart_policy == RESTART_EXIT_CODE:
-        return not is_retryable_exit(exit_code(pod, container))
-    return False
-
-
 def completed(pod: dict[str, Any], container: str) -> bool:
     """The pod has Succeeded and its framework ``container`` exited 0 (training-operator's ``worker0Completed``)."""
     return phase(pod) == SUCCEEDED and exit_code(pod, container) == 0
@@ -137,7 +163,8 @@ def replica_state(pods_by_index: dict[int, dict[str, Any]], replica_type: str, r
                   container: str) -> ReplicaState:
     """The state of one replica type from its pods (one per index)."""
     failures = tuple(failure_of(pod, replica_type, index, container)
-                     for index, pod in sorted(pods_by_index.items()) if fails_the_job(restart_policy, pod, container))
+                     for index, pod in sorted(pods_by_index.items()) if phase(pod) == FAILED
+                     and failed_pod_outcome(restart_policy, pod, container) is FAIL_JOB)
     done = frozenset(index for index, pod in pods_by_index.items() if completed(pod, container))
     return ReplicaState(count_pods(pods_by_index.values()), failures, done)
 
@@ -150,3 +177,37 @@ def termination(pod: dict[str, Any], container: str) -> tuple[int, str] | None:
     if code is None:
         return None
     return code, str((terminated_state(pod, container) or {}).get("finishedAt") or "")
+
+
+# --- a failed pod: restart it, or fail the job -------------------------------------------------------------------
+
+def is_retryable_exit(exit_code: int | None) -> bool:
+    """Whether a Failed pod whose main container exited with ``exit_code`` is restarted under ``ExitCode``.
+
+    ``None`` means the container has no terminated state although the pod failed: the pod was evicted (or its
+    node lost it), which says nothing against the program, so it is retried.
+    """
+    return exit_code is None or exit_code in RETRYABLE_EXIT_CODES
+
+
+class FailedPodOutcome(enum.Enum):
+    RESTART = "restart"     # the controller deletes the pod and the child sync recreates it
+    FAIL_JOB = "fail"       # the replica has failed for good, and with it the job
+
+
+RESTART, FAIL_JOB = FailedPodOutcome.RESTART, FailedPodOutcome.FAIL_JOB
+
+
+def failed_pod_outcome(restart_policy: str, pod: dict[str, Any], container: str) -> FailedPodOutcome:
+    """What a Failed replica ``pod`` leads to under its replica's ``restart_policy`` (the rules above), judged on its
+    ``container``'s exit. Validation admits only the four policies; anything else is treated as ``Never``."""
+    if restart_policy in (RESTART_ON_FAILURE, RESTART_ALWAYS):
+        return RESTART
+    if restart_policy == RESTART_EXIT_CODE:
+        return RESTART if is_retryable_exit(exit_code(pod, container)) else FAIL_JOB
+    return FAIL_JOB
+
+
+def pod_restart_policy(replica_restart_policy: str) -> str:
+    """The pod-level policy for a replica's policy: ``ExitCode`` is not a pod policy, it runs as ``Never``."""
+    return RESTART_NEVER if replica_restart_policy == RESTART_EXIT_CODE else replica_restart_policy
