@@ -123,8 +123,10 @@ def test_scaling_workers_down_deletes_the_last_worker_and_its_service(h: Harness
     assert names(h.pods(NS, "j")) == names(h.services(NS, "j")) == ["j-scheduler-0", "j-server-0", "j-worker-0"]
     assert [r.name for r in h.writes("delete", "pods")] == ["j-worker-1"]
     assert [r.name for r in h.writes("delete", "services")] == ["j-worker-1"]
-    assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]
+    for reason in ("SuccessfulDeletePod", "SuccessfulDeleteService"):   # recorded once the delete has returned
+        h.wait_events(NS, uid, reason)
+    assert controller.recorder.flush(DEADLINE)
     assert [e["message"] for e in h.events(NS, uid, "SuccessfulDeletePod")] == ["Deleted pod: j-worker-1"]
     assert [e["message"] for e in h.events(NS, uid, "SuccessfulDeleteService")] == ["Deleted service: j-worker-1"]
 
@@ -142,8 +144,9 @@ def test_template_labels_annotations_and_finalizers_are_copied_and_our_keys_win(
         assert pod["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
         assert pod["metadata"]["finalizers"] == ["example.com/keep"]
         assert pod["spec"]["restartPolicy"] == "Never"   # the replica's, not the template's
-    assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]
+    h.wait_events(NS, uid, "SetPodTemplateRestartPolicy")
+    assert controller.recorder.flush(DEADLINE)
     [warning] = h.events(NS, uid, "SetPodTemplateRestartPolicy")   # one per generation, not one per pod
     assert warning["type"] == "Warning" and warning["count"] == 1
     for pod in h.pods(NS, "j"):   # let the pods go (their finalizer would hold them)
@@ -214,6 +217,7 @@ def test_a_pod_controlled_by_another_kind_is_never_counted_or_touched(h: Harness
         assert now["metadata"]["ownerReferences"] == original["metadata"]["ownerReferences"]
     touched = {r.name for verb in ("delete", "patch", "update") for r in h.writes(verb, "pods")}
     assert not touched & {"j-worker-0", "j-worker-7"}
+    h.wait_events(NS, uid, "FailedCreatePod")   # recorded after the status write that counts the active worker
     assert controller.recorder.flush(DEADLINE)
     [warning] = h.events(NS, uid, "FailedCreatePod")   # one clear warning, however many retries
     assert warning["type"] == "Warning" and warning["count"] == 1 and "j-worker-0" in warning["message"]
@@ -283,8 +287,10 @@ def test_a_failed_create_is_reported_and_retried(apiserver: APIServer, h: Harnes
     h.create_job(mxjob("j", scheduler=1, server=1, worker=1))
     h.wait_children(NS, "j", 3)
     assert rule.fired == 1
-    assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]
+    h.wait_events(NS, uid, "FailedCreatePod")
+    h.wait_events(NS, uid, "SuccessfulCreatePod", 3)   # each recorded once its create has returned
+    assert controller.recorder.flush(DEADLINE)
     [failed] = h.events(NS, uid, "FailedCreatePod")
     assert failed["type"] == "Warning" and "etcd is having a bad day" in failed["message"]
     assert len(h.events(NS, uid, "SuccessfulCreatePod")) == 3

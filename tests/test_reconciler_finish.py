@@ -15,7 +15,7 @@ import pytest
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
 from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.runtime.reconcile_trace import read_trace
-from tests.reconciler_support import CONTROLLER_AGENT, DEADLINE, Harness, jobs_path, metric, mxjob
+from tests.reconciler_support import CONTROLLER_AGENT, DEADLINE, Harness, jobs_path, metric, mxjob, wait_metric
 from tests.reconciler_time import FakeTime
 from tests.support import wait_for
 
@@ -175,6 +175,9 @@ def test_ttl_unset_keeps_the_job_0_deletes_it_at_once_and_2s_after_two_seconds(h
     ft.step(10_000)
     h.settle(controller, f"{NS}/keep")
     assert job_exists(h, "keep")
+    for name in ("now", "later"):   # recorded and counted once the delete has returned, after the test saw it gone
+        h.wait_events(NS, uids[name], "SuccessfulDeleteJob")
+    wait_metric(controller.registry, "deleted", 2)
     assert controller.recorder.flush(DEADLINE)
     for name in ("now", "later"):
         assert [(e["type"], e["message"]) for e in h.events(NS, uids[name], "SuccessfulDeleteJob")] == [

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mxjob_controller.kube.timefmt import rfc3339
-from tests.reconciler_support import DEADLINE, Harness, metric, mxjob
+from tests.reconciler_support import DEADLINE, Harness, metric, mxjob, wait_metric
 from tests.reconciler_time import FakeTime
 from tests.support import wait_for
 
@@ -91,6 +91,7 @@ def test_permanent_exits_fail_the_job_naming_pod_and_code(h: Harness) -> None:
         failed = h.wait_condition(NS, f"code-{code}", "Failed")
         assert failed["message"] == (f"MXJob code-{code} has failed because 1 Worker replica(s) failed: "
                                      f"code-{code}-worker-0 exited with code {code} (Error).")
+    wait_metric(controller.registry, "failed", len(codes))
     assert metric(controller.registry, "restarted") == 0 and metric(controller.registry, "failed") == len(codes)
     assert len(h.writes("create", "pods")) == len(codes)   # not one restart
 
