@@ -28,7 +28,8 @@ from tests.e2e import run_end_to_end
 from tests.manifests import ROOT, find, render
 from tests.test_e2e_run import check
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs them: the wheel and its install (module fixtures) are made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 CACHE = ROOT / ".mxjob-local"
 
