@@ -32,6 +32,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_RUN_LOCK] = RunLock(workerinput["testrunuid"])
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On xdist workers, the tests that start processes first (a stable sort, the same on every worker): a long test
+    handed out last would leave the other workers idle at the end."""
+    if getattr(config, "workerinput", None) is not None:
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None and item.get_closest_marker(MARKER) is None)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     lock = config.stash.get(_RUN_LOCK, None)
     if lock is not None:
