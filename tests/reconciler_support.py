@@ -221,7 +221,8 @@ class Harness:
                         timeout=DEADLINE, what=f"{count} {reason or ''} event(s) in {namespace}")
 
     def writes(self, verb: str, resource: str, since: float | None = None, **filters: Any) -> list[Any]:
-        """The controller's requests of one verb and resource, from the server's audit log."""
+        """The controller's requests of one verb and resource, from the server's audit log. A request is audited as
+        the server answers, after others can see its write: a test that saw the effect waits for the record."""
         return self.apiserver.audit.records(verb=verb, resource=resource, user_agent=CONTROLLER_AGENT, since=since,
                                             **filters)
 

@@ -261,8 +261,8 @@ def test_namespace_flag_lists_and_watches_only_those_namespaces(apiserver, kube,
         proc.wait_running()
         assert kube.post(MXJOBS.format(ns="b"), mxjob("late-b", "b")).status == 201
         assert kube.post(MXJOBS.format(ns="a"), mxjob("late-a", "a")).status == 201
-        wait_for(lambda: created(kube, "a", "late-a") and created(kube, "c", "job-c"), timeout=20,
-                 what="the jobs of a and c reconciled")
+        wait_for(lambda: created(kube, "a", "late-a") and created(kube, "a", "job-a") and created(kube, "c", "job-c"),
+                 timeout=20, what="the jobs of a and c reconciled")
         assert proc.stop()[0] == 0
     assert created(kube, "a", "job-a") and not created(kube, "b", "job-b") and not created(kube, "b", "late-b")
     assert pods_of(kube, "b") == [] and sorted(pods_of(kube, "a")) == ["job-a-worker-0", "late-a-worker-0"]

@@ -119,6 +119,9 @@ def test_clean_pod_policy_after_success_deletes_7_7_0_0_and_a_resync_writes_noth
     for name, _, _, deleted in CLEANUP_TABLE:
         wait_for(lambda name=name, deleted=deleted: len(h.pods(NS, name)) == len(h.services(NS, name)) == 7 - deleted,
                  timeout=DEADLINE, what=f"{name} cleaned")
+        wait_for(lambda name=name, deleted=deleted: all(
+            len([r for r in h.writes("delete", resource) if r.name.startswith(f"{name}-")]) >= deleted
+            for resource in ("pods", "services")), timeout=DEADLINE, what=f"{name}'s deletes audited")
     assert controller.recorder.flush(DEADLINE)
     # Deletions are counted in the audit log, not in events: client-go's spam filter (25 events per object, then
     # one per 5 minutes) drops some of the 29+ events about a 1/4/2 job, as on a real cluster.

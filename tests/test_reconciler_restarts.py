@@ -180,6 +180,9 @@ def test_backoff_limit_4_counts_container_restarts_and_cleanup_deletes_6_pods_an
         "MXJobFailed", "Job j has failed because it has reached the specified backoff limit")
     assert h.job(NS, "j")["status"]["restartCount"] == 4
     wait_for(lambda: not h.pods(NS, "j") and not h.services(NS, "j"), timeout=DEADLINE, what="the cleanup")
+    wait_for(lambda: len(h.writes("delete", "pods", since=since)) >= 6 and len(h.writes("delete", "services",
+                                                                                         since=since)) >= 6,
+             timeout=DEADLINE, what="the deletes audited")
     assert len(h.writes("delete", "pods", since=since)) == 6 and len(h.writes("delete", "services", since=since)) == 6
     assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]
