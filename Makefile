@@ -16,9 +16,14 @@ $(STAMP): setup.cfg pyproject.toml
 ## venv: create .venv with the package (editable), its test and lint tools, and MXNet for the real example
 venv: $(STAMP)
 
-## test: lint, then the whole test suite (what CI runs)
+## test: lint, then the whole test suite (what CI runs) on PYTEST_WORKERS pytest-xdist workers (0: one process);
+## the last line says how long pytest took (pytest's own summary, "N passed in ...", stays its last pytest line)
+PYTEST_WORKERS ?= 3
 test: lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	@start=$$(date +%s); \
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); status=$$?; \
+	elapsed=$$(( $$(date +%s) - start )); \
+	echo "make test: pytest exited $$status after $$((elapsed / 60)) min $$((elapsed % 60)) s"; exit $$status
 
 ## lint: ruff over the package, tests and scripts
 lint: $(STAMP)

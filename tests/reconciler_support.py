@@ -213,8 +213,16 @@ class Harness:
                 if (uid is None or e["involvedObject"].get("uid") == uid)
                 and (reason is None or e.get("reason") == reason)]
 
+    def wait_events(self, namespace: str, uid: str | None = None, reason: str | None = None,
+                    count: int = 1) -> list[dict[str, Any]]:
+        """Wait until at least ``count`` events match (``events``' filters); them. The reconciler records a
+        transition's events after the status write that a test waits for, so a test waits for the events too."""
+        return wait_for(lambda: found if len(found := self.events(namespace, uid, reason)) >= count else None,
+                        timeout=DEADLINE, what=f"{count} {reason or ''} event(s) in {namespace}")
+
     def writes(self, verb: str, resource: str, since: float | None = None, **filters: Any) -> list[Any]:
-        """The controller's requests of one verb and resource, from the server's audit log."""
+        """The controller's requests of one verb and resource, from the server's audit log. A request is audited as
+        the server answers, after others can see its write: a test that saw the effect waits for the record."""
         return self.apiserver.audit.records(verb=verb, resource=resource, user_agent=CONTROLLER_AGENT, since=since,
                                             **filters)
 
@@ -223,3 +231,11 @@ def metric(registry: CollectorRegistry, what: str, namespace: str = "default", f
     value = registry.get_sample_value(f"training_operator_jobs_{what}_total",
                                       {"job_namespace": namespace, "framework": framework})
     return value or 0.0
+
+
+def wait_metric(registry: CollectorRegistry, what: str, at_least: float = 1, namespace: str = "default",
+                framework: str = "mxnet") -> float:
+    """Wait until a job counter reaches ``at_least``; its value. Counters move after the status write a test waits
+    for, so a test that reads one waits for it too (and then asserts the exact value)."""
+    return wait_for(lambda: value if (value := metric(registry, what, namespace, framework)) >= at_least else None,
+                    timeout=DEADLINE, what=f"jobs_{what}_total >= {at_least} ({namespace}, {framework})")

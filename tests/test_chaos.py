@@ -13,6 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.exclusive   # its time targets (first-status wait, hangs, readiness) assume the machine
+
 ROOT = Path(__file__).resolve().parent.parent
 SHORT_FORM = ["--seed", "11", "--jobs", "16", "--kills", "1", "--large", "200", "--duration", "30",
               "--deadline", "60", "--malformed", "300", "--bombs", "2", "--bomb-max-nodes", "10000000",

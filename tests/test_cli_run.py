@@ -69,6 +69,9 @@ def test_run_serves_endpoints_reconciles_and_stops_cleanly_within_10s(apiserver,
         # The status is written before the children (issue 16): the pods follow within the same reconcile.
         wait_for(lambda: sorted(pods_of(kube, "default")) == ["after-worker-0", "before-worker-0"], timeout=20,
                  what="both jobs' pods")
+        # A reconcile is counted when it returns, after the children it created.
+        wait_for(lambda: (proc.metric(RECONCILED, controller="mxjob-controller", result="success") or 0) >= 2,
+                 timeout=10, what="two reconciles counted")
         assert proc.metric(RECONCILED, controller="mxjob-controller", result="success") >= 2
         wait_for(lambda: proc.metric("training_operator_jobs_created_total", job_namespace="default",
                                      framework="mxnet") == 2, timeout=10, what="two jobs counted")
@@ -258,8 +261,8 @@ def test_namespace_flag_lists_and_watches_only_those_namespaces(apiserver, kube,
         proc.wait_running()
         assert kube.post(MXJOBS.format(ns="b"), mxjob("late-b", "b")).status == 201
         assert kube.post(MXJOBS.format(ns="a"), mxjob("late-a", "a")).status == 201
-        wait_for(lambda: created(kube, "a", "late-a") and created(kube, "c", "job-c"), timeout=20,
-                 what="the jobs of a and c reconciled")
+        wait_for(lambda: created(kube, "a", "late-a") and created(kube, "a", "job-a") and created(kube, "c", "job-c"),
+                 timeout=20, what="the jobs of a and c reconciled")
         assert proc.stop()[0] == 0
     assert created(kube, "a", "job-a") and not created(kube, "b", "job-b") and not created(kube, "b", "late-b")
     assert pods_of(kube, "b") == [] and sorted(pods_of(kube, "a")) == ["job-a-worker-0", "late-a-worker-0"]
@@ -309,6 +312,8 @@ def test_two_processes_only_the_leader_reconciles_and_sigterm_hands_over_within_
         assert second.get("/readyz") == (200, "ok"), "a standby is ready"
         assert kube.post(MXJOBS.format(ns="default"), mxjob("j1")).status == 201
         wait_for(lambda: created(kube, "default", "j1"), timeout=20, what="the leader reconciling")
+        # The job is counted after the status write that recorded Created.
+        wait_for(lambda: first.metric(created_total, job_namespace="default"), timeout=20, what="j1 counted")
         assert first.metric(created_total, job_namespace="default") == 1
         # The standby built no controller at all: no reconcile, no work queue, no job counted.
         assert second.metric(RECONCILED, result="success") is None and second.metric(created_total) is None
@@ -324,6 +329,8 @@ def test_two_processes_only_the_leader_reconciles_and_sigterm_hands_over_within_
         KubeletSim(kube).run("default", "j1-worker-0")
         wait_for(lambda: running(kube, "default", "j1"), timeout=20, what="the new leader writing Running")
         assert second.metric("leader_election_master_status", name="mxjob-controller") == 1
+        # A reconcile is counted when it returns, after the status write it made.
+        wait_for(lambda: second.metric(RECONCILED, result="success"), timeout=20, what="a reconcile counted")
         assert second.metric(RECONCILED, result="success") >= 1
         assert not second.metric(created_total, job_namespace="default"), "a new leader does not count j1 again"
         assert handover < 2.0, f"handover took {handover:.2f}s"

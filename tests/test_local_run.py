@@ -21,7 +21,9 @@ from tests.local_support import group_alive, pid_alive
 from tests.run_process import clean_env
 from tests.support import wait_for
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs them one after the other: ``local run`` works in (and writes its kubeconfig under) the
+# checkout, the directory these tests start it in.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("local-run")]
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGITS = ROOT / "examples" / "mxnet-digits" / "mxjob.yaml"

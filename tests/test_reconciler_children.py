@@ -59,6 +59,8 @@ def test_a_1_4_2_job_creates_7_pods_and_7_headless_services(h: Harness) -> None:
             "training.kubeflow.org/operator-name": "mxjob-controller", "training.kubeflow.org/job-name": "j",
             "training.kubeflow.org/replica-type": rtype, "training.kubeflow.org/replica-index": index}
         assert [(p["name"], p["port"]) for p in svc["spec"]["ports"]] == [("mxjob-port", 9091)]
+    wait_for(lambda: len(h.writes("create", "pods")) >= 7 and len(h.writes("create", "services")) >= 7,
+             timeout=DEADLINE, what="the creates audited")
     assert len(h.writes("create", "pods")) == 7 and len(h.writes("create", "services")) == 7
 
 
@@ -107,6 +109,8 @@ def test_with_3_of_7_missing_exactly_3_pods_and_3_services_are_created(h: Harnes
     h.start()
     h.wait_children(NS, "j", 7)
     wait_for(lambda: "Created" in h.conditions(NS, "j"), timeout=DEADLINE, what="the Created condition")
+    wait_for(lambda: len(h.writes("create", "pods")) >= 3 and len(h.writes("create", "services")) >= 3,
+             timeout=DEADLINE, what="the creates audited")
     assert len(h.writes("create", "pods")) == 3 and len(h.writes("create", "services")) == 3
     for objs in (h.pods(NS, "j"), h.services(NS, "j")):
         assert names([o for o in objs if o["metadata"]["uid"] not in kept]) == ["j-server-0", "j-worker-1",
@@ -121,10 +125,14 @@ def test_scaling_workers_down_deletes_the_last_worker_and_its_service(h: Harness
     h.patch_job(NS, "j", {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 1}}}})
     h.wait_children(NS, "j", 3)
     assert names(h.pods(NS, "j")) == names(h.services(NS, "j")) == ["j-scheduler-0", "j-server-0", "j-worker-0"]
+    wait_for(lambda: h.writes("delete", "pods") and h.writes("delete", "services"), timeout=DEADLINE,
+             what="the deletes audited")
     assert [r.name for r in h.writes("delete", "pods")] == ["j-worker-1"]
     assert [r.name for r in h.writes("delete", "services")] == ["j-worker-1"]
-    assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]
+    for reason in ("SuccessfulDeletePod", "SuccessfulDeleteService"):   # recorded once the delete has returned
+        h.wait_events(NS, uid, reason)
+    assert controller.recorder.flush(DEADLINE)
     assert [e["message"] for e in h.events(NS, uid, "SuccessfulDeletePod")] == ["Deleted pod: j-worker-1"]
     assert [e["message"] for e in h.events(NS, uid, "SuccessfulDeleteService")] == ["Deleted service: j-worker-1"]
 
@@ -142,8 +150,9 @@ def test_template_labels_annotations_and_finalizers_are_copied_and_our_keys_win(
         assert pod["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
         assert pod["metadata"]["finalizers"] == ["example.com/keep"]
         assert pod["spec"]["restartPolicy"] == "Never"   # the replica's, not the template's
-    assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]
+    h.wait_events(NS, uid, "SetPodTemplateRestartPolicy")
+    assert controller.recorder.flush(DEADLINE)
     [warning] = h.events(NS, uid, "SetPodTemplateRestartPolicy")   # one per generation, not one per pod
     assert warning["type"] == "Warning" and warning["count"] == 1
     for pod in h.pods(NS, "j"):   # let the pods go (their finalizer would hold them)
@@ -214,6 +223,7 @@ def test_a_pod_controlled_by_another_kind_is_never_counted_or_touched(h: Harness
         assert now["metadata"]["ownerReferences"] == original["metadata"]["ownerReferences"]
     touched = {r.name for verb in ("delete", "patch", "update") for r in h.writes(verb, "pods")}
     assert not touched & {"j-worker-0", "j-worker-7"}
+    h.wait_events(NS, uid, "FailedCreatePod")   # recorded after the status write that counts the active worker
     assert controller.recorder.flush(DEADLINE)
     [warning] = h.events(NS, uid, "FailedCreatePod")   # one clear warning, however many retries
     assert warning["type"] == "Warning" and warning["count"] == 1 and "j-worker-0" in warning["message"]
@@ -237,6 +247,8 @@ def test_a_create_refused_because_the_job_already_owns_the_name_counts_as_done(h
     [pod] = h.wait_children(NS, "j", 1)
     assert pod["metadata"]["uid"] == original["metadata"]["uid"]
     assert pod["metadata"]["labels"]["team"] == "a"
+    # The pod existed before: seeing it says nothing of the controller's create, which comes after the service's.
+    wait_for(lambda: h.writes("create", "pods"), timeout=DEADLINE, what="the pod's create audited")
     assert [r.code for r in h.writes("create", "pods")] == [409]
     assert controller.recorder.flush(DEADLINE)
     uid = job["metadata"]["uid"]
@@ -283,8 +295,10 @@ def test_a_failed_create_is_reported_and_retried(apiserver: APIServer, h: Harnes
     h.create_job(mxjob("j", scheduler=1, server=1, worker=1))
     h.wait_children(NS, "j", 3)
     assert rule.fired == 1
-    assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]
+    h.wait_events(NS, uid, "FailedCreatePod")
+    h.wait_events(NS, uid, "SuccessfulCreatePod", 3)   # each recorded once its create has returned
+    assert controller.recorder.flush(DEADLINE)
     [failed] = h.events(NS, uid, "FailedCreatePod")
     assert failed["type"] == "Warning" and "etcd is having a bad day" in failed["message"]
     assert len(h.events(NS, uid, "SuccessfulCreatePod")) == 3

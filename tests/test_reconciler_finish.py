@@ -15,7 +15,7 @@ import pytest
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
 from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.runtime.reconcile_trace import read_trace
-from tests.reconciler_support import CONTROLLER_AGENT, DEADLINE, Harness, jobs_path, metric, mxjob
+from tests.reconciler_support import CONTROLLER_AGENT, DEADLINE, Harness, jobs_path, metric, mxjob, wait_metric
 from tests.reconciler_time import FakeTime
 from tests.support import wait_for
 
@@ -119,6 +119,9 @@ def test_clean_pod_policy_after_success_deletes_7_7_0_0_and_a_resync_writes_noth
     for name, _, _, deleted in CLEANUP_TABLE:
         wait_for(lambda name=name, deleted=deleted: len(h.pods(NS, name)) == len(h.services(NS, name)) == 7 - deleted,
                  timeout=DEADLINE, what=f"{name} cleaned")
+        wait_for(lambda name=name, deleted=deleted: all(
+            len([r for r in h.writes("delete", resource) if r.name.startswith(f"{name}-")]) >= deleted
+            for resource in ("pods", "services")), timeout=DEADLINE, what=f"{name}'s deletes audited")
     assert controller.recorder.flush(DEADLINE)
     # Deletions are counted in the audit log, not in events: client-go's spam filter (25 events per object, then
     # one per 5 minutes) drops some of the 29+ events about a 1/4/2 job, as on a real cluster.
@@ -175,6 +178,9 @@ def test_ttl_unset_keeps_the_job_0_deletes_it_at_once_and_2s_after_two_seconds(h
     ft.step(10_000)
     h.settle(controller, f"{NS}/keep")
     assert job_exists(h, "keep")
+    for name in ("now", "later"):   # recorded and counted once the delete has returned, after the test saw it gone
+        h.wait_events(NS, uids[name], "SuccessfulDeleteJob")
+    wait_metric(controller.registry, "deleted", 2)
     assert controller.recorder.flush(DEADLINE)
     for name in ("now", "later"):
         assert [(e["type"], e["message"]) for e in h.events(NS, uids[name], "SuccessfulDeleteJob")] == [

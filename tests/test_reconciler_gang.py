@@ -219,9 +219,11 @@ def test_a_podgroup_that_cannot_be_deleted_does_not_hold_back_the_cleanup(apiser
     h.wait_condition(NS, "j", "Succeeded")
     wait_for(lambda: not h.pods(NS, "j") and not h.services(NS, "j"), timeout=DEADLINE,
              what="pods and services cleaned up while the PodGroup delete fails")
+    wait_for(lambda: rule.fired >= 1, timeout=DEADLINE, what="the PodGroup delete refused")
     assert rule.fired >= 1 and volcano.get(NS, "j") is not None
-    assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]
+    h.wait_events(NS, uid, "FailedDeletePodGroup")   # recorded once the refused delete has returned
+    assert controller.recorder.flush(DEADLINE)
     assert h.events(NS, uid, "FailedDeletePodGroup")
     apiserver.faults.clear()
     volcano.wait_gone(NS, "j")   # retried (with back-off) once the API accepts it

@@ -26,7 +26,7 @@ from tests.generic_support import (
     genericjob,
     replica,
 )
-from tests.reconciler_support import DEADLINE, jobs_path, metric
+from tests.reconciler_support import DEADLINE, jobs_path, metric, wait_metric
 from tests.support import Kube, Kubectl, wait_for
 
 NS = "default"
@@ -108,6 +108,8 @@ def test_the_keras_example_gets_named_labelled_pods_services_and_tf_config_then_
         timeout=DEADLINE, what="the cleaned-up replicas counted as deleted")
     assert gj.status(NS, "keras-mnist")["phase"] == "Succeeded"
 
+    gj.wait_events(NS, uid, "GenericJobSucceeded")   # announced and counted after the status write
+    wait_metric(controller.registry, "successful", namespace=NS, framework="generic")
     assert controller.recorder.flush(DEADLINE)
     assert [e["message"] for e in gj.events(NS, uid, "GenericJobSucceeded")] == [SUCCESS]
     assert len(gj.events(NS, uid, "GenericJobRunning")) == 1
@@ -131,6 +133,8 @@ def test_a_failure_rule_fails_the_job_naming_the_rule_and_the_failed_pod(gj):
         ("True", "Failed", message), ("True", "Failed", message), ("False", "Failed", message))
     assert got["ReplicaFailure"] == ("True", "ErrorInPod", "Pod[fr-worker-1] exited with error code 127")
     assert gj.kubelet.pod(NS, "fr-worker-1")["status"]["phase"] == "Failed", "never restarted (policy Never)"
+    gj.wait_events(NS, reason="GenericJobFailed")   # announced and counted after the status write
+    wait_metric(controller.registry, "failed", namespace=NS, framework="generic")
     assert controller.recorder.flush(DEADLINE)
     assert [(e["type"], e["message"]) for e in gj.events(NS, reason="GenericJobFailed")] == [("Warning", message)]
     assert metric(controller.registry, "failed", NS, framework="generic") == 1
@@ -326,6 +330,7 @@ def test_pause_deletes_the_pods_keeps_the_services_and_resume_recreates_them_wit
     status = gj.wait_phase(NS, "pz", "Running")
     assert conditions(status)["Paused"] == ("False", "Resumed", "The job is resumed.")
     assert restart_counts(gj, "pz") == {"worker": 1}, "kept across the pause"
+    gj.wait_events(NS, reason="GenericJobResumed")
     assert controller.recorder.flush(DEADLINE)
     assert len(gj.events(NS, reason="GenericJobPaused")) == 1
     assert len(gj.events(NS, reason="GenericJobResumed")) == 1
@@ -393,6 +398,7 @@ def test_an_invalid_spec_fails_with_every_field_error_and_a_fixed_one_runs(gj):
     assert 'spec.successRules[0].worker[0]: Invalid value: 5: out of range: worker has 2 replicas' in failed[2]
     assert 'spec.successRules[0].chief: Unsupported value: "chief": supported values: "worker"' in failed[2]
     assert gj.pods(NS, "bad") == []
+    gj.wait_events(NS, reason="InvalidSpec")   # recorded after the status write
     assert controller.recorder.flush(DEADLINE)
     assert len(gj.events(NS, reason="InvalidSpec")) == 1
     gj.patch_job(NS, "bad", {"spec": {"successRules": [{"worker": [1]}]}})

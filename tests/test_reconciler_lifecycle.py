@@ -18,7 +18,7 @@ from mxjob_controller.runtime.client import Client, ClientConfig
 from mxjob_controller.runtime.clock import FakeClock
 from mxjob_controller.runtime.expectations import pods_key
 from mxjob_controller.runtime.reconcile_trace import concurrent_runs, read_trace
-from tests.reconciler_support import DEADLINE, Harness, metric, mxjob
+from tests.reconciler_support import DEADLINE, Harness, metric, mxjob, wait_metric
 from tests.support import wait_for
 
 NS = "default"
@@ -51,6 +51,7 @@ def test_a_restarted_controller_picks_up_where_the_last_one_stopped(h: Harness) 
                                                                                  since=restarted_at)
     h.kubelet.succeed(NS, "j-scheduler-0")
     h.wait_condition(NS, "j", "Succeeded")
+    wait_metric(second_registry, "successful")
     assert metric(first_registry, "created") == 1 and metric(second_registry, "created") == 0
     assert metric(second_registry, "successful") == 1
 
@@ -105,6 +106,12 @@ def run_sixteen_jobs(h: Harness, namespace: str, threadiness: int) -> tuple[dict
             "pods": sorted(p["metadata"]["name"] for p in h.pods(namespace, name)),
             "services": sorted(s["metadata"]["name"] for s in h.services(namespace, name)),
             "times": sorted(k for k in status if k.endswith("Time"))}
+    # Each end is counted and announced after the status write seen above.
+    wait_for(lambda: metric(controller.registry, "successful", namespace) + metric(controller.registry, "failed",
+                                                                                  namespace) >= 16,
+             timeout=DEADLINE, what="16 ends counted")
+    wait_for(lambda: len([e for e in h.events(namespace) if e["reason"] in ("MXJobSucceeded", "MXJobFailed")]) >= 16,
+             timeout=DEADLINE, what="16 ends announced")
     assert controller.recorder.flush(DEADLINE)
     outcome["events"] = sorted(Counter(
         (e["involvedObject"]["name"], e["reason"], e["message"].replace(f"{namespace}.", "<ns>."), e["count"])
@@ -141,6 +148,8 @@ def test_one_event_per_pod_created_and_none_again_on_resync(h: Harness) -> None:
     pods = h.wait_children(NS, "j", 7)
     h.wait_condition(NS, "j", "Created")
     uid = h.job(NS, "j")["metadata"]["uid"]
+    for reason in ("SuccessfulCreatePod", "SuccessfulCreateService"):   # recorded once each create has returned
+        h.wait_events(NS, uid, reason, 7)
     assert controller.recorder.flush(DEADLINE)
 
     def snapshot() -> list[tuple[str, str, str, int]]:

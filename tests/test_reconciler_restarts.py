@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mxjob_controller.kube.timefmt import rfc3339
-from tests.reconciler_support import DEADLINE, Harness, metric, mxjob
+from tests.reconciler_support import DEADLINE, Harness, metric, mxjob, wait_metric
 from tests.reconciler_time import FakeTime
 from tests.support import wait_for
 
@@ -91,6 +91,7 @@ def test_permanent_exits_fail_the_job_naming_pod_and_code(h: Harness) -> None:
         failed = h.wait_condition(NS, f"code-{code}", "Failed")
         assert failed["message"] == (f"MXJob code-{code} has failed because 1 Worker replica(s) failed: "
                                      f"code-{code}-worker-0 exited with code {code} (Error).")
+    wait_metric(controller.registry, "failed", len(codes))
     assert metric(controller.registry, "restarted") == 0 and metric(controller.registry, "failed") == len(codes)
     assert len(h.writes("create", "pods")) == len(codes)   # not one restart
 
@@ -179,6 +180,9 @@ def test_backoff_limit_4_counts_container_restarts_and_cleanup_deletes_6_pods_an
         "MXJobFailed", "Job j has failed because it has reached the specified backoff limit")
     assert h.job(NS, "j")["status"]["restartCount"] == 4
     wait_for(lambda: not h.pods(NS, "j") and not h.services(NS, "j"), timeout=DEADLINE, what="the cleanup")
+    wait_for(lambda: len(h.writes("delete", "pods", since=since)) >= 6 and len(h.writes("delete", "services",
+                                                                                         since=since)) >= 6,
+             timeout=DEADLINE, what="the deletes audited")
     assert len(h.writes("delete", "pods", since=since)) == 6 and len(h.writes("delete", "services", since=since)) == 6
     assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]

@@ -17,7 +17,7 @@ from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.mxnet.framework import MXJOBS
 from mxjob_controller.runtime.client import Client, ClientConfig
-from tests.reconciler_support import DEADLINE, Harness, jobs_path, metric, mxjob
+from tests.reconciler_support import DEADLINE, Harness, jobs_path, metric, mxjob, wait_metric
 from tests.support import wait_for
 
 NS = "default"
@@ -54,8 +54,10 @@ def test_running_then_succeeded_with_times_and_counts_in_the_same_write(h: Harne
     assert status["completionTime"] == succeeded["lastTransitionTime"]
     assert status["replicaStatuses"] == status["mxReplicaStatuses"] == {
         "Scheduler": {"succeeded": 1}, "Server": {"succeeded": 2}, "Worker": {"succeeded": 4}}
-    assert controller.recorder.flush(DEADLINE)
     uid = job["metadata"]["uid"]
+    h.wait_events(NS, uid, "MXJobSucceeded")
+    wait_metric(controller.registry, "successful")
+    assert controller.recorder.flush(DEADLINE)
     assert [(e["type"], e["message"], e["count"]) for e in h.events(NS, uid, "MXJobRunning")] == [
         ("Normal", "MXJob j is running.", 1)]
     assert [(e["type"], e["count"]) for e in h.events(NS, uid, "MXJobSucceeded")] == [("Normal", 1)]
@@ -107,8 +109,10 @@ def test_a_failed_replica_fails_the_job_naming_pod_code_and_reason(h: Harness) -
     status = h.job(NS, "j")["status"]
     assert status["completionTime"] == failed["lastTransitionTime"]
     assert status["replicaStatuses"]["Worker"] == {"active": 1, "failed": 1}
-    assert controller.recorder.flush(DEADLINE)
     uid = h.job(NS, "j")["metadata"]["uid"]
+    h.wait_events(NS, uid, "MXJobFailed")
+    wait_metric(controller.registry, "failed")
+    assert controller.recorder.flush(DEADLINE)
     assert [(e["type"], e["message"]) for e in h.events(NS, uid, "MXJobFailed")] == [("Warning", failed["message"])]
     assert [(e["message"], e["count"]) for e in h.events(NS, uid, "ExitedWithCode")] == [
         ("Pod: default.j-worker-1 exited with code 137", 1)]
@@ -218,6 +222,7 @@ def test_a_status_conflict_rereads_the_job_and_counts_it_once(apiserver: APIServ
     # the conflict is followed by a re-read from the API (not the cache), then the write that succeeds
     assert [(r.verb, r.code) for r in calls[conflict:conflict + 3]] == [("patch", 409), ("get", 200),
                                                                          ("patch", 200)]
+    wait_metric(controller.registry, "created")
     assert metric(controller.registry, "created") == 1
 
 

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import MXJobController
-from tests.reconciler_support import DEADLINE, jobs_path, metric, mxjob
+from tests.reconciler_support import DEADLINE, jobs_path, metric, mxjob, wait_metric
 from tests.reconciler_time import FakeTime
 from tests.support import Kube, wait_for
 from tests.tensorflow_support import CLOUD_NS, RESPONSES, TFHarness, create_body, tfjob, update_body
@@ -123,6 +123,7 @@ def test_the_vendor_job_runs_succeeds_and_is_deleted_by_its_ttl(tf: TFHarness, s
     ft.step(1)
     wait_for(lambda: tf.kube.get(jobs_path(CLOUD_NS, JOB, "tfjobs")).status == 404, timeout=DEADLINE,
              what="the job deleted by its TTL of 1000 s")
+    wait_metric(controller.registry, "deleted", namespace=CLOUD_NS, framework="tensorflow")   # once it returned
 
     assert controller.recorder.flush(DEADLINE)
     warnings = tf.events(CLOUD_NS, uid, "SetPodTemplateRestartPolicy")
@@ -173,6 +174,7 @@ def test_the_chief_decides_and_running_replicas_are_reaped(tf: TFHarness) -> Non
     tf.wait_condition(NS, "c", "Succeeded")
     wait_for(lambda: sorted(p["metadata"]["name"] for p in tf.pods(NS, "c")) == ["c-chief-0", "c-worker-0"],
              timeout=DEADLINE, what="the running PS and worker deleted")
+    wait_metric(controller.registry, "successful", namespace=NS, framework="tensorflow")
     assert metric(controller.registry, "successful", NS, framework="tensorflow") == 1
 
 
@@ -186,8 +188,10 @@ def test_a_failed_parameter_server_fails_the_job(tf: TFHarness) -> None:
     failed = tf.wait_condition(NS, "p", "Failed")
     assert (failed["reason"], failed["message"]) == (
         "TFJobFailed", "TFJob p has failed because 1 PS replica(s) failed: p-ps-0 exited with code 2 (Error).")
-    assert controller.recorder.flush(DEADLINE)
     uid = tf.job(NS, "p")["metadata"]["uid"]
+    tf.wait_events(NS, uid, "TFJobFailed")
+    tf.wait_events(NS, uid, "ExitedWithCode")
+    assert controller.recorder.flush(DEADLINE)
     assert [e["type"] for e in tf.events(NS, uid, "TFJobFailed")] == ["Warning"]
     assert [e["message"] for e in tf.events(NS, uid, "ExitedWithCode")] == ["Pod: default.p-ps-0 exited with code 2"]
 
@@ -229,6 +233,7 @@ def test_an_mxjob_and_a_tfjob_of_one_name_never_touch_each_others_pods(tf: TFHar
         assert pod["metadata"]["ownerReferences"][0]["kind"] == "TFJob"
     mx_pods = tf.kubelet.pods(NS, "training.kubeflow.org/operator-name=mxjob-controller")
     assert mx_pods == [], "the MXJob's only pod name is the TFJob's"
+    wait_metric(registry, "created", namespace=NS, framework="mxnet")   # counted after the write the test saw
     assert metric(registry, "created", NS, framework="tensorflow") == 1
     assert metric(registry, "created", NS, framework="mxnet") == 1
     assert tf_controller.metrics.framework == "tensorflow" and mx_controller.metrics.framework == "mxnet"

@@ -3,6 +3,7 @@ streams, the token bucket, the user agent, and configuration loading (kubeconfig
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import re
@@ -545,14 +546,17 @@ def test_a_rate_limit_wait_ends_on_cancel_and_on_close(apiserver):
 
 # --- identity and configuration -----------------------------------------------------------------------------
 
-def test_user_agent_names_the_program_given_and_the_component(apiserver):
+def test_user_agent_names_the_program_given_and_the_component(apiserver, monkeypatch):
     named = Client(ClientConfig(host=apiserver.url, qps=-1), component="job-controller", program="my-operator",
                    version="1.2.3")
     named.list(CONFIGMAPS, "default")
     agents = {r.user_agent for r in wait_for(lambda: apiserver.audit.records(verb="list", resource="configmaps"))}
     assert agents == {user_agent("job-controller", "my-operator", "1.2.3")}
     assert re.fullmatch(r"my-operator/1\.2\.3 \([a-z]+/\w+\) job-controller", agents.pop())
-    # Without a name, client-go's defaults: the running program (pytest here) and version "unknown".
+    # Without a name, client-go's defaults: the running program (pytest here, as `python -m pytest` starts it: a
+    # pytest-xdist worker is started by `python -c`, which names none) and version "unknown".
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", importlib.machinery.ModuleSpec("pytest.__main__", None),
+                        raising=False)
     assert user_agent("x") == user_agent("x", default_program(), "unknown")
     assert user_agent().startswith("pytest/unknown (") and user_agent("x").endswith(") x")
 

@@ -278,6 +278,7 @@ def test_a_terminal_event_written_before_a_restart_is_not_written_again(h: Harne
     h.kubelet.fail(NS, pod["metadata"]["name"], exit_code=1)
     h.wait_condition(NS, "j", "Failed")
     uid = h.job(NS, "j")["metadata"]["uid"]
+    h.wait_events(NS, uid, "MXJobFailed")   # recorded after the status write
     assert first.recorder.flush(DEADLINE)
     [written] = h.events(NS, uid, "MXJobFailed")
     assert lookups(h, uid) == [], "the process that wrote it never looks it up"

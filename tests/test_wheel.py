@@ -28,7 +28,8 @@ from tests.e2e import run_end_to_end
 from tests.manifests import ROOT, find, render
 from tests.test_e2e_run import check
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs them: the wheel and its install are made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 CACHE = ROOT / ".mxjob-local"
 
@@ -58,7 +59,7 @@ def pip(python: Path, *args: str, timeout: float = 600) -> None:
     assert done.returncode == 0, f"pip {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")   # once per run (or xdist worker), however the worker orders its tests
 def wheel(tmp_path_factory) -> Path:
     context = tmp_path_factory.mktemp("docker-context")
     sources = builder_sources(ROOT / "Dockerfile")
@@ -76,7 +77,7 @@ def wheel(tmp_path_factory) -> Path:
     return wheels[0]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def installed(wheel: Path) -> Path:
     """A virtualenv holding the wheel (forced in) and its dependencies (cached); its ``bin`` directory."""
     CACHE.mkdir(exist_ok=True)

@@ -11,10 +11,11 @@ caches; the work queue guarantees one job is never on two threads at once.
                                 Running and Unknown pods; All every pod, and the Services of the pods deleted),
                                 delete its PodGroup, keep ``tasks``/``aggregate`` current; never recreate a pod
     paused                    → delete every pod (Services stay), phase Paused, ``Paused`` True once none is left
-    otherwise                 → its PodGroup (T9k scheduler) first; judge the replicas (``generic/status_rules.py``; not in
-                                debug mode), write the status if it changed (``generic/status.py``), then delete the
-                                pods whose restart it recorded, and create the missing Services and pods (the
-                                core's child sync: adoption, surplus deletion, slow start, expectations)
+    otherwise                 → its PodGroup (T9k scheduler) first; judge the replicas
+                                (``generic/status_rules.py``; not in debug mode), write the status if it changed
+                                (``generic/status.py``), then delete the pods whose restart it recorded, and create the
+                                missing Services and pods (the core's child sync: adoption, surplus deletion, slow
+                                start, expectations)
 
 Restarts are written before they are carried out: a status write records the restart in ``tasks[].restartCount``
 and the pod's UID in ``tasks[].restarting``; only then is the pod deleted (and, once the deletion is seen, created
