@@ -1,11 +1,15 @@
 """Server CPU per pod create, validation included, measured on ``mxjob-controller local up`` as users run it.
 
 The server runs in its own process; the test creates realistic pods over HTTP and reads the server's CPU time (user +
-system, every thread) from ``/proc/<pid>/stat`` around each round. It prints the figure of every round, and fails
-when the best round (a shared machine's bursts only make a round slower) passes twice issue 3's 1 ms: a regression,
-not noise. The 1 ms target itself is ``make bench``'s ``pod_write`` (a speed target belongs with the benchmarks):
-since every write records its managed fields the best round here is about 1.0 ms and moves by a quarter from one
-run to the next on this machine, so a 1 ms assertion would fail CI at random.
+system, every thread) from ``/proc/<pid>/stat`` around each round. Each round of pods is followed by a round of small
+ConfigMaps, the floor: the same HTTP, admission, managed-fields and storage path with almost nothing to validate.
+It prints both figures of every round and fails when, in every round, a pod create cost more than ``RATIO_BUDGET``
+floor creates: a pod's own validation and fields regressed, not noise.
+
+Why a ratio and not milliseconds: the server's CPU per request moves by a factor of two or three with the machine's
+state (other processes, a VM's neighbours), and the pod and its floor, measured seconds apart in one process, move
+together. The absolute target (issue 3's 1 ms) is ``make bench``'s ``pod_write``: speed targets live with the
+benchmarks, and this suite must pass on a busy machine.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from tests.support import Kube, wait_for
 
 ROUNDS = 8   # the best of 8: a shared machine's bursts only ever make a round slower
 PODS_PER_ROUND = 250
-BUDGET_MS = 2.0   # twice the target of make bench's pod_write: a regression guard
+RATIO_BUDGET = 8.0   # a pod create costs about four floor creates; twice that is a regression
 
 
 def realistic_pod(name: str) -> dict:
@@ -43,6 +47,12 @@ def realistic_pod(name: str) -> dict:
             "spec": {"containers": containers, "restartPolicy": "Never",
                      "volumes": [{"name": "data", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "cfg"}}],
                      "nodeSelector": {"kubernetes.io/os": "linux"}}}
+
+
+def floor_object(name: str) -> dict:
+    """The floor's write: a small ConfigMap, the cheapest object that still takes the whole create path."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"app": "bench"}},
+            "data": {"a": "x"}}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -68,20 +78,26 @@ def test_pod_create_server_cpu_is_reported_and_not_regressed(tmp_path, capsys):
         pods = "/api/v1/namespaces/default/pods"
         for i in range(20):  # warm up: connections, caches
             assert kube.post(pods, realistic_pod(f"warm-{i}")).status == 201
-        figures = []
+            assert kube.post("/api/v1/namespaces/default/configmaps", floor_object(f"warm-{i}")).status == 201
+        figures: list[tuple[float, float]] = []   # (pod, floor) ms of server CPU per create, one pair a round
         for r in range(ROUNDS):
-            bodies = [realistic_pod(f"r{r}-{i}") for i in range(PODS_PER_ROUND)]
-            before = cpu_seconds(proc.pid)
-            for body in bodies:
-                reply = kube.post(pods, body)
-                assert reply.status == 201, reply.body
-            figures.append(1000 * (cpu_seconds(proc.pid) - before) / PODS_PER_ROUND)
+            pair = []
+            for path, make in ((pods, realistic_pod), ("/api/v1/namespaces/default/configmaps", floor_object)):
+                bodies = [make(f"r{r}-{i}") for i in range(PODS_PER_ROUND)]
+                before = cpu_seconds(proc.pid)
+                for body in bodies:
+                    reply = kube.post(path, body)
+                    assert reply.status == 201, reply.body
+                pair.append(1000 * (cpu_seconds(proc.pid) - before) / PODS_PER_ROUND)
+            figures.append((pair[0], pair[1]))
         kube.close()
     finally:
         proc.terminate()
         proc.wait(timeout=15)
         log.close()
+    ratios = [pod / max(floor, 1e-9) for pod, floor in figures]
     with capsys.disabled():
-        print(f"\nserver CPU per pod create (ms), {ROUNDS} rounds of {PODS_PER_ROUND}: "
-              + ", ".join(f"{f:.3f}" for f in figures) + f"; best {min(figures):.3f}")
-    assert min(figures) <= BUDGET_MS, figures
+        print(f"\nserver CPU per create (ms), {ROUNDS} rounds of {PODS_PER_ROUND} pods, then as many ConfigMaps: "
+              + ", ".join(f"{pod:.3f}/{floor:.3f}" for pod, floor in figures)
+              + f"; best pod {min(p for p, _ in figures):.3f}; pod/floor {min(ratios):.2f}-{max(ratios):.2f}")
+    assert min(ratios) <= RATIO_BUDGET, figures
