@@ -172,3 +172,69 @@ def test_the_circle_check_finds_a_circle() -> None:
     """The checker is not vacuous: a two-module loop and a three-module loop are both reported."""
     graph = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c", "a"}, "f": set()}
     assert sorted(circles(graph)) == [["a", "b"], ["c", "d", "e"]]
+
+
+# --- one definition per constant ----------------------------------------------------------------------------
+
+
+def constant_definitions(root: Path) -> dict[tuple[str, str], set[str]]:
+    """(UPPER_CASE name, repr of its literal) → the modules under ``root`` that assign it at module level, whether
+    alone (``A = 1``), annotated (``A: int = 1``) or unpacked (``A, B = 1, 2``)."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    pairs = [(target, value)]
+                elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                    pairs = list(zip(target.elts, value.elts, strict=False))
+                else:
+                    continue
+                for name, literal in pairs:
+                    if isinstance(name, ast.Name) and name.id.isupper() and isinstance(literal, ast.Constant):
+                        found.setdefault((name.id, repr(literal.value)), set()).add(
+                            path.relative_to(root).as_posix())
+    return found
+
+
+def duplicated_constants(root: Path) -> dict[tuple[str, str], set[str]]:
+    return {key: modules for key, modules in constant_definitions(root).items() if len(modules) > 1}
+
+
+# Separate vocabularies that merely share a name and a string: each module's constant means something else.
+SEPARATE_VOCABULARIES: dict[tuple[str, str], set[str]] = {
+    # a strategic-merge-patch directive ($patch: delete) vs an informer's notification kind
+    ("DELETE", "'delete'"): {"local/apiserver/strategic_merge.py", "runtime/informer_listener.py"},
+    # Kubeflow job condition types vs T9k GenericJob condition types: two APIs' enums
+    ("FAILED", "'Failed'"): {"core/job_vocabulary.py", "generic/status.py"},
+    ("RUNNING", "'Running'"): {"core/job_vocabulary.py", "generic/status.py"},
+    # GenericJob status phases vs MXJob v1alpha1 phases vs Volcano PodGroup phases: three APIs' enums
+    ("PHASE_FAILED", "'Failed'"): {"generic/status.py", "mxnet/v1alpha1/vocabulary.py"},
+    ("PHASE_PENDING", "'Pending'"): {"core/podgroups.py", "generic/status.py"},
+    ("PHASE_RUNNING", "'Running'"): {"core/podgroups.py", "generic/status.py", "mxnet/v1alpha1/vocabulary.py"},
+    # each framework's replica type; frameworks may not import each other
+    ("WORKER", "'Worker'"): {"mxnet/api.py", "tensorflow/api.py"},
+    # each thread's own stop budget, tuned on its own
+    ("_JOIN_TIMEOUT", "5.0"): {"runtime/endpoints.py", "runtime/lease_watch.py"},
+}
+
+
+def test_no_two_modules_define_the_same_constant() -> None:
+    """A constant shared by two modules is defined once, in the lowest layer both may import (issue 31)."""
+    assert duplicated_constants(PACKAGE) == SEPARATE_VOCABULARIES
+
+
+def test_the_constant_check_finds_a_planted_duplicate(tmp_path: Path) -> None:
+    """The checker is not vacuous: plain, annotated and unpacked assignments are all found; lower case and
+    non-literal values are not constants."""
+    (tmp_path / "a.py").write_text('READY = "Ready"\nlimit = 3\nLIMIT = 3\nTIMEOUT: float = 2.0\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text('GO, READY = "Go", "Ready"\nlimit = 3\nLIMIT = 1 + 2\nTIMEOUT = 2.0\n')
+    assert duplicated_constants(tmp_path) == {("READY", "'Ready'"): {"a.py", "sub/b.py"},
+                                              ("TIMEOUT", "2.0"): {"a.py", "sub/b.py"}}

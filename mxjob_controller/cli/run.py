@@ -26,6 +26,7 @@ from prometheus_client import disable_created_metrics
 
 from mxjob_controller import __version__
 from mxjob_controller.cli.flag_types import BindAddress, GoDuration, NameList, NamespaceList, go_bool_option
+from mxjob_controller.core.podgroups import VOLCANO
 from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS, FRAMEWORKS, OPTIONAL_BY_DEFAULT
 from mxjob_controller.kube.names import dns1123_label_errors, dns1123_subdomain_errors
 from mxjob_controller.logs import LEVELS, setup_logging
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-VOLCANO = "volcano"
 # Where the pod's service account is mounted (read for the Lease namespace and in-cluster credentials), when set
 # (tests); None: $MXJOB_SERVICE_ACCOUNT_DIR (local up --token-dir) or /var/run/secrets/kubernetes.io/serviceaccount,
 # read when the settings are built, not when this module is imported.

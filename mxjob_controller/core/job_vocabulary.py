@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mxjob_controller.kube.vocabulary import FALSE, TRUE
 from mxjob_controller.runtime.cache_keys import controller_ref
 
 # --- common types -------------------------------------------------------------------------------------------------
@@ -59,7 +60,6 @@ def condition(ctype: str, reason: str, message: str, now: str, status: str = "Tr
 
 CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED, SUSPENDED = (
     "Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended")
-TRUE, FALSE = "True", "False"
 
 Conditions = Sequence[dict[str, Any]]
 

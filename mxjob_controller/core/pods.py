@@ -33,8 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mxjob_controller.core.job_vocabulary import ReplicaCounts
-
-RUNNING, SUCCEEDED, FAILED, PENDING, UNKNOWN = "Running", "Succeeded", "Failed", "Pending", "Unknown"
+from mxjob_controller.kube.vocabulary import POD_FAILED as FAILED
+from mxjob_controller.kube.vocabulary import POD_PENDING as PENDING
+from mxjob_controller.kube.vocabulary import POD_RUNNING as RUNNING
+from mxjob_controller.kube.vocabulary import POD_SUCCEEDED as SUCCEEDED
+from mxjob_controller.kube.vocabulary import POD_UNKNOWN as UNKNOWN  # noqa: F401 (re-exported with the phases)
 
 # Replica restart policies (kubeflow's ReplicaSpec.restartPolicy).
 RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER, RESTART_EXIT_CODE = "Always", "OnFailure", "Never", "ExitCode"

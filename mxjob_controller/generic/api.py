@@ -37,7 +37,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from mxjob_controller.core.finished_jobs import CLEAN_ALL, CLEAN_NONE, CLEAN_UNFINISHED
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
+from mxjob_controller.core.podgroups import DEFAULT_QUEUE
+from mxjob_controller.core.pods import RESTART_ALWAYS as ALWAYS
+from mxjob_controller.core.pods import RESTART_NEVER as NEVER
+from mxjob_controller.core.pods import RESTART_ON_FAILURE as ON_FAILURE
 from mxjob_controller.generic import variables
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
@@ -74,15 +79,12 @@ LABEL_COMPONENT_TYPE = "tensorstack.dev/component-type"
 
 # --- the spec's vocabulary -------------------------------------------------------------------------------
 
-NEVER, ON_FAILURE, ALWAYS = "Never", "OnFailure", "Always"
 RESTART_POLICIES = (NEVER, ON_FAILURE, ALWAYS)
 DEFAULT_POLICY = ON_FAILURE
 MAX_LIMIT = 32767    # restartPolicy.limit and tasks[].restartCount are int16 in T9k's API
 
-CLEAN_NONE, CLEAN_UNFINISHED, CLEAN_ALL = "None", "Unfinished", "All"
 CLEAN_UP_POLICIES = (CLEAN_NONE, CLEAN_UNFINISHED, CLEAN_ALL)
 
-DEFAULT_QUEUE = "default"
 MAX_PRIORITY = 100
 DEBUG_COMMAND = ("sleep", "inf")
 

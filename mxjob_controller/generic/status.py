@@ -44,6 +44,7 @@ from mxjob_controller.core.pods import PENDING, is_deleting, phase
 from mxjob_controller.generic.api import GenericJobView
 from mxjob_controller.generic.status_rules import SUCCESS_MESSAGE, Judgement
 from mxjob_controller.kube.field_errors import FieldError
+from mxjob_controller.kube.vocabulary import FALSE, TRUE
 
 # Phases of the job.
 PHASE_PENDING, PHASE_RUNNING, PHASE_PAUSED, PHASE_RESUMING = "Pending", "Running", "Paused", "Resuming"
@@ -56,7 +57,6 @@ AGGREGATE_KEYS = ("creating", "pending", "running", "succeeded", "failed", "unkn
 
 INITIALIZED, RUNNING, REPLICA_FAILURE, COMPLETED, FAILED, PAUSED = (
     "Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
-TRUE, FALSE = "True", "False"
 NO_REASON = "-"
 INVALID_SPEC = "InvalidSpec"
 INITIALIZED_MESSAGE = "The job has been initialized successfully."

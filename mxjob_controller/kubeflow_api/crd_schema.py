@@ -24,10 +24,8 @@ from typing import Any
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube import k8s_schemas
 from mxjob_controller.kube.quantity import QUANTITY_PATTERN
+from mxjob_controller.kube.schema.compiler import INT_OR_STRING, OBJECT_META, QUANTITY
 
-INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
-QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 #: What a pod template's metadata may hold; the rest of ObjectMeta is set by the API server.
 TEMPLATE_META_FIELDS = ("annotations", "finalizers", "labels", "name", "namespace")
 

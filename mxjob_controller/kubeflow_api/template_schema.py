@@ -12,8 +12,7 @@ from typing import Any
 
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.schema import validate_definition
-
-POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"
+from mxjob_controller.kube.schema.rules.pods import POD_TEMPLATE_SPEC
 
 
 def pod_template_schema_errors(template: Any, path: str) -> list[FieldError]:

@@ -33,6 +33,7 @@ from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
 from mxjob_controller.local.kubelet.kubelet import Kubelet
 from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.manager.process import PROGRAM
 from mxjob_controller.manager.settings import DEFAULT_BURST, DEFAULT_QPS
 from mxjob_controller.mxnet.api import CRD_NAME as MXJOBS_CRD
 from mxjob_controller.mxnet.crd_conversion import CONVERT_PATH, with_conversion
@@ -40,7 +41,6 @@ from mxjob_controller.runtime.client import Client
 
 log = logging.getLogger(__name__)
 
-PROGRAM = "mxjob-controller"
 
 
 def packaged_crds() -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ import threading
 import time
 from typing import Any, Protocol
 
+from mxjob_controller.kube.vocabulary import ADDED, BOOKMARK, DELETED, MODIFIED
 from mxjob_controller.runtime.backoff import Backoff
 from mxjob_controller.runtime.client import (
     ApiError,
@@ -44,7 +45,6 @@ from mxjob_controller.runtime.client.errors import refused
 
 log = logging.getLogger(__name__)
 
-ADDED, MODIFIED, DELETED, BOOKMARK = "ADDED", "MODIFIED", "DELETED", "BOOKMARK"
 LIST_PAGE_RETRIES = 2   # a later page of a list that fails transiently is asked again, not the whole list (a large
                         # cache's relist is many pages: each failing on its own would make the list fail often)
 SHORT_WATCH = 1.0  # a watch that ends this fast without a single event counts as a failure (client-go's too); one

@@ -29,10 +29,10 @@ from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
 from mxjob_controller.kube import k8s_schemas
+from mxjob_controller.kube.vocabulary import JSON_MEDIA_TYPE as JSON
 from mxjob_controller.local.apiserver.openapi import OpenAPI
 from mxjob_controller.local.apiserver.request import Response
 
-JSON = "application/json"
 PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 _PROTOBUF_SUBTYPES = ("com.github.proto-openapi.spec.v2@v1.0+protobuf",   # what client-go asks for
                       "com.github.proto-openapi.spec.v2.v1.0+protobuf")

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mxjob_controller.kube import k8s_schemas
+from mxjob_controller.kube.schema.compiler import OBJECT_META as _META
 from mxjob_controller.kube.selectors import SelectorError, selector_from_label_selector
 from mxjob_controller.kube.timefmt import parse_time
 
-_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _CORE = "io.k8s.api.core.v1."
 
 

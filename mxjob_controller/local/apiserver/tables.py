@@ -17,6 +17,7 @@ import json
 import time
 from typing import Any
 
+from mxjob_controller.kube.schema.compiler import OBJECT_META as _META
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
 from mxjob_controller.local.apiserver import jsonpath, printers
 from mxjob_controller.local.apiserver.gofmt import go_float
@@ -24,7 +25,6 @@ from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.watch import Entry
 
 TABLE_API_VERSION = "meta.k8s.io/v1"
-_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _EXTRA_PRINTERS: dict[tuple[str, str], printers.Printer] = {}
 
 

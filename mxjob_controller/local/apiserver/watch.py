@@ -18,8 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
-
+from mxjob_controller.kube.vocabulary import ADDED, DELETED, MODIFIED
 
 # Built once (json.dumps builds an encoder per call), and without the circular-reference check: what is encoded
 # is a tree (decoded JSON and what the server adds to it). Together a fifth less per stored object.

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mxjob_controller.kube.vocabulary import POD_FAILED as FAILED
+from mxjob_controller.kube.vocabulary import POD_PENDING as PENDING
+from mxjob_controller.kube.vocabulary import POD_RUNNING as RUNNING
+from mxjob_controller.kube.vocabulary import POD_SUCCEEDED as SUCCEEDED
 from mxjob_controller.local.kubelet.addresses import LOCAL_IP
-
-PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
 
 
 def waiting(reason: str, message: str = "") -> dict[str, Any]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
+from mxjob_controller.kube.vocabulary import PROTOBUF_MEDIA_TYPE as MEDIA_TYPE  # noqa: F401 (the type this module reads)
+
 _MAGIC = b"k8s\x00"
 
 Field = tuple[str, Any]   # (JSON name, str | int | [str] | the name of a nested message)

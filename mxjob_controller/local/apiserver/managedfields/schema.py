@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from mxjob_controller.kube import k8s_schemas
+from mxjob_controller.kube.schema.compiler import OBJECT_META
 
 SCALAR, MAP, LIST, DEDUCED = "scalar", "map", "list", "deduced"
 ATOMIC, SET, ASSOCIATIVE = "atomic", "set", "map"
-OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 # Kinds kube converts by hand: a quantity or int-or-string is a scalar, a RawExtension one atomic leaf.
 _SCALAR_DEFS = {"io.k8s.apimachinery.pkg.api.resource.Quantity", "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
                 "io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"}

@@ -19,11 +19,11 @@ from typing import Any
 
 from mxjob_controller.kube import k8s_schemas
 from mxjob_controller.kube import quantity as kube_quantity
+from mxjob_controller.kube.schema.compiler import QUANTITY
 from mxjob_controller.kube.schema.formats import QUANTITY_FORMAT_WRONG, parse_quantity
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.resources import ResourceType
 
-QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _ANY = "any"   # decoded by its own UnmarshalJSON (int-or-string, times, raw JSON): not checked here
 _CUSTOM_DECODERS = frozenset({
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString", "io.k8s.apimachinery.pkg.apis.meta.v1.Time",
