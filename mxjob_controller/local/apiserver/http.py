@@ -126,27 +126,46 @@ class APIHTTPServer(ThreadingHTTPServer):
         self.header_timeout = HEADER_TIMEOUT  # seconds for a request line and its headers to arrive
         self.stopping = threading.Event()  # connections: finish what is in progress, take nothing new
         self._accepting_ends = threading.Event()
+        # stop_accepting writes a byte here, so the accept loop wakes at once instead of at its next poll
+        self._wake_reader, self._wake_writer = socket.socketpair()
         self._conns: dict[socket.socket, bool] = {}  # each connection's socket: is a request in progress?
         self._conn_threads: set[threading.Thread] = set()
         self._conns_lock = threading.Lock()
         self._conn_ids = itertools.count(1)
         if ":" in address[0]:   # an IPv6 address (``::``, ``::1``): socketserver binds IPv4 unless told
             self.address_family = socket.AF_INET6
-        super().__init__(address, _Handler)
+        try:
+            super().__init__(address, _Handler)
+        except BaseException:   # the port is taken, say: the wake-up pair goes with the server that never was
+            self._wake_reader.close()
+            self._wake_writer.close()
+            raise
 
     # --- accepting ----------------------------------------------------------------------------------------
 
     def serve(self, poll_interval: float = 0.1) -> None:
-        """Accept connections until :meth:`stop_accepting` (seen within ``poll_interval``)."""
+        """Accept connections until :meth:`stop_accepting`, which wakes the loop at once (``poll_interval`` only
+        bounds how long a missed wake-up could go unseen)."""
         with selectors.DefaultSelector() as selector:
             selector.register(self, selectors.EVENT_READ)
+            selector.register(self._wake_reader, selectors.EVENT_READ)
             while not self._accepting_ends.is_set():
-                if selector.select(poll_interval) and not self._accepting_ends.is_set():
+                ready = selector.select(poll_interval)
+                if any(key.fileobj is self for key, _ in ready) and not self._accepting_ends.is_set():
                     self._handle_request_noblock()
                 self.service_actions()
 
     def stop_accepting(self) -> None:
         self._accepting_ends.set()
+        try:
+            self._wake_writer.send(b"\0")
+        except OSError:   # closed already: the loop has ended
+            pass
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._wake_reader.close()
+        self._wake_writer.close()
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = super().get_request()
