@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import functools
+import hashlib
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -24,12 +26,32 @@ def kustomizations() -> list[str]:
 
 
 @functools.cache
+def _tree_key() -> str:
+    """A digest of every file under manifests/ (paths and bytes): a rendering is reused only for this exact tree."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in MANIFESTS.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(MANIFESTS)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+@functools.cache
 def render_text(directory: str) -> str:
-    done = subprocess.run([KUBECTL, "kustomize", str(MANIFESTS / directory)], capture_output=True, text=True,
-                          timeout=120, check=False)
-    if done.returncode != 0:
-        raise AssertionError(f"kubectl kustomize manifests/{directory} failed:\n{done.stderr}")
-    return done.stdout
+    """``kubectl kustomize manifests/<directory>``, rendered once per tree for all xdist workers (on disk, locked)."""
+    cache = ROOT / ".mxjob-local" / "kustomize" / _tree_key()
+    cache.mkdir(parents=True, exist_ok=True)
+    rendered = cache / (directory.replace("/", "__") + ".yaml")
+    with open(cache / (rendered.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)          # a second worker waits for the first one's rendering
+        if rendered.exists():
+            return rendered.read_text()
+        done = subprocess.run([KUBECTL, "kustomize", str(MANIFESTS / directory)], capture_output=True, text=True,
+                              timeout=120, check=False)
+        if done.returncode != 0:
+            raise AssertionError(f"kubectl kustomize manifests/{directory} failed:\n{done.stderr}")
+        partial = rendered.with_suffix(".partial")
+        partial.write_text(done.stdout)
+        partial.replace(rendered)
+        return done.stdout
 
 
 @functools.cache

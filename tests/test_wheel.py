@@ -87,7 +87,7 @@ def installed(wheel: Path) -> Path:
         if not (home / "ready").exists():
             shutil.rmtree(home, ignore_errors=True)
             venv.EnvBuilder(with_pip=True, clear=True).create(home)
-            pip(home / "bin" / "python", "install", "--quiet", str(wheel))
+            pip(home / "bin" / "python", "install", "--quiet", "--no-compile", str(wheel))   # compiled on import
             (home / "ready").touch()
         pip(home / "bin" / "python", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel))
     return home / "bin"
