@@ -33,10 +33,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On xdist workers, the tests that start processes first (a stable sort, the same on every worker): a long test
-    handed out last would leave the other workers idle at the end."""
+    """On xdist workers, the tests that start processes first, then the rest, then the exclusive ones (a stable sort,
+    the same on every worker): a long test handed out last would leave the other workers idle at the end, and an
+    exclusive test handed out early would leave them idle while it waits for their long tests to end."""
     if getattr(config, "workerinput", None) is not None:
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None and item.get_closest_marker(MARKER) is None)
+        def rank(item: pytest.Item) -> int:
+            return 2 if item.get_closest_marker(MARKER) else 0 if item.get_closest_marker("slow") else 1
+        items.sort(key=rank)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
