@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint bench bench-full chaos demo image wheel crd protobuf clean
+.PHONY: venv monitoring-tools test lint bench bench-full chaos demo image wheel crd protobuf clean
 
 # pip is only raised when older than 23 (no index query when it is new enough); --no-compile leaves byte-compiling
 # to the first import, so only what runs is compiled (SciPy and scikit-learn hold thousands of modules the tests never load).
@@ -18,10 +18,16 @@ $(STAMP): setup.cfg pyproject.toml
 ## venv: create .venv with the package (editable), its test and lint tools, and MXNet for the real example
 venv: $(STAMP)
 
+## monitoring-tools: Prometheus and promtool for tests/test_monitoring.py (Debian's prometheus package), if missing
+monitoring-tools:
+	@hack/install-prometheus.sh
+
 ## test: lint, then the whole test suite (what CI runs) on PYTEST_WORKERS pytest-xdist workers (0: one process);
 ## the last line says how long pytest took (pytest's own summary, "N passed in ...", stays its last pytest line)
 PYTEST_WORKERS ?= 3
-test: lint
+test:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) monitoring-tools   # the two installs side by side
+	@$(MAKE) --no-print-directory lint
 	@start=$$(date +%s); \
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); status=$$?; \
 	elapsed=$$(( $$(date +%s) - start )); \

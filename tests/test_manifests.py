@@ -22,11 +22,11 @@ from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from tests.manifests import INSTALL_NAMESPACE, MANIFESTS, find, kustomizations, render, render_text
 from tests.support import Kubectl, wait_for
 
-OVERLAYS = ["components/gang-scheduling", "components/servicemonitor", "components/webhook",
-            "components/webhook-cert-manager", "controller", "crd", "install", "overlays/gang-scheduling",
-            "overlays/generic-only", "overlays/high-availability", "overlays/mxnet-only", "overlays/servicemonitor",
-            "overlays/tensorflow-only", "overlays/webhook", "rbac"]
-NOT_BUILT_IN = {("monitoring.coreos.com/v1", "ServiceMonitor"), ("cert-manager.io/v1", "Issuer"),
+OVERLAYS = ["components/gang-scheduling", "components/webhook", "components/webhook-cert-manager", "controller", "crd",
+            "install", "monitoring", "overlays/gang-scheduling", "overlays/generic-only", "overlays/high-availability",
+            "overlays/monitoring", "overlays/mxnet-only", "overlays/tensorflow-only", "overlays/webhook", "rbac"]
+NOT_BUILT_IN = {("monitoring.coreos.com/v1", "ServiceMonitor"), ("monitoring.coreos.com/v1", "PrometheusRule"),
+                ("cert-manager.io/v1", "Issuer"),
                 ("cert-manager.io/v1", "Certificate")}   # CRD kinds: no schema of Kubernetes' own
 RULE_FIELDS = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
 
@@ -158,7 +158,7 @@ def test_gang_scheduling_adds_its_rules_and_the_flag():
 
 
 def test_the_metrics_service_and_service_monitor_find_the_pods():
-    docs = render("overlays/servicemonitor")
+    docs = render("overlays/monitoring")
     pod_labels = find(docs, "Deployment", "mxjob-controller")["spec"]["template"]["metadata"]["labels"]
     service = find(docs, "Service", "mxjob-controller-metrics")
     assert service["spec"]["selector"].items() <= pod_labels.items()
@@ -166,6 +166,10 @@ def test_the_metrics_service_and_service_monitor_find_the_pods():
     monitor = find(docs, "ServiceMonitor", "mxjob-controller")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    dashboard = find(docs, "ConfigMap", "mxjob-controller-dashboard")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(dashboard["data"]["mxjob-controller.json"])["uid"] == "mxjob-controller"
+    assert find(docs, "PrometheusRule", "mxjob-controller")["spec"]["groups"]
 
 
 def test_another_namespace_carries_the_bindings_along(tmp_path):

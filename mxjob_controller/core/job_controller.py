@@ -44,6 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -52,7 +53,7 @@ from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.gang import GangScheduling, PodGroupHandlers
 from mxjob_controller.core.handlers import ChildHandlers, JobCaches, JobHandlers, pod_cache_view, service_cache_view
 from mxjob_controller.core.job_vocabulary import legacy_selector, owned_selector
-from mxjob_controller.core.metrics import JobMetrics
+from mxjob_controller.core.metrics import JobMetrics, JobStateCollector
 from mxjob_controller.core.podgroups import (
     PRIORITY_CLASSES,
     PodGroupAPIMissingError,
@@ -73,6 +74,7 @@ from mxjob_controller.runtime.expectations import ControllerExpectations
 from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 from mxjob_controller.runtime.informer_factory import SharedInformerFactory
 from mxjob_controller.runtime.refusal_events import RefusalEvents
+from mxjob_controller.runtime.registry import families_for
 from mxjob_controller.runtime.workqueue import RateLimitingQueue
 
 log = logging.getLogger(__name__)
@@ -138,6 +140,7 @@ class JobController:
         self._owned: dict[ChildKind, list[SharedInformer]] = {POD: [], SERVICE: []}
         self._legacy: dict[ChildKind, list[SharedInformer]] = {POD: [], SERVICE: []}
         self.caches = self._informers(options.namespaces)
+        families_for(JobStateCollector, self.registry).add(framework.framework_name, self._cached_jobs)
         self.client = client
         reconciler_class = framework.reconciler_class or JobReconciler
         self.flavor: PodGroupFlavor | None = flavor_for(options.gang_scheduler_name) \
@@ -160,6 +163,9 @@ class JobController:
         job = self.caches.job(str(key))
         resource = self.framework.resource
         return ObjectReference.of(job, resource.api_version, resource.kind) if job is not None else None
+
+    def _cached_jobs(self) -> list[dict[str, Any]]:
+        return [job for informer in self.caches.jobs for job in informer.store.list()]
 
     @property
     def queue(self) -> RateLimitingQueue:
