@@ -17,6 +17,7 @@ import yaml
 
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
 from mxjob_controller.mxnet import v1alpha1
+from tests.local_support import local_cluster
 from tests.support import Kube, Kubectl, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,3 +175,48 @@ def seed_job_round_trip(cluster: Cluster) -> None:
     assert cluster.kubectl.json("get", "mxjobs.v1alpha1.kubeflow.org", "example-dist-job")["spec"] == seed["spec"]
     listed = cluster.kubectl.ok("get", "mxjobs.v1alpha1.kubeflow.org", "-o", "name").split()
     assert listed == cluster.kubectl.ok("get", "mxjobs", "-o", "name").split()
+
+
+LOCAL = ROOT / "examples" / "v1alpha1" / "mx_job_local.yaml"
+
+
+def test_a_local_v1alpha1_job_runs_one_worker_to_success_and_reads_back_as_local_and_two_workers_are_refused(
+        tmp_path: Path):
+    """The old spec's ``jobMode: local`` (seed ``mx_job.go``, ``Validate()``): WORKER replicas only, at most one.
+    Accepted, it runs as one process (one pod, no scheduler or server) and succeeds; read back as v1alpha1 it is
+    ``local`` as written; as v1 a job with only a Worker and no jobMode. Two workers are refused at create."""
+    with local_cluster(tmp_path, controller=True) as (_cluster, kube, kubectl):
+        written = yaml.safe_load(LOCAL.read_text())
+        kubectl.ok("create", "-f", str(LOCAL))
+
+        def finished() -> dict[str, Any] | None:
+            status = kube.get(f"{MXJOBS}/local-job").body.get("status") or {}
+            done = [c for c in status.get("conditions") or [] if c["type"] in ("Succeeded", "Failed")
+                    and c["status"] == "True"]
+            return done[0] if done else None
+        assert wait_for(finished, timeout=60, what="the local job finished")["type"] == "Succeeded"
+        pods = kube.get("/api/v1/namespaces/default/pods",
+                        labelSelector="training.kubeflow.org/job-name=local-job").body["items"]
+        assert [(p["metadata"]["name"], p["status"]["phase"]) for p in pods] == [("local-job-worker-0", "Succeeded")]
+        assert kubectl.ok("logs", "local-job-worker-0") == "worker 1 alone\n"
+
+        as_alpha = yaml.safe_load(kubectl.ok("get", "mxjobs.v1alpha1.kubeflow.org", "local-job", "-o", "yaml"))
+        assert as_alpha["spec"] == written["spec"] and as_alpha["spec"]["jobMode"] == "local"
+        assert not set(as_alpha["metadata"].get("annotations") or {}) & set(v1alpha1.MANAGED_ANNOTATIONS)
+        assert {k: as_alpha["status"][k] for k in ("phase", "state", "replicaStatuses")} == {
+            "phase": "Done", "state": "Succeeded", "replicaStatuses": [
+                {"mx_replica_type": "WORKER", "state": "Succeeded", "ReplicasStates": {"Succeeded": 1}}]}
+        as_v1 = kubectl.json("get", "mxjobs.v1.kubeflow.org", "local-job")["spec"]
+        assert "jobMode" not in as_v1 and list(as_v1["mxReplicaSpecs"]) == ["Worker"]
+
+        two = copy.deepcopy(written)
+        two["metadata"]["name"] = "two-workers"
+        two["spec"]["replicaSpecs"][0]["replicas"] = 2
+        done = kubectl.run("create", "-f", "-", input=yaml.safe_dump(two))
+        limit = ('spec.replicaSpecs[0].replicas: Invalid value: 2: must be less than or equal to 1 when jobMode is '
+                 '"local"')
+        assert done.returncode == 1 and limit in done.stderr, done.stderr
+        reply = kube.post(ALPHA_MXJOBS, two)
+        assert (reply.status, reply.body["reason"]) == (422, "Invalid")
+        assert [c["field"] for c in reply.body["details"]["causes"]] == ["spec.replicaSpecs[0].replicas"]
+        assert kube.get(f"{MXJOBS}/two-workers").status == 404
