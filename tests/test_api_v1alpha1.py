@@ -268,7 +268,10 @@ R = "spec.replicaSpecs"
 VALID: list[tuple[str, dict[str, Any]]] = [
     ("seed manifest", seed_manifest()),
     ("seed dump", seed_dump()),
-    ("local mode", alpha_job(jobMode="local")),
+    ("local mode: one WORKER (the old spec's Validate)", alpha_job(entry("WORKER"), jobMode="local")),
+    ("local mode: the WORKER's type and replicas defaulted", alpha_job(entry(None, None), jobMode="local")),
+    ("local mode: its WORKER as the chief", alpha_job(entry("WORKER"), jobMode="local", terminationPolicy={
+        "chief": {"replicaName": "WORKER", "replicaIndex": 0}})),
     ("no jobMode", edit(lambda j: j["spec"].pop("jobMode"))),
     ("defaults: type WORKER, replicas 1", alpha_job(entry("SCHEDULER"), entry("SERVER"), entry(None, None))),
     ("chief SCHEDULER 0 written out", alpha_job(terminationPolicy={"chief": {"replicaName": "SCHEDULER",
@@ -322,6 +325,15 @@ INVALID: list[tuple[str, dict[str, Any], set[str]]] = [
     ("spec a list", edit(lambda j: j.update(spec=[])), {"spec"}),
     ("bad cleanupPodPolicy", alpha_job(cleanupPodPolicy="Always"), {"spec.cleanupPodPolicy"}),
     ("bad jobMode", alpha_job(jobMode="distributed"), {"spec.jobMode"}),
+    ("local mode with a SCHEDULER and a SERVER", alpha_job(entry("SCHEDULER"), entry("SERVER"), entry("WORKER"),
+                                                           jobMode="local"),
+     {f"{R}[0].mxReplicaType", f"{R}[1].mxReplicaType"}),
+    ("local mode with 2 workers", alpha_job(entry("WORKER", 2), jobMode="local"), {f"{R}[0].replicas"}),
+    ("local mode without a WORKER: the default chief is missing too", alpha_job(entry("SERVER"), jobMode="local"),
+     {R, f"{R}[0].mxReplicaType", "spec.terminationPolicy.chief.replicaName"}),
+    ("local mode, empty list", edit(lambda j: j["spec"].update(jobMode="local", replicaSpecs=[])), {R}),
+    ("local mode, the SCHEDULER as the chief", alpha_job(entry("WORKER"), jobMode="local", terminationPolicy={
+        "chief": {"replicaName": "SCHEDULER", "replicaIndex": 0}}), {"spec.terminationPolicy.chief.replicaName"}),
     ("RuntimeId not a string", alpha_job(RuntimeId=7), {"spec.RuntimeId"}),
     ("name not DNS-1035", alpha_job(name="10-jobs"), {"metadata.name"}),
     ("name too long for its children", alpha_job(name="a" * 60), {"metadata.name"}),
@@ -360,6 +372,20 @@ def test_messages_read_like_kube_and_like_the_old_operator() -> None:
     ]
     assert [e.reason for e in validate(job)] == ["FieldValueInvalid", "FieldValueNotSupported", "FieldValueRequired",
                                                   "FieldValueDuplicate", "FieldValueInvalid"]
+
+
+def test_local_mode_is_refused_with_the_old_rules_meaning_naming_the_field_and_the_limit() -> None:
+    """The old spec's ``Validate()``: "job mode is local, but its replicas set have replicas type other than
+    worker", "job mode is local, but it has more than 1 worker"."""
+    job = alpha_job(entry("SCHEDULER"), entry("WORKER", 2), jobMode="local")
+    assert [str(e) for e in validate(job)] == [
+        f'{R}[0].mxReplicaType: Invalid value: "SCHEDULER": jobMode "local" runs WORKER replicas only (job mode is '
+        "local, but its replicas set have replicas type other than worker)",
+        f'{R}[1].replicas: Invalid value: 2: must be less than or equal to 1 when jobMode is "local" (job mode is '
+        "local, but it has more than 1 worker)",
+    ]
+    assert f'{R}: Required value: must have a WORKER replica spec: jobMode "local" runs one WORKER' in [
+        str(e) for e in validate(alpha_job(entry("SERVER"), jobMode="local"))]
 
 
 def test_validate_something_not_an_object() -> None:
@@ -463,20 +489,51 @@ def test_long_job_name_root_uri_is_the_service_name() -> None:
     assert env["DMLC_PS_ROOT_URI"] == child_name(name, "Scheduler", 0) == f"{name}-scheduler-0"
 
 
-@pytest.mark.parametrize(("mode", "extra"), [("dist", None), ("local", {"was": "local", "now": "MXTrain"}),
-                                             ("", {"was": "", "now": "MXTrain"}),
-                                             (None, {"was": None, "now": "MXTrain"})])
-def test_job_mode_maps_to_mxtrain_and_comes_back(mode: str | None, extra: dict[str, Any] | None) -> None:
-    """7: dist and local (and an unset mode) run as MXTrain; the original survives the round trip."""
+@pytest.mark.parametrize(("mode", "v1_mode", "extra"), [
+    ("dist", "MXTrain", None), ("", "MXTrain", {"was": "", "now": "MXTrain"}),
+    (None, "MXTrain", {"was": None, "now": "MXTrain"}),
+    ("local", None, {"was": "local", "now": None}),   # invalid with these types, yet it converts and comes back
+])
+def test_job_mode_maps_to_mxtrain_and_comes_back(mode: str | None, v1_mode: str | None,
+                                                 extra: dict[str, Any] | None) -> None:
+    """7: dist (and an empty or unset mode) run as MXTrain, local as a v1 job without a mode; the original
+    survives the round trip."""
     job = alpha_job()
     if mode is None:
         job["spec"].pop("jobMode")
     else:
         job["spec"]["jobMode"] = mode
     v1 = to_v1(job)
-    assert v1["spec"]["jobMode"] == "MXTrain"
+    assert v1["spec"].get("jobMode") == v1_mode
     assert (extra_of(v1, V1ALPHA1_EXTRA_ANNOTATION) or {}).get("jobMode") == extra
     assert to_v1alpha1(v1)["spec"] == job["spec"]
+
+
+@pytest.mark.parametrize("template", [pod(restartPolicy="OnFailure"), pod()])
+def test_a_local_job_is_a_v1_job_with_one_worker_and_no_mode_and_reads_back_as_local(
+        template: dict[str, Any]) -> None:
+    """The old spec's local job (one WORKER, no scheduler or server) runs as one process: v1 with only a Worker of
+    1 and no jobMode (v1 requires no type then, and its workers decide the job), a valid v1 job whose one pod
+    gets no scheduler address. Back in v1alpha1 it reads as ``local`` with nothing left in annotations, and a v1
+    job of that shape reads as ``local`` too."""
+    job = alpha_job(entry("WORKER", template=template), jobMode="local")
+    v1 = to_v1(job)
+    assert "jobMode" not in v1["spec"] and list(v1["spec"]["mxReplicaSpecs"]) == ["Worker"]
+    assert (extra_of(v1, V1ALPHA1_EXTRA_ANNOTATION) or {}).get("jobMode") is None, "derived, not remembered"
+    view, errors = parse_job({**v1, "metadata": {**v1["metadata"], "uid": "u"}})
+    assert errors == [] and view is not None and view.job_mode == ""
+    env = {e["name"]: e["value"] for e in wired_template(view, "Worker", 0)["spec"]["containers"][0]["env"]}
+    assert (env["DMLC_ROLE"], env["DMLC_PS_ROOT_URI"], env["DMLC_NUM_SERVER"], env["DMLC_NUM_WORKER"]) == (
+        "worker", "", "0", "1")
+    back = to_v1alpha1(v1)
+    assert back["spec"] == job["spec"]
+    assert_no_managed_annotations(back)
+    def without_mode(specs: dict[str, Any]) -> dict[str, Any]:
+        return edit(lambda j: j["spec"].pop("jobMode"), lambda: v1_job(specs))
+    assert to_v1alpha1(without_mode({"worker": replica()}))["spec"]["jobMode"] == "local"
+    for other in (without_mode({"Worker": replica(2)}), without_mode({"Server": replica(), "Worker": replica()})):
+        alpha = to_v1alpha1(other)
+        assert "jobMode" not in alpha["spec"] and to_v1(alpha)["spec"] == other["spec"]
 
 
 @pytest.mark.parametrize(("policy", "v1_policy"), [(None, "All"), ("", "All"), ("All", "All"),
@@ -849,7 +906,7 @@ def test_edits_through_v1alpha1_reach_v1() -> None:
     assert mxnet_ports(v1, "Scheduler") == [{"name": "mxjob-port", "containerPort": 9100}]
     assert specs["Server"]["restartPolicy"] == "Never"
     assert v1["spec"]["runPolicy"] == {"cleanPodPolicy": "None"}
-    assert v1["spec"]["jobMode"] == "MXTrain"
+    assert "jobMode" not in v1["spec"], "local: no mode in v1"
     assert extra_of(v1, V1ALPHA1_EXTRA_ANNOTATION)["RuntimeId"] == "new1"
     assert without_status(to_v1alpha1(v1)) == without_status(alpha)
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from mxjob_controller.cli.local import packaged_crds
-from tests.support import Kubectl, wait_for
+from tests.support import Kube, Kubectl, wait_for
 
 
 def start_local_up(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
@@ -106,6 +106,48 @@ def test_local_up_tls_runs_a_job_with_every_part_authenticated(tmp_path):
     assert proc.returncode == 0, err
     assert "(authorization: RBAC)" in out
     assert user["token"] not in out + err
+
+
+def test_local_up_kubelet_none_leaves_mxjob_port_9091_and_the_services_on_it(tmp_path):
+    """``--kubelet none``: no process will bind a job's ports, so none is rewritten (the job-port admission runs
+    only with ``--kubelet process``): an MXJob keeps ``mxjob-port: 9091`` as written, a type without the port
+    gets the default 9091 as on a cluster, and its Services and pods' wiring say 9091."""
+    proc, kubeconfig = start_local_up(tmp_path, "--kubelet", "none", "--threadiness", "1")
+    try:
+        wait_ready(proc, kubeconfig)
+        kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+
+        def replica(port: bool) -> dict:
+            container = {"name": "mxnet", "image": "mxnet/python:1.9.1", "command": ["python", "-c", "pass"]}
+            if port:
+                container["ports"] = [{"name": "mxjob-port", "containerPort": 9091}]
+            return {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
+        job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "p", "namespace": "default"},
+               "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {
+                   "Scheduler": replica(True), "Server": replica(True), "Worker": replica(False)}}}
+        created = kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", job)
+        assert created.status == 201, created.body
+        assert "local.mxjob-controller.kubeflow.org/assigned-ports" not in (
+            created.body["metadata"].get("annotations") or {})
+        assert created.body["spec"]["mxReplicaSpecs"] == job["spec"]["mxReplicaSpecs"], "the ports as written"
+
+        selector = {"labelSelector": "training.kubeflow.org/job-name=p"}
+        def services() -> dict | None:
+            items = kube.get("/api/v1/namespaces/default/services", **selector).body["items"]
+            return {s["metadata"]["name"]: s["spec"]["ports"] for s in items} if len(items) == 3 else None
+        found = wait_for(services, timeout=30, what="the job's 3 Services")
+        assert {name: [(p["name"], p["port"]) for p in ports] for name, ports in found.items()} == {
+            f"p-{t}-0": [("mxjob-port", 9091)] for t in ("scheduler", "server", "worker")}
+        reply = wait_for(lambda: r if (r := kube.get("/api/v1/namespaces/default/pods/p-worker-0")).ok else None,
+                         timeout=30, what="the worker's pod")
+        env = {e["name"]: e.get("value") for e in reply.body["spec"]["containers"][0]["env"]}
+        assert env["DMLC_PS_ROOT_PORT"] == "9091" and '"port":9091' in env["MX_CONFIG"]
+        assert reply.body["status"].get("phase") == "Pending", "no kubelet runs it"
+        kube.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
 
 
 def test_local_up_tls_on_every_address_gives_clients_the_loopback_address(tmp_path):

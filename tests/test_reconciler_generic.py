@@ -119,6 +119,28 @@ def test_the_keras_example_gets_named_labelled_pods_services_and_tf_config_then_
     assert metric(controller.registry, "failed", NS, framework="generic") == 0
 
 
+def test_a_job_without_spec_service_has_pods_and_no_services_and_loses_the_port_less_ones_it_had(gj):
+    """T9k: ``spec.service`` "Defaults to empty and no service will be created". A port-less headless Service an
+    older version of this controller made for such a job is deleted."""
+    uid = gj.create_job(genericjob("nosvc", NS, replica("worker", 2)))["metadata"]["uid"]
+    labels = {"training.kubeflow.org/operator-name": "genericjob-controller",
+              "training.kubeflow.org/job-name": "nosvc", "training.kubeflow.org/replica-type": "worker",
+              "training.kubeflow.org/replica-index": "0"}
+    old = {"apiVersion": "v1", "kind": "Service", "metadata": {
+        "name": "nosvc-worker-0", "namespace": NS, "labels": labels, "ownerReferences": [{
+            "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "name": "nosvc", "uid": uid,
+            "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"clusterIP": "None", "selector": labels}}
+    assert gj.kube.post(f"/api/v1/namespaces/{NS}/services", old).status == 201
+    assert names(gj.services(NS, "nosvc")) == ["nosvc-worker-0"]
+    gj.start_generic()
+    pods = gj.wait_pods(NS, "nosvc", 2)
+    assert names(pods) == ["nosvc-worker-0", "nosvc-worker-1"]
+    gj.wait_phase(NS, "nosvc", "Running")   # every replica created: nothing waits for a Service
+    wait_for(lambda: gj.services(NS, "nosvc") == [], timeout=DEADLINE, what="the port-less Service deleted")
+    assert gj.kube.get(f"/api/v1/namespaces/{NS}/services").body["items"] == [], "no Service of any name"
+
+
 def test_a_failure_rule_fails_the_job_naming_the_rule_and_the_failed_pod(gj):
     gj.create_job(genericjob("fr", NS, replica("master"), replica("worker", 3, policy="Never"),
                              successRules=[{"master": [0]}], failureRules=[{"worker": ["1"]}]))

@@ -17,6 +17,7 @@ import yaml
 
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
 from mxjob_controller.mxnet import v1alpha1
+from tests.local_support import local_cluster
 from tests.support import Kube, Kubectl, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,13 +81,15 @@ def test_valid_jobs_are_unaffected(cluster: Cluster):
     assert sorted(cluster.kubectl.ok("get", "mxjobs,tfjobs,gj", "-o", "name").split()) == [
         "genericjob.batch.tensorstack.dev/rendezvous", "mxjob.kubeflow.org/example-dist-job",
         "mxjob.kubeflow.org/mxnet-dist", "tfjob.kubeflow.org/tf-dist"]
-    # The local cluster gives a v1alpha1 job's default ports (9091) ports of its own, as a v1 job's.
-    alpha = cluster.kubectl.json("get", "mxjobs.v1alpha1.kubeflow.org", "example-dist-job")["spec"]["replicaSpecs"]
-    ports = [entry["PsRootPort"] for entry in alpha]
-    assert ports[0] == 9000 and all(20000 <= p <= 29999 for p in ports[1:]), ports
+    # No kubelet runs them, so the local cluster gives no job ports of its own (only `--kubelet process` does):
+    # the v1alpha1 job reads back with the ports it was written with, its v1 form has only the SCHEDULER's.
+    seed = yaml.safe_load(SEED.read_text())
+    alpha = cluster.kubectl.json("get", "mxjobs.v1alpha1.kubeflow.org", "example-dist-job")
+    assert alpha["spec"]["replicaSpecs"] == seed["spec"]["replicaSpecs"]
+    assert not set(alpha["metadata"].get("annotations") or {}) - {"kubectl.kubernetes.io/last-applied-configuration"}
     as_v1 = cluster.kubectl.json("get", "mxjob", "example-dist-job")["spec"]["mxReplicaSpecs"]
-    assert [spec["template"]["spec"]["containers"][0]["ports"] for spec in as_v1.values()] == [
-        [{"name": "mxjob-port", "containerPort": p}] for p in ports]
+    assert [spec["template"]["spec"]["containers"][0].get("ports") for spec in as_v1.values()] == [
+        [{"name": "mxjob-port", "containerPort": 9000}], None, None]
 
 
 def test_with_the_webhook_down_fail_refuses_with_kube_s_message_and_ignore_lets_the_controller_judge(cluster: Cluster):
@@ -121,7 +124,7 @@ def comparable(pod: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_seed_v1alpha1_job_is_served_both_ways_reconciled_as_its_v1_equivalent_and_round_trips(
         tmp_path: Path):
-    cluster = Cluster(tmp_path, job_ports=None)   # the jobs as written: no local ports (no kubelet runs them)
+    cluster = Cluster(tmp_path)   # the jobs as written: no local ports (no kubelet runs them)
     try:
         seed_job_round_trip(cluster)
     finally:
@@ -172,3 +175,48 @@ def seed_job_round_trip(cluster: Cluster) -> None:
     assert cluster.kubectl.json("get", "mxjobs.v1alpha1.kubeflow.org", "example-dist-job")["spec"] == seed["spec"]
     listed = cluster.kubectl.ok("get", "mxjobs.v1alpha1.kubeflow.org", "-o", "name").split()
     assert listed == cluster.kubectl.ok("get", "mxjobs", "-o", "name").split()
+
+
+LOCAL = ROOT / "examples" / "v1alpha1" / "mx_job_local.yaml"
+
+
+def test_a_local_v1alpha1_job_runs_one_worker_to_success_and_reads_back_as_local_and_two_workers_are_refused(
+        tmp_path: Path):
+    """The old spec's ``jobMode: local`` (seed ``mx_job.go``, ``Validate()``): WORKER replicas only, at most one.
+    Accepted, it runs as one process (one pod, no scheduler or server) and succeeds; read back as v1alpha1 it is
+    ``local`` as written; as v1 a job with only a Worker and no jobMode. Two workers are refused at create."""
+    with local_cluster(tmp_path, controller=True) as (_cluster, kube, kubectl):
+        written = yaml.safe_load(LOCAL.read_text())
+        kubectl.ok("create", "-f", str(LOCAL))
+
+        def finished() -> dict[str, Any] | None:
+            status = kube.get(f"{MXJOBS}/local-job").body.get("status") or {}
+            done = [c for c in status.get("conditions") or [] if c["type"] in ("Succeeded", "Failed")
+                    and c["status"] == "True"]
+            return done[0] if done else None
+        assert wait_for(finished, timeout=60, what="the local job finished")["type"] == "Succeeded"
+        pods = kube.get("/api/v1/namespaces/default/pods",
+                        labelSelector="training.kubeflow.org/job-name=local-job").body["items"]
+        assert [(p["metadata"]["name"], p["status"]["phase"]) for p in pods] == [("local-job-worker-0", "Succeeded")]
+        assert kubectl.ok("logs", "local-job-worker-0") == "worker 1 alone\n"
+
+        as_alpha = yaml.safe_load(kubectl.ok("get", "mxjobs.v1alpha1.kubeflow.org", "local-job", "-o", "yaml"))
+        assert as_alpha["spec"] == written["spec"] and as_alpha["spec"]["jobMode"] == "local"
+        assert not set(as_alpha["metadata"].get("annotations") or {}) & set(v1alpha1.MANAGED_ANNOTATIONS)
+        assert {k: as_alpha["status"][k] for k in ("phase", "state", "replicaStatuses")} == {
+            "phase": "Done", "state": "Succeeded", "replicaStatuses": [
+                {"mx_replica_type": "WORKER", "state": "Succeeded", "ReplicasStates": {"Succeeded": 1}}]}
+        as_v1 = kubectl.json("get", "mxjobs.v1.kubeflow.org", "local-job")["spec"]
+        assert "jobMode" not in as_v1 and list(as_v1["mxReplicaSpecs"]) == ["Worker"]
+
+        two = copy.deepcopy(written)
+        two["metadata"]["name"] = "two-workers"
+        two["spec"]["replicaSpecs"][0]["replicas"] = 2
+        done = kubectl.run("create", "-f", "-", input=yaml.safe_dump(two))
+        limit = ('spec.replicaSpecs[0].replicas: Invalid value: 2: must be less than or equal to 1 when jobMode is '
+                 '"local"')
+        assert done.returncode == 1 and limit in done.stderr, done.stderr
+        reply = kube.post(ALPHA_MXJOBS, two)
+        assert (reply.status, reply.body["reason"]) == (422, "Invalid")
+        assert [c["field"] for c in reply.body["details"]["causes"]] == ["spec.replicaSpecs[0].replicas"]
+        assert kube.get(f"{MXJOBS}/two-workers").status == 404

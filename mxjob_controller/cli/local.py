@@ -74,7 +74,8 @@ def local() -> None:
 @click.option("--job-ports", default=f"{DEFAULT_RANGE[0]}-{DEFAULT_RANGE[1]}", show_default=True,
               callback=lambda _c, _p, v: _parse_ports(v), metavar="FIRST-LAST|none",
               help="Give each new MXJob scheduler ports of its own from this range where it leaves mxjob-port at "
-                   "9091, so jobs can run side by side on one machine ('none': keep 9091).")
+                   "9091, so jobs can run side by side on one machine ('none': keep 9091). Only with --kubelet "
+                   "process: with --kubelet none nothing runs, and every job keeps the ports it was written with.")
 @click.option("--workdir", default=None, type=click.Path(file_okay=False, exists=True),
               help="Directory containers start in when their workingDir does not exist here.  [default: the current "
                    "directory]")

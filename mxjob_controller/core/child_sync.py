@@ -35,6 +35,7 @@ deletion of the surplus still run. A ``pod_decorator`` gets each new pod's templ
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import time
@@ -74,6 +75,7 @@ from mxjob_controller.runtime.events import WARNING, EventRecorder
 OUT_OF_RANGE = "index out of range"
 DUPLICATE = "duplicate of its index"
 UNKNOWN_TYPE = "replica type not in the job"
+NO_SERVICE = "the job asks for no Service"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +153,15 @@ def classify(objs: Iterable[dict[str, Any]], job_uid: str, job_name: str, replic
     return Children(by_type, tuple(excess), tuple(unindexed))
 
 
+def _without_unwanted(services: Children, replicas: Mapping[str, int]) -> Children:
+    """``services`` classified without the types that get no Service, their Services (an older version made
+    port-less ones) told apart from those of types the job no longer has."""
+    canonical = {rtype.lower() for rtype in replicas}
+    excess = tuple(dataclasses.replace(e, why=NO_SERVICE) if e.why == UNKNOWN_TYPE and e.replica_type in canonical
+                   else e for e in services.excess)
+    return Children(services.by_type, excess, services.unindexed)
+
+
 # --- child sync --------------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
@@ -189,7 +200,9 @@ class ChildSync:
         spec = ctx.spec
         replicas = {rtype: spec.replicas[rtype].replicas for rtype in self.framework.replica_types(spec)}
         pod_children = classify(pods, ctx.uid, ctx.name, replicas)
-        svc_children = classify(services, ctx.uid, ctx.name, replicas)
+        svc_children = _without_unwanted(classify(services, ctx.uid, ctx.name, {
+            rtype: n for rtype, n in replicas.items() if self.framework.service_ports(spec, rtype) is not None}),
+            replicas)
         for obj in (*pod_children.unindexed, *svc_children.unindexed):
             log.info("%s is controlled by the job but its labels name no replica: left alone",
                      (obj.get("metadata") or {}).get("name"), extra=ctx.extra())

@@ -175,8 +175,9 @@ class Framework(Protocol):
         core adds name, labels, owner and restart policy."""
         ...
 
-    def service_ports(self, job: JobSpec, replica_type: str) -> list[dict[str, Any]]:
-        """The ports of a replica's headless service."""
+    def service_ports(self, job: JobSpec, replica_type: str) -> list[dict[str, Any]] | None:
+        """The ports of a replica's headless service; None: the replica gets no service (a job that asks for none,
+        and any it has is deleted)."""
         ...
 
     def is_master(self, job: JobSpec, replica_type: str, index: int) -> bool:

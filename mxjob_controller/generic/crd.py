@@ -83,7 +83,7 @@ def spec_schema() -> dict[str, Any]:
                                   "any replica has."),
         "service": described({"type": "object", "required": ["ports"], "properties": {
             "ports": {"type": "array", "minItems": 1, "items": structural("io.k8s.api.core.v1.ServicePort")},
-        }}, "Give every replica a headless Service named like its pod, with these ports."),
+        }}, "Give every replica a headless Service named like its pod, with these ports; none: no Services."),
         "runMode": described({"type": "object", "properties": {
             "debug": {"type": "object", "properties": {
                 "enabled": described({"type": "boolean"}, "Start the pods with the debug command instead of the "

@@ -43,8 +43,9 @@ class GenericFramework:
     def pod_template(self, job: api.GenericJobView, replica_type: str, index: int) -> dict[str, Any]:
         return wiring.wired_template(job, replica_type, index)
 
-    def service_ports(self, job: api.GenericJobView, replica_type: str) -> list[dict[str, Any]]:
-        return [dict(p) for p in job.service_ports or ()]
+    def service_ports(self, job: api.GenericJobView, replica_type: str) -> list[dict[str, Any]] | None:
+        """No ``spec.service``, no Services (T9k: "Defaults to empty and no service will be created")."""
+        return None if job.service_ports is None else [dict(p) for p in job.service_ports]
 
     def is_master(self, job: api.GenericJobView, replica_type: str, index: int) -> bool:
         return False   # no job-role=master: GenericJob names no master

@@ -73,13 +73,14 @@ class ClusterOptions:
     webhooks: bool = True                              # the admission and conversion webhooks, called by the server
     threadiness: int = 4                               # the controller's reconcile workers
     job_ports: tuple[int, int] | None = DEFAULT_RANGE  # scheduler ports given to MXJobs; None: leave them
+    # (only with the kubelet: the rewrite exists so local processes do not collide; without one nothing binds them)
 
 
 class LocalCluster:
     def __init__(self, options: ClusterOptions | None = None) -> None:
         self.options = options = options or ClusterOptions()
         self.server = APIServer(options.server)
-        if options.job_ports is not None:
+        if options.job_ports is not None and options.kubelet:
             ports = JobPorts(self.server.store, options.job_ports)
             self.server.rest.admission.append(ports)
             self.server.rest.update_admission.append(ports.on_update)

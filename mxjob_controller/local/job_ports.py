@@ -10,7 +10,9 @@ and ``DMLC_PS_ROOT_PORT`` from it as always). Types get distinct ports (MXTune's
 A port is free when no unfinished MXJob in the store declares it and nothing on this machine is bound to it now;
 the search goes round the range from where it last stopped (first from a random point), so a port just released
 is not reused at once and two local clusters on one machine seldom try the same port. The ports chosen are named
-in the annotation :data:`ANNOTATION`. A port the user chose (not 9091) is kept as it is.
+in the annotation :data:`ANNOTATION`. A port the user chose (not 9091) is kept as it is. The local cluster installs
+the plugin only when its kubelet runs pods as processes (``--kubelet process``): without one nothing binds a port,
+and a job keeps 9091 as on a cluster.
 
 An update keeps what was chosen: a client-side ``kubectl apply`` of the manifest the job was created from replaces
 the containers' ``ports`` and drops the chosen one, and a scaled-up job's new pods would then look for their

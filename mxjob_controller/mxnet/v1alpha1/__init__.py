@@ -21,7 +21,10 @@ SCHEDULER, SERVER, WORKER                   v1alpha1). v1 cannot hold two entrie
 ``PsRootPort`` (of every entry)             ``{name: mxjob-port, containerPort: <PsRootPort>}`` on that type's
                                             ``mxnet`` container (else its first), where v1 reads each type's port;
                                             unset: no port, so v1's default 9091, v1alpha1's default too
-``jobMode`` dist, local, "" or unset        ``jobMode: MXTrain``
+``jobMode`` dist, "" or unset              ``jobMode: MXTrain`` (SCHEDULER, SERVER and WORKER)
+``jobMode`` local (one WORKER: the old      no ``jobMode`` (v1 then requires no type), and only a ``Worker`` of 1:
+spec's ``Validate()``)                      one process, decided by its exit, with no scheduler or server; a v1
+                                            job of that shape is ``local`` on the way back
 ``cleanupPodPolicy`` All, Running, None     ``runPolicy.cleanPodPolicy``, the same; "" or unset: ``All`` (v1alpha1's
                                             behaviour, written out whatever a v1 controller's default is)
 ``schedulerName``                           each template's ``spec.schedulerName``, where the template names none

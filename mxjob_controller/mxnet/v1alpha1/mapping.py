@@ -21,8 +21,22 @@ from mxjob_controller.kubeflow_api import checks
 from mxjob_controller.kubeflow_api.constants import DEFAULT_CLEAN_POD_POLICY, DEFAULT_RESTART_POLICY
 from mxjob_controller.kubeflow_api.defaults import default_container_index
 from mxjob_controller.kubeflow_api.replica_types import canonical_type
-from mxjob_controller.mxnet.api import DEFAULT_CONTAINER_NAME, DEFAULT_PORT_NAME, KIND, MODE_TRAIN, REPLICA_TYPES
-from mxjob_controller.mxnet.v1alpha1.vocabulary import DIST, MANAGED_ANNOTATIONS, TO_ALPHA_TYPE, ConversionError
+from mxjob_controller.mxnet.api import (
+    DEFAULT_CONTAINER_NAME,
+    DEFAULT_PORT_NAME,
+    KIND,
+    MODE_TRAIN,
+    REPLICA_TYPES,
+    WORKER,
+)
+from mxjob_controller.mxnet.v1alpha1.vocabulary import (
+    DIST,
+    LOCAL,
+    LOCAL_MAX_WORKERS,
+    MANAGED_ANNOTATIONS,
+    TO_ALPHA_TYPE,
+    ConversionError,
+)
 
 # --- objects, metadata and the extra annotations ----------------------------------------------------------------------
 
@@ -160,9 +174,25 @@ def clean_pod_policy(spec: Mapping[str, Any]) -> Any:
     return nested.get("cleanPodPolicy") if isinstance(nested, dict) else None
 
 
-def mode_to_alpha(mode: Any) -> str | None:
-    """MXTrain is the fork's "dist" (distributed training); v1alpha1 has no word for any other mode."""
-    return DIST if mode == MODE_TRAIN else None
+def mode_to_v1(alpha_mode: Any) -> str | None:
+    """"local" (one WORKER, no scheduler or server) is a v1 job with no mode, which requires no replica type and is
+    decided by its workers; "dist", "" and an unset mode are MXTrain (SCHEDULER, SERVER and WORKER)."""
+    return None if alpha_mode == LOCAL else MODE_TRAIN
+
+
+def mode_to_alpha(mode: Any, specs: Any) -> str | None:
+    """The v1alpha1 word for a v1 job's mode: MXTrain is the fork's "dist" (distributed training); no mode with
+    nothing but a Worker of at most one replica is "local" (what :func:`mode_to_v1` makes of it); v1alpha1 has no
+    word for any other."""
+    if mode == MODE_TRAIN:
+        return DIST
+    if mode is None or mode == "":
+        keys = list(specs) if isinstance(specs, dict) else []
+        if len(keys) == 1 and canonical_type(keys[0], REPLICA_TYPES) == WORKER and isinstance(specs[keys[0]], dict):
+            replicas = specs[keys[0]].get("replicas")
+            if replicas is None or (checks.is_int(replicas) and replicas == LOCAL_MAX_WORKERS):
+                return LOCAL
+    return None
 
 
 def effective_restart(policy: Any) -> Any:

@@ -12,7 +12,7 @@ from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kubeflow_api import checks
 from mxjob_controller.kubeflow_api.constants import DEFAULT_CLEAN_POD_POLICY
-from mxjob_controller.mxnet.api import MODE_TRAIN, WORKER
+from mxjob_controller.mxnet.api import WORKER
 from mxjob_controller.mxnet.v1alpha1 import mapping
 from mxjob_controller.mxnet.v1alpha1.vocabulary import (
     ALPHA_ONLY_FIELDS,
@@ -63,9 +63,10 @@ def _spec_to_v1(spec: dict[str, Any], v1_extra: dict[str, Any]) -> tuple[dict[st
         v1["mxReplicaSpecs"] = _entries_to_v1(entries, spec, extra_specs, v1_extra, alpha_extra)
 
     alpha_mode = spec.get("jobMode")
-    v1_mode = mapping.restored_value(mapping.saved_pair(v1_extra, "jobMode", where), alpha_mode, MODE_TRAIN)
+    v1_mode = mapping.restored_value(mapping.saved_pair(v1_extra, "jobMode", where), alpha_mode,
+                                     mapping.mode_to_v1(alpha_mode))
     mapping.put_or_drop(v1, "jobMode", v1_mode)
-    if mapping.mode_to_alpha(v1_mode) != alpha_mode:
+    if mapping.mode_to_alpha(v1_mode, v1.get("mxReplicaSpecs")) != alpha_mode:
         alpha_extra["jobMode"] = {"was": alpha_mode, "now": v1_mode}
 
     cleanup = spec.get("cleanupPodPolicy")

@@ -24,7 +24,6 @@ from mxjob_controller.kubeflow_api.replica_types import canonical_type
 from mxjob_controller.kubeflow_api.status import ReplicaCounts
 from mxjob_controller.mxnet.api import (
     KIND,
-    MODE_TRAIN,
     REASON_FAILED_VALIDATION,
     REPLICA_TYPES,
     WORKER,
@@ -91,9 +90,9 @@ def _spec_to_alpha(spec: dict[str, Any], alpha_extra: dict[str, Any]
 
     v1_mode = spec.get("jobMode")
     alpha_mode = mapping.restored_value(mapping.saved_pair(alpha_extra, "jobMode", where), v1_mode,
-                                        mapping.mode_to_alpha(v1_mode))
+                                        mapping.mode_to_alpha(v1_mode, specs))
     mapping.put_or_drop(alpha, "jobMode", alpha_mode)
-    if v1_mode != MODE_TRAIN:
+    if mapping.mode_to_v1(alpha_mode) != v1_mode:
         v1_extra["jobMode"] = {"was": v1_mode, "now": alpha_mode}
 
     rest = {k: v for k, v in spec.items() if k not in ("mxReplicaSpecs", "jobMode")}

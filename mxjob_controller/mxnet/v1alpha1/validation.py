@@ -3,8 +3,10 @@
 it is converted and checked again as ``v1``.
 
 The defaults are the old controller's (each entry's ``mxReplicaType`` WORKER, ``replicas`` 1, ``PsRootPort`` 9091,
-the SCHEDULER's exit deciding the job); the checks are what it refused, plus what would make the ``v1`` job the
-object converts to invalid (a name too long for its children, a template without an image...).
+the SCHEDULER's exit deciding the job, a ``local`` job's WORKER's); the checks are what it refused, plus what would
+make the ``v1`` job the object converts to invalid (a name too long for its children, a template without an
+image...). ``jobMode: local`` is checked as the old spec's ``Validate()`` (seed ``mx_job.go``) checked it: WORKER
+replicas only, at most one; any other mode runs as ``MXTrain`` and needs SCHEDULER, SERVER and WORKER.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ from mxjob_controller.mxnet.v1alpha1.vocabulary import (
     ALPHA_JOB_MODES,
     ALPHA_SCHEDULER,
     ALPHA_TYPES,
+    ALPHA_WORKER,
     CLEANUP_POLICIES,
     DEFAULT_PS_ROOT_PORT,
     DEFAULT_TYPE,
+    LOCAL,
+    LOCAL_MAX_WORKERS,
     MAX_PORT,
     TO_V1_TYPE,
     default_termination_policy,
@@ -49,7 +54,7 @@ def apply_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
                 if entry.get(key) is None:
                     entry[key] = value
     if spec.get("terminationPolicy") is None:
-        spec["terminationPolicy"] = default_termination_policy()
+        spec["terminationPolicy"] = default_termination_policy(spec.get("jobMode"))
     return out
 
 
@@ -68,10 +73,11 @@ def validate(obj: Any) -> list[FieldError]:
         return [*errs, fe.required("spec")]
     if not isinstance(spec, dict):
         return errs + checks.object_errors(spec, "spec")
-    entry_errs, present = _entries_errors(entries)
+    local = spec.get("jobMode") == LOCAL
+    entry_errs, present = _entries_errors(entries, local)
     errs += entry_errs
     if present is not None:   # without a list, the chief has nothing to be checked against
-        errs += _termination_policy_errors(spec.get("terminationPolicy"), present)
+        errs += _termination_policy_errors(spec.get("terminationPolicy"), present, local)
     for key, allowed in (("cleanupPodPolicy", CLEANUP_POLICIES), ("jobMode", ALPHA_JOB_MODES)):
         if spec.get(key) is not None:
             errs += checks.enum_errors(spec[key], fe.child("spec", key), allowed)
@@ -92,12 +98,15 @@ def _replica_counts(entries: Any) -> dict[str, int]:
     return counts
 
 
-def _entries_errors(entries: Any) -> tuple[list[FieldError], dict[str, int] | None]:
+def _entries_errors(entries: Any, local: bool) -> tuple[list[FieldError], dict[str, int] | None]:
     """The list's problems and its entries'; and each valid type → its (first) entry's replicas (None when there
-    is no list)."""
+    is no list). ``local``: the job is ``jobMode: local``, WORKER replicas only and at most one (the old spec's
+    ``Validate()``: "job mode is local, but its replicas set have replicas type other than worker", "... but it has
+    more than 1 worker"); else it runs as MXTrain, which needs every type."""
     path = "spec.replicaSpecs"
     if entries is None or entries == []:
-        return [fe.required(path, "must have a SCHEDULER, a SERVER and a WORKER replica spec")], None
+        return [fe.required(path, _LOCAL_NEEDS if local else "must have a SCHEDULER, a SERVER and a WORKER replica "
+                                                             "spec")], None
     if not isinstance(entries, list):
         return [checks.type_error(path, entries, "array")], None
     errs: list[FieldError] = []
@@ -118,11 +127,15 @@ def _entries_errors(entries: Any) -> tuple[list[FieldError], dict[str, int] | No
             errs.append(FieldError(tpath, "FieldValueDuplicate", (
                 f"Duplicate value: {fe.format_value(rtype)}: spec.replicaSpecs[{first[rtype]}] has this type: a job "
                 "has one replica spec per type")))
+        elif local and rtype != ALPHA_WORKER:
+            errs.append(fe.invalid(tpath, rtype, f'jobMode "{LOCAL}" runs {ALPHA_WORKER} replicas only (job mode '
+                                                 f"is local, but its replicas set have replicas type other than "
+                                                 f"worker)"))
         else:
             first[rtype] = i
             replicas = entry.get("replicas")
             present[rtype] = replicas if checks.is_int(replicas) else DEFAULT_REPLICAS
-        errs += _replicas_errors(rtype, entry.get("replicas"), fe.child(at, "replicas"))
+        errs += _replicas_errors(rtype, entry.get("replicas"), fe.child(at, "replicas"), local)
         port = entry.get("PsRootPort")
         if not checks.is_int(port):
             errs.append(checks.type_error(fe.child(at, "PsRootPort"), port, "integer"))
@@ -132,27 +145,40 @@ def _entries_errors(entries: Any) -> tuple[list[FieldError], dict[str, int] | No
             errs.append(fe.required(fe.child(at, "template"), "every replica spec needs a pod template"))
         else:
             errs += template_errors(entry["template"], fe.child(at, "template"), MXJOB_RULES)
-    errs += [fe.required(path, f"must have a {t} replica spec: the job runs as jobMode MXTrain, which needs "
-                               "SCHEDULER, SERVER and WORKER") for t in ALPHA_TYPES if t not in first]
+    if local:
+        if ALPHA_WORKER not in first:
+            errs.append(fe.required(path, _LOCAL_NEEDS))
+    else:
+        errs += [fe.required(path, f"must have a {t} replica spec: the job runs as jobMode MXTrain, which needs "
+                                   "SCHEDULER, SERVER and WORKER") for t in ALPHA_TYPES if t not in first]
     return errs, present
 
 
-def _replicas_errors(rtype: Any, replicas: Any, path: str) -> list[FieldError]:
-    """One SCHEDULER (the old controller's rule); 1 to the v1 limit for the others (what the v1 job must have)."""
+_LOCAL_NEEDS = f'must have a {ALPHA_WORKER} replica spec: jobMode "{LOCAL}" runs one {ALPHA_WORKER}'
+
+
+def _replicas_errors(rtype: Any, replicas: Any, path: str, local: bool) -> list[FieldError]:
+    """One SCHEDULER (the old controller's rule), at most one WORKER in a ``local`` job (the old spec's); 1 to the
+    v1 limit for the others (what the v1 job must have)."""
     if not checks.is_int(replicas):
         return [checks.type_error(path, replicas, "integer")]
     if rtype == ALPHA_SCHEDULER and replicas != 1:
         return [fe.invalid(path, replicas, "must be 1: a job has exactly one SCHEDULER")]
     if replicas < 1:
         return [fe.invalid(path, replicas, "must be greater than or equal to 1")]
+    if local and rtype == ALPHA_WORKER and replicas > LOCAL_MAX_WORKERS:
+        return [fe.invalid(path, replicas, f'must be less than or equal to {LOCAL_MAX_WORKERS} when jobMode is '
+                                           f'"{LOCAL}" (job mode is local, but it has more than '
+                                           f"{LOCAL_MAX_WORKERS} worker)")]
     if replicas > MAX_REPLICAS_PER_TYPE:
         return [fe.invalid(path, replicas, f"must be less than or equal to {MAX_REPLICAS_PER_TYPE}")]
     return []
 
 
-def _termination_policy_errors(policy: Any, present: Mapping[str, int]) -> list[FieldError]:
+def _termination_policy_errors(policy: Any, present: Mapping[str, int], local: bool) -> list[FieldError]:
     """The chief must be an existing replica (the old controller: ``invalid termination policy``, ``Missing
-    ReplicaSpec for chief``)."""
+    ReplicaSpec for chief``), and the one whose exit decides the v1 job: the SCHEDULER, in a ``local`` job its
+    WORKER."""
     path = "spec.terminationPolicy"
     if not isinstance(policy, dict):
         return checks.object_errors(policy, path)
@@ -177,9 +203,9 @@ def _termination_policy_errors(policy: Any, present: Mapping[str, int]) -> list[
             errs += checks.non_negative_errors(index, ipath)
         elif isinstance(name, str) and name in present and index >= present[name]:
             errs.append(fe.invalid(ipath, index, f"must be less than {present[name]}, the replicas of {name}"))
-    if not errs and (name, index or 0) != (ALPHA_SCHEDULER, 0):
-        # v1 (what runs the job) lets the scheduler decide, as v1alpha1 did by default: another chief would be
-        # accepted and silently ignored, which is worse than a clear refusal.
-        errs.append(fe.not_supported(cpath, {"replicaName": name, "replicaIndex": index or 0},
-                                     [{"replicaName": ALPHA_SCHEDULER, "replicaIndex": 0}]))
+    decider = default_termination_policy(LOCAL if local else None)["chief"]
+    if not errs and {"replicaName": name, "replicaIndex": index or 0} != decider:
+        # v1 (what runs the job) lets the scheduler decide, as v1alpha1 did by default (a job without one, its
+        # workers): another chief would be accepted and silently ignored, which is worse than a clear refusal.
+        errs.append(fe.not_supported(cpath, {"replicaName": name, "replicaIndex": index or 0}, [decider]))
     return errs

@@ -42,6 +42,9 @@ CLEANUP_POLICIES = ("", *CLEAN_POD_POLICIES)
 #: The fork's ``jobMode``; ``""`` is what its Go client wrote for an unset one (the field has no ``omitempty``).
 ALPHA_JOB_MODES = ("", "dist", "local")
 DIST = "dist"
+#: A single process: WORKER replicas only, at most this many (the old spec's ``Validate()``, seed ``mx_job.go``).
+LOCAL = "local"
+LOCAL_MAX_WORKERS = 1
 PHASE_NONE, PHASE_CREATING, PHASE_RUNNING, PHASE_CLEANUP, PHASE_FAILED, PHASE_DONE = (
     "", "Creating", "Running", "CleanUp", "Failed", "Done")
 PHASES = (PHASE_NONE, PHASE_CREATING, PHASE_RUNNING, PHASE_CLEANUP, PHASE_FAILED, PHASE_DONE)
@@ -53,9 +56,10 @@ V1_STATUS_FIELD = "v1"   # status.v1: the v1 status a v1alpha1 status was derive
 MAX_PORT = 65535
 
 
-def default_termination_policy() -> dict[str, Any]:
-    """``{chief: {replicaName: SCHEDULER, replicaIndex: 0}}``: the scheduler's exit decides (a fresh dict)."""
-    return {"chief": {"replicaName": ALPHA_SCHEDULER, "replicaIndex": 0}}
+def default_termination_policy(job_mode: Any = None) -> dict[str, Any]:
+    """``{chief: {replicaName: SCHEDULER, replicaIndex: 0}}``: the scheduler's exit decides (a fresh dict); in a
+    ``local`` job, which has no scheduler, its one WORKER's."""
+    return {"chief": {"replicaName": ALPHA_WORKER if job_mode == LOCAL else ALPHA_SCHEDULER, "replicaIndex": 0}}
 
 
 #: The fields of a v1alpha1 spec, and of one of its replica specs; anything else rides in the annotation.
@@ -98,7 +102,9 @@ def spec_schema() -> dict[str, Any]:
         "cleanupPodPolicy": crd.enum_schema(CLEANUP_POLICIES, 'Pods to delete when the job finishes: All ("" and '
                                                               "the default), Running or None."),
         "schedulerName": crd.string_schema("Scheduler of every pod whose template names none."),
-        "jobMode": crd.enum_schema(ALPHA_JOB_MODES, "dist or local; the job runs as v1 jobMode MXTrain either way."),
+        "jobMode": crd.enum_schema(ALPHA_JOB_MODES, "dist (SCHEDULER, SERVER and WORKER: v1 jobMode MXTrain) or "
+                                                    "local (one WORKER, no scheduler or server: a v1 job with only "
+                                                    "a Worker and no jobMode)."),
     }}
 
 
