@@ -115,7 +115,16 @@ def _memory_kib(field: str) -> int:
     raise AssertionError(f"no {field} in /proc/self/status")
 
 
+def _config_error(kube, name: str, container: str = "main") -> dict | None:
+    """The pod once its container waits with something other than ContainerCreating."""
+    pod = get_pod(kube, name)
+    statuses = (pod or {}).get("status", {}).get("containerStatuses") or []
+    waiting = next((s["state"].get("waiting") for s in statuses if s["name"] == container), None) or {}
+    return pod if waiting.get("reason") not in (None, "ContainerCreating") else None
+
+
 def test_an_env_chain_that_doubles_fails_naming_the_variable_and_memory_stays_flat(tmp_path):
+    """A 1.2 KB pod (or MXJob) whose 26 variables double at each step would need 256 MiB for its last one."""
     clear_refs = Path("/proc/self/clear_refs")
     if not clear_refs.exists():
         pytest.skip("no /proc/self/clear_refs to reset the peak resident set (Linux only)")
@@ -123,24 +132,31 @@ def test_an_env_chain_that_doubles_fails_naming_the_variable_and_memory_stays_fl
         {"name": f"V{n}", "value": f"$(V{n - 1})$(V{n - 1})"} for n in range(1, 26)]
     body = script_pod("doubling", "print('never')", container={"env": chain, "args": ["$(V25)"]})
     assert len(str(body)) < 2000, "a small pod"
-    with local_cluster(tmp_path) as (_cluster, kube, _kubectl):
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "doubling"},
+           "spec": {"mxReplicaSpecs": {"Worker": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {
+               "containers": [{"name": "mxnet", "image": "mxnet/python", "env": chain,
+                               "command": ["python", "-c", "print('never')"], "args": ["$(V25)"]}]}}}}}}
+    with local_cluster(tmp_path, controller=True) as (_cluster, kube, _kubectl):
         clear_refs.write_text("5")   # the peak resident set (VmHWM) starts again from what is resident now
         before = _memory_kib("VmRSS")
         assert kube.post(PODS, body).ok
-        pod = wait_for(lambda: (p := get_pod(kube, "doubling")) and "waiting" in (
-            (p["status"].get("containerStatuses") or [{}])[0].get("state") or {}) and container_status(
-            p)["state"]["waiting"]["reason"] != "ContainerCreating" and p, timeout=20, what="the container's error")
+        assert kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", job).ok
+        pod = wait_for(lambda: _config_error(kube, "doubling"), timeout=20, what="the pod's error")
+        worker = wait_for(lambda: _config_error(kube, "doubling-worker-0", "mxnet"), timeout=30,
+                          what="the MXJob worker's error")
         grown_mib = (_memory_kib("VmHWM") - before) / 1024
-        waiting = container_status(pod)["state"]["waiting"]
-        assert waiting["reason"] == "CreateContainerConfigError"
-        assert waiting["message"].startswith("environment variable V14 is longer than Linux takes after $(VAR) "
-                                             "expansion: at most 131072 bytes per string (MAX_ARG_STRLEN")
-        assert pod["status"]["phase"] == "Pending"
+        for failed, container in ((pod, "main"), (worker, "mxnet")):
+            waiting = container_status(failed, container)["state"]["waiting"]
+            assert waiting["reason"] == "CreateContainerConfigError"
+            assert waiting["message"].startswith("environment variable V14 is longer than Linux takes after $(VAR) "
+                                                 "expansion: at most 131072 bytes per string (MAX_ARG_STRLEN")
+            assert failed["status"]["phase"] == "Pending"
         assert grown_mib < 50, f"the peak resident set grew by {grown_mib:.0f} MiB"
-        print(f"peak resident set growth while the pod failed: {grown_mib:.1f} MiB")
+        print(f"peak resident set growth while the pod and the MXJob's worker failed: {grown_mib:.1f} MiB")
         assert wait_for(lambda: kubelet_events(kube, "doubling"), timeout=10) == [
-            ("Warning", "Failed", f"Error: {waiting['message']}")]
+            ("Warning", "Failed", f"Error: {container_status(pod)['state']['waiting']['message']}")]
         assert kube.delete(pod_path("doubling")).ok
         wait_for(lambda: get_pod(kube, "doubling") is None, timeout=20, what="the pod removed")
+
 
 
