@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,14 @@ PYTHON = "python"  # found on PATH: the kubelet puts this project's interpreter 
 @contextmanager
 def local_cluster(tmp_path: Path, *, controller: bool = False, backoff: float = 0.3,
                   job_ports: tuple[int, int] | None = None,
-                  workdir: Path | None = None) -> Iterator[tuple[LocalCluster, Kube, Kubectl]]:
+                  workdir: Path | None = None,
+                  max_grace_period: float | None = None) -> Iterator[tuple[LocalCluster, Kube, Kubectl]]:
     """A started local cluster (kubelet on; controller as asked), reached over HTTP by the client and kubectl."""
+    kubelet = KubeletOptions(workdir=str(workdir or tmp_path), backoff_initial=backoff, stop_grace=1.0)
+    if max_grace_period is not None:
+        kubelet = replace(kubelet, max_grace_period=max_grace_period)
     options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=controller, threadiness=2,
-                             job_ports=job_ports,
-                             kubelet_options=KubeletOptions(workdir=str(workdir or tmp_path), backoff_initial=backoff,
-                                                            stop_grace=1.0))
+                             job_ports=job_ports, kubelet_options=kubelet)
     cluster = LocalCluster(options).start()
     kube = Kube(cluster.server.url)
     kubeconfig = cluster.server.write_kubeconfig(tmp_path / "kubeconfig")

@@ -243,3 +243,46 @@ def test_a_negative_watch_timeout_ends_the_watch_at_once(apiserver, kube):
     events = list(kube.watch(CMS, timeout=10, timeoutSeconds=-5))
     assert time.monotonic() - started < 5
     assert events == []
+
+
+INT64_MAX = (1 << 63) - 1
+_INT64_FIELDS = [  # every int64 (and int32 taken for one) a pod or its template can hold, where it sits
+    ("spec", "terminationGracePeriodSeconds"), ("spec", "activeDeadlineSeconds"),
+    ("spec", "securityContext", "runAsUser"), ("spec", "securityContext", "runAsGroup"),
+    ("spec", "securityContext", "fsGroup"), ("c", "securityContext", "runAsUser"),
+    ("c", "lifecycle", "preStop", "sleep", "seconds"), ("c", "livenessProbe", "terminationGracePeriodSeconds"),
+]
+
+
+def _with_field(body: dict, path: tuple[str, ...], value: int) -> dict:
+    target = body["spec"]["containers"][0] if path[0] == "c" else body["spec"]
+    for key in path[1:-1]:
+        target = target.setdefault(key, {})
+    target[path[-1]] = value
+    if path[1] == "livenessProbe":
+        target["exec"] = {"command": ["true"]}
+    return body
+
+
+@pytest.mark.parametrize("value", [INT64_MAX, -INT64_MAX - 1, INT64_MAX + 1, -INT64_MAX - 2])
+def test_int64_extremes_are_stored_or_refused_never_a_5xx(kube, value):
+    """Any value an int64 field can be sent (and one past each end) is stored or refused as kube does; creating,
+    deleting (the pod's own grace period, or one asked for) and listing never answer 5xx."""
+    pods = "/api/v1/namespaces/default/pods"
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    for index, path in enumerate(_INT64_FIELDS):
+        body = _with_field({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{index}"}, "spec": {
+            "nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]}}, path, value)
+        created = kube.post(pods, body)
+        assert created.status < 500, (path, created.body)
+        deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"d{index}"}, "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": _with_field({"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [
+                {"name": "c", "image": "busybox"}]}}, path, value)}}
+        assert kube.post(deployments, deployment).status < 500, path
+        if created.ok:
+            assert kube.delete(f"{pods}/p{index}").status < 500, path
+            reply = kube.delete(f"{pods}/p{index}", body={"gracePeriodSeconds": value})
+            assert reply.status < 500 and kube.delete(f"{pods}/p{index}", gracePeriodSeconds=value).status < 500
+    for query in ({"limit": value}, {"limit": value, "watch": "false"}, {"resourceVersion": value}):
+        assert kube.get(pods, **query).status < 500, query

@@ -9,7 +9,7 @@ import time
 import pytest
 from kubernetes import client
 
-from mxjob_controller.kube.timefmt import parse_time
+from mxjob_controller.kube.timefmt import parse_time, plus_go_seconds
 from tests.support import configmap, pod
 
 NS = "default"
@@ -183,6 +183,57 @@ def test_the_request_grace_period_wins_over_the_pods_own(kube):
         "deletionGracePeriodSeconds"] == 2
     kube.post(PODS, bound_pod("r"))
     assert kube.delete(f"{PODS}/r", gracePeriodSeconds=-5).body["metadata"]["deletionGracePeriodSeconds"] == 1
+
+
+INT64_MAX = 9223372036854775807
+
+
+@pytest.mark.parametrize(("seconds", "moved"), [
+    (10, 10.0), (9223372036, 9223372036.0), (INT64_MAX, -1.0), (9223372037, -9223372036.709551616),
+    (-INT64_MAX - 1, 0.0), (-10, -10.0)])
+def test_grace_seconds_wrap_as_go_durations_do(seconds, moved):
+    assert plus_go_seconds(1000.0, seconds) == pytest.approx(1000.0 + moved)
+
+
+@pytest.mark.parametrize("how", ["pod", "query", "body", "kubectl"])
+def test_any_int64_grace_period_is_stored_and_timed_as_kube_does(kube, kubectl, how):
+    """kube-apiserver computes ``now + time.Second * time.Duration(grace)`` in Go: the product wraps at int64
+    nanoseconds, so the int64 maximum gives a deletion timestamp one second in the past, never a 500."""
+    kube.post(PODS, bound_pod("p", grace=INT64_MAX if how == "pod" else 30))
+    assert kube.get(f"{PODS}/p").body["spec"]["terminationGracePeriodSeconds"] == (INT64_MAX if how == "pod" else 30)
+    before = time.time()
+    if how == "kubectl":
+        kubectl.ok("delete", "pod", "p", f"--grace-period={INT64_MAX}", "--wait=false")
+        reply = kube.get(f"{PODS}/p")
+    else:
+        reply = kube.delete(f"{PODS}/p", **({"gracePeriodSeconds": INT64_MAX} if how == "query" else {}),
+                            body={"gracePeriodSeconds": INT64_MAX} if how == "body" else None)
+    assert reply.status == 200, reply.body
+    meta = reply.body["metadata"]
+    assert meta["deletionGracePeriodSeconds"] == INT64_MAX
+    assert before - 2 <= parse_time(meta["deletionTimestamp"]) <= time.time(), "now minus the wrapped 1 s"
+    shorter = kube.delete(f"{PODS}/p", gracePeriodSeconds=10).body["metadata"]
+    assert shorter["deletionGracePeriodSeconds"] == 10
+    assert before + 9 <= parse_time(shorter["deletionTimestamp"]) <= time.time() + 11, "the same Go arithmetic back"
+    assert kube.delete(f"{PODS}/p", gracePeriodSeconds=0).status == 200
+    assert kube.get(f"{PODS}/p").status == 404
+
+
+def test_grace_periods_beyond_int64_are_400_as_go_parses_them(kube):
+    kube.post(PODS, bound_pod("p"))
+    too_big = INT64_MAX + 1
+    for query, message in [(str(too_big), f'strconv.ParseInt: parsing "{too_big}": value out of range'),
+                           (str(-too_big - 1), f'strconv.ParseInt: parsing "{-too_big - 1}": value out of range'),
+                           ("1_0", 'strconv.ParseInt: parsing "1_0": invalid syntax'),
+                           (" 5", 'strconv.ParseInt: parsing " 5": invalid syntax')]:
+        reply = kube.delete(f"{PODS}/p", gracePeriodSeconds=query)
+        assert (reply.status, reply.body["message"]) == (400, message)
+    reply = kube.delete(f"{PODS}/p", body={"gracePeriodSeconds": too_big})
+    assert (reply.status, reply.body["message"]) == (400, f"json: cannot unmarshal number {too_big} into Go struct "
+                                                          "field DeleteOptions.gracePeriodSeconds of type int64")
+    reply = kube.post(PODS, bound_pod("q", grace=too_big))
+    assert reply.status == 422 and "spec.terminationGracePeriodSeconds" in reply.body["message"]
+    assert kube.delete(f"{PODS}/p", gracePeriodSeconds="+3").body["metadata"]["deletionGracePeriodSeconds"] == 3
 
 
 def test_unbound_and_finished_pods_go_at_once(kube):

@@ -242,6 +242,16 @@ def test_environment_as_a_kubelet_builds_it(local, tmp_path):
     assert json.loads(kubectl.ok("logs", "env2"))["env"]["OMP_NUM_THREADS"] == "1"
 
 
+NO_COMMAND = ('no command specified for container "main": images are not run locally, so there is no image '
+              "entrypoint to fall back on; give the container a command")
+
+
+def pod_events(kube, name: str) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the kubelet's events about pod ``name``."""
+    items = kube.get("/api/v1/namespaces/default/events", fieldSelector=f"involvedObject.name={name}").body["items"]
+    return [(e["type"], e["reason"], e["message"]) for e in items if e["source"]["component"] == "kubelet"]
+
+
 def test_containers_that_cannot_start_say_why(local):
     _cluster, kube, _kubectl = local
     body = script_pod("cfg", "print('ok')", container={"env": [
@@ -258,11 +268,26 @@ def test_containers_that_cannot_start_say_why(local):
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"}, "data": {"x": "1"}}).ok
     wait_phase(kube, "cfg", "Succeeded", timeout=30)
 
+    assert wait_for(lambda: pod_events(kube, "cfg"), timeout=10) == [("Warning", "Failed", 'Error: configmap "later" '
+                                                                      "not found")]
+
+    # No command, and no image entrypoint here: a kubelet's CreateContainerError, then (it can never start) the end
+    # of a container that failed to start, so restartPolicy Never fails the pod at once.
     no_command = script_pod("nocmd", "")
     del no_command["spec"]["containers"][0]["command"]
-    assert kube.post(PODS, no_command).ok
-    wait_for(lambda: waiting_reason("nocmd") == "CreateContainerError", timeout=20)
-    assert "has no command" in container_status(get_pod(kube, "nocmd"))["state"]["waiting"]["message"]
+    created = kube.post(PODS, no_command).body
+    pod = wait_phase(kube, "nocmd", "Failed", timeout=20)
+    ended = container_status(pod)["state"]["terminated"]
+    assert (ended["exitCode"], ended["reason"], ended["message"]) == (128, "CreateContainerError", NO_COMMAND)
+    seen = []
+    for event in kube.watch(PODS, timeout=10, resourceVersion=created["metadata"]["resourceVersion"],
+                            fieldSelector="metadata.name=nocmd"):
+        seen.append(next(iter(container_status(event["object"])["state"].values()), {}).get("reason")
+                    if event["object"]["status"].get("containerStatuses") else None)
+        if event["object"]["status"].get("phase") == "Failed":
+            break
+    assert "CreateContainerError" in seen[:-1], f"a watcher sees the waiting reason first: {seen}"
+    assert wait_for(lambda: pod_events(kube, "nocmd"), timeout=10) == [("Warning", "Failed", f"Error: {NO_COMMAND}")]
 
     missing = script_pod("noexe", "", container={"command": ["no-such-program-here"]})
     assert kube.post(PODS, missing).ok

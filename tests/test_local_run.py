@@ -201,6 +201,18 @@ def recorded_pids(tmp_path: Path) -> list[int]:
             for p in (tmp_path / name).read_text().split()]
 
 
+def test_a_container_without_a_command_fails_its_job_in_seconds_saying_why():
+    """The vendor's TFJob gives only ``args`` (its image's entrypoint would run them): nothing can run here, so the
+    pods fail at once (restartPolicy Never) and the run ends, where it used to wait for the whole --timeout."""
+    run = local_run("--timeout", "120", str(ROOT / "examples" / "cloud-api" / "create-tfjob.json"))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "kube-test/tfjob-test failed: TFJob tfjob-test has failed because 1 PS replica(s) failed: " \
+           "tfjob-test-ps-0 exited with code 128 (CreateContainerError)" in run.stdout
+    failed_at = re.search(r"^\[ *([0-9.]+)s\] kube-test/tfjob-test  Failed", run.stdout, re.M)
+    assert failed_at and float(failed_at.group(1)) < 30, run.stdout
+    assert 'no command specified for container "tensorflow": images are not run locally' in run.stderr
+
+
 def test_timeout_exits_124_and_stops_everything(tmp_path):
     started = time.monotonic()
     run = local_run("--timeout", "4", str(sleeper_job(tmp_path)))

@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+_UINT64 = (1 << 64) - 1
+_INT64_MAX = (1 << 63) - 1
+
 
 def now_rfc3339() -> str:
     """The current time as metav1.Time serialises it (second precision, ``Z``)."""
@@ -14,6 +17,16 @@ def now_rfc3339() -> str:
 def rfc3339(ts: float) -> str:
     """A Unix timestamp as metav1.Time serialises it (second precision, ``Z``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def plus_go_seconds(ts: float, seconds: int) -> float:
+    """``ts`` plus ``time.Second * time.Duration(seconds)`` as Go computes it, which kube-apiserver does for a
+    deletion's grace period: the product is int64 nanoseconds and wraps, so a huge grace period (the int64 maximum
+    gives -1 s) lands within 292 years of ``ts`` instead of overflowing the calendar."""
+    nanos = (seconds * 1_000_000_000) & _UINT64
+    if nanos > _INT64_MAX:
+        nanos -= _UINT64 + 1
+    return ts + nanos / 1e9
 
 
 def now_micro() -> str:

@@ -18,13 +18,14 @@ asked and the object is still there).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from mxjob_controller.kube import field_errors
-from mxjob_controller.kube.timefmt import now_rfc3339, parse_time, rfc3339
+from mxjob_controller.kube.timefmt import now_rfc3339, parse_time, plus_go_seconds, rfc3339
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import Cause, StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
@@ -39,6 +40,8 @@ BACKGROUND, FOREGROUND, ORPHAN = "Background", "Foreground", "Orphan"
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _DELETE_OPTIONS_KINDS = ("", "DeleteOptions")
 _ATTEMPTS = 64
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+_DECIMAL = re.compile(r"[+-]?[0-9]+")   # what Go's strconv.ParseInt(s, 10, 64) reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,9 @@ def _typed(data: dict, key: str, kind: type, go_type: str, struct: str = "Delete
         return None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise _type_error(key, value, go_type, struct)
+    if kind is int and not INT64_MIN <= value <= INT64_MAX:
+        raise errors.bad_request(f"json: cannot unmarshal number {value} into Go struct field {struct}.{key} of "
+                                 f"type {go_type}")
     return value
 
 
@@ -118,11 +124,12 @@ def _type_error(key: str, value: Any, go_type: str, struct: str = "DeleteOptions
 def _from_query(query: Mapping[str, str]) -> DeleteOptions:
     grace = None
     if query.get("gracePeriodSeconds", "") != "":
-        try:
-            grace = int(query["gracePeriodSeconds"])
-        except ValueError:
-            raise errors.bad_request(f'strconv.ParseInt: parsing "{query["gracePeriodSeconds"]}": '
-                                     "invalid syntax") from None
+        text = query["gracePeriodSeconds"]
+        if not _DECIMAL.fullmatch(text):
+            raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+        grace = int(text)
+        if not INT64_MIN <= grace <= INT64_MAX:
+            raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": value out of range')
     orphan = None
     if query.get("orphanDependents", "") != "":
         text = query["orphanDependents"].lower()
@@ -361,8 +368,8 @@ def _before_delete(strategy: Strategy, obj: dict, meta: dict, opts: DeleteOption
             return False, False
         if grace is None or grace >= current_grace:
             return False, True  # only a shorter grace period may be asked for
-        started = (parse_time(meta["deletionTimestamp"]) or time.time()) - current_grace
-        when = started + grace
+        started = plus_go_seconds(parse_time(meta["deletionTimestamp"]) or time.time(), -current_grace)
+        when = plus_go_seconds(started, grace)
         if when < time.time():
             when = time.time()
             if grace != 0:
@@ -373,7 +380,7 @@ def _before_delete(strategy: Strategy, obj: dict, meta: dict, opts: DeleteOption
     period = strategy.graceful_delete_period(obj, grace)
     if period is None:
         return False, False
-    meta["deletionTimestamp"] = rfc3339(time.time() + period)
+    meta["deletionTimestamp"] = rfc3339(plus_go_seconds(time.time(), period))
     meta["deletionGracePeriodSeconds"] = period
     if int(meta.get("generation") or 0) > 0:
         meta["generation"] = int(meta["generation"]) + 1

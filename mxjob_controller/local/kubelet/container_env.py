@@ -8,6 +8,9 @@ reads the pod's own fields (``fieldRef``), its resources (``resourceFieldRef``),
 missing, non-optional reference is a :class:`ContainerConfigError` (the container waits with
 ``CreateContainerConfigError``, as on a cluster).
 
+Bounded as ``execve`` bounds what it takes (``exec_bounds``): each value is built within what is left, and one past
+the bounds is a :class:`ContainerConfigError` naming its variable or argument, before it is built in full.
+
 For one machine: the process also gets a small base environment (``PATH`` with this project's interpreter first,
 so ``python`` finds what is installed; ``HOME``, locale and temp settings; ``HOSTNAME`` as the pod's name), and
 ``OMP_NUM_THREADS=1`` and ``DMLC_NODE_HOST=127.0.0.1`` unless the pod sets them (:data:`ONE_MACHINE_DEFAULTS`). In
@@ -29,7 +32,9 @@ from fractions import Fraction
 from typing import Any
 
 from mxjob_controller.kube import quantity
+from mxjob_controller.local.kubelet import exec_bounds
 from mxjob_controller.local.kubelet.addresses import LOCAL_IP
+from mxjob_controller.local.kubelet.exec_bounds import ExecBoundsError, ExecBudget
 
 CLUSTER_DOMAIN = "cluster.local"
 # Set unless the pod sets them: every container shares this machine's cores; a ps-lite (MXNet) node announces this
@@ -49,7 +54,20 @@ a Service even if that one is not created yet (a job's pods and Services are cre
 
 
 class ContainerConfigError(Exception):
-    """The container cannot be configured (a missing ConfigMap, Secret or key; no command): it does not start."""
+    """The container cannot be configured (a missing ConfigMap, Secret or key; a value past ``execve``'s bounds): it
+    does not start, and waits with ``CreateContainerConfigError`` (the configuration may still change)."""
+
+    reason = "CreateContainerConfigError"
+
+
+class NoCommandError(ContainerConfigError):
+    """The container has no ``command``, and no image entrypoint runs here: it can never start."""
+
+    reason = "CreateContainerError"
+
+
+class _TooLongError(Exception):
+    """An expansion passed its bound (raised before the whole value is built)."""
 
 
 def base_environment(pod_name: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -68,45 +86,81 @@ def container_env(pod: dict[str, Any], container: dict[str, Any], base: Mapping[
                   node_allocatable: Mapping[str, str] | None = None) -> dict[str, str]:
     """The full environment of ``container`` of ``pod`` (see the module's docstring for the rules)."""
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+    budget = ExecBudget(base)
     own: dict[str, str] = {}
-    for source in container.get("envFrom") or ():
-        own.update(_env_from(source, namespace, lookup))
-    for var in container.get("env") or ():
-        name = var.get("name") or ""
-        if "valueFrom" in var:
-            value = _value_from(var["valueFrom"], name, pod, container, namespace, lookup, node_allocatable or {},
-                                pod_ip)
-            if value is None:
-                continue  # an optional reference that does not exist: the variable is not set
-        else:
-            value = expand(var.get("value") or "", own)
-        own[name] = value
-    own = {k: rewrite_service_hosts(v, namespace, service_address) for k, v in own.items()}
-    env = dict(base)
-    env.update(own)
-    for name, value in ONE_MACHINE_DEFAULTS:
-        env.setdefault(name, value)
+    try:
+        for source in container.get("envFrom") or ():
+            for name, value in _env_from(source, namespace, lookup).items():
+                budget.set_variable(name, value)
+                own[name] = value
+        for var in container.get("env") or ():
+            name = var.get("name") or ""
+            if "valueFrom" in var:
+                value = _value_from(var["valueFrom"], name, pod, container, namespace, lookup,
+                                    node_allocatable or {}, pod_ip)
+                if value is None:
+                    continue  # an optional reference that does not exist: the variable is not set
+            else:
+                try:
+                    value = expand(var.get("value") or "", own, budget.variable_room(name))
+                except _TooLongError:
+                    raise budget.variable_error(name) from None
+            budget.set_variable(name, value)
+            own[name] = value
+        env = dict(base)
+        env.update((k, rewrite_service_hosts(v, namespace, service_address)) for k, v in own.items())
+        for name, value in ONE_MACHINE_DEFAULTS:
+            env.setdefault(name, value)
+        exec_bounds.check(env)   # a Service's address may be longer than its name
+    except ExecBoundsError as e:
+        raise ContainerConfigError(str(e)) from None
     return env
 
 
 def container_argv(container: dict[str, Any], env: Mapping[str, str]) -> list[str]:
-    """``command`` + ``args`` with ``$(VAR)`` expanded. The image is ignored here, so there is no entrypoint to
-    fall back on: a container without a ``command`` cannot run."""
+    """``command`` + ``args`` with ``$(VAR)`` expanded, within ``execve``'s bounds together with ``env``. The image
+    is ignored here, so there is no entrypoint to fall back on: a container without a ``command`` cannot run."""
     command = list(container.get("command") or ())
     if not command:
-        raise ContainerConfigError(f'container "{container.get("name")}" has no command: the local kubelet runs '
-                                   "a container's command and args as a process (the image is not used)")
-    return [expand(str(a), env) for a in command + list(container.get("args") or ())]
+        raise NoCommandError(f'no command specified for container "{container.get("name")}": images are not run '
+                             "locally, so there is no image entrypoint to fall back on; give the container a "
+                             "command")
+    budget = ExecBudget(env)
+    argv: list[str] = []
+    try:
+        for index, arg in enumerate(command + list(container.get("args") or ())):
+            try:
+                argv.append(expand(str(arg), env, budget.argument_room()))
+            except _TooLongError:
+                raise budget.argument_error(index) from None
+            budget.add_argument(index, argv[-1])
+    except ExecBoundsError as e:
+        raise ContainerConfigError(str(e)) from None
+    return argv
 
 
-def expand(value: str, env: Mapping[str, str]) -> str:
+def expand(value: str, env: Mapping[str, str], limit: int | None = None) -> str:
     """Kubernetes' ``$(VAR)`` expansion: defined variables are replaced, ``$$`` is a literal ``$``, anything else
-    (an undefined variable, a lone ``$``) stays as written."""
-    def replace(m: re.Match[str]) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        return env.get(m.group(1), m.group(0))
-    return _REFERENCE.sub(replace, value)
+    (an undefined variable, a lone ``$``) stays as written. ``limit``: the most characters the result may have;
+    past it :class:`_TooLongError` is raised before the rest is built."""
+    def replacement(m: re.Match[str]) -> str:
+        return "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0))
+    if limit is None:
+        return _REFERENCE.sub(replacement, value)
+    pieces: list[str] = []
+    size = end = 0
+    for m in _REFERENCE.finditer(value):
+        literal, substitute = value[end:m.start()], replacement(m)
+        size += len(literal) + len(substitute)
+        if size > limit:
+            raise _TooLongError
+        pieces += (literal, substitute)
+        end = m.end()
+    size += len(value) - end
+    if size > limit:
+        raise _TooLongError
+    pieces.append(value[end:])
+    return "".join(pieces)
 
 
 def rewrite_service_hosts(value: str, namespace: str, service_address: ServiceAddress) -> str:

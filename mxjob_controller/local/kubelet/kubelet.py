@@ -52,6 +52,7 @@ from mxjob_controller.runtime.client import (
     NotFound,
     TransportError,
 )
+from mxjob_controller.runtime.events import EventRecorder
 from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,9 @@ class Kubelet:
         root = options.log_root or Path(tempfile.mkdtemp(prefix="mxjob-local-logs-"))
         self.logs = LogStore(root)
         self.reaper = Reaper()
+        # Events about pods (Failed, GracePeriodCapped) go through a client of their own, as the kubelet's
+        # --event-qps client: a flood of them never delays status writes.
+        self.events = EventRecorder(client.sibling(None), component="kubelet", host=options.node_name)
         self.stopping = threading.Event()
         self.allocatable = {"cpu": str(os.cpu_count() or 1), "memory": f"{_memory_kib()}Ki", "pods": "110"}
         self.addresses = PodAddresses()
@@ -86,6 +90,7 @@ class Kubelet:
     def start(self) -> Kubelet:
         self._register_node()
         self.reaper.start()
+        self.events.start()
         self._pods.start()
         if not self._pods.wait_for_cache_sync(_SYNC_TIMEOUT):
             self.stop(5.0)
@@ -117,6 +122,8 @@ class Kubelet:
                 alive.append(self._housekeeping.name)
         if not self.reaper.stop(max(0.1, end - time.monotonic())):
             alive.append("kubelet-reaper")
+        self.events.stop(max(0.1, end - time.monotonic()))   # what it could not write is logged, not fatal
+        self.events.client.close()
         if self._own_root:
             shutil.rmtree(self.logs.root, ignore_errors=True)
         if alive:

@@ -18,4 +18,5 @@ class KubeletOptions:
     backoff_initial: float = 10.0                     # crash-loop back-off: kubelet's 10 s, doubling ...
     backoff_max: float = 300.0                        # ... up to 5 minutes
     stop_grace: float = 2.0                           # seconds containers get after SIGTERM when the kubelet stops
+    max_grace_period: float = 3600.0                  # the longest a deleted pod's containers get after SIGTERM
     keep_logs: bool = False                           # keep the logs of removed pods until stop() (local run)

@@ -10,9 +10,15 @@ The lifecycle, as a kubelet runs it:
    (and it forgets a container that ran for longer than twice ``max``);
 3. ``spec.activeDeadlineSeconds`` past ``startTime``: every container is stopped, the pod ``Failed`` with reason
    ``DeadlineExceeded``;
-4. deletion (``deletionTimestamp`` set): SIGTERM to every container's process group, the grace period, SIGKILL;
-   the final status is written, then the pod is deleted with grace period 0 (the node's confirmation that removes
-   it). A pod removed without that (force-deleted) has its processes stopped the same way, with no writes.
+4. deletion (``deletionTimestamp`` set): SIGTERM to every container's process group, the grace period (at most
+   the options' ``max_grace_period``, with a Warning event ``GracePeriodCapped`` when that is less: any int64 is a
+   valid grace period), SIGKILL; the final status is written, then the pod is deleted with grace period 0 (the
+   node's confirmation that removes it). A pod removed without that (force-deleted) has its processes stopped the
+   same way, with no writes.
+5. a container that cannot be configured (a missing ConfigMap or key, a value past ``execve``'s bounds) waits with
+   ``CreateContainerConfigError`` and is tried again every few seconds; one without a command, which can never
+   start here, is ``CreateContainerError`` and then ends as a container that failed to start (exit 128), so the
+   restart policy decides what follows. Each is said once in a Warning event ``Failed``, as a kubelet says it.
 
 Only this thread changes the pod's containers (the reaper only wakes it), so their records need no lock.
 Status is written through ``pods/<name>/status`` (merge patch of the whole status) whenever it changes; a write that
@@ -35,6 +41,7 @@ from mxjob_controller.kube.timefmt import now_rfc3339, parse_time, rfc3339
 from mxjob_controller.local.kubelet import reported_status
 from mxjob_controller.local.kubelet.container_env import (
     ContainerConfigError,
+    NoCommandError,
     base_environment,
     container_argv,
     container_env,
@@ -43,6 +50,7 @@ from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, Reaper, terminate_groups
 from mxjob_controller.runtime.client import PODS, Client, KubeError, NotFound
+from mxjob_controller.runtime.events import WARNING, EventRecorder, ObjectReference
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,7 @@ _CONFIG_RETRY = 5.0       # ... before a container waiting on a missing ConfigMa
 _IDLE_WAKE = 5.0          # longest sleep between turns when no timer is due
 _FINAL_WRITE = 30.0       # seconds a pod's last status write is retried (the API server may be failing)
 _KEPT_INSTANCES = 2       # log files kept per container: the current instance and the previous one
+GRACE_PERIOD_CAPPED = "GracePeriodCapped"   # the event saying a pod's grace period was cut to max_grace_period
 
 
 # --- what a worker needs of its node ----------------------------------------------------------------------------
@@ -63,6 +72,7 @@ class Node(Protocol):
     options: KubeletOptions
     logs: LogStore
     reaper: Reaper
+    events: EventRecorder
     stopping: threading.Event
     allocatable: dict[str, str]
 
@@ -173,17 +183,17 @@ class PodWorker:
             pod = self._current()
             meta = pod.get("metadata") or {}
             if self._gone:
-                self._terminate(_grace(pod))
+                self._terminate(self._capped(_grace(pod)))
                 return
             if meta.get("deletionTimestamp"):
-                self._terminate(_grace(pod))
+                self._terminate(self._capped(_grace(pod)))
                 self._write_final()
                 self._confirm_deletion()
                 return
             if self._deadline_passed(pod):
                 self._reason, self._message = "DeadlineExceeded", \
                     "Pod was active on the node longer than the specified deadline"
-                self._terminate(float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 0))
+                self._terminate(self._capped((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 0))
                 self._write_final()
                 return
             self._collect_exits()
@@ -236,23 +246,20 @@ class PodWorker:
                         self.name, slot.name, e)
             slot.due = time.monotonic() + _RETRY
             return
+        except NoCommandError as e:
+            self._cannot_create(slot, e)
+            return
         except ContainerConfigError as e:
-            reason = "CreateContainerError" if "has no command" in str(e) else "CreateContainerConfigError"
             if "terminated" in slot.state:
                 slot.last_state = {"terminated": slot.state["terminated"]}
-            slot.state = reported_status.waiting(reason, str(e))
+            slot.state = reported_status.waiting(e.reason, str(e))
             slot.due = time.monotonic() + _CONFIG_RETRY
             if not slot.config_error:
-                log.warning("pod %s/%s: container %s cannot start: %s", self.namespace, self.name, slot.name, e)
+                self._config_failed(slot, e)
             slot.config_error = True
             return
         slot.config_error = False
-        restarting = bool(slot.state.get("terminated") or slot.last_state or slot.exits)
-        if restarting:
-            slot.restart_count += 1
-            ended = slot.state.get("terminated") or (slot.last_state or {}).get("terminated")
-            if ended:
-                slot.last_state = {"terminated": ended}
+        self._new_instance(slot)
         cwd = slot.spec.get("workingDir") or ""
         if not cwd or not os.path.isdir(cwd):
             cwd = self.kubelet.options.workdir
@@ -269,6 +276,7 @@ class PodWorker:
             path.touch()
             slot.state = reported_status.terminated(128, started, now_rfc3339(), "", "StartError",
                                                f"failed to start container process: {e.strerror or e}: {argv[0]}")
+            slot.due = None
             self._after_exit(slot, 128)
             return
         self.kubelet.logs.started(path, self.namespace, self.name)
@@ -280,6 +288,41 @@ class PodWorker:
         log.info("pod %s/%s: container %s started (pid %d, restart %d)", self.namespace, self.name, slot.name,
                  proc.pid, slot.restart_count)
         self.kubelet.reaper.watch(proc, self._on_exit)
+
+    def _new_instance(self, slot: Slot) -> None:
+        """Count a restart when an instance of ``slot`` ran (or failed to) before; its end becomes ``lastState``."""
+        if slot.state.get("terminated") or slot.last_state or slot.exits:
+            slot.restart_count += 1
+            ended = slot.state.get("terminated") or (slot.last_state or {}).get("terminated")
+            if ended:
+                slot.last_state = {"terminated": ended}
+
+    def _config_failed(self, slot: Slot, error: ContainerConfigError) -> None:
+        """What a kubelet says when it cannot create a container: a log line and a Warning event ``Failed``."""
+        log.warning("pod %s/%s: container %s cannot start: %s", self.namespace, self.name, slot.name, error)
+        self.kubelet.events.event(ObjectReference.of(self._current(), "v1", "Pod"), WARNING, "Failed",
+                                  f"Error: {error}")
+
+    def _cannot_create(self, slot: Slot, error: NoCommandError) -> None:
+        """A container that can never be created (no command, and no image entrypoint here; a pod's commands
+        cannot change): reported as a kubelet reports it, waiting with ``CreateContainerError``, and then, rather
+        than retried for ever, ended as a container whose runtime could not start it (``StartError``: exit 128),
+        so the restart policy decides: ``Never`` fails the pod at once, ``OnFailure``/``Always`` try again with
+        the crash-loop back-off, each try a restart (counted against a job's ``backoffLimit``)."""
+        if not slot.config_error:
+            self._config_failed(slot, error)
+        slot.config_error = True
+        self._new_instance(slot)
+        message = str(error)
+        slot.state = reported_status.waiting(error.reason, message)
+        if self.restart_policy == "Never":
+            self._write_status()   # the waiting reason, as a watcher of a cluster's pod would see it first
+        slot.state = reported_status.terminated(128, "", now_rfc3339(), "", error.reason, message)  # never started
+        slot.due = None
+        self._after_exit(slot, 128)
+        if slot.due is not None:   # to be tried again: it waits, and says why
+            slot.last_state = {"terminated": slot.state.get("terminated") or slot.last_state.get("terminated")}
+            slot.state = reported_status.waiting(error.reason, message)
 
     def _on_exit(self, _proc: ContainerProcess) -> None:
         """On the reaper's thread: a container's main process ended; this pod's thread records it."""
@@ -329,6 +372,21 @@ class PodWorker:
             slot.state = reported_status.waiting(
                 "CrashLoopBackOff", f"back-off {_duration(delay)} restarting failed container={slot.name} "
                                     f"pod={self.name}_{self.namespace}({self.uid})")
+
+    def _capped(self, requested: int) -> float:
+        """The seconds containers get of a ``requested`` grace period: at most the kubelet's
+        ``max_grace_period`` (kube's kubelet waits whatever int64 it is given, so a pod could never go), said in a
+        Warning event when that is less and something is running."""
+        cap = self.kubelet.options.max_grace_period
+        if requested <= cap:
+            return float(requested)
+        if self.processes():
+            log.info("pod %s/%s: grace period %ds capped at %gs", self.namespace, self.name, requested, cap)
+            self.kubelet.events.event(
+                ObjectReference.of(self._current(), "v1", "Pod"), WARNING, GRACE_PERIOD_CAPPED,
+                f"Grace period {requested}s is longer than the local kubelet waits: containers get {cap:g}s after "
+                "SIGTERM, then SIGKILL")
+        return cap
 
     def _terminate(self, grace: float) -> None:
         """Stop every container for good: SIGTERM, ``grace`` seconds, SIGKILL; their ends recorded."""
@@ -407,11 +465,11 @@ class PodWorker:
                     return
 
 
-def _grace(pod: dict[str, Any]) -> float:
-    """Seconds a deleted pod's containers get: the deletion's grace period, else the pod's own."""
+def _grace(pod: dict[str, Any]) -> int:
+    """Seconds a deleted pod's containers ask for: the deletion's grace period, else the pod's own."""
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     grace = meta.get("deletionGracePeriodSeconds")
-    return float(grace if grace is not None else spec.get("terminationGracePeriodSeconds") or 0)
+    return grace if grace is not None else spec.get("terminationGracePeriodSeconds") or 0
 
 
 def _duration(seconds: float) -> str:

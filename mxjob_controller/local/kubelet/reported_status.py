@@ -29,8 +29,11 @@ def running(started_at: str) -> dict[str, Any]:
 
 def terminated(code: int, started_at: str, finished_at: str, container_id: str, reason: str = "",
                message: str = "") -> dict[str, Any]:
+    # Go's zero metav1.Time is null (a container that never started), and containerID is omitted when empty.
     state: dict[str, Any] = {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
-                             "startedAt": started_at, "finishedAt": finished_at, "containerID": container_id}
+                             "startedAt": started_at or None, "finishedAt": finished_at}
+    if container_id:
+        state["containerID"] = container_id
     if message:
         state["message"] = message
     return {"terminated": state}
