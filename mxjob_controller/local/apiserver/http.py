@@ -13,7 +13,10 @@ always with a ``Status`` in JSON and ``Connection: close`` (Go answers these in 
   over 64 KiB → 414;
 - header lines over 64 KiB, more than 100 headers, or more than 1 MiB of headers (kube's ``MaxHeaderBytes``)
   → 431; the request line and headers must arrive within 32 s (kube's ``ReadHeaderTimeout``), else the
-  connection is closed without an answer, as Go does;
+  connection is closed without an answer, as Go does. The deadline is absolute, as Go's: it counts from the
+  connection's start (a keep-alive's next request: from its first byte), so a client sending a header line every
+  few seconds is cut off all the same. The body must have arrived by ``read_timeout`` after the request's start
+  (Go's ``ReadTimeout``); an idle keep-alive is closed after 90 s (kube's ``IdleTimeout``);
 - any method that is a token reaches the router (an unknown one is 405 there); others are 400;
 - ``Content-Length`` headers that disagree → 400 (identical ones are one, as Go dedupes them);
   ``Transfer-Encoding`` other than a single ``chunked`` → 400 (Go: 501), and with a ``Content-Length``
@@ -36,6 +39,7 @@ HTTP request gets Go's plain-text answer ``400 Client sent an HTTP request to an
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 import json
 import logging
@@ -67,6 +71,10 @@ _MAX_HEADER_LINE = 65536  # http.client's limits (→ 431)
 _MAX_HEADERS = 100
 _MAX_HEADER_BYTES = 1 << 20  # kube-apiserver's http.Server{MaxHeaderBytes} (→ 431)
 HEADER_TIMEOUT = 32.0  # kube-apiserver's http.Server{ReadHeaderTimeout}
+READ_TIMEOUT = 60.0  # the whole request, body included (Go's ReadTimeout; kube bounds it by --request-timeout)
+IDLE_TIMEOUT = 90.0  # kube-apiserver's http.Server{IdleTimeout}
+MAX_CONNECTIONS = 1000  # connections (each with its thread) served at once
+_EVICTION_WAIT = 1.0  # how long the accept loop waits for an evicted connection's thread to end
 _LINGER_SECONDS = 0.5  # after a refusal, how long the rest of the request is drained (Go's rstAvoidanceDelay)
 _LINGER_BYTES = 4 << 20  # ... and how much of it
 # RFC 9110 token characters: a method is one or more of them.
@@ -75,6 +83,10 @@ _VERSION = re.compile(rb"HTTP/([0-9]{1,3})\.([0-9]{1,3})")
 # Go's net/http reads lengths as ParseUint (decimal) and chunk sizes as hex digits: no sign, no "0x", no "_".
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 _CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
+# kube's max-in-flight refusal (Go's http.Error: plain text), for a connection past the cap.
+_TOO_MANY_REQUESTS = (b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                      b"X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\nContent-Length: 43\r\n"
+                      b"Connection: close\r\n\r\nToo many requests, please try again later.\n")
 
 
 @dataclass(slots=True)
@@ -108,6 +120,14 @@ Observer = Callable[[Exchange, float], None]
 class APIHTTPServer(ThreadingHTTPServer):
     """The listening socket, its accept loop, and one tracked thread per connection.
 
+    At most ``max_connections`` connections (threads) at once. Past that a new connection takes the place of the
+    oldest one that is serving no request (idle, or still sending its headers: a client may close an idle keep-alive
+    at any time, and HTTP clients retry on one), so slow or idle clients can never lock the others out; when every
+    connection is serving a request, the new one is refused with kube's max-in-flight answer, ``429 Too many
+    requests`` with ``Retry-After: 1`` (over TLS it is closed: an answer would need a handshake the accept loop
+    cannot wait for). Accepting and refusing, rather than not accepting, keeps the refusal quick and clear instead
+    of a connect that hangs in the kernel's backlog.
+
     Stopping is bounded and in kube-apiserver's order: :meth:`stop_accepting`, then :meth:`drain` (watches end,
     idle keep-alives are closed, requests in progress finish and answer ``Connection: close``; whatever is still
     running at the deadline has its socket shut and is reported).
@@ -124,14 +144,18 @@ class APIHTTPServer(ThreadingHTTPServer):
         self.observers: list[Observer] = []
         self.bookmark_interval = 60.0
         self.header_timeout = HEADER_TIMEOUT  # seconds for a request line and its headers to arrive
+        self.read_timeout = READ_TIMEOUT  # seconds for the whole request, body included (0: no limit)
+        self.idle_timeout = IDLE_TIMEOUT  # seconds an idle keep-alive connection is kept
+        self.max_connections = MAX_CONNECTIONS
         self.stopping = threading.Event()  # connections: finish what is in progress, take nothing new
         self._accepting_ends = threading.Event()
         # stop_accepting writes a byte here, so the accept loop wakes at once instead of at its next poll
         self._wake_reader, self._wake_writer = socket.socketpair()
-        self._conns: dict[socket.socket, bool] = {}  # each connection's socket: is a request in progress?
-        self._conn_threads: set[threading.Thread] = set()
+        self._conns: dict[socket.socket, _Connection] = {}  # oldest first
         self._conns_lock = threading.Lock()
         self._conn_ids = itertools.count(1)
+        self._refused: dict[socket.socket, float] = {}  # refused connections drained until these times
+        self._selector: selectors.BaseSelector | None = None
         if ":" in address[0]:   # an IPv6 address (``::``, ``::1``): socketserver binds IPv4 unless told
             self.address_family = socket.AF_INET6
         try:
@@ -147,13 +171,23 @@ class APIHTTPServer(ThreadingHTTPServer):
         """Accept connections until :meth:`stop_accepting`, which wakes the loop at once (``poll_interval`` only
         bounds how long a missed wake-up could go unseen)."""
         with selectors.DefaultSelector() as selector:
+            self._selector = selector
             selector.register(self, selectors.EVENT_READ)
             selector.register(self._wake_reader, selectors.EVENT_READ)
-            while not self._accepting_ends.is_set():
-                ready = selector.select(poll_interval)
-                if any(key.fileobj is self for key, _ in ready) and not self._accepting_ends.is_set():
-                    self._handle_request_noblock()
-                self.service_actions()
+            try:
+                while not self._accepting_ends.is_set():
+                    ready = selector.select(poll_interval)
+                    for key, _ in ready:
+                        if key.fileobj in self._refused:
+                            self._drain_refused(key.fileobj)  # type: ignore[arg-type]
+                    if any(key.fileobj is self for key, _ in ready) and not self._accepting_ends.is_set():
+                        self._handle_request_noblock()
+                    self._expire_refused()
+                    self.service_actions()
+            finally:
+                for sock in list(self._refused):
+                    self._close_refused(sock)
+                self._selector = None
 
     def stop_accepting(self) -> None:
         self._accepting_ends.set()
@@ -174,10 +208,13 @@ class APIHTTPServer(ThreadingHTTPServer):
         return sock, address
 
     def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._make_room():
+            self._refuse(request)
+            return
         t = threading.Thread(target=self._connection, args=(request, client_address),
                              name=f"apiserver-conn-{next(self._conn_ids)}", daemon=True)
         with self._conns_lock:
-            self._conn_threads.add(t)
+            self._conns[request] = _Connection(t)
         t.start()
 
     def _connection(self, request: Any, client_address: Any) -> None:
@@ -185,21 +222,80 @@ class APIHTTPServer(ThreadingHTTPServer):
             self.process_request_thread(request, client_address)
         finally:
             with self._conns_lock:
-                self._conn_threads.discard(threading.current_thread())
+                self._conns.pop(request, None)
+
+    # --- the connection cap -------------------------------------------------------------------------------
+
+    def _make_room(self) -> bool:
+        """Whether a new connection may have a thread: under the cap, or once the oldest connection serving no
+        request has been closed (its thread waited for, briefly). False when every connection is serving one."""
+        with self._conns_lock:
+            if len(self._conns) < self.max_connections:
+                return True
+            victim = next(((sock, conn) for sock, conn in self._conns.items() if not conn.busy), None)
+            if victim is None:
+                return False
+            sock, conn = victim
+            conn.busy = True  # not picked twice
+        log.debug("%d connections: closing %s, which serves no request, for a new one", self.max_connections,
+                  conn.thread.name)
+        _shutdown(sock)
+        conn.thread.join(_EVICTION_WAIT)
+        return True
+
+    def _refuse(self, sock: socket.socket) -> None:
+        """kube's max-in-flight refusal (429, ``Retry-After: 1``), then the rest of the request drained for half a
+        second (as after any refusal: see ``_Handler._linger``) by the accept loop, which never blocks on it."""
+        log.warning("%d connections, each serving a request: refusing a new one", self.max_connections)
+        if isinstance(sock, ssl.SSLSocket) or self._selector is None:
+            _shutdown(sock)
+            sock.close()
+            return
+        try:
+            sock.setblocking(False)
+            sock.send(_TOO_MANY_REQUESTS)  # a fresh socket's buffer takes it whole
+            sock.shutdown(socket.SHUT_WR)
+            self._selector.register(sock, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            sock.close()
+            return
+        self._refused[sock] = time.monotonic() + _LINGER_SECONDS
+
+    def _drain_refused(self, sock: socket.socket) -> None:
+        try:
+            if sock.recv(65536):
+                return
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        self._close_refused(sock)
+
+    def _expire_refused(self) -> None:
+        now = time.monotonic()
+        for sock in [s for s, until in self._refused.items() if until <= now]:
+            self._close_refused(sock)
+
+    def _close_refused(self, sock: socket.socket) -> None:
+        self._refused.pop(sock, None)
+        if self._selector is not None:
+            try:
+                self._selector.unregister(sock)
+            except (KeyError, ValueError):
+                pass
+        sock.close()
+
+    def connection_count(self) -> int:
+        with self._conns_lock:
+            return len(self._conns)
 
     # --- connections --------------------------------------------------------------------------------------
 
-    def track(self, sock: socket.socket, add: bool) -> None:
-        with self._conns_lock:
-            if add:
-                self._conns[sock] = False
-            else:
-                self._conns.pop(sock, None)
-
     def set_busy(self, sock: socket.socket, busy: bool) -> None:
         with self._conns_lock:
-            if sock in self._conns:
-                self._conns[sock] = busy
+            conn = self._conns.get(sock)
+            if conn is not None:
+                conn.busy = busy
 
     def drain(self, timeout: float) -> list[str]:
         """Let every connection end within ``timeout`` seconds; the names of the threads still running after.
@@ -220,47 +316,105 @@ class APIHTTPServer(ThreadingHTTPServer):
 
     def _shut(self, busy_too: bool) -> None:
         with self._conns_lock:
-            socks = [sock for sock, busy in self._conns.items() if busy_too or not busy]
+            socks = [sock for sock, conn in self._conns.items() if busy_too or not conn.busy]
         for sock in socks:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _shutdown(sock)
 
     def _join(self, deadline: float) -> list[threading.Thread]:
         with self._conns_lock:
-            threads = list(self._conn_threads)
+            threads = [conn.thread for conn in self._conns.values()]
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
         return [t for t in threads if t.is_alive()]
 
 
+@dataclass(slots=True)
+class _Connection:
+    thread: threading.Thread
+    busy: bool = False  # serving a request (not idle, not still reading one)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The connection's bytes for the buffered ``rfile``, each read bounded by an absolute ``deadline`` (a
+    ``time.monotonic()`` value; None: the socket's own timeout applies, as while waiting for a keep-alive's next
+    request). Go sets its read deadlines this way: bytes trickling in do not move it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+        self.deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("read deadline passed")
+            self._sock.settimeout(left)
+        try:
+            return self._sock.recv_into(buffer)
+        except BlockingIOError:
+            return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "mxjob-local-apiserver"
-    timeout = 600  # idle keep-alive connections are closed after this many seconds
     server: APIHTTPServer
     expect_continue = False  # the request waits for "100 Continue" before it sends its body
     unread_length: int | None = None  # the length of the body while it is unread (None: chunked, or none)
 
+    @property  # type: ignore[override]
+    def timeout(self) -> float:
+        """The socket's timeout outside the deadlines: an idle keep-alive's wait, and each write."""
+        return self.server.idle_timeout
+
     def setup(self) -> None:
+        accepted = time.monotonic()
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.server.track(self.connection, True)
+        self.rfile.close()   # the stdlib's reader, replaced by one that keeps absolute deadlines
+        self.reader = _DeadlineReader(self.connection)
+        self.rfile = io.BufferedReader(self.reader, 65536)
+        self.requests_read = 0
         self.handshake_failed = False
         if isinstance(self.connection, ssl.SSLSocket):
-            self.handshake_failed = not self._handshake()
+            self.handshake_failed = not self._handshake(accepted + self.server.header_timeout)
 
-    def _handshake(self) -> bool:
-        """The TLS handshake, within the header timeout; False (the connection is then closed) when it fails."""
-        self.connection.settimeout(self.server.header_timeout)
+    def _handshake(self, deadline: float) -> bool:
+        """The TLS handshake, done by ``deadline`` (Go gives it the header timeout, from the accept) however the
+        client paces its bytes; False (the connection is then closed) when it fails."""
+        sock = self.connection
+        assert isinstance(sock, ssl.SSLSocket)
         try:
-            self.connection.do_handshake()
+            sock.setblocking(False)
+            while True:
+                try:
+                    sock.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    wanted = ([sock], [])
+                except ssl.SSLWantWriteError:
+                    wanted = ([], [sock])
+                left = deadline - time.monotonic()
+                if left <= 0 or not any(select.select(*wanted, [], left)[:2]):
+                    log.debug("TLS handshake with %s timed out", self.address_string())
+                    return False
         except ssl.SSLError as e:
             if e.reason == "HTTP_REQUEST":   # Go's answer to plain HTTP on a TLS port, written unencrypted
                 try:
-                    socket.socket.sendall(self.connection, b"HTTP/1.0 400 Bad Request\r\n\r\n"
-                                                           b"Client sent an HTTP request to an HTTPS server.\n")
+                    sock.settimeout(1.0)
+                    socket.socket.sendall(sock, b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                                                b"Client sent an HTTP request to an HTTPS server.\n")
                 except OSError:
                     pass
             log.debug("TLS handshake with %s failed: %s", self.address_string(), e.reason or e)
@@ -268,30 +422,30 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             return False
         finally:
-            self.connection.settimeout(self.timeout)
+            sock.settimeout(self.timeout)
         return True
 
     def handle(self) -> None:
         if not self.handshake_failed:
             super().handle()
 
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.track(self.connection, False)
-
     def handle_one_request(self) -> None:
-        """Wait for a request (the idle timeout), read its line and headers (the header timeout), serve it."""
+        """Wait for a request (a new connection: within the header timeout; a keep-alive: the idle timeout), read
+        its line and headers by the header deadline, serve it with its body due by the read deadline."""
+        if self.requests_read == 0:   # Go: a new connection's header deadline counts from its start
+            self.reader.deadline = time.monotonic() + self.server.header_timeout
         try:
             first = self.rfile.peek(1)
-        except OSError:  # the idle timeout, or the client reset the connection
+        except OSError:  # the idle or header timeout, or the client reset the connection
             self.close_connection = True
             return
         if not first:
             self.close_connection = True
             return
-        self.connection.settimeout(self.server.header_timeout)
+        started = time.monotonic()
+        if self.requests_read > 0:
+            self.reader.deadline = started + self.server.header_timeout
+        self.requests_read += 1
         try:
             if not _could_start_request(first):
                 line = first.partition(b"\n")[0].rstrip(b"\r")
@@ -307,8 +461,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         finally:
+            self.reader.deadline = None
             self.connection.settimeout(self.timeout)
-        self._serve()
+        self.reader.deadline = started + self.server.read_timeout if self.server.read_timeout > 0 else None
+        try:
+            self._serve()
+        finally:
+            self.reader.deadline = None
+            self.connection.settimeout(self.timeout)
 
     def parse_request(self) -> bool:
         """The request line and headers, as Go's ``readRequest`` takes them; False once refused.
@@ -404,12 +564,17 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             ex.reader = self._body_reader()   # the framing checked now; the body read when the handler wants it
             resp = self.server.app(ex)
+        except TimeoutError:  # the body did not arrive by the read deadline: what kube's request timeout answers
+            self.close_connection = True
+            resp = _status_response(errors.deadline_exceeded())
         except StatusError as e:
             resp = _status_response(e)
         except Exception as e:  # a bug must cost one request, not the server
             log.exception("internal error serving %s %s", self.command, self.path)
             resp = _status_response(errors.internal(f"{type(e).__name__}: {e}"))
         unread = ex.reader is not None and not self._drop_unread_body()
+        self.reader.deadline = None   # the request is read: what follows is the answer (and a stream's watch)
+        self.connection.settimeout(self.timeout)
         ex.code = resp.code
         if self.server.stopping.is_set():
             self.close_connection = True  # the server is going: this is the connection's last answer

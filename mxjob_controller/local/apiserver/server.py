@@ -35,7 +35,13 @@ from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.faults import FaultInjector
 from mxjob_controller.local.apiserver.field_manager import KUBE_APISERVER
 from mxjob_controller.local.apiserver.gc import GarbageCollector
-from mxjob_controller.local.apiserver.http import HEADER_TIMEOUT, APIHTTPServer
+from mxjob_controller.local.apiserver.http import (
+    HEADER_TIMEOUT,
+    IDLE_TIMEOUT,
+    MAX_CONNECTIONS,
+    READ_TIMEOUT,
+    APIHTTPServer,
+)
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.deployments import DeploymentStrategy
@@ -107,6 +113,9 @@ class ServerOptions:
     audit_capacity: int = DEFAULT_CAPACITY  # audit records kept in memory
     audit_log: str | None = None  # also append audit records here, as JSON lines
     header_timeout: float = HEADER_TIMEOUT  # seconds for a request's line and headers to arrive
+    read_timeout: float = READ_TIMEOUT  # seconds for a whole request, body included, to arrive (0: no limit)
+    idle_timeout: float = IDLE_TIMEOUT  # seconds an idle keep-alive connection is kept open
+    max_connections: int = MAX_CONNECTIONS  # connections (threads) at once: http.APIHTTPServer
     tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/serving_cert.py)
     # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
     # RBAC turns authentication on (bearer tokens; without one, system:anonymous under RBAC, 401 under AlwaysAllow).
@@ -215,6 +224,9 @@ class APIServer:
                                    tls.server_context() if tls is not None else None)
         self._http.bookmark_interval = self.options.bookmark_interval
         self._http.header_timeout = self.options.header_timeout
+        self._http.read_timeout = self.options.read_timeout
+        self._http.idle_timeout = self.options.idle_timeout
+        self._http.max_connections = self.options.max_connections
         self._http.observers.append(self.audit.observe)
         self._http.observers.append(self.metrics.observe)
         self.discovery.server_address = self.address
