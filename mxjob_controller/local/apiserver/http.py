@@ -52,7 +52,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -61,6 +61,7 @@ from urllib.parse import parse_qsl, urlsplit
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES, RequestInfo, Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT, Deadline, Deadlines
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,8 @@ class Exchange:
     response_bytes: int = 0
     user: Any = None  # who the server authenticated (auth.UserInfo); None when it authenticates nobody
     reader: Callable[[], bytes] | None = None  # reads the body off the connection; None once read (or none)
+    response_headers: dict[str, str] = field(default_factory=dict)  # sent with whatever answers it (flow control)
+    finishers: list[Callable[[], None]] = field(default_factory=list)  # run once the application has returned
 
     def read_body(self) -> bytes:
         """The request's body, read from the connection on the first call. Called by whatever serves an admitted
@@ -111,6 +114,15 @@ class Exchange:
             reader, self.reader = self.reader, None
             self.body = reader()
         return self.body
+
+
+class EarlyResponseError(Exception):
+    """Raised by whatever serves a request to answer it with ``response`` as it is (not a JSON ``Status``: kube's
+    429 from flow control is Go's plain-text ``http.Error``)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.code)
+        self.response = response
 
 
 Application = Callable[[Exchange], Response]
@@ -147,6 +159,8 @@ class APIHTTPServer(ThreadingHTTPServer):
         self.read_timeout = READ_TIMEOUT  # seconds for the whole request, body included (0: no limit)
         self.idle_timeout = IDLE_TIMEOUT  # seconds an idle keep-alive connection is kept
         self.max_connections = MAX_CONNECTIONS
+        self.request_timeout = REQUEST_TIMEOUT  # seconds a request that is not long-running may take (0: any)
+        self.deadlines = Deadlines()
         self.stopping = threading.Event()  # connections: finish what is in progress, take nothing new
         self._accepting_ends = threading.Event()
         # stop_accepting writes a byte here, so the accept loop wakes at once instead of at its next poll
@@ -170,6 +184,7 @@ class APIHTTPServer(ThreadingHTTPServer):
     def serve(self, poll_interval: float = 0.1) -> None:
         """Accept connections until :meth:`stop_accepting`, which wakes the loop at once (``poll_interval`` only
         bounds how long a missed wake-up could go unseen)."""
+        self.deadlines.start()
         with selectors.DefaultSelector() as selector:
             self._selector = selector
             selector.register(self, selectors.EVENT_READ)
@@ -198,6 +213,7 @@ class APIHTTPServer(ThreadingHTTPServer):
 
     def server_close(self) -> None:
         super().server_close()
+        self.deadlines.stop()
         self._wake_reader.close()
         self._wake_writer.close()
 
@@ -386,6 +402,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.reader = _DeadlineReader(self.connection)
         self.rfile = io.BufferedReader(self.reader, 65536)
         self.requests_read = 0
+        # Held by whoever answers (this thread, or the deadline thread's 504) and while the body is read: a TLS
+        # connection cannot be read and written by two threads at once.
+        self.answer_lock = threading.Lock()
+        self.deadline: Deadline | None = None
+        self.timed_out = False
         self.handshake_failed = False
         if isinstance(self.connection, ssl.SSLSocket):
             self.handshake_failed = not self._handshake(accepted + self.server.header_timeout)
@@ -561,6 +582,7 @@ class _Handler(BaseHTTPRequestHandler):
         info = RequestInfo(method=self.command, path=split.path,
                            user_agent=self.headers.get("User-Agent", ""))
         ex = Exchange(info, query, self.headers, started=started)
+        deadline = self._request_deadline(ex)
         try:
             ex.reader = self._body_reader()   # the framing checked now; the body read when the handler wants it
             resp = self.server.app(ex)
@@ -569,9 +591,20 @@ class _Handler(BaseHTTPRequestHandler):
             resp = _status_response(errors.deadline_exceeded())
         except StatusError as e:
             resp = _status_response(e)
+        except EarlyResponseError as e:
+            resp = e.response
         except Exception as e:  # a bug must cost one request, not the server
             log.exception("internal error serving %s %s", self.command, self.path)
             resp = _status_response(errors.internal(f"{type(e).__name__}: {e}"))
+        finally:
+            for finish in ex.finishers:
+                finish()
+        if deadline is not None:
+            with self.answer_lock:
+                deadline.cancel()
+            if self.timed_out:   # answered 504 already (_time_out): this late answer is dropped, as kube's is
+                self.close_connection = True
+                return
         unread = ex.reader is not None and not self._drop_unread_body()
         self.reader.deadline = None   # the request is read: what follows is the answer (and a stream's watch)
         self.connection.settimeout(self.timeout)
@@ -579,11 +612,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.stopping.is_set():
             self.close_connection = True  # the server is going: this is the connection's last answer
         streamed = resp.stream is not None or resp.chunks is not None
+        headers = {**ex.response_headers, **resp.headers} if ex.response_headers else resp.headers
         try:
             if resp.stream is not None:
-                self._stream_watch(resp.stream, resp)
+                self._stream_watch(resp.stream, resp, headers)
             elif resp.chunks is not None:
-                self._stream_chunks(resp, resp.chunks)
+                self._stream_chunks(resp, resp.chunks, headers)
             else:
                 body = resp.body
                 if _pretty(query) and resp.content_type == "application/json" and body:
@@ -591,7 +625,7 @@ class _Handler(BaseHTTPRequestHandler):
                 ex.response_bytes = len(body)
                 # Observed before the answer is sent: whoever has the answer can already see its audit record.
                 self._observe(ex, started)
-                self._write_head(resp.code, resp.content_type, resp.headers, len(body),
+                self._write_head(resp.code, resp.content_type, headers, len(body),
                                  body if self.command != "HEAD" else b"")
                 if self.close_connection and (resp.code >= 400 or unread) and not self.server.stopping.is_set():
                     self._linger()  # a refusal that may have left part of the request unread
@@ -600,6 +634,40 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             if streamed:
                 self._observe(ex, started)  # a stream is recorded when it ends, with how long it was open
+
+    def _request_deadline(self, ex: Exchange) -> Deadline | None:
+        timeout = self.server.request_timeout
+        self.timed_out = False
+        if timeout <= 0:
+            return None
+        self.deadline = self.server.deadlines.add(ex.started + timeout, functools.partial(self._time_out, ex))
+        return self.deadline
+
+    def _time_out(self, ex: Exchange) -> float | None:
+        """On the deadline thread, when ``ex`` is still unanswered at its deadline: kube's 504, unless it is a
+        long-running request (a watch, a log stream: known by now, the router parsed its URL first). Asks to be
+        called again shortly (returns the delay) while the body is being read."""
+        if ex.info.long_running:
+            return None
+        if not self.answer_lock.acquire(blocking=False):
+            return 0.05
+        try:
+            if self.deadline is None or self.deadline.cancelled:
+                return None
+            self.timed_out = self.close_connection = True
+            body = dumps(errors.deadline_exceeded().status())
+            ex.code, ex.response_bytes = 504, len(body)
+            self._observe(ex, ex.started)
+            log.info("%s %s did not complete within %.3gs: 504", self.command, self.path, self.server.request_timeout)
+            try:
+                self._write_head(504, "application/json", ex.response_headers, len(body),
+                                 body if self.command != "HEAD" else b"")
+                self.connection.shutdown(socket.SHUT_WR)   # the client sees the end now, not when the handler ends
+            except OSError:
+                pass
+        finally:
+            self.answer_lock.release()
+        return None
 
     def _observe(self, ex: Exchange, started: float) -> None:
         elapsed = time.monotonic() - started
@@ -646,11 +714,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def _read_length(self, length: int) -> bytes:
-        self._continue()
-        if length > MAX_BODY_BYTES:
-            self._discard(length)
-            raise errors.too_large(MAX_BODY_BYTES)
-        return self.rfile.read(length)
+        with self.answer_lock:
+            self._continue()
+            if length > MAX_BODY_BYTES:
+                self._discard(length)
+                raise errors.too_large(MAX_BODY_BYTES)
+            return self.rfile.read(length)
 
     def _drop_unread_body(self) -> bool:
         """After a request answered without its body (refused before it was needed): drop a small one, as Go does
@@ -678,6 +747,10 @@ class _Handler(BaseHTTPRequestHandler):
             length -= len(chunk)
 
     def _read_chunked(self) -> bytes:
+        with self.answer_lock:
+            return self._read_chunks()
+
+    def _read_chunks(self) -> bytes:
         self._continue()
         parts, total = [], 0
         while True:
@@ -717,8 +790,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
-    def _stream_chunks(self, resp: Response, chunks: Iterator[bytes]) -> None:
-        self._write_head(resp.code, resp.content_type, resp.headers, None)
+    def _stream_chunks(self, resp: Response, chunks: Iterator[bytes], headers: dict[str, str]) -> None:
+        self._write_head(resp.code, resp.content_type, headers, None)
         try:
             for chunk in chunks:
                 if chunk:
@@ -752,9 +825,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             return True
 
-    def _stream_watch(self, stream: WatchStream, resp: Response) -> None:
+    def _stream_watch(self, stream: WatchStream, resp: Response, headers: dict[str, str]) -> None:
         """Send events until the watch times out, the watcher is closed, or the client goes away."""
-        self._write_head(200, resp.content_type, resp.headers, None)
+        self._write_head(200, resp.content_type, headers, None)
         watcher = stream.watcher
         deadline = time.monotonic() + stream.timeout
         interval = self.server.bookmark_interval

@@ -57,6 +57,7 @@ from mxjob_controller.local.apiserver.namespace_controller import NamespaceContr
 from mxjob_controller.local.apiserver.observability import Metrics, storage_counts
 from mxjob_controller.local.apiserver.openapi import OpenAPI
 from mxjob_controller.local.apiserver.request import Request, Response
+from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.router import Router
@@ -116,6 +117,7 @@ class ServerOptions:
     read_timeout: float = READ_TIMEOUT  # seconds for a whole request, body included, to arrive (0: no limit)
     idle_timeout: float = IDLE_TIMEOUT  # seconds an idle keep-alive connection is kept open
     max_connections: int = MAX_CONNECTIONS  # connections (threads) at once: http.APIHTTPServer
+    request_timeout: float = REQUEST_TIMEOUT  # kube's --request-timeout: seconds a non-long-running request may take
     tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/serving_cert.py)
     # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
     # RBAC turns authentication on (bearer tokens; without one, system:anonymous under RBAC, 401 under AlwaysAllow).
@@ -227,6 +229,7 @@ class APIServer:
         self._http.read_timeout = self.options.read_timeout
         self._http.idle_timeout = self.options.idle_timeout
         self._http.max_connections = self.options.max_connections
+        self._http.request_timeout = self.options.request_timeout
         self._http.observers.append(self.audit.observe)
         self._http.observers.append(self.metrics.observe)
         self.discovery.server_address = self.address
