@@ -34,6 +34,11 @@ from mxjob_controller.local.apiserver.auth.security import Security, bootstrap_p
 from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.faults import FaultInjector
 from mxjob_controller.local.apiserver.field_manager import KUBE_APISERVER
+from mxjob_controller.local.apiserver.flowcontrol import (
+    MAX_MUTATING_REQUESTS_INFLIGHT,
+    MAX_REQUESTS_INFLIGHT,
+    FlowControl,
+)
 from mxjob_controller.local.apiserver.gc import GarbageCollector
 from mxjob_controller.local.apiserver.http import (
     HEADER_TIMEOUT,
@@ -118,6 +123,9 @@ class ServerOptions:
     idle_timeout: float = IDLE_TIMEOUT  # seconds an idle keep-alive connection is kept open
     max_connections: int = MAX_CONNECTIONS  # connections (threads) at once: http.APIHTTPServer
     request_timeout: float = REQUEST_TIMEOUT  # kube's --request-timeout: seconds a non-long-running request may take
+    # kube's flags of the same names: their sum is the seats flow control shares out among priority levels
+    max_requests_inflight: int = MAX_REQUESTS_INFLIGHT
+    max_mutating_requests_inflight: int = MAX_MUTATING_REQUESTS_INFLIGHT
     tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/serving_cert.py)
     # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
     # RBAC turns authentication on (bearer tokens; without one, system:anonymous under RBAC, 401 under AlwaysAllow).
@@ -202,11 +210,18 @@ class APIServer:
         self.namespace_content = NamespaceContent(self.store, self.rest,
                                                   tls.ca_pem.decode() if tls is not None else None)
         self.faults = FaultInjector(self.store, self.options.fault_seed)
+        # A request waits in a queue for at most a quarter of its deadline (kube's APF filter), at most a minute.
+        timeout = self.options.request_timeout
+        self.flow_control = FlowControl(self.options.max_requests_inflight,
+                                        self.options.max_mutating_requests_inflight,
+                                        min(timeout / 4, 60.0) if timeout > 0 else 15.0)
         self.router.interceptors.append(self.security.intercept)   # first: a refused request goes no further
+        self.router.interceptors.append(self.flow_control.intercept)   # after authentication, as kube's filter
         self.router.interceptors.append(self.faults.intercept)
         self.router.response_wrappers.append(self.faults.wrap)
         self.audit = AuditLog(self.options.audit_capacity, self.options.audit_log)
         self.metrics = Metrics(storage_counts(self.store, self.registry))   # /metrics (observability.py)
+        self.metrics.sources.append(self.flow_control.metrics)
         self.router.non_resource_handlers["/metrics"] = lambda ex: self.metrics.render()
         self._http: APIHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -254,6 +269,7 @@ class APIServer:
         left: list[str] = []
         http.stop_accepting()
         self.faults.stop()  # injected delays end now
+        self.flow_control.stop()  # and queued requests are refused
         if self._thread is not None:
             self._thread.join(_remaining(deadline))  # no connection is accepted after this
             if self._thread.is_alive():

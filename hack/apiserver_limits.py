@@ -1,0 +1,168 @@
+"""The embedded API server under issue 33's load, at full size and default settings; prints what it measured.
+
+    .venv/bin/python hack/apiserver_limits.py slow --connections 3000     # slowloris: threads stay under the cap
+    .venv/bin/python hack/apiserver_limits.py flood --requests 2000       # one user floods: the admin still answers
+
+``slow``: that many connections each send half a request line, then a header line every 5 s; the server's thread
+count is sampled, and ``/readyz`` timed on fresh connections all along. ``flood``: a TLS server; a child process
+sends that many concurrent slow lists (a fault adds 50 ms each) as a non-admin user, while the administrator's
+``kubectl get ns`` is timed; every answer must be 200 or 429 with ``Retry-After`` and both PF headers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.flowcontrol import FLOW_SCHEMA_HEADER, PRIORITY_LEVEL_HEADER
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
+
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+def _get(host: str, port: int, path: str, token: str | None = None, ca: str | None = None,
+         agent: str = "limits") -> tuple[int, dict[str, str], bytes]:
+    if ca:
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            host, port, timeout=120, context=ssl.create_default_context(cafile=ca))
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        conn.request("GET", path, headers={"User-Agent": agent,
+                                           **({"Authorization": f"Bearer {token}"} if token else {})})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def slow(connections: int, seconds: float) -> None:
+    with APIServer(ServerOptions()) as api:
+        assert api._http is not None
+        before = threading.active_count()
+        socks: list[socket.socket] = []
+        most, readyz = before, []
+        stop = time.monotonic() + seconds
+        try:
+            for i in range(connections):
+                s = socket.create_connection((api.host, api.port), timeout=10)
+                s.sendall(b"GET /version HTTP/1.1\r\nX-Slow: ")
+                socks.append(s)
+                most = max(most, threading.active_count())
+                if i % 500 == 499:
+                    started = time.monotonic()
+                    assert _get(api.host, api.port, "/readyz")[0] == 200
+                    readyz.append(time.monotonic() - started)
+            line = 0
+            while time.monotonic() < stop:
+                for s in socks:
+                    try:
+                        s.sendall(f"\r\nX-Line-{line}: y".encode())
+                    except OSError:
+                        pass
+                line += 1
+                started = time.monotonic()
+                assert _get(api.host, api.port, "/readyz")[0] == 200
+                readyz.append(time.monotonic() - started)
+                most = max(most, threading.active_count())
+                time.sleep(5)
+            closed = sum(1 for s in socks if _closed(s))
+        finally:
+            for s in socks:
+                s.close()
+        print(f"{connections} slow connections, cap {api._http.max_connections}: threads before {before}, "
+              f"most {most} (+{most - before}); /readyz max {max(readyz) * 1000:.0f} ms over {len(readyz)} tries; "
+              f"closed by the server after {seconds:.0f} s: {closed}")
+
+
+def _closed(s: socket.socket) -> bool:
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def flood(requests: int) -> None:
+    with APIServer(ServerOptions(tls=True)) as api, tempfile.TemporaryDirectory() as tmp:
+        api.faults.add(FaultRule(verb="list", resource="configmaps", user_agent="flood", latency=0.05))
+        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "flood"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm"},
+                "subjects": [{"kind": "User", "name": "flood", "apiGroup": "rbac.authorization.k8s.io"}]}
+        api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "cm"},
+                    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
+        api.create(binding)
+        kubeconfig = api.write_kubeconfig(Path(tmp) / "kubeconfig")
+        kubectl = ["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(Path(tmp) / "cache"), "get", "ns"]
+        subprocess.run(kubectl, check=True, capture_output=True)
+        child = subprocess.Popen([sys.executable, __file__, "flood-client", api.host, str(api.port),
+                                  api.issue_user_token("flood"), str(api.ca_file), str(requests)],
+                                 stdout=subprocess.PIPE, text=True)
+        times = []
+        while child.poll() is None:
+            started = time.monotonic()
+            subprocess.run(kubectl, check=True, capture_output=True)
+            times.append(time.monotonic() - started)
+            time.sleep(0.2)
+        result = json.loads(child.stdout.read() if child.stdout else "{}")
+        print(f"{requests} concurrent lists from one user: {result}; admin kubectl get ns: {len(times)} runs, "
+              f"max {max(times) * 1000:.0f} ms, median {sorted(times)[len(times) // 2] * 1000:.0f} ms")
+
+
+def flood_client(host: str, port: int, token: str, ca: str, requests: int) -> None:
+    codes: dict[str, int] = {}
+    problems: list[str] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        try:
+            code, headers, _ = _get(host, port, CMS, token, ca, agent="flood")
+            ok = FLOW_SCHEMA_HEADER.lower() in headers and PRIORITY_LEVEL_HEADER.lower() in headers and \
+                (code != 429 or "retry-after" in headers)
+            key = str(code) if ok else f"{code} without headers"
+        except Exception as e:
+            key = "dropped"
+            problems.append(repr(e))
+        with lock:
+            codes[key] = codes.get(key, 0) + 1
+
+    threads = [threading.Thread(target=one, name=f"flood-{i}") for i in range(requests)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(json.dumps({"codes": codes, "problems": problems[:3]}))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["flood-client"]:
+        host, port, token, ca, requests = sys.argv[2:7]
+        flood_client(host, int(port), token, ca, int(requests))
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenario", choices=["slow", "flood"])
+    parser.add_argument("--connections", type=int, default=3000)
+    parser.add_argument("--seconds", type=float, default=40.0, help="how long the slow connections trickle")
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+    if args.scenario == "slow":
+        slow(args.connections, args.seconds)
+    else:
+        flood(args.requests)
+
+
+if __name__ == "__main__":
+    main()
