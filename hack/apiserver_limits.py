@@ -47,42 +47,52 @@ def _get(host: str, port: int, path: str, token: str | None = None, ca: str | No
 
 
 def slow(connections: int, seconds: float) -> None:
+    """Open ``connections`` slow ones, then trickle a header line on each every 5 s until the server has closed
+    them all (or ``seconds`` pass): how many threads it ran, how /readyz fared, how long the longest one lived."""
     with APIServer(ServerOptions()) as api:
         assert api._http is not None
         before = threading.active_count()
-        socks: list[socket.socket] = []
+        opened: dict[socket.socket, float] = {}
+        lived: list[float] = []
         most, readyz = before, []
-        stop = time.monotonic() + seconds
+
+        def check_readyz() -> None:
+            started = time.monotonic()
+            assert _get(api.host, api.port, "/readyz")[0] == 200
+            readyz.append(time.monotonic() - started)
+
         try:
             for i in range(connections):
                 s = socket.create_connection((api.host, api.port), timeout=10)
                 s.sendall(b"GET /version HTTP/1.1\r\nX-Slow: ")
-                socks.append(s)
+                opened[s] = time.monotonic()
                 most = max(most, threading.active_count())
                 if i % 500 == 499:
-                    started = time.monotonic()
-                    assert _get(api.host, api.port, "/readyz")[0] == 200
-                    readyz.append(time.monotonic() - started)
-            line = 0
-            while time.monotonic() < stop:
-                for s in socks:
-                    try:
-                        s.sendall(f"\r\nX-Line-{line}: y".encode())
-                    except OSError:
-                        pass
+                    check_readyz()
+            stop, line = time.monotonic() + seconds, 0
+            while opened and time.monotonic() < stop:
+                for s, at in list(opened.items()):
+                    if _closed(s):
+                        lived.append(time.monotonic() - at)
+                        del opened[s]
+                        s.close()
+                        continue
+                    if line % 5 == 0:  # a header line every 5 s; closings looked for every second
+                        try:
+                            s.sendall(f"\r\nX-Line-{line}: y".encode())
+                        except OSError:
+                            pass
                 line += 1
-                started = time.monotonic()
-                assert _get(api.host, api.port, "/readyz")[0] == 200
-                readyz.append(time.monotonic() - started)
+                check_readyz()
                 most = max(most, threading.active_count())
-                time.sleep(5)
-            closed = sum(1 for s in socks if _closed(s))
+                time.sleep(1)
         finally:
-            for s in socks:
+            for s in opened:
                 s.close()
         print(f"{connections} slow connections, cap {api._http.max_connections}: threads before {before}, "
-              f"most {most} (+{most - before}); /readyz max {max(readyz) * 1000:.0f} ms over {len(readyz)} tries; "
-              f"closed by the server after {seconds:.0f} s: {closed}")
+              f"most {most} (+{most - before}); /readyz max {max(readyz) * 1000:.0f} ms, median "
+              f"{sorted(readyz)[len(readyz) // 2] * 1000:.0f} ms over {len(readyz)} tries; closed by the server: "
+              f"{len(lived)}, the longest after {max(lived):.1f} s; still open: {len(opened)}")
 
 
 def _closed(s: socket.socket) -> bool:

@@ -40,13 +40,8 @@ from mxjob_controller.local.apiserver.flowcontrol import (
     FlowControl,
 )
 from mxjob_controller.local.apiserver.gc import GarbageCollector
-from mxjob_controller.local.apiserver.http import (
-    HEADER_TIMEOUT,
-    IDLE_TIMEOUT,
-    MAX_CONNECTIONS,
-    READ_TIMEOUT,
-    APIHTTPServer,
-)
+from mxjob_controller.local.apiserver.http import HEADER_TIMEOUT, IDLE_TIMEOUT, READ_TIMEOUT
+from mxjob_controller.local.apiserver.http_server import MAX_CONNECTIONS, APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.deployments import DeploymentStrategy
