@@ -4,11 +4,14 @@ keep-alive timeout, and the cap on connections (threads) with its refusal."""
 from __future__ import annotations
 
 import http.client
+import os
 import socket
+import ssl
 import threading
 import time
 
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
+from tests.support import configmap
 from tests.test_apiserver_hardening import _answer
 
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -154,3 +157,27 @@ def test_past_the_cap_with_every_connection_serving_a_new_one_gets_429():
         while api._http is not None and api._http.connection_count() > 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _readyz(api) < 2.0
+
+
+def test_connections_on_descriptors_past_1024_handshake_and_stream():
+    """With a thousand connections open, new sockets get descriptors from 1024 up, which select() refuses: the TLS
+    handshake and a watch's is-the-client-gone check must work there too (poll)."""
+    with APIServer(ServerOptions(tls=True)) as api:
+        held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1030)]
+        try:
+            context = ssl.create_default_context(cafile=api.ca_file)
+            with socket.create_connection((api.host, api.port), timeout=10) as raw, \
+                    context.wrap_socket(raw, server_hostname=api.host) as s:
+                s.sendall(f"GET {CMS}?watch=1 HTTP/1.1\r\nHost: x\r\n"
+                          f"Authorization: Bearer {api.admin_token}\r\n\r\n".encode())
+                assert s.recv(65536).startswith(b"HTTP/1.1 200 ")
+                time.sleep(0.6)  # the stream checks whether its client is gone every 0.2 s without events
+                api.create(configmap("seen"))
+                data = b""
+                while b'"name":"seen"' not in data:
+                    chunk = s.recv(65536)
+                    assert chunk, "the watch was closed"
+                    data += chunk
+        finally:
+            for fd in held:
+                os.close(fd)

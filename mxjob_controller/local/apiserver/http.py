@@ -203,11 +203,11 @@ class ConnectionHandler(BaseHTTPRequestHandler):
                     sock.do_handshake()
                     break
                 except ssl.SSLWantReadError:
-                    wanted = ([sock], [])
+                    wanted = select.POLLIN
                 except ssl.SSLWantWriteError:
-                    wanted = ([], [sock])
+                    wanted = select.POLLOUT
                 left = deadline - time.monotonic()
-                if left <= 0 or not any(select.select(*wanted, [], left)[:2]):
+                if left <= 0 or not _ready(sock, wanted, left):
                     log.debug("TLS handshake with %s timed out", self.address_string())
                     return False
         except ssl.SSLError as e:
@@ -589,8 +589,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if not readable:
+            if not _ready(self.connection, select.POLLIN, 0):
                 return False
             if not isinstance(self.connection, ssl.SSLSocket):
                 return self.connection.recv(1, socket.MSG_PEEK) == b""
@@ -685,6 +684,14 @@ def _read_headers(rfile: Any, budget: int) -> Headers:
         name, _, value = text.partition(":")
         pairs.append([name.strip(), value.strip()])
     return Headers(pairs)
+
+
+def _ready(sock: socket.socket, events: int, timeout: float) -> bool:
+    """Whether ``sock`` becomes readable (or writable: ``events``) within ``timeout`` seconds; poll, not select,
+    which refuses descriptors from 1024 up (a server with a thousand connections has them)."""
+    poller = select.poll()
+    poller.register(sock, events)
+    return bool(poller.poll(timeout * 1000))
 
 
 def _could_start_request(data: bytes) -> bool:
