@@ -53,11 +53,19 @@ def test_local_up_serves_kubectl_and_stops_cleanly(tmp_path, sig):
 
 
 def test_local_up_no_crds(tmp_path):
-    proc, kubeconfig = start_local_up(tmp_path, "--no-crds", "--no-controller")
+    """Also kube's flow-control and request-timeout flags: 40 + 9 seats give global-default 4 (49 · 20 / 245), and
+    a list slower than the request timeout gets kubectl's 504 error."""
+    proc, kubeconfig = start_local_up(tmp_path, "--no-crds", "--no-controller", "--max-requests-inflight", "40",
+                                      "--max-mutating-requests-inflight", "9", "--request-timeout", "0.5",
+                                      "--fault", "verb=list,resource=configmaps,latency=3")
     try:
         wait_ready(proc, kubeconfig)
         kubectl = Kubectl(kubeconfig, tmp_path / "cache")
         assert kubectl.ok("get", "crds", "-o", "name").strip() == ""
+        assert 'apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"} 4' in \
+            kubectl.ok("get", "--raw", "/metrics").splitlines()
+        slow = kubectl.run("get", "configmaps")
+        assert slow.returncode == 1 and "Error from server (Timeout)" in slow.stderr, slow.stderr
     finally:
         proc.terminate()
         proc.communicate(timeout=15)

@@ -14,6 +14,8 @@ import click
 import yaml
 
 from mxjob_controller.local.apiserver.faults import FaultRule, parse_rule
+from mxjob_controller.local.apiserver.flowcontrol import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
+from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster, packaged_crds
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
@@ -59,6 +61,15 @@ def local() -> None:
                    "does: watches resuming from before it get 410 Expired and must relist.")
 @click.option("--audit-log", default=None, type=click.Path(dir_okay=False),
               help="Append a JSON line per request (verb, resource, name, user agent, code, time spent).")
+@click.option("--request-timeout", default=REQUEST_TIMEOUT, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds a request that is not a watch or a stream may take before the server answers 504 "
+                   "Timeout, as kube-apiserver's flag (which takes a duration); 0: no limit.")
+@click.option("--max-requests-inflight", default=MAX_REQUESTS_INFLIGHT, show_default=True,
+              type=click.IntRange(min=1),
+              help="With --max-mutating-requests-inflight: the requests the server runs at once, shared out among "
+                   "API Priority and Fairness' priority levels (past a level's share, requests queue, then get 429).")
+@click.option("--max-mutating-requests-inflight", default=MAX_MUTATING_REQUESTS_INFLIGHT, show_default=True,
+              type=click.IntRange(min=1), help="See --max-requests-inflight.")
 @click.option("--kubelet", "kubelet_mode", default="process", show_default=True,
               type=click.Choice(["process", "none"]),
               help="process: run pods' containers as local processes on the node 'local'; none: leave pods Pending "
@@ -98,7 +109,8 @@ def local() -> None:
                    "MXJOB_SERVICE_ACCOUNT_DIR set to it and KUBERNETES_SERVICE_HOST/PORT set, as in a pod.")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
-       audit_log: str | None, kubelet_mode: str, controller: bool, webhooks: bool, threadiness: int,
+       audit_log: str | None, request_timeout: float, max_requests_inflight: int,
+       max_mutating_requests_inflight: int, kubelet_mode: str, controller: bool, webhooks: bool, threadiness: int,
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
@@ -116,7 +128,9 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         signal.signal(sig, lambda *_: stop.set())
     cluster = LocalCluster(ClusterOptions(
         server=ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval, watcher_queue=watcher_queue,
-                             fault_seed=fault_seed, audit_log=audit_log, tls=tls,
+                             fault_seed=fault_seed, audit_log=audit_log, tls=tls, request_timeout=request_timeout,
+                             max_requests_inflight=max_requests_inflight,
+                             max_mutating_requests_inflight=max_mutating_requests_inflight,
                              authorization=_AUTHORIZATION[authorization.lower()] if authorization else None),
         crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, webhooks=webhooks and not no_crds,
         threadiness=threadiness,

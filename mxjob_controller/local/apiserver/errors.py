@@ -188,10 +188,15 @@ def timeout(message: str) -> StatusError:
     return StatusError(504, "Timeout", f"Timeout: {message}", {})
 
 
+def deadline_exceeded() -> StatusError:
+    """504 for a request still unanswered at its deadline (kube's ``WithTimeoutForNonLongRunningRequests``)."""
+    return timeout("request did not complete within requested timeout - context deadline exceeded")
+
+
 def write_outlasted() -> StatusError:
     """A write that kept losing to concurrent writers. kube-apiserver's storage retries such conflicts until the
     request's deadline, then answers this; here the retries are counted instead of timed."""
-    return timeout("request did not complete within requested timeout - context deadline exceeded")
+    return deadline_exceeded()
 
 
 def internal(message: str) -> StatusError:

@@ -13,7 +13,10 @@ always with a ``Status`` in JSON and ``Connection: close`` (Go answers these in 
   over 64 KiB → 414;
 - header lines over 64 KiB, more than 100 headers, or more than 1 MiB of headers (kube's ``MaxHeaderBytes``)
   → 431; the request line and headers must arrive within 32 s (kube's ``ReadHeaderTimeout``), else the
-  connection is closed without an answer, as Go does;
+  connection is closed without an answer, as Go does. The deadline is absolute, as Go's: it counts from the
+  connection's start (a keep-alive's next request: from its first byte), so a client sending a header line every
+  few seconds is cut off all the same. The body must have arrived by ``read_timeout`` after the request's start
+  (Go's ``ReadTimeout``); an idle keep-alive is closed after 90 s (kube's ``IdleTimeout``);
 - any method that is a token reaches the router (an unknown one is 405 there); others are 400;
 - ``Content-Length`` headers that disagree → 400 (identical ones are one, as Go dedupes them);
   ``Transfer-Encoding`` other than a single ``chunked`` → 400 (Go: 501), and with a ``Content-Length``
@@ -36,27 +39,27 @@ HTTP request gets Go's plain-text answer ``400 Client sent an HTTP request to an
 from __future__ import annotations
 
 import functools
-import itertools
+import io
 import json
 import logging
 import re
 import select
-import selectors
 import socket
 import ssl
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES, RequestInfo, Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.request_deadlines import Deadline, Deadlines
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +70,9 @@ _MAX_HEADER_LINE = 65536  # http.client's limits (→ 431)
 _MAX_HEADERS = 100
 _MAX_HEADER_BYTES = 1 << 20  # kube-apiserver's http.Server{MaxHeaderBytes} (→ 431)
 HEADER_TIMEOUT = 32.0  # kube-apiserver's http.Server{ReadHeaderTimeout}
-_LINGER_SECONDS = 0.5  # after a refusal, how long the rest of the request is drained (Go's rstAvoidanceDelay)
+READ_TIMEOUT = 60.0  # the whole request, body included (Go's ReadTimeout; kube bounds it by --request-timeout)
+IDLE_TIMEOUT = 90.0  # kube-apiserver's http.Server{IdleTimeout}
+LINGER_SECONDS = 0.5  # after a refusal, how long the rest of the request is drained (Go's rstAvoidanceDelay)
 _LINGER_BYTES = 4 << 20  # ... and how much of it
 # RFC 9110 token characters: a method is one or more of them.
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -90,6 +95,8 @@ class Exchange:
     response_bytes: int = 0
     user: Any = None  # who the server authenticated (auth.UserInfo); None when it authenticates nobody
     reader: Callable[[], bytes] | None = None  # reads the body off the connection; None once read (or none)
+    response_headers: dict[str, str] = field(default_factory=dict)  # sent with whatever answers it (flow control)
+    finishers: list[Callable[[], None]] = field(default_factory=list)  # run once the application has returned
 
     def read_body(self) -> bytes:
         """The request's body, read from the connection on the first call. Called by whatever serves an admitted
@@ -101,166 +108,114 @@ class Exchange:
         return self.body
 
 
+class EarlyResponseError(Exception):
+    """Raised by whatever serves a request to answer it with ``response`` as it is (not a JSON ``Status``: kube's
+    429 from flow control is Go's plain-text ``http.Error``)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.code)
+        self.response = response
+
+
 Application = Callable[[Exchange], Response]
 Observer = Callable[[Exchange, float], None]
 
 
-class APIHTTPServer(ThreadingHTTPServer):
-    """The listening socket, its accept loop, and one tracked thread per connection.
+class ConnectionOwner(Protocol):
+    """What a connection's handler needs of the server that accepted it (``http_server.APIHTTPServer``)."""
 
-    Stopping is bounded and in kube-apiserver's order: :meth:`stop_accepting`, then :meth:`drain` (watches end,
-    idle keep-alives are closed, requests in progress finish and answer ``Connection: close``; whatever is still
-    running at the deadline has its socket shut and is reported).
-    """
+    app: Application
+    observers: list[Observer]
+    bookmark_interval: float
+    header_timeout: float
+    read_timeout: float
+    idle_timeout: float
+    request_timeout: float
+    deadlines: Deadlines
+    stopping: threading.Event
 
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 256
+    def set_busy(self, sock: socket.socket, busy: bool) -> None: ...
 
-    def __init__(self, address: tuple[str, int], app: Application,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
-        self.app = app
-        self.ssl_context = ssl_context
-        self.observers: list[Observer] = []
-        self.bookmark_interval = 60.0
-        self.header_timeout = HEADER_TIMEOUT  # seconds for a request line and its headers to arrive
-        self.stopping = threading.Event()  # connections: finish what is in progress, take nothing new
-        self._accepting_ends = threading.Event()
-        # stop_accepting writes a byte here, so the accept loop wakes at once instead of at its next poll
-        self._wake_reader, self._wake_writer = socket.socketpair()
-        self._conns: dict[socket.socket, bool] = {}  # each connection's socket: is a request in progress?
-        self._conn_threads: set[threading.Thread] = set()
-        self._conns_lock = threading.Lock()
-        self._conn_ids = itertools.count(1)
-        if ":" in address[0]:   # an IPv6 address (``::``, ``::1``): socketserver binds IPv4 unless told
-            self.address_family = socket.AF_INET6
+
+class _DeadlineReader(io.RawIOBase):
+    """The connection's bytes for the buffered ``rfile``, each read bounded by an absolute ``deadline`` (a
+    ``time.monotonic()`` value; None: the socket's own timeout applies, as while waiting for a keep-alive's next
+    request). Go sets its read deadlines this way: bytes trickling in do not move it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+        self.deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("read deadline passed")
+            self._sock.settimeout(left)
         try:
-            super().__init__(address, _Handler)
-        except BaseException:   # the port is taken, say: the wake-up pair goes with the server that never was
-            self._wake_reader.close()
-            self._wake_writer.close()
-            raise
-
-    # --- accepting ----------------------------------------------------------------------------------------
-
-    def serve(self, poll_interval: float = 0.1) -> None:
-        """Accept connections until :meth:`stop_accepting`, which wakes the loop at once (``poll_interval`` only
-        bounds how long a missed wake-up could go unseen)."""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self, selectors.EVENT_READ)
-            selector.register(self._wake_reader, selectors.EVENT_READ)
-            while not self._accepting_ends.is_set():
-                ready = selector.select(poll_interval)
-                if any(key.fileobj is self for key, _ in ready) and not self._accepting_ends.is_set():
-                    self._handle_request_noblock()
-                self.service_actions()
-
-    def stop_accepting(self) -> None:
-        self._accepting_ends.set()
-        try:
-            self._wake_writer.send(b"\0")
-        except OSError:   # closed already: the loop has ended
-            pass
-
-    def server_close(self) -> None:
-        super().server_close()
-        self._wake_reader.close()
-        self._wake_writer.close()
-
-    def get_request(self) -> tuple[socket.socket, Any]:
-        sock, address = super().get_request()
-        if self.ssl_context is not None:   # the handshake waits for the connection's thread (_Handler.setup)
-            sock = self.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        return sock, address
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        t = threading.Thread(target=self._connection, args=(request, client_address),
-                             name=f"apiserver-conn-{next(self._conn_ids)}", daemon=True)
-        with self._conns_lock:
-            self._conn_threads.add(t)
-        t.start()
-
-    def _connection(self, request: Any, client_address: Any) -> None:
-        try:
-            self.process_request_thread(request, client_address)
-        finally:
-            with self._conns_lock:
-                self._conn_threads.discard(threading.current_thread())
-
-    # --- connections --------------------------------------------------------------------------------------
-
-    def track(self, sock: socket.socket, add: bool) -> None:
-        with self._conns_lock:
-            if add:
-                self._conns[sock] = False
-            else:
-                self._conns.pop(sock, None)
-
-    def set_busy(self, sock: socket.socket, busy: bool) -> None:
-        with self._conns_lock:
-            if sock in self._conns:
-                self._conns[sock] = busy
-
-    def drain(self, timeout: float) -> list[str]:
-        """Let every connection end within ``timeout`` seconds; the names of the threads still running after.
-
-        Watches and log streams end at once, idle keep-alives are closed, and requests in progress get most of
-        the time to answer; then the sockets of those left are shut (their threads end at their next read or
-        write) and they get the rest.
-        """
-        deadline = time.monotonic() + timeout
-        forced = min(0.5, timeout / 4)  # the part of the time kept for the threads whose sockets are shut
-        self.stopping.set()
-        self._shut(busy_too=False)
-        left = self._join(deadline - forced)
-        if left:
-            self._shut(busy_too=True)
-            left = self._join(deadline)
-        return sorted(t.name for t in left)
-
-    def _shut(self, busy_too: bool) -> None:
-        with self._conns_lock:
-            socks = [sock for sock, busy in self._conns.items() if busy_too or not busy]
-        for sock in socks:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def _join(self, deadline: float) -> list[threading.Thread]:
-        with self._conns_lock:
-            threads = list(self._conn_threads)
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-        return [t for t in threads if t.is_alive()]
+            return self._sock.recv_into(buffer)
+        except BlockingIOError:
+            return None
 
 
-class _Handler(BaseHTTPRequestHandler):
+class ConnectionHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "mxjob-local-apiserver"
-    timeout = 600  # idle keep-alive connections are closed after this many seconds
-    server: APIHTTPServer
+    server: ConnectionOwner
     expect_continue = False  # the request waits for "100 Continue" before it sends its body
     unread_length: int | None = None  # the length of the body while it is unread (None: chunked, or none)
 
+    @property  # type: ignore[override]
+    def timeout(self) -> float:
+        """The socket's timeout outside the deadlines: an idle keep-alive's wait, and each write."""
+        return self.server.idle_timeout
+
     def setup(self) -> None:
+        accepted = time.monotonic()
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.server.track(self.connection, True)
+        self.rfile.close()   # the stdlib's reader, replaced by one that keeps absolute deadlines
+        self.reader = _DeadlineReader(self.connection)
+        self.rfile = io.BufferedReader(self.reader, 65536)
+        self.requests_read = 0
+        # Held by whoever answers (this thread, or the deadline thread's 504) and while the body is read: a TLS
+        # connection cannot be read and written by two threads at once.
+        self.answer_lock = threading.Lock()
+        self.deadline: Deadline | None = None
+        self.timed_out = False
         self.handshake_failed = False
         if isinstance(self.connection, ssl.SSLSocket):
-            self.handshake_failed = not self._handshake()
+            self.handshake_failed = not self._handshake(accepted + self.server.header_timeout)
 
-    def _handshake(self) -> bool:
-        """The TLS handshake, within the header timeout; False (the connection is then closed) when it fails."""
-        self.connection.settimeout(self.server.header_timeout)
+    def _handshake(self, deadline: float) -> bool:
+        """The TLS handshake, done by ``deadline`` (Go gives it the header timeout, from the accept) however the
+        client paces its bytes; False (the connection is then closed) when it fails."""
+        sock = self.connection
+        assert isinstance(sock, ssl.SSLSocket)
         try:
-            self.connection.do_handshake()
+            sock.setblocking(False)
+            while True:
+                try:
+                    sock.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    wanted = select.POLLIN
+                except ssl.SSLWantWriteError:
+                    wanted = select.POLLOUT
+                left = deadline - time.monotonic()
+                if left <= 0 or not _ready(sock, wanted, left):
+                    log.debug("TLS handshake with %s timed out", self.address_string())
+                    return False
         except ssl.SSLError as e:
             if e.reason == "HTTP_REQUEST":   # Go's answer to plain HTTP on a TLS port, written unencrypted
                 try:
-                    socket.socket.sendall(self.connection, b"HTTP/1.0 400 Bad Request\r\n\r\n"
-                                                           b"Client sent an HTTP request to an HTTPS server.\n")
+                    sock.settimeout(1.0)
+                    socket.socket.sendall(sock, b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                                                b"Client sent an HTTP request to an HTTPS server.\n")
                 except OSError:
                     pass
             log.debug("TLS handshake with %s failed: %s", self.address_string(), e.reason or e)
@@ -268,30 +223,30 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             return False
         finally:
-            self.connection.settimeout(self.timeout)
+            sock.settimeout(self.timeout)
         return True
 
     def handle(self) -> None:
         if not self.handshake_failed:
             super().handle()
 
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.track(self.connection, False)
-
     def handle_one_request(self) -> None:
-        """Wait for a request (the idle timeout), read its line and headers (the header timeout), serve it."""
+        """Wait for a request (a new connection: within the header timeout; a keep-alive: the idle timeout), read
+        its line and headers by the header deadline, serve it with its body due by the read deadline."""
+        if self.requests_read == 0:   # Go: a new connection's header deadline counts from its start
+            self.reader.deadline = time.monotonic() + self.server.header_timeout
         try:
             first = self.rfile.peek(1)
-        except OSError:  # the idle timeout, or the client reset the connection
+        except OSError:  # the idle or header timeout, or the client reset the connection
             self.close_connection = True
             return
         if not first:
             self.close_connection = True
             return
-        self.connection.settimeout(self.server.header_timeout)
+        started = time.monotonic()
+        if self.requests_read > 0:
+            self.reader.deadline = started + self.server.header_timeout
+        self.requests_read += 1
         try:
             if not _could_start_request(first):
                 line = first.partition(b"\n")[0].rstrip(b"\r")
@@ -307,8 +262,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         finally:
+            self.reader.deadline = None
             self.connection.settimeout(self.timeout)
-        self._serve()
+        self.reader.deadline = started + self.server.read_timeout if self.server.read_timeout > 0 else None
+        try:
+            self._serve()
+        finally:
+            self.reader.deadline = None
+            self.connection.settimeout(self.timeout)
 
     def parse_request(self) -> bool:
         """The request line and headers, as Go's ``readRequest`` takes them; False once refused.
@@ -367,7 +328,7 @@ class _Handler(BaseHTTPRequestHandler):
         until it closes, for half a second at most (Go's ``closeWriteAndWait``). Closing with request bytes
         unread makes the kernel answer with a reset, which can destroy the refusal before the client reads it.
         """
-        deadline = time.monotonic() + _LINGER_SECONDS
+        deadline = time.monotonic() + LINGER_SECONDS
         budget = _LINGER_BYTES
         try:
             self.connection.shutdown(socket.SHUT_WR)
@@ -401,24 +362,42 @@ class _Handler(BaseHTTPRequestHandler):
         info = RequestInfo(method=self.command, path=split.path,
                            user_agent=self.headers.get("User-Agent", ""))
         ex = Exchange(info, query, self.headers, started=started)
+        deadline = self._request_deadline(ex)
         try:
             ex.reader = self._body_reader()   # the framing checked now; the body read when the handler wants it
             resp = self.server.app(ex)
+        except TimeoutError:  # the body did not arrive by the read deadline: what kube's request timeout answers
+            self.close_connection = True
+            resp = _status_response(errors.deadline_exceeded())
         except StatusError as e:
             resp = _status_response(e)
+        except EarlyResponseError as e:
+            resp = e.response
         except Exception as e:  # a bug must cost one request, not the server
             log.exception("internal error serving %s %s", self.command, self.path)
             resp = _status_response(errors.internal(f"{type(e).__name__}: {e}"))
+        finally:
+            for finish in ex.finishers:
+                finish()
+        if deadline is not None:
+            with self.answer_lock:
+                deadline.cancel()
+            if self.timed_out:   # answered 504 already (_time_out): this late answer is dropped, as kube's is
+                self.close_connection = True
+                return
         unread = ex.reader is not None and not self._drop_unread_body()
+        self.reader.deadline = None   # the request is read: what follows is the answer (and a stream's watch)
+        self.connection.settimeout(self.timeout)
         ex.code = resp.code
         if self.server.stopping.is_set():
             self.close_connection = True  # the server is going: this is the connection's last answer
         streamed = resp.stream is not None or resp.chunks is not None
+        headers = {**ex.response_headers, **resp.headers} if ex.response_headers else resp.headers
         try:
             if resp.stream is not None:
-                self._stream_watch(resp.stream, resp)
+                self._stream_watch(resp.stream, resp, headers)
             elif resp.chunks is not None:
-                self._stream_chunks(resp, resp.chunks)
+                self._stream_chunks(resp, resp.chunks, headers)
             else:
                 body = resp.body
                 if _pretty(query) and resp.content_type == "application/json" and body:
@@ -426,7 +405,7 @@ class _Handler(BaseHTTPRequestHandler):
                 ex.response_bytes = len(body)
                 # Observed before the answer is sent: whoever has the answer can already see its audit record.
                 self._observe(ex, started)
-                self._write_head(resp.code, resp.content_type, resp.headers, len(body),
+                self._write_head(resp.code, resp.content_type, headers, len(body),
                                  body if self.command != "HEAD" else b"")
                 if self.close_connection and (resp.code >= 400 or unread) and not self.server.stopping.is_set():
                     self._linger()  # a refusal that may have left part of the request unread
@@ -435,6 +414,40 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             if streamed:
                 self._observe(ex, started)  # a stream is recorded when it ends, with how long it was open
+
+    def _request_deadline(self, ex: Exchange) -> Deadline | None:
+        timeout = self.server.request_timeout
+        self.timed_out = False
+        if timeout <= 0:
+            return None
+        self.deadline = self.server.deadlines.add(ex.started + timeout, functools.partial(self._time_out, ex))
+        return self.deadline
+
+    def _time_out(self, ex: Exchange) -> float | None:
+        """On the deadline thread, when ``ex`` is still unanswered at its deadline: kube's 504, unless it is a
+        long-running request (a watch, a log stream: known by now, the router parsed its URL first). Asks to be
+        called again shortly (returns the delay) while the body is being read."""
+        if ex.info.long_running:
+            return None
+        if not self.answer_lock.acquire(blocking=False):
+            return 0.05
+        try:
+            if self.deadline is None or self.deadline.cancelled:
+                return None
+            self.timed_out = self.close_connection = True
+            body = dumps(errors.deadline_exceeded().status())
+            ex.code, ex.response_bytes = 504, len(body)
+            self._observe(ex, ex.started)
+            log.info("%s %s did not complete within %.3gs: 504", self.command, self.path, self.server.request_timeout)
+            try:
+                self._write_head(504, "application/json", ex.response_headers, len(body),
+                                 body if self.command != "HEAD" else b"")
+                self.connection.shutdown(socket.SHUT_WR)   # the client sees the end now, not when the handler ends
+            except OSError:
+                pass
+        finally:
+            self.answer_lock.release()
+        return None
 
     def _observe(self, ex: Exchange, started: float) -> None:
         elapsed = time.monotonic() - started
@@ -481,11 +494,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def _read_length(self, length: int) -> bytes:
-        self._continue()
-        if length > MAX_BODY_BYTES:
-            self._discard(length)
-            raise errors.too_large(MAX_BODY_BYTES)
-        return self.rfile.read(length)
+        with self.answer_lock:
+            self._continue()
+            if length > MAX_BODY_BYTES:
+                self._discard(length)
+                raise errors.too_large(MAX_BODY_BYTES)
+            return self.rfile.read(length)
 
     def _drop_unread_body(self) -> bool:
         """After a request answered without its body (refused before it was needed): drop a small one, as Go does
@@ -513,6 +527,10 @@ class _Handler(BaseHTTPRequestHandler):
             length -= len(chunk)
 
     def _read_chunked(self) -> bytes:
+        with self.answer_lock:
+            return self._read_chunks()
+
+    def _read_chunks(self) -> bytes:
         self._continue()
         parts, total = [], 0
         while True:
@@ -552,8 +570,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
-    def _stream_chunks(self, resp: Response, chunks: Iterator[bytes]) -> None:
-        self._write_head(resp.code, resp.content_type, resp.headers, None)
+    def _stream_chunks(self, resp: Response, chunks: Iterator[bytes], headers: dict[str, str]) -> None:
+        self._write_head(resp.code, resp.content_type, headers, None)
         try:
             for chunk in chunks:
                 if chunk:
@@ -571,8 +589,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if not readable:
+            if not _ready(self.connection, select.POLLIN, 0):
                 return False
             if not isinstance(self.connection, ssl.SSLSocket):
                 return self.connection.recv(1, socket.MSG_PEEK) == b""
@@ -587,9 +604,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             return True
 
-    def _stream_watch(self, stream: WatchStream, resp: Response) -> None:
+    def _stream_watch(self, stream: WatchStream, resp: Response, headers: dict[str, str]) -> None:
         """Send events until the watch times out, the watcher is closed, or the client goes away."""
-        self._write_head(200, resp.content_type, resp.headers, None)
+        self._write_head(200, resp.content_type, headers, None)
         watcher = stream.watcher
         deadline = time.monotonic() + stream.timeout
         interval = self.server.bookmark_interval
@@ -667,6 +684,14 @@ def _read_headers(rfile: Any, budget: int) -> Headers:
         name, _, value = text.partition(":")
         pairs.append([name.strip(), value.strip()])
     return Headers(pairs)
+
+
+def _ready(sock: socket.socket, events: int, timeout: float) -> bool:
+    """Whether ``sock`` becomes readable (or writable: ``events``) within ``timeout`` seconds; poll, not select,
+    which refuses descriptors from 1024 up (a server with a thousand connections has them)."""
+    poller = select.poll()
+    poller.register(sock, events)
+    return bool(poller.poll(timeout * 1000))
 
 
 def _could_start_request(data: bytes) -> bool:

@@ -120,6 +120,7 @@ class Metrics:
         self._lock = threading.Lock()
         self._requests: dict[tuple[str, ...], int] = {}
         self._inflight = {"mutating": 0, "readOnly": 0}
+        self.sources: list[Callable[[], list[str]]] = []  # more metric families' lines (flow control's)
 
     def wrap(self, app: Callable[[Exchange], Response]) -> Callable[[Exchange], Response]:
         def serve(ex: Exchange) -> Response:
@@ -166,6 +167,8 @@ class Metrics:
             "# TYPE apiserver_storage_objects gauge",
             *(f'apiserver_storage_objects{{resource="{_escape(r)}"}} {n}' for r, n in objects),
         ]
+        for source in self.sources:
+            out += source()
         return Response(200, ("\n".join(out) + "\n").encode(),
                         content_type="text/plain; version=0.0.4; charset=utf-8")
 

@@ -20,6 +20,7 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
+_LONG_RUNNING_SUBRESOURCES = ("attach", "exec", "proxy", "log", "portforward")
 
 
 @dataclass(slots=True)
@@ -44,6 +45,13 @@ class RequestInfo:
     @property
     def combined_resource(self) -> str:
         return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+
+    @property
+    def long_running(self) -> bool:
+        """kube's ``BasicLongRunningRequestCheck``: watches and the streaming subresources, which no request deadline
+        ends and no in-flight limit counts."""
+        return self.resource_request and (self.verb in ("watch", "proxy")
+                                          or self.subresource in _LONG_RUNNING_SUBRESOURCES)
 
 
 @dataclass(slots=True)

@@ -34,8 +34,14 @@ from mxjob_controller.local.apiserver.auth.security import Security, bootstrap_p
 from mxjob_controller.local.apiserver.discovery import Discovery
 from mxjob_controller.local.apiserver.faults import FaultInjector
 from mxjob_controller.local.apiserver.field_manager import KUBE_APISERVER
+from mxjob_controller.local.apiserver.flowcontrol import (
+    MAX_MUTATING_REQUESTS_INFLIGHT,
+    MAX_REQUESTS_INFLIGHT,
+    FlowControl,
+)
 from mxjob_controller.local.apiserver.gc import GarbageCollector
-from mxjob_controller.local.apiserver.http import HEADER_TIMEOUT, APIHTTPServer
+from mxjob_controller.local.apiserver.http import HEADER_TIMEOUT, IDLE_TIMEOUT, READ_TIMEOUT
+from mxjob_controller.local.apiserver.http_server import MAX_CONNECTIONS, APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.deployments import DeploymentStrategy
@@ -51,6 +57,7 @@ from mxjob_controller.local.apiserver.namespace_controller import NamespaceContr
 from mxjob_controller.local.apiserver.observability import Metrics, storage_counts
 from mxjob_controller.local.apiserver.openapi import OpenAPI
 from mxjob_controller.local.apiserver.request import Request, Response
+from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.router import Router
@@ -107,6 +114,13 @@ class ServerOptions:
     audit_capacity: int = DEFAULT_CAPACITY  # audit records kept in memory
     audit_log: str | None = None  # also append audit records here, as JSON lines
     header_timeout: float = HEADER_TIMEOUT  # seconds for a request's line and headers to arrive
+    read_timeout: float = READ_TIMEOUT  # seconds for a whole request, body included, to arrive (0: no limit)
+    idle_timeout: float = IDLE_TIMEOUT  # seconds an idle keep-alive connection is kept open
+    max_connections: int = MAX_CONNECTIONS  # connections (threads) at once: http.APIHTTPServer
+    request_timeout: float = REQUEST_TIMEOUT  # kube's --request-timeout: seconds a non-long-running request may take
+    # kube's flags of the same names: their sum is the seats flow control shares out among priority levels
+    max_requests_inflight: int = MAX_REQUESTS_INFLIGHT
+    max_mutating_requests_inflight: int = MAX_MUTATING_REQUESTS_INFLIGHT
     tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/serving_cert.py)
     # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
     # RBAC turns authentication on (bearer tokens; without one, system:anonymous under RBAC, 401 under AlwaysAllow).
@@ -191,11 +205,18 @@ class APIServer:
         self.namespace_content = NamespaceContent(self.store, self.rest,
                                                   tls.ca_pem.decode() if tls is not None else None)
         self.faults = FaultInjector(self.store, self.options.fault_seed)
+        # A request waits in a queue for at most a quarter of its deadline (kube's APF filter), at most a minute.
+        timeout = self.options.request_timeout
+        self.flow_control = FlowControl(self.options.max_requests_inflight,
+                                        self.options.max_mutating_requests_inflight,
+                                        min(timeout / 4, 60.0) if timeout > 0 else 15.0)
         self.router.interceptors.append(self.security.intercept)   # first: a refused request goes no further
+        self.router.interceptors.append(self.flow_control.intercept)   # after authentication, as kube's filter
         self.router.interceptors.append(self.faults.intercept)
         self.router.response_wrappers.append(self.faults.wrap)
         self.audit = AuditLog(self.options.audit_capacity, self.options.audit_log)
         self.metrics = Metrics(storage_counts(self.store, self.registry))   # /metrics (observability.py)
+        self.metrics.sources.append(self.flow_control.metrics)
         self.router.non_resource_handlers["/metrics"] = lambda ex: self.metrics.render()
         self._http: APIHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -215,6 +236,10 @@ class APIServer:
                                    tls.server_context() if tls is not None else None)
         self._http.bookmark_interval = self.options.bookmark_interval
         self._http.header_timeout = self.options.header_timeout
+        self._http.read_timeout = self.options.read_timeout
+        self._http.idle_timeout = self.options.idle_timeout
+        self._http.max_connections = self.options.max_connections
+        self._http.request_timeout = self.options.request_timeout
         self._http.observers.append(self.audit.observe)
         self._http.observers.append(self.metrics.observe)
         self.discovery.server_address = self.address
@@ -239,6 +264,7 @@ class APIServer:
         left: list[str] = []
         http.stop_accepting()
         self.faults.stop()  # injected delays end now
+        self.flow_control.stop()  # and queued requests are refused
         if self._thread is not None:
             self._thread.join(_remaining(deadline))  # no connection is accepted after this
             if self._thread.is_alive():

@@ -1,0 +1,209 @@
+"""The embedded API server under issue 33's load, at full size and default settings; prints what it measured.
+
+    .venv/bin/python hack/apiserver_limits.py slow --connections 3000     # slowloris: threads stay under the cap
+    .venv/bin/python hack/apiserver_limits.py flood --requests 2000       # one user floods: the admin still answers
+
+``slow``: that many connections each send half a request line, then a header line every 5 s; the server's thread
+count is sampled, and ``/readyz`` timed on fresh connections all along. ``flood``: a TLS server; a child process
+runs that many clients of a non-admin user, each sending slow lists (a fault adds 0.5 s each) one after another on
+its connection for 20 s, waiting Retry-After after a 429 as client-go does, while the administrator's ``kubectl get
+ns`` is timed; every answer must be 200 or 429 with ``Retry-After`` and both PF headers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.flowcontrol import FLOW_SCHEMA_HEADER, PRIORITY_LEVEL_HEADER
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
+
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+def _get(host: str, port: int, path: str, token: str | None = None, ca: str | None = None,
+         agent: str = "limits") -> tuple[int, dict[str, str], bytes]:
+    if ca:
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            host, port, timeout=120, context=ssl.create_default_context(cafile=ca))
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        conn.request("GET", path, headers={"User-Agent": agent,
+                                           **({"Authorization": f"Bearer {token}"} if token else {})})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def slow(connections: int, seconds: float) -> None:
+    """Open ``connections`` slow ones, then trickle a header line on each every 5 s until the server has closed
+    them all (or ``seconds`` pass): how many threads it ran, how /readyz fared, how long the longest one lived."""
+    with APIServer(ServerOptions()) as api:
+        assert api._http is not None
+        before = threading.active_count()
+        opened: dict[socket.socket, float] = {}
+        lived: list[float] = []
+        most, readyz = before, []
+
+        def check_readyz() -> None:
+            started = time.monotonic()
+            assert _get(api.host, api.port, "/readyz")[0] == 200
+            readyz.append(time.monotonic() - started)
+
+        try:
+            for i in range(connections):
+                s = socket.create_connection((api.host, api.port), timeout=10)
+                s.sendall(b"GET /version HTTP/1.1\r\nX-Slow: ")
+                opened[s] = time.monotonic()
+                most = max(most, threading.active_count())
+                if i % 500 == 499:
+                    check_readyz()
+            stop, line = time.monotonic() + seconds, 0
+            while opened and time.monotonic() < stop:
+                for s, at in list(opened.items()):
+                    if _closed(s):
+                        lived.append(time.monotonic() - at)
+                        del opened[s]
+                        s.close()
+                        continue
+                    if line % 5 == 0:  # a header line every 5 s; closings looked for every second
+                        try:
+                            s.sendall(f"\r\nX-Line-{line}: y".encode())
+                        except OSError:
+                            pass
+                line += 1
+                check_readyz()
+                most = max(most, threading.active_count())
+                time.sleep(1)
+        finally:
+            for s in opened:
+                s.close()
+        print(f"{connections} slow connections, cap {api._http.max_connections}: threads before {before}, "
+              f"most {most} (+{most - before}); /readyz max {max(readyz) * 1000:.0f} ms, median "
+              f"{sorted(readyz)[len(readyz) // 2] * 1000:.0f} ms over {len(readyz)} tries; closed by the server: "
+              f"{len(lived)}, the longest after {max(lived):.1f} s; still open: {len(opened)}")
+
+
+def _closed(s: socket.socket) -> bool:
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def flood(requests: int) -> None:
+    with APIServer(ServerOptions(tls=True)) as api, tempfile.TemporaryDirectory() as tmp:
+        api.faults.add(FaultRule(verb="list", resource="configmaps", user_agent="flood", latency=0.5))
+        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "flood"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm"},
+                "subjects": [{"kind": "User", "name": "flood", "apiGroup": "rbac.authorization.k8s.io"}]}
+        api.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "cm"},
+                    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
+        api.create(binding)
+        kubeconfig = api.write_kubeconfig(Path(tmp) / "kubeconfig")
+        kubectl = ["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(Path(tmp) / "cache"), "get", "ns"]
+        subprocess.run(kubectl, check=True, capture_output=True)
+        child = subprocess.Popen([sys.executable, __file__, "flood-client", api.host, str(api.port),
+                                  api.issue_user_token("flood"), str(api.ca_file), str(requests), "20"],
+                                 stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "flooding"
+        times = []
+        while child.poll() is None:
+            started = time.monotonic()
+            subprocess.run(kubectl, check=True, capture_output=True)
+            times.append(time.monotonic() - started)
+            time.sleep(0.5)
+        result = json.loads(child.stdout.read())
+        print(f"{requests} concurrent lists from one user: {result}; admin kubectl get ns: {len(times)} runs, "
+              f"median {sorted(times)[len(times) // 2] * 1000:.0f} ms, each: "
+              f"{' '.join(f'{t * 1000:.0f}' for t in times)} ms")
+
+
+def flood_client(host: str, port: int, token: str, ca: str, clients: int, seconds: float) -> None:
+    """``clients`` threads, each on one connection sending lists one after another for ``seconds`` (after a 429,
+    waiting its Retry-After as client-go does): what came back."""
+    codes: dict[str, int] = {}
+    problems: list[str] = []
+    lock = threading.Lock()
+    context = ssl.create_default_context(cafile=ca)
+    start = threading.Event()
+    stop_at: list[float] = []
+    connected = [0]
+
+    def client() -> None:
+        conn = http.client.HTTPSConnection(host, port, timeout=120, context=context)
+        try:
+            conn.connect()
+            with lock:
+                connected[0] += 1
+            start.wait()
+            while time.monotonic() < stop_at[0]:
+                conn.request("GET", CMS, headers={"User-Agent": "flood", "Authorization": f"Bearer {token}"})
+                resp = conn.getresponse()
+                resp.read()
+                headers = {k.lower(): v for k, v in resp.getheaders()}
+                ok = FLOW_SCHEMA_HEADER.lower() in headers and PRIORITY_LEVEL_HEADER.lower() in headers and \
+                    (resp.status != 429 or "retry-after" in headers)
+                key = str(resp.status) if ok else f"{resp.status} without headers"
+                with lock:
+                    codes[key] = codes.get(key, 0) + 1
+                if resp.status == 429:
+                    time.sleep(int(headers.get("retry-after", "1")))
+        except Exception as e:
+            with lock:
+                codes["dropped"] = codes.get("dropped", 0) + 1
+                problems.append(repr(e))
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, name=f"flood-{i}") for i in range(clients)]
+    for t in threads:
+        t.start()
+    # The connections (TLS handshakes) made before the flood starts, within the server's 32 s header deadline.
+    ready_by = time.monotonic() + 25
+    while connected[0] < clients and time.monotonic() < ready_by:
+        time.sleep(0.1)
+    stop_at.append(time.monotonic() + seconds)
+    print("flooding", flush=True)
+    start.set()
+    for t in threads:
+        t.join()
+    print(json.dumps({"codes": codes, "problems": problems[:3]}), flush=True)
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["flood-client"]:
+        host, port, token, ca, clients, seconds = sys.argv[2:8]
+        flood_client(host, int(port), token, ca, int(clients), float(seconds))
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenario", choices=["slow", "flood"])
+    parser.add_argument("--connections", type=int, default=3000)
+    parser.add_argument("--seconds", type=float, default=40.0, help="how long the slow connections trickle")
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+    if args.scenario == "slow":
+        slow(args.connections, args.seconds)
+    else:
+        flood(args.requests)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""API Priority and Fairness, lite (issue 33): kube's default FlowSchemas and priority levels, queues, 429 with
+``Retry-After``, the PF response headers and the ``apiserver_flowcontrol_*`` metrics."""
+
+from __future__ import annotations
+
+import http.client
+import ssl
+import threading
+import time
+
+import pytest
+
+from mxjob_controller.local.apiserver.auth.user import ANONYMOUS, AUTHENTICATED, MASTERS, SERVICE_ACCOUNTS, UserInfo
+from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.flowcontrol import (
+    FLOW_SCHEMA_HEADER,
+    FLOW_SCHEMAS,
+    PRIORITY_LEVEL_HEADER,
+    PRIORITY_LEVELS,
+    RetryAfter,
+    classify,
+    nominal_limits,
+)
+from mxjob_controller.local.apiserver.request import RequestInfo
+from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
+from tests.support import Kube, Kubectl, wait_for
+
+CMS = "/api/v1/namespaces/default/configmaps"
+LEVEL_UIDS = {pl.name: pl.uid for pl in PRIORITY_LEVELS}
+SCHEMA_UIDS = {fs.name: fs.uid for fs in FLOW_SCHEMAS}
+
+
+def _resource(verb: str, resource: str, namespace: str = "", group: str = "") -> RequestInfo:
+    return RequestInfo(verb=verb, resource_request=True, group=group, version="v1", resource=resource,
+                       namespace=namespace)
+
+
+@pytest.mark.parametrize(("user", "info", "schema", "level"), [
+    (UserInfo("kubernetes-admin", groups=(MASTERS, AUTHENTICATED)), _resource("list", "namespaces"),
+     "exempt", "exempt"),
+    (ANONYMOUS, RequestInfo(verb="get", path="/readyz"), "probes", "exempt"),
+    (UserInfo("alice", groups=(AUTHENTICATED,)), RequestInfo(verb="get", path="/livez"), "probes", "exempt"),
+    (UserInfo("alice", groups=(AUTHENTICATED,)), _resource("list", "configmaps", "default"),
+     "global-default", "global-default"),
+    (ANONYMOUS, _resource("get", "pods", "default"), "global-default", "global-default"),
+    (UserInfo("system:serviceaccount:kubeflow:mxjob-controller", groups=(SERVICE_ACCOUNTS, AUTHENTICATED)),
+     _resource("update", "leases", "kubeflow", "coordination.k8s.io"), "service-accounts", "workload-low"),
+    (UserInfo("system:serviceaccount:kube-system:cloud-controller", groups=(SERVICE_ACCOUNTS, AUTHENTICATED)),
+     _resource("update", "leases", "kubeflow", "coordination.k8s.io"), "system-leader-election", "leader-election"),
+    (UserInfo("system:serviceaccount:kube-system:cloud-controller", groups=(SERVICE_ACCOUNTS, AUTHENTICATED)),
+     _resource("update", "configmaps", "kubeflow"), "workload-leader-election", "leader-election"),
+    (UserInfo("system:serviceaccount:kube-system:cloud-controller", groups=(SERVICE_ACCOUNTS, AUTHENTICATED)),
+     _resource("get", "configmaps", "kube-system"), "system-leader-election", "leader-election"),
+    (UserInfo("system:serviceaccount:kube-system:cloud-controller", groups=(SERVICE_ACCOUNTS, AUTHENTICATED)),
+     _resource("list", "pods"), "kube-system-service-accounts", "workload-high"),
+    (UserInfo("system:node:n1", groups=("system:nodes", AUTHENTICATED)), _resource("patch", "nodes"),
+     "system-node-high", "node-high"),
+    (UserInfo("system:kube-controller-manager", groups=(AUTHENTICATED,)), _resource("create", "pods", "default"),
+     "kube-controller-manager", "workload-high"),
+])
+def test_requests_are_classified_by_kubes_default_flow_schemas(user, info, schema, level):
+    got = classify(user, info)
+    assert (got.name, got.priority_level) == (schema, level)
+
+
+def test_each_level_gets_its_share_of_the_servers_seats_as_kube_computes_them():
+    assert nominal_limits(400 + 200) == {"catch-all": 13, "system": 74, "node-high": 98, "leader-election": 25,
+                                         "workload-high": 98, "workload-low": 245, "global-default": 49}
+
+
+def test_retry_after_grows_with_sustained_rejections_and_falls_back_as_kubes_tracker():
+    tracker = RetryAfter()
+    for _ in range(5):
+        tracker.record(100)
+    assert tracker.value == 1
+    tracker.record(101)  # five rejections in the last second: at least 3 x 1
+    assert tracker.value == 2
+    for second in (102, 102, 102, 102, 102, 102, 103):
+        tracker.record(second)
+    assert tracker.value == 4
+    tracker.record(110)  # quiet since: one step back at a time
+    assert tracker.value == 3
+
+
+# --- over HTTP ---------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def api():
+    """TLS and RBAC (kubectl sends its token over HTTPS only), and few seats: 10 in all, so global-default has
+    one, and a queue wait of 1 s (a quarter of the request timeout)."""
+    with APIServer(ServerOptions(tls=True, max_requests_inflight=5, max_mutating_requests_inflight=5,
+                                 request_timeout=4.0)) as server:
+        admin = Kube.of(server)
+        try:
+            assert admin.post("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "cm-reader"},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}).status == 201
+            assert admin.post("/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "flood"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+                "subjects": [{"kind": "User", "name": "flood", "apiGroup": "rbac.authorization.k8s.io"}]}
+            ).status == 201
+        finally:
+            admin.close()
+        yield server
+
+
+def _get(api: APIServer, path: str, token: str | None, agent: str = "flowcontrol-test") -> tuple[int, dict, bytes]:
+    context = ssl.create_default_context(cafile=api.ca_file)
+    conn = http.client.HTTPSConnection(api.host, api.port, timeout=30, context=context)
+    try:
+        headers = {"User-Agent": agent, **({"Authorization": f"Bearer {token}"} if token else {})}
+        conn.request("GET", path, headers=headers)
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def test_pf_headers_name_the_schema_and_level_on_every_answer(api):
+    flood = api.issue_user_token("flood")
+    for path, token, schema, level in [
+        ("/readyz", None, "probes", "exempt"),
+        ("/api/v1/namespaces", api.admin_token, "exempt", "exempt"),
+        (CMS, flood, "global-default", "global-default"),
+        ("/api/v1/namespaces/default/configmaps/missing", api.admin_token, "exempt", "exempt"),  # a 404 too
+    ]:
+        code, headers, _ = _get(api, path, token)
+        assert code in (200, 404)
+        assert headers[FLOW_SCHEMA_HEADER.lower()] == SCHEMA_UIDS[schema]
+        assert headers[PRIORITY_LEVEL_HEADER.lower()] == LEVEL_UIDS[level]
+
+
+def test_a_flood_from_one_user_gets_429s_while_the_admins_kubectl_answers_at_once(api, tmp_path):
+    """300 clients of a non-admin user, each sending slow lists one after another on its connection (300 requests
+    outstanding all along) against global-default's single seat: every answer is 200 or kube's 429 with
+    Retry-After and the PF headers (no connection dropped), while the administrator's ``kubectl get ns`` (exempt)
+    answers within a second."""
+    flood = api.issue_user_token("flood")
+    api.faults.add(FaultRule(verb="list", resource="configmaps", user_agent="flood", latency=0.1))
+    kubectl = Kubectl(api.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "cache")
+    kubectl.ok("get", "ns")  # discovery cached: the timed runs make one request
+    started = time.monotonic()
+    kubectl.ok("get", "ns")
+    unloaded = time.monotonic() - started
+    answers: list[tuple[int, dict, bytes]] = []
+    failures: list[Exception] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    context = ssl.create_default_context(cafile=api.ca_file)
+
+    def client() -> None:
+        conn = http.client.HTTPSConnection(api.host, api.port, timeout=30, context=context)
+        try:
+            while not stop.is_set():
+                conn.request("GET", CMS, headers={"User-Agent": "flood", "Authorization": f"Bearer {flood}"})
+                resp = conn.getresponse()
+                answer = resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+                with lock:
+                    answers.append(answer)
+        except Exception as e:  # a dropped connection: must not happen
+            with lock:
+                failures.append(e)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, name=f"flood-{i}") for i in range(300)]
+    try:
+        for t in threads:
+            t.start()
+        wait_for(lambda: _inqueue(api) >= 50, timeout=60, what="the flood to queue")
+        started = time.monotonic()
+        assert "kube-system" in kubectl.ok("get", "ns")
+        admin_seconds = time.monotonic() - started
+        wait_for(lambda: len(answers) >= 600, timeout=60, what="600 answers to the flood")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+        api.faults.clear()
+    # Within a second; on a machine so loaded that kubectl alone takes longer, within 3 times that.
+    assert admin_seconds < max(1.0, 3 * unloaded), (admin_seconds, unloaded)
+    assert not failures, failures[:3]
+    codes = [a[0] for a in answers]
+    assert set(codes) == {200, 429} and codes.count(429) > 300, sorted(set(codes))
+    for code, headers, body in answers:
+        assert headers[FLOW_SCHEMA_HEADER.lower()] == SCHEMA_UIDS["global-default"]
+        assert headers[PRIORITY_LEVEL_HEADER.lower()] == LEVEL_UIDS["global-default"]
+        if code == 429:
+            assert int(headers["retry-after"]) >= 1
+            assert headers["content-type"] == "text/plain; charset=utf-8"
+            assert body == b"Too many requests, please try again later.\n"
+    code, _, metrics = _get(api, "/metrics", api.admin_token)
+    text = metrics.decode()
+    assert code == 200
+    assert 'apiserver_flowcontrol_rejected_requests_total{flow_schema="global-default",' \
+           'priority_level="global-default",reason="time-out"}' in text
+    assert 'apiserver_flowcontrol_current_inqueue_requests{flow_schema="global-default",' \
+           'priority_level="global-default"} 0' in text
+    assert 'apiserver_flowcontrol_current_executing_requests{flow_schema="global-default",' \
+           'priority_level="global-default"} 0' in text
+    assert 'apiserver_flowcontrol_dispatched_requests_total{flow_schema="exempt",priority_level="exempt"}' in text
+    assert 'apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="global-default",' \
+           'priority_level="global-default",le="+Inf"}' in text
+    assert 'apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"} 1' in text
+
+
+def _inqueue(api: APIServer) -> int:
+    _, _, body = _get(api, "/metrics", api.admin_token)
+    prefix = 'apiserver_flowcontrol_current_inqueue_requests{flow_schema="global-default",' \
+             'priority_level="global-default"} '
+    return next((int(line[len(prefix):]) for line in body.decode().splitlines() if line.startswith(prefix)), 0)
