@@ -260,6 +260,7 @@ class PodWorker:
         path = self.kubelet.logs.path(self.uid, slot.name, slot.restart_count)
         self.kubelet.logs.prune(self.uid, slot.name, keep=_KEPT_INSTANCES - 1)
         started = now_rfc3339()
+        owner_uid = "".join(controller_uid_index(self._pod))
         if self.kubelet.stopping.is_set():
             return  # the kubelet is stopping: nothing new starts
         try:
@@ -270,9 +271,11 @@ class PodWorker:
             path.touch()
             slot.state = reported_status.terminated(128, started, now_rfc3339(), "", "StartError",
                                                f"failed to start container process: {e.strerror or e}: {argv[0]}")
+            self.kubelet.logs.started(path, self.namespace, self.name, owner_uid)
+            self.kubelet.logs.ended(path, slot.state["terminated"])
             self._after_exit(slot, 128)
             return
-        self.kubelet.logs.started(path, self.namespace, self.name, "".join(controller_uid_index(self._pod)))
+        self.kubelet.logs.started(path, self.namespace, self.name, owner_uid)
         slot.proc, slot.due = proc, None
         if self.kubelet.stopping.is_set():
             proc.signal_group(signal.SIGKILL)  # started as the kubelet began to stop: it must not outlive it
