@@ -229,7 +229,9 @@ class Store:
         self._freed += dropped
         bound = self.options.history_bytes
         while bound and self._history_bytes > bound:
-            oldest = min((h for h in self._history.values() if h.events), key=lambda h: h.events[0].rv)
+            oldest = min((h for h in self._history.values() if h.events), key=lambda h: h.events[0].rv, default=None)
+            if oldest is None:
+                break
             self._shrink(oldest, oldest.drop_oldest)
 
     def _shrink(self, hist: History, drop: Callable[[], None]) -> None:
