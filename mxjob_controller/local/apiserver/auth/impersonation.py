@@ -77,7 +77,7 @@ def _extra_key(header_name: str) -> str:
     """An extra's key from its header name: lower-cased, then %-unescaped unless malformed (Go's ``PathUnescape``,
     whose error keeps the key as sent)."""
     key = header_name[len(EXTRA_HEADER_PREFIX):].lower()   # Go canonicalizes the name: its case is not kept
-    return key if _PERCENT_ESCAPES.search(key) else unquote(key, errors="surrogateescape")
+    return key if _PERCENT_ESCAPES.search(key) else unquote(key, errors="replace")
 
 
 def requested(headers: Any, request_uri: str) -> list[Target]:
