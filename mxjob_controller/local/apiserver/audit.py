@@ -2,7 +2,8 @@
 
 Each record has the request's time, verb (kube's: get list watch create update patch delete deletecollection;
 the lower-case method for non-resource paths), group, resource, subresource, namespace, name, user agent, the
-user the server authenticated (empty when it authenticates nobody, or refused the credentials), the response
+user the server authenticated (empty when it authenticates nobody, or refused the credentials) and, when the request
+impersonated another user (``kubectl --as``), that user (kube's ``impersonatedUser``), the response
 code, and the server time spent (for a watch: how long the stream was open). Never a credential. Records are kept in
 memory, the newest ``capacity`` of them, and queried with :meth:`AuditLog.records`; with a path they are also
 appended to a file as JSON lines, one object per request, flushed as written.
@@ -47,12 +48,14 @@ class AuditRecord:
     label_selector: str = ""
     field_selector: str = ""
     user: str = ""        # the authenticated user's name
+    impersonated_user: str = ""   # the user the request acted as (Impersonate-User), when it impersonated one
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["userAgent"] = d.pop("user_agent")
         d["labelSelector"] = d.pop("label_selector")
         d["fieldSelector"] = d.pop("field_selector")
+        d["impersonatedUser"] = d.pop("impersonated_user")
         return d
 
 
@@ -72,11 +75,14 @@ class AuditLog:
     def observe(self, ex: Exchange, elapsed: float) -> None:
         """An ``APIHTTPServer`` observer: record one finished exchange."""
         info = ex.info
+        user, impersonated = (ex.impersonator, ex.user) if ex.impersonator is not None else (ex.user, None)
         record = AuditRecord(time=time.time() - elapsed, method=info.method, path=info.path, verb=info.verb,
                              group=info.group, version=info.version, resource=info.resource,
                              subresource=info.subresource, namespace=info.namespace, name=info.name,
                              user_agent=info.user_agent, code=ex.code, elapsed=elapsed,
-                             user=getattr(ex.user, "name", "") or "", **_selectors(info.verb, ex.query))
+                             user=getattr(user, "name", "") or "",
+                             impersonated_user=getattr(impersonated, "name", "") or "",
+                             **_selectors(info.verb, ex.query))
         with self._lock:
             self._records.append(record)
             if self.path is not None:
@@ -88,7 +94,7 @@ class AuditLog:
     def records(self, *, verb: str | None = None, resource: str | None = None, subresource: str | None = None,
                 namespace: str | None = None, name: str | None = None, user_agent: str | None = None,
                 code: int | None = None, group: str | None = None, since: float | None = None,
-                user: str | None = None) -> list[AuditRecord]:
+                user: str | None = None, impersonated_user: str | None = None) -> list[AuditRecord]:
         """Records, oldest first, matching every filter given (``user_agent`` is a prefix; ``since`` a time)."""
         with self._lock:
             snapshot = list(self._records)
@@ -98,7 +104,8 @@ class AuditLog:
                 and (namespace is None or r.namespace == namespace) and (name is None or r.name == name)
                 and (user_agent is None or r.user_agent.startswith(user_agent))
                 and (code is None or r.code == code) and (group is None or r.group == group)
-                and (since is None or r.time >= since) and (user is None or r.user == user)]
+                and (since is None or r.time >= since) and (user is None or r.user == user)
+                and (impersonated_user is None or r.impersonated_user == impersonated_user)]
 
     def clear(self) -> None:
         with self._lock:

@@ -94,6 +94,7 @@ class Exchange:
     started: float = 0.0
     response_bytes: int = 0
     user: Any = None  # who the server authenticated (auth.UserInfo); None when it authenticates nobody
+    impersonator: Any = None  # who authenticated, when the request acts as ``user`` (Impersonate-* headers)
     reader: Callable[[], bytes] | None = None  # reads the body off the connection; None once read (or none)
     response_headers: dict[str, str] = field(default_factory=dict)  # sent with whatever answers it (flow control)
     finishers: list[Callable[[], None]] = field(default_factory=list)  # run once the application has returned
@@ -660,6 +661,10 @@ class Headers:
     def get_all(self, name: str, default: Any = None) -> Any:
         values = self._by_name.get(name.lower())
         return list(values) if values else default
+
+    def names(self) -> list[str]:
+        """Every header name sent, lower-cased, in the order first sent."""
+        return list(self._by_name)
 
 
 def _read_headers(rfile: Any, budget: int) -> Headers:

@@ -6,7 +6,11 @@
   server has no etcd to lose and its post-start hooks are done once it listens.
 - ``/metrics``: Prometheus text with kube's most basic apiserver metrics: ``apiserver_request_total`` (labels as
   kube's ``metrics.MonitorRequest``), ``apiserver_current_inflight_requests`` (by ``request_kind``, long-running
-  requests excluded as kube's max-in-flight filter does) and ``apiserver_storage_objects`` (per resource).
+  requests excluded as kube's max-in-flight filter does) and ``apiserver_storage_objects`` (per resource); what
+  the store keeps, encoded: ``apiserver_resource_size_estimate_bytes`` (its current objects, per resource, as
+  kube's), ``apiserver_storage_history_size_bytes`` (the earlier versions and deletions its watch history keeps
+  alive, per resource: this server's own, kube's watch cache counts only events) and ``apiserver_storage_size_bytes``
+  (both, every kind: what kube reports as its etcd database's size).
 
 Authorization is the router's: both are non-resource URLs, so RBAC needs ``get`` on the path (``/metrics`` is not
 among the public URLs; kube grants it to the ``system:monitoring`` group).
@@ -74,6 +78,11 @@ def health(path: str, query: dict[str, str]) -> Response | None:
 
 # --- metrics ----------------------------------------------------------------------------------------------
 
+StorageSizes = tuple[dict[tuple[str, str], tuple[int, int]], int]
+"""(group, resource) → (bytes of its current objects, bytes its history keeps alive), and the store's total."""
+STORAGE_CLUSTER_ID = "embedded"   # kube labels the size with its etcd cluster's id; this store is in the process
+
+
 _REQUEST_LABELS = ("code", "component", "dry_run", "group", "resource", "scope", "subresource", "verb", "version")
 _LONG_RUNNING = ("watch", "proxy", "log", "exec", "attach", "portforward")
 
@@ -115,8 +124,10 @@ class Metrics:
     """Counts requests (an ``APIHTTPServer`` observer), tracks those in flight (:meth:`wrap` the application) and
     renders ``/metrics`` with ``objects`` (resource label → count) read when scraped."""
 
-    def __init__(self, objects: Callable[[], dict[str, int]]) -> None:
+    def __init__(self, objects: Callable[[], dict[str, int]],
+                 sizes: Callable[[], StorageSizes] | None = None) -> None:
         self._objects = objects
+        self._sizes = sizes
         self._lock = threading.Lock()
         self._requests: dict[tuple[str, ...], int] = {}
         self._inflight = {"mutating": 0, "readOnly": 0}
@@ -167,6 +178,8 @@ class Metrics:
             "# TYPE apiserver_storage_objects gauge",
             *(f'apiserver_storage_objects{{resource="{_escape(r)}"}} {n}' for r, n in objects),
         ]
+        if self._sizes is not None:
+            out += _size_lines(self._sizes())
         for source in self.sources:
             out += source()
         return Response(200, ("\n".join(out) + "\n").encode(),
@@ -185,3 +198,37 @@ def storage_counts(store: Any, registry: Any) -> Callable[[], dict[str, int]]:
                 out[label] = sum(1 for _ in store.iter_all(rt.storage_key))
         return out
     return counts
+
+
+def _size_lines(sizes: StorageSizes) -> list[str]:
+    per_resource, total = sizes
+    rows = sorted(per_resource.items())
+    return [
+        "# HELP apiserver_resource_size_estimate_bytes [ALPHA] Estimated size of stored objects in database. "
+        "Estimate is based on sum of last observed sizes of serialized objects. In case of a fetching error, the "
+        "value will be -1.",
+        "# TYPE apiserver_resource_size_estimate_bytes gauge",
+        *(f'apiserver_resource_size_estimate_bytes{{group="{_escape(g)}",resource="{_escape(r)}"}} {o}'
+          for (g, r), (o, _h) in rows),
+        "# HELP apiserver_storage_history_size_bytes [ALPHA] Size of the earlier versions and deletions the watch "
+        "history keeps, serialized, split by resource.",
+        "# TYPE apiserver_storage_history_size_bytes gauge",
+        *(f'apiserver_storage_history_size_bytes{{group="{_escape(g)}",resource="{_escape(r)}"}} {h}'
+          for (g, r), (_o, h) in rows),
+        "# HELP apiserver_storage_size_bytes [STABLE] Size of the storage database file physically allocated in "
+        "bytes.",
+        "# TYPE apiserver_storage_size_bytes gauge",
+        f'apiserver_storage_size_bytes{{storage_cluster_id="{STORAGE_CLUSTER_ID}"}} {total}',
+    ]
+
+
+def storage_sizes(store: Any, registry: Any) -> Callable[[], StorageSizes]:
+    """The size gauges' values: every served resource's bytes (``Store.footprint``), and every kind's together."""
+    def sizes() -> StorageSizes:
+        footprint = store.footprint()
+        out: dict[tuple[str, str], tuple[int, int]] = {}
+        for rt in registry.all():
+            if "list" in rt.verbs and (rt.group, rt.plural) not in out:
+                out[(rt.group, rt.plural)] = footprint.get(rt.storage_key, (0, 0))
+        return out, sum(o + h for o, h in footprint.values())
+    return sizes

@@ -54,14 +54,14 @@ from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
 from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
 from mxjob_controller.local.apiserver.namespace_content import NamespaceContent
 from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
-from mxjob_controller.local.apiserver.observability import Metrics, storage_counts
+from mxjob_controller.local.apiserver.observability import Metrics, storage_counts, storage_sizes
 from mxjob_controller.local.apiserver.openapi import OpenAPI
 from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.router import Router
-from mxjob_controller.local.apiserver.store import Missing, Store, StoreOptions
+from mxjob_controller.local.apiserver.store import HISTORY_AGE, HISTORY_BYTES, Missing, Store, StoreOptions
 from mxjob_controller.local.apiserver.validation import strict_json, typed_decode
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.apiserver.webhooks import config as webhook_config
@@ -107,7 +107,8 @@ class ServerOptions:
     host: str = "127.0.0.1"
     port: int = 0
     history_events: int = 10_000
-    history_age: float = 900.0
+    history_age: float = HISTORY_AGE  # seconds (pruned on a timer as well as on writes)
+    history_bytes: int = HISTORY_BYTES  # what every kind's watch history together may keep alive, encoded
     watcher_queue: int = 10_000  # events a watcher may lag behind before it is disconnected
     bookmark_interval: float = 60.0
     fault_seed: int = 0  # seeds every fault rule's random choices (faults.py)
@@ -137,7 +138,7 @@ class APIServer:
         self.registry = Registry()
         self.registry.add(*builtin.BUILTIN_TYPES, *REVIEW_TYPES)
         self.store = Store(StoreOptions(self.options.history_events, self.options.history_age,
-                                        self.options.watcher_queue))
+                                        self.options.watcher_queue, self.options.history_bytes))
         self.security = Security(self.store, tls=self.options.tls, authorization=self.options.authorization_mode,
                                  host=self.options.host)
         try:
@@ -215,7 +216,8 @@ class APIServer:
         self.router.interceptors.append(self.faults.intercept)
         self.router.response_wrappers.append(self.faults.wrap)
         self.audit = AuditLog(self.options.audit_capacity, self.options.audit_log)
-        self.metrics = Metrics(storage_counts(self.store, self.registry))   # /metrics (observability.py)
+        self.metrics = Metrics(storage_counts(self.store, self.registry),   # /metrics (observability.py)
+                               storage_sizes(self.store, self.registry))
         self.metrics.sources.append(self.flow_control.metrics)
         self.router.non_resource_handlers["/metrics"] = lambda ex: self.metrics.render()
         self._http: APIHTTPServer | None = None
@@ -244,6 +246,7 @@ class APIServer:
         self._http.observers.append(self.metrics.observe)
         self.discovery.server_address = self.address
         self.faults.start()
+        self.store.start_pruning()
         self.gc.start()
         self.namespace_controller.start()
         self.namespace_content.start()
@@ -272,6 +275,8 @@ class APIServer:
         self.store.close_watchers()
         left += http.drain(_remaining(deadline))
         http.server_close()
+        if not self.store.stop_pruning(_remaining(deadline)):
+            left.append("history pruner")
         for controller, name in ((self.gc, "garbage collector"), (self.namespace_controller, "namespace controller"),
                                  (self.namespace_content, "namespace content controller")):
             if not controller.stop(_remaining(deadline)):

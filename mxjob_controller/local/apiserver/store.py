@@ -3,7 +3,10 @@
 It plays etcd plus kube-apiserver's watch cache:
 - one global resourceVersion, strictly increasing across every kind, bumped by each committed write;
 - compare-and-swap writes (``expect_rv``), so concurrent updates conflict instead of overwriting;
-- per-kind bounded history for watch resumption and consistent paginated lists;
+- per-kind history for watch resumption and consistent paginated lists, bounded by count per kind, by age (also
+  on a timer, :meth:`Store.start_pruning`, so a quiet kind's history goes too: a deleted object's old versions
+  with it) and by the bytes all kinds' histories keep alive together (the oldest events go first, whatever their
+  kind, as an etcd compaction takes the oldest revisions); a resume from before what is kept gets 410;
 - watchers registered atomically with their backlog, so none misses or duplicates an event;
 - commit hooks called in commit order (under the lock), so what they index follows the store exactly;
 - only what JSON can carry is stored: each object is encoded at commit time, and one that cannot be is refused
@@ -19,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from mxjob_controller.local.apiserver.memory import release_free_memory
 from mxjob_controller.local.apiserver.watch import (
     ADDED,
     DELETED,
@@ -29,6 +33,7 @@ from mxjob_controller.local.apiserver.watch import (
     Matcher,
     Watcher,
     encode_json,
+    event_bytes,
     now,
 )
 
@@ -62,11 +67,18 @@ class TooOld(Exception):  # noqa: N818
         self.oldest = oldest
 
 
+HISTORY_AGE = 75.0        # kube's watch cache keeps at least this much (its eventFreshDuration)
+HISTORY_BYTES = 64 << 20  # what every kind's history together may keep alive, encoded
+RELEASE_AFTER = 16 << 20  # bytes freed before the pruner hands free memory back to the system
+PRUNE_EVERY = 5.0         # seconds between prunings, at most
+
+
 @dataclass(frozen=True, slots=True)
 class StoreOptions:
-    history_events: int = 10_000   # per kind
-    history_age: float = 900.0     # seconds; 0 keeps events until the count bound drops them
-    watcher_queue: int = 10_000    # events a watcher may lag behind before it is disconnected
+    history_events: int = 10_000         # per kind
+    history_age: float = HISTORY_AGE     # seconds; 0 keeps events until the count or bytes bound drops them
+    watcher_queue: int = 10_000          # events a watcher may lag behind before it is disconnected
+    history_bytes: int = HISTORY_BYTES   # across kinds (event_bytes); 0: no bound
 
 
 CommitHook = Callable[[str, Event], None]
@@ -81,6 +93,11 @@ class Store:
         self._history: dict[str, History] = {}
         self._watchers: dict[str, set[Watcher]] = {}
         self._hooks: list[CommitHook] = []
+        self._object_bytes: dict[str, int] = {}   # encoded bytes of the current objects, per key
+        self._history_bytes = 0                   # the sum of every history's bytes
+        self._freed = 0                           # bytes dropped since free memory was last handed back
+        self._pruner: threading.Thread | None = None
+        self._pruning_stops = threading.Event()
 
     # --- reads ----------------------------------------------------------------------------------------
 
@@ -142,6 +159,7 @@ class Store:
                 raise Exists(okey)
             entry = self._commit(key, obj)
             objs[okey] = entry
+            self._count_object(key, entry, None)
             self._publish(key, Event(ADDED, entry.rv, entry, None, now()))
         return entry
 
@@ -159,6 +177,7 @@ class Store:
                 return old
             entry = self._commit(key, obj)
             objs[okey] = entry
+            self._count_object(key, entry, old)
             self._publish(key, Event(MODIFIED, entry.rv, entry, old, now()))
         return entry
 
@@ -174,6 +193,7 @@ class Store:
             final["metadata"] = dict(old.obj.get("metadata", {}))
             entry = self._commit(key, final)
             del objs[okey]
+            self._count_object(key, None, old)
             self._publish(key, Event(DELETED, entry.rv, entry, old, now()))
         return entry
 
@@ -194,9 +214,36 @@ class Store:
             hist = self._history[key] = History(self.options.history_events, self.options.history_age)
         return hist
 
+    def _count_object(self, key: str, new: Entry | None, old: Entry | None) -> None:
+        change = (len(new.raw) if new is not None else 0) - (len(old.raw) if old is not None else 0)
+        self._object_bytes[key] = self._object_bytes.get(key, 0) + change
+
+    def _record(self, key: str, ev: Event) -> None:
+        """Append to ``key``'s history, then drop the oldest events of any kind while the histories keep more
+        bytes than the bound."""
+        hist = self._hist(key)
+        before, added = hist.bytes, event_bytes(ev)
+        hist.append(ev)   # which may drop its oldest events (count, age)
+        dropped = before + added - hist.bytes
+        self._history_bytes += added - dropped
+        self._freed += dropped
+        bound = self.options.history_bytes
+        while bound and self._history_bytes > bound:
+            oldest = min((h for h in self._history.values() if h.events), key=lambda h: h.events[0].rv, default=None)
+            if oldest is None:
+                break
+            self._shrink(oldest, oldest.drop_oldest)
+
+    def _shrink(self, hist: History, drop: Callable[[], None]) -> None:
+        """Run ``drop`` (which forgets events of ``hist``), counting the bytes it lets go."""
+        before = hist.bytes
+        drop()
+        self._history_bytes -= before - hist.bytes
+        self._freed += before - hist.bytes
+
     def _publish(self, key: str, ev: Event) -> None:
         """Record, tell the watchers, then the hooks: all under the lock, so in commit order."""
-        self._hist(key).append(ev)
+        self._record(key, ev)
         watchers = self._watchers.get(key)
         if watchers:
             for w in list(watchers):
@@ -265,9 +312,59 @@ class Store:
     def compact(self, key: str | None = None) -> int:
         """Forget all history (of ``key`` or every kind) up to now; returns the compaction point."""
         with self._lock:
+            rv = self._rv
             for k in [key] if key else list(set(self._history) | set(self._objects)):
-                self._hist(k).compact(self._rv)
-            return self._rv
+                hist = self._hist(k)
+                self._shrink(hist, lambda h=hist: h.compact(rv))
+            return rv
+
+    # --- what it keeps ------------------------------------------------------------------------------
+
+    def footprint(self) -> dict[str, tuple[int, int]]:
+        """Storage key → (encoded bytes of its current objects, bytes its watch history keeps alive beside them)."""
+        with self._lock:
+            return {k: (self._object_bytes.get(k, 0), h.bytes if (h := self._history.get(k)) else 0)
+                    for k in set(self._object_bytes) | set(self._history)}
+
+    def prune(self, at: float | None = None) -> int:
+        """Forget every kind's events older than the age bound at ``at`` (default now), whether or not a later
+        event of that kind came; returns the bytes let go since the last call that reported them."""
+        at = now() if at is None else at
+        with self._lock:
+            for hist in list(self._history.values()):
+                self._shrink(hist, lambda h=hist: h.prune(at))
+            freed, self._freed = self._freed, 0
+        return freed
+
+    def start_pruning(self) -> None:
+        """Prune on a named thread (until :meth:`stop_pruning`) a few times per age bound, at most every
+        ``PRUNE_EVERY`` seconds, and hand free memory back to the system once the store has let go of enough: the
+        allocator keeps it otherwise."""
+        if self._pruner is not None:
+            return
+        age = self.options.history_age
+        interval = min(PRUNE_EVERY, age / 4) if age > 0 else PRUNE_EVERY
+        self._pruning_stops.clear()
+
+        def run() -> None:
+            pending = 0
+            while not self._pruning_stops.wait(interval):
+                pending += self.prune()
+                if pending >= RELEASE_AFTER:
+                    pending = 0
+                    release_free_memory()
+
+        self._pruner = threading.Thread(target=run, name="apiserver-history-pruner", daemon=True)
+        self._pruner.start()
+
+    def stop_pruning(self, timeout: float = 5.0) -> bool:
+        """End the pruning thread; False if it is still running after ``timeout`` seconds."""
+        pruner, self._pruner = self._pruner, None
+        if pruner is None:
+            return True
+        self._pruning_stops.set()
+        pruner.join(timeout)
+        return not pruner.is_alive()
 
     def close_watchers(self, reason: str = "server shutting down") -> None:
         with self._lock:

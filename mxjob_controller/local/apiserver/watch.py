@@ -61,11 +61,19 @@ class Event:
     time: float
 
 
+def event_bytes(event: Event) -> int:
+    """The encoded bytes an event keeps alive beside the current objects: the version it replaced (a modification's
+    or deletion's ``prev``) and a deletion's final state. Summed over a history, each retained version counts once:
+    an event's own new version is the next event's ``prev``, or still current (counted with the objects)."""
+    held = len(event.prev.raw) if event.prev is not None else 0
+    return held + len(event.entry.raw) if event.type == DELETED else held
+
+
 class History:
-    """The recent events of one storage key, bounded by count and age.
+    """The recent events of one storage key, bounded by count and age (the store bounds their bytes across keys).
 
     ``compacted_rv`` is the highest resourceVersion no longer retained: a watch can resume from any
-    version ≥ it.
+    version ≥ it. ``bytes`` is what the retained events keep alive (:func:`event_bytes`).
     """
 
     def __init__(self, max_events: int, max_age: float) -> None:
@@ -73,20 +81,31 @@ class History:
         self.max_age = max_age
         self.events: deque[Event] = deque()
         self.compacted_rv = 0
+        self.bytes = 0
 
     def append(self, event: Event) -> None:
         self.events.append(event)
+        self.bytes += event_bytes(event)
         while len(self.events) > self.max_events:
-            self.compacted_rv = self.events.popleft().rv
+            self.drop_oldest()
+        self.prune(event.time)
+
+    def drop_oldest(self) -> None:
+        event = self.events.popleft()
+        self.bytes -= event_bytes(event)
+        self.compacted_rv = max(self.compacted_rv, event.rv)
+
+    def prune(self, at: float) -> None:
+        """Forget the events older than ``max_age`` at time ``at`` (0: age keeps everything)."""
         if self.max_age > 0:
-            horizon = event.time - self.max_age
+            horizon = at - self.max_age
             while self.events and self.events[0].time < horizon:
-                self.compacted_rv = self.events.popleft().rv
+                self.drop_oldest()
 
     def compact(self, upto_rv: int) -> None:
         """Forget everything up to ``upto_rv`` (the fault injector's "compaction")."""
         while self.events and self.events[0].rv <= upto_rv:
-            self.events.popleft()
+            self.drop_oldest()
         self.compacted_rv = max(self.compacted_rv, upto_rv)
 
     def since(self, rv: int) -> list[Event]:

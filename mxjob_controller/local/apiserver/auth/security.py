@@ -1,4 +1,5 @@
-"""The server's security, assembled: TLS, authentication and authorization, as one filter before every request.
+"""The server's security, assembled: TLS, authentication, impersonation and authorization, one filter before every
+request.
 
 Off by default: every request is then the administrator and everything is allowed, as a server without any
 ``--authorization-mode`` would behave. On (``tls`` or ``authorization="RBAC"``), in kube-apiserver's order:
@@ -9,7 +10,10 @@ Off by default: every request is then the administrator and everything is allowe
    it, and RBAC decides: the bootstrap policy lets it read ``/healthz``, ``/livez``, ``/readyz`` and ``/version``
    (``system:public-info-viewer``), and it gets a 403 for anything else. Under ``AlwaysAllow`` there is no
    anonymous user (kube-apiserver turns ``--anonymous-auth`` off there too): no token is a 401;
-2. authorization: ``system:masters`` may do anything; everyone else what RBAC grants over the server's own Roles,
+2. impersonation (``kubectl --as``, :mod:`.impersonation`): ``Impersonate-*`` headers make the request another
+   user's, each part authorized (verb ``impersonate``) for the caller first. Also when nothing is enforced: the
+   administrator may impersonate anyone, so ``kubectl auth whoami --as=alice`` says alice everywhere;
+3. authorization: ``system:masters`` may do anything; everyone else what RBAC grants over the server's own Roles,
    ClusterRoles and bindings (:mod:`.rbac`), else 403 with kube's message, e.g. ``pods is forbidden: User
    "system:serviceaccount:kubeflow:mxjob-controller" cannot create resource "pods" in API group "" in the namespace
    "default"``.
@@ -30,9 +34,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from mxjob_controller.local.apiserver import builtin
-from mxjob_controller.local.apiserver.auth import rbac
+from mxjob_controller.local.apiserver.auth import impersonation, rbac
 from mxjob_controller.local.apiserver.auth.authorizer import (
     ALWAYS_ALLOW,
     RBAC,
@@ -126,11 +131,24 @@ class Security:
     # --- the filter -----------------------------------------------------------------------------------
 
     def intercept(self, ex: Exchange) -> None:
-        """Authenticate, then authorize ``ex``; raise the 401 or 403 a refused request gets."""
-        if not self.enforcing:
-            return
-        ex.user = self.authenticate(ex.headers.get("Authorization"))
-        self.authorize(ex, ex.user)
+        """Authenticate, impersonate, then authorize ``ex``; raise the 401, 403 or 500 a refused request gets."""
+        requestor = self.authenticate(ex.headers.get("Authorization")) if self.enforcing else None
+        ex.user = requestor
+        uri = ex.info.path + (f"?{urlencode(ex.query)}" if ex.query else "")
+        targets = impersonation.requested(ex.headers, uri)
+        if targets:
+            caller = requestor or ADMIN   # unenforced, every request is the administrator
+            ex.user = self.impersonate(caller, targets, bool(ex.headers.get_all(impersonation.GROUP_HEADER)))
+            ex.impersonator = caller
+        if self.enforcing:
+            self.authorize(ex, ex.user)
+
+    def impersonate(self, requestor: UserInfo, targets: list[impersonation.Target], groups_given: bool) -> UserInfo:
+        """The user ``requestor`` acts as, each part of it authorized (``impersonate``) first: kube's 403 for the
+        first part refused."""
+        for target in targets:
+            self.check(target.attributes(requestor))
+        return impersonation.impersonated_user(targets, groups_given)
 
     def authenticate(self, authorization: str | None) -> UserInfo:
         """Who an ``Authorization`` header says the caller is: a token's user, else (no token) anonymous; 401 for a
@@ -147,7 +165,10 @@ class Security:
 
     def authorize(self, ex: Exchange, user: UserInfo) -> None:
         """The 403 a request ``user`` may not make gets (kube's message and details)."""
-        attrs = request_attributes(ex.info, ex.query, user)
+        self.check(request_attributes(ex.info, ex.query, user))
+
+    def check(self, attrs: rbac.Attributes) -> None:
+        """Raise kube's 403 (``responsewriters.Forbidden``) unless ``attrs`` are allowed."""
         decision = self.authorizer.authorize(attrs)
         if decision.allowed:
             return

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mxjob_controller.kube.names import dns1123_label_errors, dns1123_subdomain_errors
+
 MASTERS = "system:masters"
 AUTHENTICATED = "system:authenticated"
 UNAUTHENTICATED = "system:unauthenticated"
@@ -48,11 +50,12 @@ def service_account_username(namespace: str, name: str) -> str:
 
 
 def split_service_account_username(username: str) -> tuple[str, str] | None:
-    """(namespace, name) of a service account's user name; None for any other user."""
+    """(namespace, name) of a service account's user name; None for any other user, as kube's ``SplitUsername``
+    decides it: the namespace must be a valid namespace name and the name a valid ServiceAccount name."""
     if not username.startswith(SERVICE_ACCOUNT_PREFIX):
         return None
     namespace, sep, name = username[len(SERVICE_ACCOUNT_PREFIX):].partition(":")
-    if not sep or not namespace or not name or ":" in name:
+    if not sep or ":" in name or dns1123_label_errors(namespace) or dns1123_subdomain_errors(name):
         return None
     return namespace, name
 
