@@ -6,19 +6,21 @@ The newest instance is the container's log; the one before it is ``previous``.
 What a request gets follows the kubelet (``validateContainerLogStatus``), read from the pod's status: a container
 that never started is a 400 "container … is waiting to start: <reason>"; ``previous`` without an earlier instance
 is a 400 "previous terminated container … not found". ``follow`` streams until the instance ends and its output is
-read (or the kubelet stops); ``tailLines`` and ``limitBytes`` cut as kube does. ``timestamps`` and ``sinceSeconds``
-are not supported (lines are not timed here): they are ignored.
+read (or the kubelet stops); ``tailLines`` and ``limitBytes`` cut as kube does (the server has decoded and validated
+the options). ``timestamps``, ``sinceSeconds`` and ``sinceTime`` are not supported: a container writes its file
+directly, so its lines carry no time; they are ignored.
 """
 
 from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.log_options import LogOptions
 
 _FOLLOW_POLL = 0.1   # seconds between looks at a followed log file that has nothing new
 _BLOCK = 64 * 1024
@@ -121,12 +123,12 @@ class LogStore:
 
     # --- pods/log ---------------------------------------------------------------------------------------------
 
-    def read(self, pod: dict[str, Any], query: Mapping[str, str]) -> Iterator[bytes]:
-        """The ``pods/log`` answer for a bound pod (``query["container"]`` already resolved): checked now, streamed
-        by the returned iterator."""
+    def read(self, pod: dict[str, Any], container: str, options: LogOptions) -> Iterator[bytes]:
+        """The ``pods/log`` answer for a bound pod's ``container`` (options decoded and validated by the server):
+        checked now, streamed by the returned iterator."""
         meta = pod.get("metadata") or {}
-        name, container = meta.get("name") or "", query["container"]
-        previous = _flag(query, "previous")
+        name = meta.get("name") or ""
+        previous = options.previous
         files = self.attempts(meta.get("uid") or "", container)
         if previous:
             # kube's "previous" is the instance in lastState: the newest file while the container waits to
@@ -140,10 +142,8 @@ class LogStore:
         else:
             raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
                                      f"{_waiting_reason(pod, container)}")
-        tail = _int(query, "tailLines")
-        limit = _int(query, "limitBytes")
-        follow = _flag(query, "follow") and not previous
-        return self._stream(path, tail, limit, follow)
+        follow = options.follow and not previous
+        return self._stream(path, options.tail_lines, options.limit_bytes, follow)
 
     def _stream(self, path: Path, tail: int | None, limit: int | None, follow: bool) -> Iterator[bytes]:
         sent = 0
@@ -226,17 +226,3 @@ def _waiting_reason(pod: dict[str, Any], container: str) -> str:
     is_init = any(c.get("name") == container for c in (pod.get("spec") or {}).get("initContainers") or ())
     pending_init = not is_init and (pod.get("spec") or {}).get("initContainers")
     return "PodInitializing" if pending_init else "ContainerCreating"
-
-
-def _flag(query: Mapping[str, str], name: str) -> bool:
-    return query.get(name, "").lower() in ("1", "true")
-
-
-def _int(query: Mapping[str, str], name: str) -> int | None:
-    text = query.get(name, "")
-    if text == "":
-        return None
-    try:
-        return max(0, int(text))
-    except ValueError:
-        raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None
