@@ -397,6 +397,31 @@ def test_in_cluster_configuration_from_the_token_directory(apiserver: APIServer,
             client.request("GET", "/api/v1/namespaces/ops/configmaps")
 
 
+def test_the_token_directory_is_renewed_when_its_service_account_is_made_anew(apiserver: APIServer,
+                                                                              kubectl: Kubectl, tmp_path: Path):
+    """Issue 33: deleting the ServiceAccount revokes the token on disk (bound to its uid); once an account of that
+    name exists again, the directory holds a token of the new account, as a kubelet renews a pod's, and a client
+    reading the directory (FileToken) goes on without a restart."""
+    apply(kubectl, POLICY)
+    directory = apiserver.write_token_dir(tmp_path / "sa", "ops", "bot")
+    first = (directory / "token").read_text()
+    config = load_in_cluster({"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(apiserver.port)},
+                             str(directory))
+    with Client(config) as client:
+        assert client.request("GET", "/api/v1/namespaces/default/configmaps")["kind"] == "ConfigMapList"
+        kubectl.ok("delete", "serviceaccount", "bot", "-n", "ops")
+        assert raw(apiserver, "/version", first)[0] == 401
+        assert (directory / "token").read_text() == first, "no account, no token to write"
+        kubectl.ok("create", "serviceaccount", "bot", "-n", "ops")
+        second = wait_for(lambda: t if (t := (directory / "token").read_text()) != first else None, timeout=10,
+                          what="a token of the new account")
+        assert (directory / "token").stat().st_mode & 0o777 == 0o600
+        assert raw(apiserver, "/version", first)[0] == 401
+        uid = kubectl.json("get", "serviceaccount", "bot", "-n", "ops")["metadata"]["uid"]
+        assert apiserver.security.tokens.authenticate(second).uid == uid
+        assert client.request("GET", "/api/v1/namespaces/default/configmaps")["kind"] == "ConfigMapList"
+
+
 # --- the review APIs, through kubectl ---------------------------------------------------------------------------
 
 def test_kubectl_auth_whoami(apiserver: APIServer, kubectl: Kubectl, tmp_path: Path):

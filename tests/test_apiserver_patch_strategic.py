@@ -6,9 +6,12 @@ Each case is (current object, patch as kubectl or a controller sends it, what ku
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import yaml
 
+from mxjob_controller.local.apiserver import strategic_merge
 from mxjob_controller.local.apiserver.strategic_merge import (
     PatchSchema,
     StrategicPatchError,
@@ -286,3 +289,44 @@ def test_go_stable_sort_is_stable_through_its_merge_phase():
     small = [3, 1, 2]
     go_stable_sort(small, lambda i, j: small[i] < small[j])
     assert small == [1, 2, 3]
+
+
+# --- the indexed paths answer as Go's scans do (issue 33: linear in list size) ---------------------------------
+
+def _go_dedupe_scalars(items: list) -> list:
+    """apimachinery's deduplicateScalars, transcribed: the scan the indexed version must agree with."""
+    s = list(items)
+    length = len(s) - 1
+    i = 0
+    while i < length:
+        j = i + 1
+        while j <= length:
+            if s[i] == s[j]:
+                s[j] = s[length]
+                s = s[:length]
+                length -= 1
+                j -= 1
+            j += 1
+        i += 1
+    return s
+
+
+def test_deduplicating_scalars_moves_items_as_gos_scan_does():
+    rng = random.Random(33)
+    for _ in range(3000):
+        items = [rng.randint(0, 6) for _ in range(rng.randint(0, 24))]
+        assert strategic_merge._dedupe_scalars(items) == _go_dedupe_scalars(items), items
+
+
+def test_deleting_by_key_in_one_pass_leaves_gos_backing_array():
+    """``$patch: delete`` items remove matches one by one in Go, shifting the array each time; the one-pass
+    deletion must leave the same items and the same leftovers past the new length (the caller's view)."""
+    rng = random.Random(33)
+    for _ in range(3000):
+        items = [{"name": rng.choice("abcdef"), "n": i} for i in range(rng.randint(0, 16))]
+        deleted = [rng.choice("abcdefg") for _ in range(rng.randint(0, 5))]
+        one_by_one, one_pass = strategic_merge._GoSlice(list(items)), strategic_merge._GoSlice(list(items))
+        for value in deleted:
+            one_by_one.delete_by_key("name", value)
+        one_pass.delete_by_keys("name", deleted, strategic_merge._positions_by_value(items, "name"))
+        assert (one_pass.backing, one_pass.length) == (one_by_one.backing, one_by_one.length), (items, deleted)

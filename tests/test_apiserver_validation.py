@@ -275,6 +275,10 @@ CASES = [
          {"spec.ratio": "Invalid value: 0: spec.ratio in body should be greater than 0"}),
     Case("cr-multiple-of", GADGETS, base_gadget, lambda o: gspec(o).update(shards=3), {"spec.shards"},
          {"spec.shards": "Invalid value: 3: spec.shards in body should be a multiple of 2"}),
+    # Issue 33: kube-apiserver reports a format's range at no field ("<nil>: Invalid value: \"\""); named here.
+    Case("cr-int32-overflow", GADGETS, base_gadget, lambda o: gspec(o).update(shards=2**31), {"spec.shards"},
+         {"spec.shards": "Invalid value: 2147483648: Checked value must be of type integer with format int32 in "
+                         "spec.shards"}),
     Case("cr-date-time", GADGETS, base_gadget, lambda o: gspec(o).update(since="yesterday"), {"spec.since"},
          {"spec.since": 'Invalid value: "yesterday": spec.since in body must be of type date-time: "yesterday"'}),
     Case("cr-embedded-resource-kind", GADGETS, base_gadget,

@@ -374,6 +374,17 @@ def test_the_name_leaves_room_for_every_replica_name(name: str, types: list[tupl
     assert errors(body) == expected
 
 
+@pytest.mark.parametrize(("rtype", "replicas", "room"), [("w" * 70, 1, 59), ("w" * 60, 1, 59), ("w" * 59, 12, 58)])
+def test_a_replica_type_too_long_for_any_job_name_is_the_error(rtype: str, replicas: int, room: int) -> None:
+    """Issue 33: a 70-character type made the name's message "must be no more than -10 characters"; the type is
+    at fault, whatever the job's name, and its own field says so (once: not also as a label too long)."""
+    shortest = f"j-{rtype}-{replicas - 1}"
+    assert errors(genericjob("job", "default", replica(rtype, replicas))) == [
+        f'spec.replicaSpecs[0].type: Invalid value: "{rtype}": must be no more than {room} characters, so that the '
+        f"names of its replicas' pods and Services (with a one-character job name, the longest is \"{shortest}\", "
+        f"{len(shortest)} characters) are at most 63"]
+
+
 def test_a_missing_name_is_required() -> None:
     body = genericjob("g")
     del body["metadata"]["name"]

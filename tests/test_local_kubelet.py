@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -196,6 +198,57 @@ def test_logs_follow_previous_tail_and_waiting(local, tmp_path):
     Path(str(gate) + "2").touch()
     wait_phase(kube, "later", "Succeeded")
     assert kubectl.ok("logs", "later", "-c", "main") == "main\n"
+
+
+def test_logs_timestamps_since_time_and_since_seconds(local, tmp_path):
+    """Issue 33: ``timestamps`` prefixes each line with the kubelet's time (RFC3339NanoFixed), ``sinceTime`` and
+    ``sinceSeconds`` keep the lines written since, and they combine with ``tailLines`` and ``limitBytes``."""
+    _cluster, kube, _kubectl = local
+    gate = tmp_path / "gate"
+    script = ("import time, pathlib\nfor i in range(3):\n    print(f'early-{i}', flush=True)\n"
+              f"while not pathlib.Path({str(gate)!r}).exists():\n    time.sleep(0.02)\n"
+              "print('late-0', flush=True)\nprint('late-1', flush=True)\n"
+              f"while not pathlib.Path({str(gate) + '2'!r}).exists():\n    time.sleep(0.02)\n")
+    before = time.time()
+    assert kube.post(PODS, script_pod("stamped", script)).ok
+    log = f"{pod_path('stamped')}/log"
+
+    def text(**query: str) -> str:
+        reply = kube.request("GET", log, query=query, accept="*/*")
+        assert reply.status == 200, reply.body
+        return reply.body or ""
+
+    def stamps(body: str) -> list[tuple[float, str]]:
+        out = []
+        for line in body.splitlines():
+            stamp, _, rest = line.partition(" ")
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", stamp), line
+            out.append((datetime.fromisoformat(stamp[:26] + "+00:00").timestamp(), rest))
+        return out
+
+    wait_phase(kube, "stamped", "Running")
+    early = wait_for(lambda: s if len(s := stamps(text(timestamps="true"))) == 3 and s == stamps(
+        text(timestamps="true")) else None, timeout=20, what="the early lines, seen by the kubelet")
+    assert [line for _, line in early] == ["early-0", "early-1", "early-2"]
+    middle = time.time()   # every early line was seen (and stamped) before this; the late ones come after
+    assert before - 1 <= early[0][0] <= early[-1][0] <= middle
+    gate.touch()
+    # Until the kubelet's clock has seen them, lines are stamped "now": wait for stamps that stay put.
+    wait_for(lambda: "late-1" in (a := text(timestamps="true")) and a == text(timestamps="true"), timeout=20,
+             what="the late lines, seen by the kubelet")
+    stamped_all = stamps(text(timestamps="true"))
+    assert [line for _, line in stamped_all] == ["early-0", "early-1", "early-2", "late-0", "late-1"]
+    times = [t for t, _ in stamped_all]
+    assert times == sorted(times) and times[3] > middle
+    since = datetime.fromtimestamp(middle, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert text(sinceTime=since) == "late-0\nlate-1\n"
+    assert text(sinceTime=since, tailLines="1") == "late-1\n"
+    assert text(sinceTime=since, timestamps="true", limitBytes="31") == text(timestamps="true", tailLines="2")[:31]
+    assert text(sinceSeconds="3600") == "early-0\nearly-1\nearly-2\nlate-0\nlate-1\n"
+    assert text(tailLines="2", timestamps="true").endswith("late-1\n")
+    Path(str(gate) + "2").touch()
+    wait_phase(kube, "stamped", "Succeeded")
+    assert text(sinceTime=since) == "late-0\nlate-1\n", "kept once the container has ended"
 
 
 ENV = "import json, os, sys; print(json.dumps({'env': dict(os.environ), 'cwd': os.getcwd(), 'exe': sys.executable}))"

@@ -301,3 +301,20 @@ def test_a_local_v1alpha1_job_runs_one_worker_to_success_and_reads_back_as_local
         assert (reply.status, reply.body["reason"]) == (422, "Invalid")
         assert [c["field"] for c in reply.body["details"]["causes"]] == ["spec.replicaSpecs[0].replicas"]
         assert kube.get(f"{MXJOBS}/two-workers").status == 404
+
+
+def test_an_unreadable_v1alpha1_annotation_does_not_fail_the_v1alpha1_list(cluster: Cluster):
+    """Issue 33: ``kubectl annotate`` (the validating webhook judges specs, not annotations) could plant an extra
+    the conversion cannot read, and every ``kubectl get mxjobs.v1alpha1.kubeflow.org -A`` failed over that one job.
+    The conversion ignores it: the list answers, and the job reads as it would without it."""
+    cluster.kubectl.ok("create", "-f", str(SEED))
+    cluster.kubectl.ok("annotate", "--overwrite", "mxjobs.v1.kubeflow.org", "example-dist-job",
+                       f'{v1alpha1.V1ALPHA1_EXTRA_ANNOTATION}={{"replicaSpecs": 5}}')
+    listed = cluster.kubectl.run("get", "mxjobs.v1alpha1.kubeflow.org", "-A", "-o", "name")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == ["mxjob.kubeflow.org/example-dist-job"]
+    after = cluster.kubectl.json("get", "mxjobs.v1alpha1.kubeflow.org", "example-dist-job")
+    stored = cluster.kubectl.json("get", "mxjobs.v1.kubeflow.org", "example-dist-job")
+    assert stored["metadata"]["annotations"].pop(v1alpha1.V1ALPHA1_EXTRA_ANNOTATION) == '{"replicaSpecs": 5}'
+    assert after["spec"] == v1alpha1.to_v1alpha1(stored)["spec"]
+    assert [e["mxReplicaType"] for e in after["spec"]["replicaSpecs"]] == ["SCHEDULER", "SERVER", "WORKER"]

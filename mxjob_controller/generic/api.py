@@ -40,6 +40,7 @@ from typing import Any
 
 from mxjob_controller.core.finished_jobs import CLEAN_ALL, CLEAN_NONE, CLEAN_UNFINISHED
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
+from mxjob_controller.core.job_vocabulary import child_name
 from mxjob_controller.core.podgroups import DEFAULT_QUEUE
 from mxjob_controller.core.pods import RESTART_ALWAYS as ALWAYS
 from mxjob_controller.core.pods import RESTART_NEVER as NEVER
@@ -51,6 +52,7 @@ from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kube.names import dns1123_label_errors
 from mxjob_controller.kube.schema import validate_definition
 from mxjob_controller.kubeflow_api import checks
+from mxjob_controller.kubeflow_api.constants import MAX_CHILD_NAME
 from mxjob_controller.kubeflow_api.run_policy import RunPolicy
 from mxjob_controller.kubeflow_api.validation import name_errors, template_errors, unique
 
@@ -245,9 +247,7 @@ def _replica_specs_errors(specs: Any, scope: variables.Scope) -> list[FieldError
             errs.append(fe.duplicate(fe.child(path, "type"), rtype))
         else:
             seen.add(rtype)
-            errs += [fe.invalid(fe.child(path, "type"), rtype, f"{msg} (it is part of the names of the replicas' "
-                                                                  "pods and Services)")
-                     for msg in dns1123_label_errors(rtype)]
+            errs += _type_errors(rtype, spec.get("replicas"), fe.child(path, "type"))
         replicas = spec.get("replicas")
         if replicas is not None:
             at = fe.child(path, "replicas")
@@ -271,6 +271,25 @@ def _replica_specs_errors(specs: Any, scope: variables.Scope) -> list[FieldError
     if total > MAX_REPLICAS_PER_JOB:
         errs.append(fe.invalid(SPECS_PATH, total, f"the job has {total} replicas in all; at most "
                                                   f"{MAX_REPLICAS_PER_JOB} are allowed"))
+    return errs
+
+
+def _type_errors(rtype: str, replicas: Any, path: str) -> list[FieldError]:
+    """A replica type is a DNS-1123 label and part of its pods' names (``<job>-<type>-<index>``): long enough,
+    it leaves no room for any job name, and the type is what must be shorter."""
+    last_index = max(replicas if checks.is_int(replicas) else 1, 1) - 1
+    shortest = child_name("j", rtype, last_index)
+    room = MAX_CHILD_NAME - (len(shortest) - len(rtype))
+    errs = []
+    for msg in dns1123_label_errors(rtype):
+        if len(shortest) > MAX_CHILD_NAME and msg.startswith("must be no more than"):
+            continue  # the child-name limit below is the stricter one
+        errs.append(fe.invalid(path, rtype, f"{msg} (it is part of the names of the replicas' pods and Services)"))
+    if len(shortest) > MAX_CHILD_NAME:
+        errs.append(fe.invalid(path, rtype, (
+            f"must be no more than {room} characters, so that the names of its replicas' pods and Services "
+            f'(with a one-character job name, the longest is "{shortest}", {len(shortest)} characters) are at most '
+            f"{MAX_CHILD_NAME}")))
     return errs
 
 

@@ -123,8 +123,8 @@ def name_errors(name: Any, counts: Mapping[str, int]) -> list[FieldError]:
         if too_long and msg.startswith("must be no more than"):
             continue  # the child-name limit below is the stricter one
         errs.append(fe.invalid(path, name, msg))
-    if too_long:
-        room = MAX_CHILD_NAME - (len(longest) - len(name))
+    room = MAX_CHILD_NAME - (len(longest) - len(name))
+    if too_long and room >= 1:   # below 1 no name fits: a replica type is at fault, and its validation says so
         errs.append(fe.invalid(path, name, (
             f"must be no more than {min(room, DNS1035_LABEL_MAX)} characters, so that the name of every pod and "
             f'Service of the job (the longest is "{longest}", {len(longest)} characters) is at most '

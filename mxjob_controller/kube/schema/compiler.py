@@ -54,13 +54,10 @@ class Dialect:
     enforce_enum: bool
     defaults: bool              # ``default`` values are applied
     free_form_objects: bool     # ``type: object`` without properties keeps (and accepts) anything
-    name_range_field: bool      # a format range error names its field (kube-openapi's names none)
 
 
-BUILTIN = Dialect(absent_nulls=True, enforce_enum=False, defaults=False, free_form_objects=True,
-                  name_range_field=True)
-STRUCTURAL = Dialect(absent_nulls=False, enforce_enum=True, defaults=True, free_form_objects=False,
-                     name_range_field=False)
+BUILTIN = Dialect(absent_nulls=True, enforce_enum=False, defaults=False, free_form_objects=True)
+STRUCTURAL = Dialect(absent_nulls=False, enforce_enum=True, defaults=True, free_form_objects=False)
 
 RuleLookup = Callable[[str], tuple[Rule, ...]]
 
@@ -241,7 +238,6 @@ class Compiler:
             if len(types) == 1 and ((types[0] == "integer" and fmt in ("int32", "int64"))
                                     or (types[0] == "number" and fmt == "float")):
                 node.range = NUMBER_RANGES[fmt]
-                node.no_field_range = not self.dialect.name_range_field
 
 
 def _types(schema: dict) -> tuple[list[str], bool]:

@@ -152,9 +152,10 @@ def too_few_properties(path: str, count: int, min_props: int) -> FieldError:
     return invalid(path, count, f"{path} in {IN} should have at least {min_props} properties")
 
 
-def out_of_range(field: str, path: str, value: Any, type_name: str, fmt: str) -> FieldError:
-    """A number outside its format (int32...). kube-openapi raises a plain error: no field (``field`` "")."""
-    return invalid(field, value, f"Checked value must be of type {type_name} with format {fmt} in {path}")
+def out_of_range(path: str, value: Any, type_name: str, fmt: str) -> FieldError:
+    """A number outside its format (int32...), at its field. kube-openapi raises a plain error there, which
+    kube-apiserver reports at no field at all (``<nil>: Invalid value: ""``); the field is named here (issue 33)."""
+    return invalid(path, value, f"Checked value must be of type {type_name} with format {fmt} in {path}")
 
 
 def any_of_failed(path: str) -> FieldError:

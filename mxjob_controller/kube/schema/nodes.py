@@ -170,7 +170,6 @@ class ScalarNode(Node):
         "min_length",
         "minimum",
         "multiple_of",
-        "no_field_range",
         "pattern",
         "pattern_text",
         "range",
@@ -190,7 +189,6 @@ class ScalarNode(Node):
         self.fmt = ""
         self.fmt_check: Callable[[str], bool] | None = None
         self.range: tuple[int | float, int | float] | None = None
-        self.no_field_range = False  # kube-openapi names no field for a format range error (CRDs)
 
     def finish(self) -> None:
         super().finish()
@@ -226,8 +224,7 @@ class ScalarNode(Node):
     def _check_number(self, value: float | int, path: str, w: Walk) -> None:
         if self.range is not None and not (self.range[0] <= value <= self.range[1]):
             kind = "integer" if self.fmt in ("int32", "int64") else "number"
-            w.errors.append(out_of_range("" if self.no_field_range else path, path, value, kind,
-                                                  self.fmt))
+            w.errors.append(out_of_range(path, value, kind, self.fmt))
         if self.multiple_of is not None and self.multiple_of > 0 and not _multiple(value, self.multiple_of):
             w.errors.append(not_multiple(path, value, self.multiple_of))
         if self.minimum is not None and (value <= self.minimum if self.exclusive_min else value < self.minimum):

@@ -62,6 +62,7 @@ from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.store import HISTORY_AGE, HISTORY_BYTES, Missing, Store, StoreOptions
+from mxjob_controller.local.apiserver.token_dirs import TokenDirs
 from mxjob_controller.local.apiserver.validation import strict_json, typed_decode
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.apiserver.webhooks import config as webhook_config
@@ -205,6 +206,7 @@ class APIServer:
         tls = self.security.tls   # the default ServiceAccount and kube-root-ca.crt of every namespace
         self.namespace_content = NamespaceContent(self.store, self.rest,
                                                   tls.ca_pem.decode() if tls is not None else None)
+        self.token_dirs = TokenDirs(self.store, self.security)   # --token-dir tokens, renewed as a kubelet does
         self.faults = FaultInjector(self.store, self.options.fault_seed)
         # A request waits in a queue for at most a quarter of its deadline (kube's APF filter), at most a minute.
         timeout = self.options.request_timeout
@@ -250,6 +252,7 @@ class APIServer:
         self.gc.start()
         self.namespace_controller.start()
         self.namespace_content.start()
+        self.token_dirs.start()
         self._thread = threading.Thread(target=self._http.serve, kwargs={"poll_interval": 0.1},
                                         name="apiserver-http", daemon=True)
         self._thread.start()
@@ -278,7 +281,8 @@ class APIServer:
         if not self.store.stop_pruning(_remaining(deadline)):
             left.append("history pruner")
         for controller, name in ((self.gc, "garbage collector"), (self.namespace_controller, "namespace controller"),
-                                 (self.namespace_content, "namespace content controller")):
+                                 (self.namespace_content, "namespace content controller"),
+                                 (self.token_dirs, "token directories")):
             if not controller.stop(_remaining(deadline)):
                 left.append(name)
         self.audit.close()
@@ -375,8 +379,9 @@ class APIServer:
         return self.security.issue_service_account_token(namespace, name)
 
     def write_token_dir(self, directory: str | Path, namespace: str, name: str) -> Path:
-        """``token``, ``ca.crt`` and ``namespace`` in ``directory``, as a pod's service-account volume (TLS only)."""
-        return self.security.write_token_dir(directory, namespace, name)
+        """``token``, ``ca.crt`` and ``namespace`` in ``directory``, as a pod's service-account volume (TLS only); the
+        token is renewed when its ServiceAccount is deleted and created again (``token_dirs.py``)."""
+        return self.token_dirs.write(directory, namespace, name)
 
     # --- webhooks --------------------------------------------------------------------------------------
 

@@ -22,6 +22,8 @@ directive, 422 for lists of lists, 500 for the rest (as it does: they are plain 
 from __future__ import annotations
 
 import functools
+import heapq
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -370,6 +372,37 @@ class _GoSlice:
         b[index:self.length - 1] = b[index + 1:self.length]
         self.length -= 1
 
+    def delete_by_key(self, merge_key: str, value: Any) -> None:
+        """Delete each item whose merge key equals ``value``, first match first, scanning as Go does."""
+        while (index := _find_by_key(self.items(), merge_key, value)) is not None:
+            self.delete(index)
+
+    def delete_by_keys(self, merge_key: str, values: list, positions: dict) -> None:
+        """``delete_by_key`` for each of ``values`` in turn, in one pass; ``positions`` maps each merge-key
+        value of the live items to its positions (``_positions_by_value``).
+
+        The result is what deleting each matching item in turn leaves: survivors in order, and past them
+        what Go's shifting copies leave behind. When the length drops to ``p + 1``, slot ``p`` holds the
+        last live item and no later shift writes it again.
+        """
+        live = self.items()
+        dead = [False] * len(live)
+        last, length, frozen = len(live) - 1, len(live), {}
+        for value in values:
+            for index in positions.pop(_key(value), ()) if _is_hashable(value) else ():
+                dead[index] = True
+                length -= 1
+                while last >= 0 and dead[last]:
+                    last -= 1
+                if last >= 0:
+                    frozen[length - 1] = live[last]
+        if length == len(live):
+            return
+        survivors = [item for item, gone in zip(live, dead, strict=True) if not gone]
+        left_behind = [frozen.get(p, live[p]) for p in range(length, len(live))]
+        self.backing[:len(live)] = survivors + left_behind
+        self.length = length
+
     def set(self, index: int, value: Any) -> None:
         self.backing[index] = value
 
@@ -377,8 +410,9 @@ class _GoSlice:
         if self.shared and self.length < len(self.backing):
             self.backing[self.length] = value
         else:
-            self.detach()
-            self.backing = [*self.backing[:self.length], value]
+            self.detach()  # the backing list is private from here on: grow it in place
+            del self.backing[self.length:]
+            self.backing.append(value)
         self.length += 1
 
     def replace(self, items: list) -> None:
@@ -401,7 +435,9 @@ def _apply_list_directives(items: _GoSlice, patch: list, merge_key: str) -> list
 
     Returns the patch without its directive items (empty after a replace).
     """
-    plain, replace = [], False
+    plain, deleted, replace = [], [], False
+    # With a map or list as a merge key, Go panics while deleting: delete in turn, so errors come in order.
+    positions = _positions_by_value(items.items(), merge_key)
     for item in patch:
         if DIRECTIVE not in item:
             plain.append(item)
@@ -410,14 +446,18 @@ def _apply_list_directives(items: _GoSlice, patch: list, merge_key: str) -> list
         if directive == DELETE:
             if merge_key not in item:
                 raise _no_merge_key(item, merge_key)
-            while (index := _find_by_key(items.items(), merge_key, item[merge_key])) is not None:
-                items.delete(index)
+            if positions is None:
+                items.delete_by_key(merge_key, item[merge_key])
+            else:
+                deleted.append(item[merge_key])
         elif directive == REPLACE:
             replace = True
         elif directive == MERGE:
             raise StrategicPatchError("merging lists cannot yet be specified in the patch")
         else:
             raise StrategicPatchError(f"unknown patch type: {_go_str(directive)} in map: {go_format(item)}")
+    if positions is not None:
+        items.delete_by_keys(merge_key, deleted, positions)
     if replace:
         items.replace(plain)
         return []
@@ -426,15 +466,80 @@ def _apply_list_directives(items: _GoSlice, patch: list, merge_key: str) -> list
 
 def _merge_by_key(items: _GoSlice, patch: list, merge_key: str, schema: PatchSchema) -> list:
     """mergeSliceWithoutSpecialElements: merge each patch item into the item with its key, or append it."""
+    index = _KeyIndex(items.items(), merge_key)
     for item in patch:
         if merge_key not in item:
             raise _no_merge_key(item, merge_key)
-        index = _find_by_key(items.items(), merge_key, item[merge_key])
-        if index is None:
+        value = item[merge_key]
+        position = index.find(value)
+        if position is None:
             items.append(item)
+            index.appended(item)
         else:
-            items.set(index, _merge_map(items.backing[index], item, schema))
+            merged = _merge_map(items.backing[position], item, schema)
+            items.set(position, merged)
+            index.merged(position, value, merged)
     return items.items()
+
+
+class _KeyIndex:
+    """``_find_by_key`` answered from a dict: each merge-key value's positions, first first.
+
+    The scan stays for lists holding a map or list as a merge key (Go panics comparing those) or an
+    item that is not a map (Go fails on it), so errors come out as before.
+    """
+
+    __slots__ = ("items", "merge_key", "positions")
+
+    def __init__(self, items: list, merge_key: str) -> None:
+        self.items, self.merge_key = items, merge_key
+        positions = _positions_by_value(items, merge_key)
+        self.positions = None if positions is None else {k: deque(v) for k, v in positions.items()}
+
+    def find(self, value: Any) -> int | None:
+        if self.positions is None:
+            return _find_by_key(self.items, self.merge_key, value)
+        if not _is_hashable(value):
+            return None  # every merge key here is a scalar: none equals a map or list
+        found = self.positions.get(_key(value))
+        return found[0] if found else None
+
+    def appended(self, item: dict) -> None:
+        """``item`` was appended to the indexed list."""
+        self.items.append(item)
+        if self.positions is None:
+            return
+        value = item[self.merge_key]
+        if _is_hashable(value):
+            self.positions.setdefault(_key(value), deque()).append(len(self.items) - 1)
+        else:
+            self.positions = None
+
+    def merged(self, position: int, value: Any, item: dict) -> None:
+        """The item found for ``value`` at ``position`` is now ``item`` (a null in the patch drops its key)."""
+        self.items[position] = item
+        if self.positions is None or (self.merge_key in item and _go_eq(item[self.merge_key], value)):
+            return
+        if self.merge_key in item:
+            self.positions = None  # a new key in place: let the scan answer
+        else:
+            self.positions[_key(value)].popleft()
+
+
+def _positions_by_value(items: list, merge_key: str) -> dict | None:
+    """Each merge-key value's positions in ``items`` (ascending), items without the key skipped; None when
+    an item is not a map or a value is a map or list."""
+    positions: dict = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            return None
+        if merge_key not in item:
+            continue
+        value = item[merge_key]
+        if not _is_hashable(value):
+            return None
+        positions.setdefault(_key(value), []).append(i)
+    return positions
 
 
 def _find_by_key(items: list, merge_key: str, value: Any) -> int | None:
@@ -459,12 +564,13 @@ def _partition_scalars(items: list, listed_by: list) -> tuple[list, list]:
 
 def _partition_maps(items: list, listed_by: list, merge_key: str) -> tuple[list, list]:
     listed, server_only = [], []
+    index = _KeyIndex(listed_by, merge_key)
     for item in items:
         if not isinstance(item, dict):
             raise StrategicPatchError(f"expected a map[string]interface {{}}, but received a {_go_type(item)}")
         if merge_key not in item:
             raise _no_merge_key(item, merge_key)
-        (listed if _find_by_key(listed_by, merge_key, item[merge_key]) is not None else server_only).append(item)
+        (listed if index.find(item[merge_key]) is not None else server_only).append(item)
     return listed, server_only
 
 
@@ -535,20 +641,35 @@ def _interleave(left: list, right: list, server_order: list, merge_key: str, is_
 
 
 def _indexer(order: list, merge_key: str, is_map: bool) -> Callable[[Any], int]:
-    """``index()``: the position of an item in ``order`` (by merge key for maps), or -1."""
+    """``index()``: the position of an item in ``order`` (by merge key for maps), or -1.
+
+    A dict of first positions answers when every value in ``order`` is a scalar; otherwise the scan does
+    (Go panics comparing maps or lists, and so must we).
+    """
     def value(item: Any) -> Any:
         if is_map:
             return item.get(merge_key) if isinstance(item, dict) else None
         return item
 
-    def index(item: Any) -> int:
+    def scan(item: Any) -> int:
         wanted = value(item)
         for i, candidate in enumerate(order):
             if _go_eq(wanted, value(candidate)):
                 return i
         return -1
 
-    return index
+    positions: dict = {}
+    for i, candidate in enumerate(order):
+        candidate_value = value(candidate)
+        if not _is_hashable(candidate_value):
+            return scan
+        positions.setdefault(_key(candidate_value), i)
+
+    def lookup(item: Any) -> int:
+        wanted = value(item)
+        return positions.get(_key(wanted), -1) if _is_hashable(wanted) else -1
+
+    return lookup
 
 
 def _element_kind(*lists: list) -> type:
@@ -569,19 +690,34 @@ def _element_kind(*lists: list) -> type:
 
 
 def _dedupe_scalars(items: list) -> list:
-    """deduplicateScalars, including its habit of moving the last item into a duplicate's place."""
+    """deduplicateScalars, including its habit of moving the last item into a duplicate's place.
+
+    Go scans, for each item, the rest of the list for its duplicates, and fills each duplicate's place
+    with the list's last item. Here each value's positions sit in a heap, so the next duplicate is found
+    without the scan; a moved item's new place joins its value's heap, and stale entries are skipped.
+    """
     s = list(items)
-    length = len(s) - 1
+    if len(_hashable_set(s)) == len(s):
+        return s
+    heaps: dict = {}
+    for position, item in enumerate(s):
+        heaps.setdefault(_key(item), []).append(position)  # ascending: already a heap
     i = 0
-    while i < length:
-        j = i + 1
-        while j <= length:
-            if _go_eq(s[i], s[j]):
-                s[j] = s[length]
-                s = s[:length]
-                length -= 1
-                j -= 1
-            j += 1
+    while i < len(s) - 1:
+        key = _key(s[i])
+        heap = heaps[key]
+        while heap:
+            j = heapq.heappop(heap)
+            if j <= i or j >= len(s) or _key(s[j]) != key:
+                continue
+            while True:  # s[j] = s[last]; s = s[:last]; and look at j again
+                moved = s.pop()
+                if j == len(s):
+                    break
+                s[j] = moved
+                if _key(moved) != key:
+                    heapq.heappush(heaps[_key(moved)], j)
+                    break
         i += 1
     return s
 
@@ -653,6 +789,10 @@ def _key(value: Any) -> tuple[type, Any]:
     if isinstance(value, (dict, list)):
         raise StrategicPatchError(f"runtime error: hash of unhashable type {_go_type(value)}")
     return type(value), value
+
+
+def _is_hashable(value: Any) -> bool:
+    return not isinstance(value, (dict, list))
 
 
 def _hashable_set(values: list) -> set[tuple[type, Any]]:

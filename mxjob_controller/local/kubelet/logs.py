@@ -12,8 +12,9 @@ prints their last lines from this.
 What a request gets follows the kubelet (``validateContainerLogStatus``), read from the pod's status: a container
 that never started is a 400 "container … is waiting to start: <reason>"; ``previous`` without an earlier instance
 is a 400 "previous terminated container … not found". ``follow`` streams until the instance ends and its output is
-read (or the kubelet stops); ``tailLines`` and ``limitBytes`` cut as kube does. ``timestamps`` and ``sinceSeconds``
-are not supported (lines are not timed here): they are ignored.
+read (or the kubelet stops); ``tailLines``, ``limitBytes``, ``sinceSeconds``/``sinceTime`` and ``timestamps`` as kube
+does (the server has decoded and validated the options): lines after both cut-offs, each after its time with
+``timestamps``, and at most ``limitBytes`` of that. Lines' times come from ``log_times.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.log_options import LogOptions
+from mxjob_controller.local.kubelet.log_times import LogTimes, Timeline, stamped
 
 _FOLLOW_POLL = 0.1   # seconds between looks at a followed log file that has nothing new
 _BLOCK = 64 * 1024
@@ -61,6 +64,7 @@ class LogStore:
         self._ends: dict[Path, Ended] = {}      # how each of them ended, once it has
         self._listeners: list[Listener] = []
         self._closed = threading.Event()
+        self._times = LogTimes(self._closed)
 
     def path(self, pod_uid: str, container: str, attempt: int) -> Path:
         return self.root / pod_uid / container / f"{attempt}.log"
@@ -72,6 +76,7 @@ class LogStore:
             self._running.add(path)
             self._instances.append(instance)
             listeners = list(self._listeners)
+        self._times.started(path)
         for listener in listeners:
             listener(instance)
 
@@ -87,10 +92,11 @@ class LogStore:
     def follow(self, path: Path) -> Iterator[bytes]:
         """The file's output from its start, until its process has ended and the rest is read, or :meth:`close`
         (an empty chunk now and then while nothing new comes: the reader's chance to stop)."""
-        return self._stream(path, None, None, True)
+        return self._limited(self._chunks(path, None, True), None)
 
     def ended(self, path: Path, terminated: Mapping[str, Any] | None = None, stopped: bool = False) -> None:
         """The process writing ``path`` ended (``terminated``: its state, recorded for :meth:`failed`)."""
+        self._times.ended(path)
         with self._lock:
             self._running.discard(path)
             if terminated is not None:
@@ -118,10 +124,12 @@ class LogStore:
         with self._lock:
             self._instances = [i for i in self._instances if not gone(i.path)]
             self._ends = {path: end for path, end in self._ends.items() if not gone(path)}
+        self._times.forget(gone)
 
-    def close(self) -> None:
-        """Followers end; files stay until the caller removes ``root``."""
+    def close(self, timeout: float = 2.0) -> None:
+        """Followers end, and the sampling of log times; files stay until the caller removes ``root``."""
         self._closed.set()
+        self._times.join(timeout)
 
     def prune(self, pod_uid: str, container: str, keep: int) -> None:
         """Remove all but the newest ``keep`` instances' files (kube keeps the current and the previous one)."""
@@ -141,12 +149,12 @@ class LogStore:
 
     # --- pods/log ---------------------------------------------------------------------------------------------
 
-    def read(self, pod: dict[str, Any], query: Mapping[str, str]) -> Iterator[bytes]:
-        """The ``pods/log`` answer for a bound pod (``query["container"]`` already resolved): checked now, streamed
-        by the returned iterator."""
+    def read(self, pod: dict[str, Any], container: str, options: LogOptions) -> Iterator[bytes]:
+        """The ``pods/log`` answer for a bound pod's ``container`` (options decoded and validated by the server):
+        checked now, streamed by the returned iterator."""
         meta = pod.get("metadata") or {}
-        name, container = meta.get("name") or "", query["container"]
-        previous = _flag(query, "previous")
+        name = meta.get("name") or ""
+        previous = options.previous
         files = self.attempts(meta.get("uid") or "", container)
         if previous:
             # kube's "previous" is the instance in lastState: the newest file while the container waits to
@@ -160,41 +168,68 @@ class LogStore:
         else:
             raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
                                      f"{_waiting_reason(pod, container)}")
-        tail = _int(query, "tailLines")
-        limit = _int(query, "limitBytes")
-        follow = _flag(query, "follow") and not previous
-        return self._stream(path, tail, limit, follow)
+        follow = options.follow and not previous
+        timeline = self._times.timeline(path) if options.timestamps or options.since is not None else None
+        start = self._start(path, options.tail_lines, options.since, timeline)
+        chunks = self._chunks(path, start, follow)
+        if options.timestamps and timeline is not None:
+            chunks = stamped(chunks, start or 0, timeline)
+        return self._limited(chunks, options.limit_bytes)
 
-    def _stream(self, path: Path, tail: int | None, limit: int | None, follow: bool) -> Iterator[bytes]:
-        sent = 0
+    @staticmethod
+    def _start(path: Path, tail: int | None, since: float | None, timeline: Timeline | None) -> int | None:
+        """Where the answer begins: the later of the ``tail`` lines' start and the first line written ``since``."""
+        if tail is None and since is None:
+            return None
+        try:
+            with open(path, "rb") as f:
+                start = _tail_offset(f, tail) if tail is not None else 0
+                if since is not None and timeline is not None:
+                    start = max(start, _line_start(f, timeline.offset_since(since)))
+                return start
+        except FileNotFoundError:
+            return None
+
+    def _chunks(self, path: Path, start: int | None, follow: bool) -> Iterator[bytes]:
         try:
             f = open(path, "rb")  # noqa: SIM115  (closed in the finally below, the generator may be abandoned)
         except FileNotFoundError:
             return
         try:
-            if tail is not None:
-                f.seek(_tail_offset(f, tail))
+            if start is not None:
+                f.seek(start)
             while True:
                 chunk = f.read(_BLOCK)
                 if chunk:
-                    if limit is not None:
-                        chunk = chunk[: max(0, limit - sent)]
-                    sent += len(chunk)
                     yield chunk
-                    if limit is not None and sent >= limit:
-                        return
                     continue
                 if not follow or self._closed.is_set() or not path.exists():
                     return
                 if not self.is_running(path):
                     rest = f.read()  # the last words, written just before the process ended
                     if rest:
-                        yield rest[: max(0, limit - sent)] if limit is not None else rest
+                        yield rest
                     return
                 self._closed.wait(_FOLLOW_POLL)
                 yield b""  # lets the server notice a stop or a client that went away
         finally:
             f.close()
+
+    @staticmethod
+    def _limited(chunks: Iterator[bytes], limit: int | None) -> Iterator[bytes]:
+        """At most ``limit`` bytes of ``chunks`` (all of them for None); the source is closed when cut short."""
+        sent = 0
+        try:
+            for chunk in chunks:
+                part = chunk if limit is None else chunk[: max(0, limit - sent)]
+                sent += len(part)
+                yield part
+                if limit is not None and sent >= limit:
+                    return
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
 
 
 def tail_lines(path: Path, lines: int) -> list[str]:
@@ -227,6 +262,20 @@ def _tail_offset(f: Any, lines: int) -> int:
     return 0
 
 
+def _line_start(f: Any, offset: int) -> int:
+    """The start of the line holding the byte at ``offset``: just after the newline before it (0 if none)."""
+    pos = offset
+    while pos > 0:
+        step = min(_BLOCK, pos)
+        f.seek(pos - step)
+        block = f.read(step)
+        i = block.rfind(b"\n")
+        if i >= 0:
+            return pos - step + i + 1
+        pos -= step
+    return 0
+
+
 def _status_of(pod: dict[str, Any], container: str) -> dict[str, Any]:
     status = pod.get("status") or {}
     for key in ("containerStatuses", "initContainerStatuses"):
@@ -256,17 +305,3 @@ def _waiting_reason(pod: dict[str, Any], container: str) -> str:
     is_init = any(c.get("name") == container for c in (pod.get("spec") or {}).get("initContainers") or ())
     pending_init = not is_init and (pod.get("spec") or {}).get("initContainers")
     return "PodInitializing" if pending_init else "ContainerCreating"
-
-
-def _flag(query: Mapping[str, str], name: str) -> bool:
-    return query.get(name, "").lower() in ("1", "true")
-
-
-def _int(query: Mapping[str, str], name: str) -> int | None:
-    text = query.get(name, "")
-    if text == "":
-        return None
-    try:
-        return max(0, int(text))
-    except ValueError:
-        raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None

@@ -62,9 +62,11 @@ def assemble(obj: dict[str, Any], api_version: str, meta: dict[str, Any] | None,
     return out
 
 
-def split_metadata(obj: dict[str, Any], read: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def split_metadata(obj: dict[str, Any], read: str, readable_only: bool = False
+                   ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(a copy of the metadata without the managed annotations, or None when there is none; the extra stored in
-    annotation ``read``, {} when there is none). An annotation of the other direction is stale: dropped."""
+    annotation ``read``, {} when there is none, or with ``readable_only`` when it is not a JSON object). An
+    annotation of the other direction is stale: dropped."""
     meta = obj.get("metadata")
     if meta is None:
         return None, {}
@@ -80,7 +82,7 @@ def split_metadata(obj: dict[str, Any], read: str) -> tuple[dict[str, Any] | Non
         annotations.pop(key, None)
     if not annotations:
         del meta["annotations"]
-    if raw is None:
+    if raw is None or (readable_only and not _is_json_object(raw)):
         return meta, {}
     where = f"metadata.annotations[{read}]"
     try:
@@ -88,6 +90,13 @@ def split_metadata(obj: dict[str, Any], read: str) -> tuple[dict[str, Any] | Non
     except ValueError as e:
         raise ConversionError(f"{where}: not JSON: {e}") from e
     return meta, as_object(extra, where)
+
+
+def _is_json_object(raw: Any) -> bool:
+    try:
+        return isinstance(json.loads(raw) if isinstance(raw, str) else raw, dict)
+    except ValueError:
+        return False
 
 
 def with_extra(meta: dict[str, Any] | None, key: str, extra: dict[str, Any]) -> dict[str, Any] | None:

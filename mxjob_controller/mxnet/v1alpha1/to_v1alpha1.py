@@ -52,6 +52,7 @@ from mxjob_controller.mxnet.v1alpha1.vocabulary import (
     V1_SHAPED,
     V1_STATUS_FIELD,
     V1ALPHA1_EXTRA_ANNOTATION,
+    ConversionError,
 )
 
 
@@ -60,7 +61,17 @@ def to_v1alpha1(obj: Any) -> dict[str, Any]:
     hold is put in :data:`V1_EXTRA_ANNOTATION`, and :data:`V1ALPHA1_EXTRA_ANNOTATION` (left by :func:`to_v1`) is
     consumed."""
     obj = mapping.check_object(obj, V1_SHAPED)
-    meta, alpha_extra = mapping.split_metadata(obj, V1ALPHA1_EXTRA_ANNOTATION)
+    try:
+        meta, alpha_extra = mapping.split_metadata(obj, V1ALPHA1_EXTRA_ANNOTATION)
+        return _converted(obj, meta, alpha_extra)
+    except ConversionError:
+        # Anyone who may annotate the job can plant an extra that does not read (kubectl annotate, which the
+        # webhook lets by): it is ignored rather than making the job, and every list holding it, unreadable.
+        meta, _unread = mapping.split_metadata(obj, V1ALPHA1_EXTRA_ANNOTATION, readable_only=True)
+        return _converted(obj, meta, {})
+
+
+def _converted(obj: dict[str, Any], meta: dict[str, Any] | None, alpha_extra: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] | None = None
     v1_extra: dict[str, Any] = {}
     listed: list[tuple[str, str, Any]] = []   # (v1 key, v1alpha1 type, replicas) in list order

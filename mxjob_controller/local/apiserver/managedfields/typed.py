@@ -9,6 +9,7 @@ which kube tells apart from an explicit null. An associative list's items are ma
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -285,8 +286,8 @@ def _merge_items(lhs: list, rhs: list, t: Type, path: Path) -> Any:
     observed_lhs: dict[str, Any] = {}
     for pe, item in zip(lhs_pes, lhs, strict=True):
         observed_lhs[pe] = ABSENT if pe in observed_lhs else item  # duplicates merge with nothing
-    shared = [pe for pe in rhs_pes if pe in observed_lhs]
-    next_shared = shared.pop(0) if shared else None
+    shared = deque(pe for pe in rhs_pes if pe in observed_lhs)   # popped from the left: a deque keeps it linear
+    next_shared = shared.popleft() if shared else None
     merged_rhs: set[str] = set()
     out: list = []
 
@@ -304,7 +305,7 @@ def _merge_items(lhs: list, rhs: list, t: Type, path: Path) -> Any:
                 emit(pe, observed_lhs.get(pe, ABSENT), observed_rhs[pe])
                 li += 1
                 ri += 1
-                next_shared = shared.pop(0) if shared else None
+                next_shared = shared.popleft() if shared else None
                 continue
             if pe in observed_rhs and next_shared is not None and next_shared != pe:
                 li += 1
@@ -323,7 +324,7 @@ def _merge_items(lhs: list, rhs: list, t: Type, path: Path) -> Any:
             emit(pe, observed_lhs.get(pe, ABSENT), observed_rhs[pe])
             ri += 1
             if next_shared is not None and next_shared == pe:
-                next_shared = shared.pop(0) if shared else None
+                next_shared = shared.popleft() if shared else None
     return out if out else ABSENT
 
 

@@ -16,6 +16,7 @@ from mxjob_controller.local.apiserver import errors, kubeproto
 from mxjob_controller.local.apiserver.deletion import Deleter
 from mxjob_controller.local.apiserver.errors import Cause, StatusError
 from mxjob_controller.local.apiserver.field_manager import FieldManager
+from mxjob_controller.local.apiserver.log_options import LogOptions
 from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES, MERGE_PATCH, Request, Response, dumps
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import ObjKey, Store
@@ -43,7 +44,7 @@ Patcher = Callable[[ResourceType, dict, Any], dict]
 TableConverter = Callable[[ResourceType, list[Entry], dict | None, str, bool], dict]
 """(rt, entries, list metadata (None for one object), includeObject (None/Metadata/Object), with column
 definitions) -> a meta.k8s.io/v1 Table."""
-LogReader = Callable[[dict, Mapping[str, str]], Iterator[bytes]]
+LogReader = Callable[[dict, str, LogOptions], Iterator[bytes]]   # (pod, container, options)
 """(a bound pod, the request's query with ``container`` resolved) -> its log, streamed; raises StatusError (400) for
 what the node refuses: a container waiting to start, no previous instance."""
 SubresourceCreator = Callable[[Request], Response]

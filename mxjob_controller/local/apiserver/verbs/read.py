@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from mxjob_controller.kube.selectors import SelectorError, object_fields, parse_field_selector, parse_label_selector
 from mxjob_controller.local.apiserver import errors, list_options
 from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.log_options import parse_log_options
 from mxjob_controller.local.apiserver.request import Request, Response, WatchStream, dumps
 from mxjob_controller.local.apiserver.store import ObjKey, TooOld
 from mxjob_controller.local.apiserver.validation import strict_json
@@ -188,6 +190,7 @@ class ReadVerbs(VerbsBase):
                                                 lambda: self.store.stop_watch(watcher)))
 
     def _log(self, req: Request) -> Response:
+        options = parse_log_options(req.query, req.name or "", time.time())  # kube checks them before the pod
         pod = self._get_entry(req).obj
         spec = pod.get("spec") or {}
         containers = [c.get("name") for c in spec.get("containers") or []]
@@ -204,7 +207,5 @@ class ReadVerbs(VerbsBase):
         if self.log_reader is None:
             raise errors.bad_request(f'container "{container}" in pod "{req.name}" is waiting to start: '
                                      "ContainerCreating")
-        query = dict(req.query)
-        query["container"] = container
-        return Response(200, content_type="text/plain", chunks=self.log_reader(pod, query))
+        return Response(200, content_type="text/plain", chunks=self.log_reader(pod, container, options))
 

@@ -1,0 +1,137 @@
+"""When each byte of a container's log appeared: the kubelet's clock for ``pods/log``'s ``timestamps``,
+``sinceSeconds`` and ``sinceTime``.
+
+A container writes its log file itself (the file is its stdout and stderr), so no line carries a time. A container
+runtime stamps each line when it reads it from the container's pipe; here one thread (``kubelet-log-times``) looks
+at the size of every running container's file every :data:`SAMPLE_SECONDS` and notes (size, time) when it grew. A
+line's time is the first sample that saw it whole: at most one sample after it was written.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SAMPLE_SECONDS = 0.05
+
+
+class Timeline:
+    """One file's samples: (size, time) pairs, both ascending; bytes below a size had appeared by its time."""
+
+    def __init__(self, start: float) -> None:
+        self._lock = threading.Lock()
+        self._sizes: list[int] = [0]
+        self._times: list[float] = [start]
+
+    def note(self, size: int, now: float) -> None:
+        with self._lock:
+            if size > self._sizes[-1]:
+                self._sizes.append(size)
+                self._times.append(max(now, self._times[-1]))
+
+    def time_of(self, end: int) -> float:
+        """When the bytes up to offset ``end`` had all appeared (now, for bytes no sample has seen yet)."""
+        with self._lock:
+            i = bisect.bisect_left(self._sizes, end)
+            return self._times[i] if i < len(self._times) else time.time()
+
+    def offset_since(self, since: float) -> int:
+        """The first offset whose byte appeared at ``since`` or later (bytes after the last sample count as new)."""
+        with self._lock:
+            k = bisect.bisect_left(self._times, since)
+            return self._sizes[k - 1] if 0 < k <= len(self._sizes) else 0
+
+
+class LogTimes:
+    """The timelines of the log files, sampled by one thread while any file is being written."""
+
+    def __init__(self, closed: threading.Event) -> None:
+        self._closed = closed
+        self._lock = threading.Lock()
+        self._timelines: dict[Path, Timeline] = {}
+        self._running: set[Path] = set()
+        self._thread: threading.Thread | None = None
+
+    def started(self, path: Path) -> None:
+        with self._lock:
+            self._timelines[path] = Timeline(time.time())
+            self._running.add(path)
+            if self._thread is None and not self._closed.is_set():
+                self._thread = threading.Thread(target=self._sample_until_closed, name="kubelet-log-times",
+                                                daemon=True)
+                self._thread.start()
+
+    def ended(self, path: Path) -> None:
+        """The process is gone: what it wrote is noted now, once more."""
+        with self._lock:
+            self._running.discard(path)
+            timeline = self._timelines.get(path)
+        if timeline is not None:
+            _note_size(path, timeline)
+
+    def timeline(self, path: Path) -> Timeline | None:
+        with self._lock:
+            return self._timelines.get(path)
+
+    def forget(self, gone: Callable[[Path], bool]) -> None:
+        with self._lock:
+            for path in [p for p in self._timelines if gone(p)]:
+                del self._timelines[path]
+                self._running.discard(path)
+
+    def join(self, timeout: float) -> None:
+        """Wait for the sampling thread (``closed`` is set) for up to ``timeout`` seconds."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _sample_until_closed(self) -> None:
+        while not self._closed.wait(SAMPLE_SECONDS):
+            with self._lock:
+                running = [(p, self._timelines[p]) for p in self._running]
+            for path, timeline in running:
+                _note_size(path, timeline)
+
+
+def _note_size(path: Path, timeline: Timeline) -> None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return
+    timeline.note(size, time.time())
+
+
+def stamp(ts: float) -> bytes:
+    """The kubelet's ``RFC3339NanoFixed`` (nine digits, UTC), as ``timestamps=true`` prefixes each line."""
+    whole = int(ts)
+    nanos = round((ts - whole) * 1e9)
+    if nanos >= 1_000_000_000:
+        whole, nanos = whole + 1, nanos - 1_000_000_000
+    return (datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos:09d}Z").encode()
+
+
+def stamped(chunks: Iterator[bytes], start: int, timeline: Timeline) -> Iterator[bytes]:
+    """Each whole line of ``chunks`` (which begin at file offset ``start``) after its time and a space; a last line
+    without its newline when the chunks end. Empty chunks pass (a follower's chance to stop)."""
+    pending, offset = b"", start   # ``pending`` begins at file offset ``offset``
+    for chunk in chunks:
+        if not chunk:
+            yield b""
+            continue
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        out = []
+        for line in lines:
+            offset += len(line) + 1
+            out.append(stamp(timeline.time_of(offset)) + b" " + line + b"\n")
+        yield b"".join(out)
+    if pending:
+        yield stamp(timeline.time_of(offset + len(pending))) + b" " + pending
