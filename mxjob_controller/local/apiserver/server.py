@@ -120,6 +120,7 @@ class ServerOptions:
 class APIServer:
     def __init__(self, options: ServerOptions | None = None) -> None:
         self.options = options or ServerOptions()
+        self.credential_files: list[Path] = []   # kubeconfigs and token directories written: no pod may read them
         self.registry = Registry()
         self.registry.add(*builtin.BUILTIN_TYPES, *REVIEW_TYPES)
         self.store = Store(StoreOptions(self.options.history_events, self.options.history_age,
@@ -323,6 +324,7 @@ class APIServer:
                               token=token or self.admin_token)
 
     def write_kubeconfig(self, path: str | Path, namespace: str = "default", token: str | None = None) -> Path:
+        self.credential_files.append(Path(path).absolute())
         return write_kubeconfig(path, self.kubeconfig(namespace, token))
 
     def client_config(self, token: str | None = None, **overrides: Any) -> ClientConfig:
@@ -345,6 +347,7 @@ class APIServer:
 
     def write_token_dir(self, directory: str | Path, namespace: str, name: str) -> Path:
         """``token``, ``ca.crt`` and ``namespace`` in ``directory``, as a pod's service-account volume (TLS only)."""
+        self.credential_files.append(Path(directory).absolute())
         return self.security.write_token_dir(directory, namespace, name)
 
     # --- webhooks --------------------------------------------------------------------------------------
