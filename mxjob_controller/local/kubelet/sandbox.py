@@ -32,8 +32,10 @@ import logging
 import os
 import pwd
 import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -176,11 +178,16 @@ class Sandbox:
         self.why_not = "turned off (--no-sandbox)" if not config.enabled else ""
         self.cgroups: CgroupTree | None = None
         self.cgroups_missing: dict[str, str] = {}
+        self._scratch = ""
+        self.hide_source = ""          # an empty file mode 000: what a hidden file shows
         if config.enabled:
             self.why_not = _probe(wanted)
             self.namespaces = not self.why_not
             if self.namespaces:
                 self.cgroups, self.cgroups_missing = CgroupTree.open(config.pod_pids_limit)
+                self._scratch = tempfile.mkdtemp(prefix="mxjob-sandbox-")
+                self.hide_source = os.path.join(self._scratch, "hidden")
+                os.close(os.open(self.hide_source, os.O_CREAT | os.O_WRONLY, 0o000))
         # Without the sandbox, nothing makes this interpreter reachable to another user: containers keep ours.
         self.default_user = wanted if self.namespaces else (config.default_user or own)
         if not self.namespaces:
@@ -244,7 +251,7 @@ class Sandbox:
                 if blocked is not None and blocked != folder:
                     needed.append((folder, blocked))
         plan = mount_plan(real_cwd, private, needed=needed)
-        return _spec_of(argv, env, real_cwd, user, cgroup, plan), user, cgroup
+        return {**_spec_of(argv, env, real_cwd, user, cgroup, plan), "hide_source": self.hide_source}, user, cgroup
 
     def container_ended(self, cgroup: ContainerCgroup | None) -> bool:
         """After an instance's exit: whether the OOM killer killed one of its processes; its cgroups removed."""
@@ -261,6 +268,8 @@ class Sandbox:
     def close(self) -> None:
         if self.cgroups is not None:
             self.cgroups.close()
+        if self._scratch:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _private(self) -> list[str]:
         return [os.path.realpath(p) for p in self.config.private_paths() if p]

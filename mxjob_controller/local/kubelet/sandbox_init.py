@@ -85,6 +85,7 @@ def _build_mounts(spec):
     _mount(None, "/", None, MS_REC | MS_PRIVATE, None, "mount")
     # Opened before anything covers them: the bind's source is reached through the descriptor.
     binds = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in spec.get("binds", ())]
+    empty = os.open(spec["hide_source"], os.O_PATH) if spec.get("hide_source") else None
     for path in spec.get("private_dirs", ()):
         if os.path.isdir(path):
             _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", "mount")
@@ -95,13 +96,14 @@ def _build_mounts(spec):
         os.makedirs(path, mode=0o755, exist_ok=True)
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None, "mount")
         os.close(fd)
-    # Last, so that a bind brought back above cannot uncover them.
+    # Last, so that a bind brought back above cannot uncover them. A file is covered by an empty one nobody but
+    # root may read (opened before /tmp, where it lives, was covered).
+    for path in spec.get("hide_files", ()):
+        if os.path.isfile(path) and empty is not None:
+            _mount(f"/proc/self/fd/{empty}", path, None, MS_BIND, None, "mount")
     for path in spec.get("hide_dirs", ()):
         if os.path.isdir(path):
             _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=000,size=4k", "mount")
-    for path in spec.get("hide_files", ()):
-        if os.path.isfile(path):
-            _mount("/dev/null", path, None, MS_BIND, None, "mount")
 
 
 def _report(status_fd, stage, message):
