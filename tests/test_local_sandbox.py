@@ -251,10 +251,12 @@ def test_a_cpu_limit_of_500m_holds(local, tmp_path):
     ({"runAsNonRoot": True}, {}, None),                          # nobody by default: allowed
     ({"runAsUser": 1234, "runAsGroup": 2345, "supplementalGroups": [3456]}, {}, None),
     ({"runAsUser": 1234}, {"runAsUser": 4321, "runAsGroup": 7}, None),   # the container's own wins
+    ({}, {"allowPrivilegeEscalation": False}, None),                   # no_new_privs set
 ])
 def test_security_context_as_kube_honours_it(local, pod_sc, container_sc, message):
     _cluster, kube, _kubectl = local
-    script = "import os; print(os.getuid(), os.getgid(), sorted(os.getgroups()), flush=True)"
+    script = ("import os, re; nnp = re.search(r'NoNewPrivs:\\s+(\\d)', open('/proc/self/status').read()).group(1); "
+              "print(nnp, os.getuid(), os.getgid(), sorted(os.getgroups()), flush=True)")
     pod = script_pod("p", script, securityContext=pod_sc, container={"securityContext": container_sc})
     assert kube.post(PODS, pod).ok
     if message is not None:
@@ -266,7 +268,8 @@ def test_security_context_as_kube_honours_it(local, pod_sc, container_sc, messag
         assert state["message"] == message.format(uid=get_pod(kube, "p")["metadata"]["uid"])
         return
     wait_phase(kube, "p", "Succeeded")
-    uid, gid, groups = kube.get(pod_path("p") + "/log").body.split(" ", 2)
+    nnp, uid, gid, groups = kube.get(pod_path("p") + "/log").body.split(" ", 3)
+    assert nnp == ("1" if container_sc.get("allowPrivilegeEscalation") is False else "0")
     want_uid = container_sc.get("runAsUser", pod_sc.get("runAsUser", 65534))
     want_gid = container_sc.get("runAsGroup", pod_sc.get("runAsGroup", 65534))
     assert (int(uid), int(gid)) == (want_uid, want_gid)

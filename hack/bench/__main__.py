@@ -20,9 +20,10 @@ from pathlib import Path
 from hack.bench.cache import CACHE
 from hack.bench.common import RESULTS, print_table, record
 from hack.bench.micro import MICRO
+from hack.bench.sandbox import SANDBOX
 from hack.bench.system import SYSTEM
 
-BENCHMARKS = {**SYSTEM, **CACHE, **MICRO}
+BENCHMARKS = {**SYSTEM, **CACHE, **MICRO, **SANDBOX}
 
 
 def main(argv: list[str]) -> int:

@@ -251,7 +251,9 @@ class Sandbox:
                 if blocked is not None and blocked != folder:
                     needed.append((folder, blocked))
         plan = mount_plan(real_cwd, private, needed=needed)
-        return {**_spec_of(argv, env, real_cwd, user, cgroup, plan), "hide_source": self.hide_source}, user, cgroup
+        no_new_privs = (container.get("securityContext") or {}).get("allowPrivilegeEscalation") is False
+        return {**_spec_of(argv, env, real_cwd, user, cgroup, plan), "hide_source": self.hide_source,
+                "no_new_privs": no_new_privs}, user, cgroup
 
     def container_ended(self, cgroup: ContainerCgroup | None) -> bool:
         """After an instance's exit: whether the OOM killer killed one of its processes; its cgroups removed."""
