@@ -121,16 +121,17 @@ def hidden_from(path: str, private: Iterable[str]) -> bool:
 
 
 def mount_plan(cwd: str, private: Iterable[tuple[str, bool]], private_dirs: Iterable[str] = PRIVATE_DIRS,
-               needed: Iterable[tuple[str, str]] = ()) -> MountPlan:
+               needed: Iterable[tuple[str, str | None]] = ()) -> MountPlan:
     """What to cover and what to bind back for a container starting in ``cwd`` (absolute, resolved, not hidden);
     ``private``: the cluster's own paths, each with whether it is a directory; ``needed``: (folder, the ancestor of
-    it the container's user cannot pass through), e.g. this interpreter's installation under a private home."""
+    it the container's user cannot pass through, or None), e.g. this interpreter's installation under a private
+    home or in ``/tmp``."""
     private = list(private)
     needed = list(needed)
     binds = [cwd for d in private_dirs if _within(cwd, d) and cwd != d][:1] + [path for path, _blocked in needed]
     return MountPlan(hide_dirs=tuple(p for p, is_dir in private if is_dir),
                      hide_files=tuple(p for p, is_dir in private if not is_dir), binds=tuple(dict.fromkeys(binds)),
-                     covers=tuple(dict.fromkeys(blocked for _path, blocked in needed)))
+                     covers=tuple(dict.fromkeys(blocked for _path, blocked in needed if blocked is not None)))
 
 
 def blocked_ancestor(path: str, user: RunAs, stat: Callable[[str], os.stat_result] = os.stat) -> str | None:
@@ -244,12 +245,15 @@ class Sandbox:
                                             container_limits(container))
         private = [(p, os.path.isdir(p)) for p in self._private() if os.path.exists(p)]
         real_cwd = os.path.realpath(cwd)
-        needed = []
-        if self.root:   # the interpreter on the containers' PATH, wherever it is installed
-            for folder in dict.fromkeys(os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)):
-                blocked = blocked_ancestor(folder, user)
-                if blocked is not None and blocked != folder:
-                    needed.append((folder, blocked))
+        needed: list[tuple[str, str | None]] = []
+        # The interpreter on the containers' PATH, wherever it is installed: bound back into a private /tmp, or
+        # through a folder the user may not pass.
+        for folder in dict.fromkeys(os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)):
+            blocked = blocked_ancestor(folder, user) if self.root else None
+            if any(_within(folder, d) for d in PRIVATE_DIRS):
+                needed.append((folder, None))
+            elif blocked is not None and blocked != folder:
+                needed.append((folder, blocked))
         plan = mount_plan(real_cwd, private, needed=needed)
         no_new_privs = (container.get("securityContext") or {}).get("allowPrivilegeEscalation") is False
         return {**_spec_of(argv, env, real_cwd, user, cgroup, plan), "hide_source": self.hide_source,
