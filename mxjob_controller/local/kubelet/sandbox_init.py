@@ -1,8 +1,9 @@
 """The first process of every sandboxed container: builds the pod sandbox with Linux system calls, then runs the
 container's command in it. Run by the kubelet as ``python -I -S sandbox_init.py FD``: standard library only (it is not
-imported, so the package is not loaded); it reads from descriptor ``FD`` a JSON object built by ``sandbox.py``: what
-to build, and the command with its environment (neither on its own command line, which every local user can read,
-nor in its environment, where the pod's ``LD_PRELOAD`` would load into a process still root).
+imported, so the package is not loaded); it reads from descriptor ``FD`` a dict built by ``sandbox.py``, in
+``marshal``'s format (built into the interpreter: reading it costs no import, JSON's costs more than the rest of the
+start): what to build, and the command with its environment (neither on its own command line, which every local
+user can read, nor in its environment, where the pod's ``LD_PRELOAD`` would load into a process still root).
 
 Three processes, each with one job:
 
@@ -23,7 +24,7 @@ What failed before the command ran is written to the status pipe (``status_fd``)
 """
 
 import ctypes
-import json
+import marshal
 import os
 import select
 import signal
@@ -225,10 +226,10 @@ def _relay(spec, argv, env):
 
 def main(args):
     if len(args) != 1 or not args[0].isdigit():
-        print("usage: sandbox_init.py FD (a JSON spec to read from descriptor FD)", file=sys.stderr)
+        print("usage: sandbox_init.py FD (a marshalled spec to read from descriptor FD)", file=sys.stderr)
         return 2
     with os.fdopen(int(args[0]), "rb") as f:
-        spec = json.loads(f.read())
+        spec = marshal.loads(f.read())
     _relay(spec, spec.pop("argv"), spec.pop("env"))
     return 127
 
