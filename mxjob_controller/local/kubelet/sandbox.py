@@ -201,8 +201,11 @@ class Sandbox:
             who = "nobody (65534)" if self.default_user == NOBODY else f"uid {self.default_user[0]}"
             return [f"Pod sandbox OFF: {self.why_not}. Containers are plain processes that can read every file and "
                     f"process local up's user can (they run as {who}); resource limits are not enforced."]
-        user = "nobody (65534:65534) unless securityContext says otherwise" if self.default_user == NOBODY else \
-            f"uid {self.default_user[0]} (local up's own user; runAsUser mapped through a user namespace)"
+        user = f"uid {self.default_user[0]}, gid {self.default_user[1]} unless securityContext says otherwise"
+        if self.default_user == NOBODY and self.root:
+            user = "nobody (65534:65534) unless securityContext says otherwise"
+        elif not self.root:
+            user += " (local up's own user, seen inside as the runAsUser asked for: a user namespace)"
         enforced = sorted(self.cgroups.hierarchies) if self.cgroups else []
         lines = ["Pod sandbox: each container in its own PID and mount namespace (private /tmp, cluster files "
                  "hidden), dies with its pod and with local up",
