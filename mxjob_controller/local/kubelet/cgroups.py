@@ -5,7 +5,10 @@ Layout, under the cgroup ``local up`` itself runs in, in each hierarchy used: ``
 <container>-<n>`` (``n`` counts the container's instances, so each instance's OOM kills are its own). A container's
 ``limits.memory`` becomes ``memory.max`` (v2) or ``memory.limit_in_bytes`` (v1; swap capped with it where the
 kernel accounts swap), its ``limits.cpu`` a CFS quota per 100 ms period (``milliCPU * period / 1000``, at least
-1 ms, as the kubelet computes it), and the pod gets a ``pids`` limit. Only the container's own processes join its
+1 ms, as the kubelet computes it) with the shares of that many CPUs, and the pod gets a ``pids`` limit. Only a
+container with ``limits.cpu`` gets a CPU cgroup: a cgroup competes for the CPU as one task does, so a container
+without a quota stays where ``local up`` is and is scheduled as any process (the cluster's and pods' cgroups weigh
+as the machine's CPUs, as kube's ``kubepods`` does). Only the container's own processes join its
 cgroup (the sandbox's relay and init stay in ``local up``'s), so a limit counts what the container uses.
 
 Guarantees: :func:`detect` says per controller whether limits can be enforced here and why not; nothing here raises
@@ -34,6 +37,7 @@ CONTROLLERS = ("memory", "cpu", "pids")
 CFS_PERIOD_US = 100_000
 MIN_QUOTA_US = 1_000
 _TREE_PREFIX = "mxjob-local-"
+_NODE_SHARES = 1024 * (os.cpu_count() or 1)   # what kubepods gets: the node's CPUs, so pods weigh as processes do
 _TREES = itertools.count(1)   # trees made by this process (a test process runs several clusters)
 _OOM_KILL = re.compile(r"^oom_kill (\d+)$", re.M)
 
@@ -176,11 +180,17 @@ class CgroupTree:
                 _write(directory / "cgroup.subtree_control", " ".join(f"+{c}" for c in self._v2_controllers()))
             if controller == "pids" and self.pod_pids_limit > 0:
                 _write(directory / "pids.max", str(self.pod_pids_limit))
+            if controller == "cpu":
+                _write_cpu_weight(directory, self.hierarchies[controller].version, _NODE_SHARES)
 
     def container(self, uid: str, name: str, instance: int, limits: Limits) -> ContainerCgroup:
         """Make one container instance's cgroups with its limits."""
         made = ContainerCgroup()
         for controller, root in self._roots.items():
+            if controller == "cpu" and limits.cpu_quota_us is None:
+                # A cgroup of its own competes for the CPU as one task would: without a quota to enforce, the
+                # container stays in local up's, scheduled as any process of this machine.
+                continue
             pod_dir = root / f"pod-{uid}"
             if not pod_dir.is_dir():
                 self.pod(uid)
@@ -197,6 +207,7 @@ class CgroupTree:
                     _write(directory / "memory.limit_in_bytes", str(limits.memory_bytes))
                     _write(directory / "memory.memsw.limit_in_bytes", str(limits.memory_bytes), quiet=True)
             if controller == "cpu" and limits.cpu_quota_us is not None:
+                _write_cpu_weight(directory, 2 if v2 else 1, max(2, limits.cpu_quota_us * 1024 // CFS_PERIOD_US))
                 if v2:
                     _write(directory / "cpu.max", f"{limits.cpu_quota_us} {CFS_PERIOD_US}")
                 else:
@@ -263,11 +274,21 @@ def _prepare(hierarchy: Hierarchy, name: str) -> str | None:
         root.mkdir(exist_ok=True)
         if hierarchy.version == 2:
             (root / "cgroup.subtree_control").write_text(f"+{controller}")
+        if controller == "cpu":
+            _write_cpu_weight(root, hierarchy.version, _NODE_SHARES)
     except OSError as e:
         with contextlib.suppress(OSError):
             root.rmdir()
         return f"cgroup v{hierarchy.version} at {base} is not writable ({e.strerror})"
     return None
+
+
+def _write_cpu_weight(directory: Path, version: int, shares: int) -> None:
+    """The CPU weight as the kubelet writes it: v1 ``cpu.shares``, v2 ``cpu.weight`` from those shares."""
+    if version == 1:
+        _write(directory / "cpu.shares", str(shares))
+    else:
+        _write(directory / "cpu.weight", str(max(1, min(10_000, 1 + ((shares - 2) * 9999) // 262142))))
 
 
 def _mkdir(directory: Path) -> bool:
