@@ -538,15 +538,19 @@ class Chaos:
         self.tmp = Path(tempfile.mkdtemp(prefix=f"mxjob-chaos-{opts.seed}-"))
         self.kubeconfig = self.tmp / "kubeconfig"
         self.audit = self.tmp / "audit.jsonl"
-        (self.tmp / "markers").mkdir()
-        (self.tmp / "pods").mkdir()
+        # The pods start in pods/ and leave their markers in pods/markers/: the one folder of ours a sandboxed
+        # container sees, opened to the unprivileged user it runs as.
+        (self.tmp / "pods").mkdir(mode=0o777)
+        (self.tmp / "pods" / "markers").mkdir(mode=0o777)
+        for folder in (self.tmp / "pods", self.tmp / "pods" / "markers"):
+            folder.chmod(0o777)
         self.cluster: Proc | None = None
         self.client: Client | None = None
         self.observer: Observer | None = None
         self.controllers: list[Controller] = []     # every incarnation, in start order
         self.current: list[Controller] = []         # the ones meant to be running
         self.outages: list[tuple[float, float]] = []  # (killed, next one ready): the controller was down
-        self.jobs = plan(opts, self.tmp / "markers")
+        self.jobs = plan(opts, self.tmp / "pods" / "markers")
         self.stop_event = threading.Event()
         self.threads: list[threading.Thread] = []
         self.readyz_unanswered: list[str] = []      # a running controller's /readyz did not answer

@@ -24,7 +24,11 @@ def local_cluster(tmp_path: Path, *, controller: bool = False, backoff: float = 
                   job_ports: tuple[int, int] | None = None,
                   workdir: Path | None = None,
                   max_grace_period: float | None = None) -> Iterator[tuple[LocalCluster, Kube, Kubectl]]:
-    """A started local cluster (kubelet on; controller as asked), reached over HTTP by the client and kubectl."""
+    """A started local cluster (kubelet on; controller as asked), reached over HTTP by the client and kubectl.
+
+    ``tmp_path`` is opened to every user: containers run as nobody in the pod sandbox (when the tests run as root)
+    and start in it, or write the markers tests read there."""
+    tmp_path.chmod(0o777)
     kubelet = KubeletOptions(workdir=str(workdir or tmp_path), backoff_initial=backoff, stop_grace=1.0)
     if max_grace_period is not None:
         kubelet = replace(kubelet, max_grace_period=max_grace_period)
@@ -90,6 +94,24 @@ def pid_alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (FileNotFoundError, IndexError):
         return False
+
+
+#: A line of Python for a container's script: the PID namespace it runs in, as ``/proc/<pid>/ns/pid`` names it on
+#: the host too (``pid:[4026532291]``), so that a test can find every process of the container from outside.
+PID_NAMESPACE = "os.readlink('/proc/self/ns/pid')"
+
+
+def namespace_processes(pid_namespace: str) -> list[int]:
+    """Host pids of every live (not zombie) process in ``pid_namespace`` (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/ns/pid") == pid_namespace and pid_alive(int(entry)):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
 
 
 assert sys.executable  # the kubelet's PATH starts with this interpreter's folder

@@ -241,6 +241,7 @@ def test_deleting_the_mxjob_kills_its_processes(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_local_up_runs_a_job_and_leaves_no_process_when_it_stops(tmp_path, sig):
     kubeconfig, output = tmp_path / "kubeconfig", tmp_path / "local-up.log"
+    tmp_path.chmod(0o777)   # the containers' working directory: they run as nobody
     with open(output, "w") as out:
         up = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--port", "0",
                                "--kubeconfig-out", str(kubeconfig)], stdout=out, stderr=subprocess.STDOUT,

@@ -20,6 +20,7 @@ from tests.local_support import (
     group_alive,
     group_of,
     local_cluster,
+    namespace_processes,
     pid_alive,
     pod_path,
     script_pod,
@@ -137,7 +138,7 @@ child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
                           "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
                           "print(g.pid, flush=True); time.sleep(300)"], stdout=subprocess.PIPE, text=True)
 grandchild = int(child.stdout.readline())
-pathlib.Path({pids!r}).write_text(f"{{os.getpid()}} {{child.pid}} {{grandchild}}")
+pathlib.Path({pids!r}).write_text(os.readlink('/proc/self/ns/pid'))
 print("tree up", flush=True)
 time.sleep(300)
 """
@@ -152,14 +153,17 @@ def test_graceful_deletion_kills_the_whole_process_tree(local, tmp_path, ignores
     body["spec"]["terminationGracePeriodSeconds"] = 1
     assert kube.post(PODS, body).ok
     wait_for(pids_file.exists, timeout=20, what="the process tree")
-    pids = [int(p) for p in pids_file.read_text().split()]
-    assert all(pid_alive(p) for p in pids)
+    namespace = pids_file.read_text()
+    assert namespace != os.readlink("/proc/self/ns/pid"), "the container has a PID namespace of its own"
+    pids = namespace_processes(namespace)
+    assert len(pids) >= 4, "the sandbox's init, the container's process, its child and grandchild"
     pgid = group_of(wait_phase(kube, "tree", "Running"))
     started = time.monotonic()
     assert kube.delete(pod_path("tree")).ok
     wait_for(lambda: kube.get(pod_path("tree")).status == 404, timeout=20, what="the pod removed")
     took = time.monotonic() - started
     assert not any(pid_alive(p) for p in pids) and not group_alive(pgid)
+    assert namespace_processes(namespace) == []
     if ignores_sigterm:
         assert took >= 1.0, "SIGKILL came before the grace period ended"
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.local_support import group_alive, pid_alive
+from tests.local_support import PID_NAMESPACE, namespace_processes, pid_alive
 from tests.run_process import clean_env
 from tests.support import wait_for
 
@@ -36,10 +36,15 @@ def local_run(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.
                           capture_output=True, text=True, timeout=timeout, check=False, env=clean_env())
 
 
-def digits_job(tmp_path: Path, **env: str) -> Path:
-    """The example with extra environment on its workers, written to a file of the test's own."""
+def digits_job(tmp_path: Path, *, in_tmp_path: bool = False, **env: str) -> Path:
+    """The example with extra environment on its workers, written to a file of the test's own. ``in_tmp_path``: the
+    workers start in ``tmp_path`` (opened to every user), the one folder of the test a sandboxed container sees."""
     job = yaml.safe_load(DIGITS.read_text())
     container = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    if in_tmp_path:
+        tmp_path.chmod(0o777)
+        container["workingDir"] = str(tmp_path)
+        container["command"] = [str(ROOT / a) if a.startswith("examples/") else a for a in container["command"]]
     container["env"] = [e for e in container.get("env", []) if e["name"] not in env] + \
         [{"name": k, "value": v} for k, v in env.items()]
     path = tmp_path / "job.yaml"
@@ -75,8 +80,8 @@ def test_a_worker_that_exits_1_fails_the_job_and_is_named(tmp_path):
 
 def test_exit_code_policy_restarts_a_killed_worker_and_the_job_succeeds(tmp_path):
     marker = tmp_path / "crashed-once"
-    run = local_run("--logs", "--timeout", "240", str(digits_job(tmp_path, CRASH_ONCE_MARKER=str(marker), EPOCHS="3",
-                                                                  MIN_ACCURACY="0.8")))
+    job = digits_job(tmp_path, in_tmp_path=True, CRASH_ONCE_MARKER=str(marker), EPOCHS="3", MIN_ACCURACY="0.8")
+    run = local_run("--logs", "--timeout", "240", str(job))
     assert run.returncode == 0, run.stdout + run.stderr
     assert marker.exists(), "the worker never crashed"
     crashed = run.stdout.index("[mxnet-digits-worker-0] worker 0 kills itself with SIGKILL (CRASH_ONCE_MARKER)")
@@ -228,13 +233,15 @@ def test_a_generic_job_failed_by_its_rule_names_the_rule_and_the_pod(tmp_path):
 
 
 def sleeper_job(tmp_path: Path) -> Path:
-    """Two pods that start a child each and record both pids, then sleep."""
+    """Two pods that start a child each and record their PID namespace in ``tmp_path``, then sleep."""
+    tmp_path.chmod(0o777)
     script = ("import os, subprocess, sys, time, pathlib\n"
               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
-              f"pathlib.Path({str(tmp_path)!r}, os.environ['HOSTNAME']).write_text(f'{{os.getpid()}} {{child.pid}}')\n"
+              f"pathlib.Path(os.environ['HOSTNAME']).write_text({PID_NAMESPACE})\n"
               "time.sleep(300)\n")
     replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
-        {"name": "mxnet", "image": "python:3.11-slim", "command": ["python", "-c", script]}]}}}
+        {"name": "mxnet", "image": "python:3.11-slim", "command": ["python", "-c", script],
+         "workingDir": str(tmp_path)}]}}}
     job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "sleepy"},
            "spec": {"mxReplicaSpecs": {"Scheduler": replica, "Worker": replica}}}
     path = tmp_path / "sleepy.json"
@@ -243,8 +250,14 @@ def sleeper_job(tmp_path: Path) -> Path:
 
 
 def recorded_pids(tmp_path: Path) -> list[int]:
-    return [int(p) for name in ("sleepy-scheduler-0", "sleepy-worker-0") if (tmp_path / name).exists()
-            for p in (tmp_path / name).read_text().split()]
+    """Every process of the two pods, found by the PID namespaces they recorded."""
+    return [p for name in ("sleepy-scheduler-0", "sleepy-worker-0") if (tmp_path / name).exists()
+            for p in namespace_processes((tmp_path / name).read_text())]
+
+
+def recorded_namespaces(tmp_path: Path) -> list[str]:
+    return [(tmp_path / name).read_text() for name in ("sleepy-scheduler-0", "sleepy-worker-0")
+            if (tmp_path / name).exists()]
 
 
 def test_a_container_without_a_command_fails_its_job_in_seconds_saying_why():
@@ -265,25 +278,25 @@ def test_timeout_exits_124_and_stops_everything(tmp_path):
     assert run.returncode == 124, run.stdout + run.stderr
     assert "timed out after 4s: not finished: default/sleepy (Running)" in run.stdout
     assert time.monotonic() - started < 60
-    pids = recorded_pids(tmp_path)
-    assert len(pids) == 4 and not any(pid_alive(p) for p in pids)
+    namespaces = recorded_namespaces(tmp_path)
+    assert len(namespaces) == 2 and not any(namespace_processes(ns) for ns in namespaces)
 
 
 def test_ctrl_c_exits_130_with_no_orphans(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "run", str(sleeper_job(tmp_path))],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
     try:
-        wait_for(lambda: len(recorded_pids(tmp_path)) == 4 or proc.poll() is not None, timeout=60,
+        wait_for(lambda: len(recorded_namespaces(tmp_path)) == 2 or proc.poll() is not None, timeout=60,
                  what="both pods running")
         pids = recorded_pids(tmp_path)
-        assert all(pid_alive(p) for p in pids)
+        assert len(pids) >= 6 and all(pid_alive(p) for p in pids)   # in each pod: init, script, its child
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err
     assert "interrupted" in out
     assert not any(pid_alive(p) for p in pids)
-    assert not any(group_alive(p) for p in pids[::2])
+    assert not any(namespace_processes(ns) for ns in recorded_namespaces(tmp_path))
 
 
 @pytest.mark.parametrize(("args", "code", "says"), [

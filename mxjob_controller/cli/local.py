@@ -107,12 +107,21 @@ def local() -> None:
 @click.option("--token-dir", default=None, type=click.Path(file_okay=False),
               help="Where --serviceaccount's files go: `mxjob-controller run` reads them with "
                    "MXJOB_SERVICE_ACCOUNT_DIR set to it and KUBERNETES_SERVICE_HOST/PORT set, as in a pod.")
+@click.option("--sandbox/--no-sandbox", default=True, show_default=True,
+              help="Run each container in the pod sandbox (own PID and mount namespaces, private /tmp, the cluster's "
+                   "files hidden, cgroup limits); --no-sandbox: plain processes (machines without namespaces).")
+@click.option("--pod-max-pids", default=4096, show_default=True, type=int,
+              help="Processes and threads a pod may have (cgroup pids limit; 0: unlimited).")
+@click.option("--container-user", default=None, metavar="UID[:GID]", callback=lambda _c, _p, v: _parse_user(v),
+              help="The user containers run as when their securityContext names none (as an image's USER).  "
+                   "[default: 65534:65534 (nobody) when run as root, else your own]")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, request_timeout: float, max_requests_inflight: int,
        max_mutating_requests_inflight: int, kubelet_mode: str, controller: bool, webhooks: bool, threadiness: int,
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
-       authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None) -> None:
+       authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None, sandbox: bool,
+       pod_max_pids: int, container_user: tuple[int, int] | None) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
     MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
     machine."""
@@ -136,7 +145,9 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         threadiness=threadiness,
         job_ports=job_ports,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
-                                       backoff_initial=crashloop_backoff)))
+                                       backoff_initial=crashloop_backoff, sandbox=sandbox,
+                                       pod_pids_limit=pod_max_pids, container_user=container_user,
+                                       private_paths=lambda: [p for p in (kubeconfig_out, token_dir) if p])))
     for rule in faults:
         cluster.server.faults.add(rule)
     cluster.server.faults.compact_every(compact_every)
@@ -154,6 +165,9 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         click.echo(f"Embedded Kubernetes API server listening on {cluster.server.url}"
                    + (f" (authorization: {cluster.server.options.authorization_mode})"
                       if cluster.server.admin_token else ""))
+        if cluster.kubelet is not None:
+            for line in cluster.kubelet.sandbox.report():
+                click.echo(line)
         click.echo(f"Kubeconfig written to {path}")
         click.echo(f"  export KUBECONFIG={Path(path).resolve()}")
         click.echo("  kubectl create -f examples/mxjob-dist-train.yaml && kubectl get mxjobs,pods")
@@ -182,6 +196,15 @@ def _parse_service_account(value: str | None) -> tuple[str, str] | None:
     if not sep or not namespace or not name or "/" in name:
         raise click.BadParameter(f"{value!r}: expected NAMESPACE/NAME", param_hint="--serviceaccount")
     return namespace, name
+
+
+def _parse_user(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    uid, _, gid = value.partition(":")
+    if not uid.isdigit() or (gid and not gid.isdigit()):
+        raise click.BadParameter(f"{value!r}: expected UID or UID:GID (numbers)", param_hint="--container-user")
+    return int(uid), int(gid or uid)
 
 
 def _parse_ports(value: str) -> tuple[int, int] | None:
@@ -216,8 +239,10 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
               help="Least severe level of the cluster's own log (on stderr).")
+@click.option("--sandbox/--no-sandbox", default=True, show_default=True,
+              help="Run each container in the pod sandbox (see `local up --help`).")
 def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
-              threadiness: int, log_level: str) -> None:
+              threadiness: int, log_level: str, sandbox: bool) -> None:
     """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
     for them.
 
@@ -232,7 +257,8 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubecon
         signal.signal(sig, lambda *_: interrupt.set())
     cluster = LocalCluster(ClusterOptions(
         threadiness=threadiness,
-        kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True)))
+        kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,
+                                       sandbox=sandbox)))
     try:
         code = _run_on(cluster, docs, kubeconfig_out, local_run.RunOptions(
             logs=logs, timeout=timeout, interactive=sys.stdout.isatty() and not logs), interrupt)

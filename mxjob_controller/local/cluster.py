@@ -19,8 +19,10 @@ webhook's rules), and MXJob ``v1alpha1`` served through the conversion webhook.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -105,7 +107,8 @@ class LocalCluster:
                     self.server.create(crd)
                     log.info("applied CRD %s", crd["metadata"]["name"])
             if self.options.kubelet:
-                self.kubelet = Kubelet(self._client("kubelet", -1.0, 1), self.options.kubelet_options).start()
+                kubelet_options = dataclasses.replace(self.options.kubelet_options, private_paths=self.private_paths)
+                self.kubelet = Kubelet(self._client("kubelet", -1.0, 1), kubelet_options).start()
                 self.server.rest.log_reader = self.kubelet.logs.read
             if self.options.controller:
                 self.controller = self._start_controller()
@@ -113,6 +116,18 @@ class LocalCluster:
             self.stop()
             raise
         return self
+
+    def private_paths(self) -> list[str]:
+        """The cluster's own files, which no pod may read: TLS material, kubeconfigs and token directories written,
+        the audit log, and whatever the kubelet's options add."""
+        paths = [str(p) for p in self.server.credential_files]
+        if self.server.ca_file:
+            paths.append(os.path.dirname(self.server.ca_file))
+        if self.server.options.audit_log:
+            paths.append(os.path.abspath(self.server.options.audit_log))
+        if self._certificate is not None:
+            paths.append(str(self._certificate.material.directory))
+        return paths + [str(p) for p in self.options.kubelet_options.private_paths()]
 
     def client(self, component: str) -> Client:
         """A client of this cluster's API server for ``component`` (closed by stop())."""

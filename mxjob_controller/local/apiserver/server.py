@@ -136,6 +136,7 @@ class ServerOptions:
 class APIServer:
     def __init__(self, options: ServerOptions | None = None) -> None:
         self.options = options or ServerOptions()
+        self.credential_files: list[Path] = []   # kubeconfigs and token directories written: no pod may read them
         self.registry = Registry()
         self.registry.add(*builtin.BUILTIN_TYPES, *REVIEW_TYPES)
         self.store = Store(StoreOptions(self.options.history_events, self.options.history_age,
@@ -358,6 +359,7 @@ class APIServer:
                               token=token or self.admin_token)
 
     def write_kubeconfig(self, path: str | Path, namespace: str = "default", token: str | None = None) -> Path:
+        self.credential_files.append(Path(path).absolute())
         return write_kubeconfig(path, self.kubeconfig(namespace, token))
 
     def client_config(self, token: str | None = None, **overrides: Any) -> ClientConfig:
@@ -381,6 +383,7 @@ class APIServer:
     def write_token_dir(self, directory: str | Path, namespace: str, name: str) -> Path:
         """``token``, ``ca.crt`` and ``namespace`` in ``directory``, as a pod's service-account volume (TLS only); the
         token is renewed when its ServiceAccount is deleted and created again (``token_dirs.py``)."""
+        self.credential_files.append(Path(directory).absolute())
         return self.token_dirs.write(directory, namespace, name)
 
     # --- webhooks --------------------------------------------------------------------------------------

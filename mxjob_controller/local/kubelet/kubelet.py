@@ -38,9 +38,11 @@ from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.pod_worker import PodWorker
 from mxjob_controller.local.kubelet.runtime import Reaper, kill_groups
+from mxjob_controller.local.kubelet.sandbox import Sandbox, SandboxConfig
 from mxjob_controller.runtime.cache_keys import DeletedFinalStateUnknown
 from mxjob_controller.runtime.client import (
     CONFIGMAPS,
+    EVENTS,
     NODES,
     PODS,
     SECRETS,
@@ -73,6 +75,8 @@ class Kubelet:
         # Events about pods (Failed, GracePeriodCapped) go through a client of their own, as the kubelet's
         # --event-qps client: a flood of them never delays status writes.
         self.events = EventRecorder(client.sibling(None), component="kubelet", host=options.node_name)
+        self.sandbox = Sandbox(SandboxConfig(options.sandbox, options.container_user, options.pod_pids_limit,
+                                             lambda: (str(self.logs.root), *options.private_paths())))
         self.stopping = threading.Event()
         self.allocatable = {"cpu": str(os.cpu_count() or 1), "memory": f"{_memory_kib()}Ki", "pods": "110"}
         self.addresses = PodAddresses()
@@ -89,6 +93,7 @@ class Kubelet:
 
     def start(self) -> Kubelet:
         self._register_node()
+        self._report_sandbox()
         self.reaper.start()
         self.events.start()
         self._pods.start()
@@ -124,6 +129,7 @@ class Kubelet:
             alive.append("kubelet-reaper")
         self.events.stop(max(0.1, end - time.monotonic()))   # what it could not write is logged, not fatal
         self.events.client.close()
+        self.sandbox.close()
         if self._own_root:
             shutil.rmtree(self.logs.root, ignore_errors=True)
         if alive:
@@ -135,6 +141,7 @@ class Kubelet:
             if self._workers.get(worker.uid) is worker:
                 del self._workers[worker.uid]
             self._finished.add(worker.uid)
+        self.sandbox.pod_ended(worker.uid)
 
     # --- what workers ask -------------------------------------------------------------------------------------
 
@@ -277,6 +284,33 @@ class Kubelet:
             current = self.client.get(NODES, self.options.node_name, timeout=10, deadline=20)
             current["status"] = node["status"]
             self.client.update_status(NODES, current, timeout=10, deadline=20)
+
+
+    def _report_sandbox(self) -> None:
+        """Say once, in the log and as a Warning event on the node, what the sandbox cannot enforce here."""
+        missing = self.sandbox.unenforced
+        if not self.sandbox.namespaces:
+            log.warning("pod sandbox off: %s", self.sandbox.why_not)
+        elif missing:
+            log.warning("resource limits not enforced: %s", "; ".join(f"{c}: {why}" for c, why in missing.items()))
+        if not missing:
+            return
+        reason = "SandboxDisabled" if not self.sandbox.namespaces else "ResourceLimitsNotEnforced"
+        message = f"pod sandbox off ({self.sandbox.why_not}): containers are not isolated and " \
+                  "resources.limits are not enforced" if not self.sandbox.namespaces else \
+            "not enforced on this node: " + "; ".join(f"{c} ({why})" for c, why in missing.items())
+        now = now_rfc3339()
+        name = self.options.node_name
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": "default"},
+                 "involvedObject": {"kind": "Node", "name": name, "uid": name, "apiVersion": "v1"},
+                 "reason": reason, "message": message, "type": "Warning", "count": 1,
+                 "source": {"component": "kubelet", "host": name}, "firstTimestamp": now, "lastTimestamp": now,
+                 "reportingComponent": "kubelet", "reportingInstance": name}
+        try:
+            self.client.create(EVENTS, event, "default", timeout=10, deadline=15)
+        except (ApiError, TransportError) as e:
+            log.warning("recording the node's %s event failed: %s", reason, e)
 
 
 def node_object(name: str, allocatable: dict[str, str]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ without the workers importing the kubelet that creates them."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,3 +21,7 @@ class KubeletOptions:
     stop_grace: float = 2.0                           # seconds containers get after SIGTERM when the kubelet stops
     max_grace_period: float = 3600.0                  # the longest a deleted pod's containers get after SIGTERM
     keep_logs: bool = False                           # keep the logs of removed pods until stop() (local run)
+    sandbox: bool = True                              # each container in the pod sandbox (sandbox.py)
+    container_user: tuple[int, int] | None = None     # uid, gid without runAsUser; None: nobody if root, else ours
+    pod_pids_limit: int = 4096                        # processes (threads) per pod; <= 0: unlimited
+    private_paths: Callable[[], Iterable[str]] = lambda: ()   # the cluster's own files: hidden from containers

@@ -49,6 +49,7 @@ from mxjob_controller.local.kubelet.container_env import (
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, Reaper, terminate_groups
+from mxjob_controller.local.kubelet.sandbox import Sandbox
 from mxjob_controller.runtime.cache_keys import controller_uid_index
 from mxjob_controller.runtime.client import PODS, Client, KubeError, NotFound
 from mxjob_controller.runtime.events import WARNING, EventRecorder, ObjectReference
@@ -74,6 +75,7 @@ class Node(Protocol):
     logs: LogStore
     reaper: Reaper
     events: EventRecorder
+    sandbox: Sandbox
     stopping: threading.Event
     allocatable: dict[str, str]
 
@@ -132,6 +134,7 @@ class PodWorker:
         self.pod_ip = kubelet.pod_address(self.namespace, self.name)
         self._written: dict[str, Any] | None = None
         self._reason = self._message = ""
+        self._instances = 0                  # container instances started: each gets cgroups of its own
         self.thread = threading.Thread(target=self._run, name=f"kubelet-pod-{self.namespace}/{self.name}", daemon=True)
 
     # --- told by the kubelet --------------------------------------------------------------------------------
@@ -242,6 +245,11 @@ class PodWorker:
                                 service_address=self.kubelet.service_resolver(self.namespace), pod_ip=self.pod_ip,
                                 node_allocatable=self.kubelet.allocatable)
             argv = container_argv(slot.spec, env)
+            cwd = slot.spec.get("workingDir") or ""
+            if not cwd or not self.kubelet.sandbox.usable_dir(cwd):
+                cwd = self.kubelet.options.workdir
+            self._instances += 1
+            spec, user, cgroup = self.kubelet.sandbox.prepare(pod, slot.spec, self._instances, argv, env, cwd)
         except KubeError as e:  # reading a ConfigMap, Secret or the Services failed: try again soon
             log.warning("pod %s/%s: container %s: reading its configuration failed (%s): retrying", self.namespace,
                         self.name, slot.name, e)
@@ -261,18 +269,18 @@ class PodWorker:
             return
         slot.config_error = False
         self._new_instance(slot)
-        cwd = slot.spec.get("workingDir") or ""
-        if not cwd or not os.path.isdir(cwd):
-            cwd = self.kubelet.options.workdir
         path = self.kubelet.logs.path(self.uid, slot.name, slot.restart_count)
         self.kubelet.logs.prune(self.uid, slot.name, keep=_KEPT_INSTANCES - 1)
         started = now_rfc3339()
         owner_uid = "".join(controller_uid_index(self._pod))
         if self.kubelet.stopping.is_set():
+            self.kubelet.sandbox.container_ended(cgroup)
             return  # the kubelet is stopping: nothing new starts
         try:
-            proc = ContainerProcess(Launch(argv, env, cwd, path))
+            switch = (user.uid, user.gid, user.groups) if spec is None and user.uid != os.geteuid() else None
+            proc = ContainerProcess(Launch(argv, env, cwd, path, spec, switch, cgroup))
         except OSError as e:
+            self.kubelet.sandbox.container_ended(cgroup)
             # The runtime could not start the process (no such executable...): an instance that ended at once.
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch()
@@ -343,7 +351,9 @@ class PodWorker:
             return
         proc.signal_group(signal.SIGKILL)  # the container is over: whatever it left in its group goes with it
         started = (slot.state.get("running") or {}).get("startedAt") or rfc3339(proc.started)
-        slot.state = reported_status.terminated(code, started, rfc3339(proc.finished or time.time()), slot.container_id)
+        reason = "OOMKilled" if self.kubelet.sandbox.container_ended(proc.cgroup) else ""
+        slot.state = reported_status.terminated(code, started, rfc3339(proc.finished or time.time()), slot.container_id,
+                                                reason)
         # Recorded before any status reports it (logs.py: what `local run` prints of a failed job relies on it).
         self.kubelet.logs.ended(proc.log_path, slot.state["terminated"], stopped=self._terminating)
         slot.proc = None

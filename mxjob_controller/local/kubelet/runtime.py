@@ -1,4 +1,5 @@
-"""The local kubelet's container runtime: a container is a process group on this machine.
+"""The local kubelet's container runtime: a container is a process group on this machine, in the pod sandbox
+(``sandbox.py``: the group is then the sandbox's relay and init and the container's main process) or not.
 
 Guarantees:
 - every container runs in a session (and so a process group) of its own, whose id is its pid: a signal sent to the
@@ -22,6 +23,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from mxjob_controller.local.kubelet import sandbox
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +39,16 @@ def exit_code(returncode: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """What to run for one container instance."""
+    """What to run for one container instance: in the pod sandbox (``sandbox_spec``, see ``sandbox.py``), or as a
+    plain process group (as ``user``: uid, gid and groups, when that needs a switch)."""
 
     argv: Sequence[str]
     env: Mapping[str, str]
     cwd: str
     log_path: Path
+    sandbox_spec: dict[str, Any] | None = None
+    user: tuple[int, int, tuple[int, ...]] | None = None
+    cgroup: Any = None
 
 
 class ContainerProcess:
@@ -49,12 +57,18 @@ class ContainerProcess:
     def __init__(self, launch: Launch) -> None:
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(launch.log_path, "ab", buffering=0) as out:
-            # start_new_session: setsid() in the child, so the group can be signalled as a whole and a Ctrl-C
-            # meant for the local cluster's terminal never reaches the containers directly.
-            self._popen = subprocess.Popen(list(launch.argv), env=dict(launch.env), cwd=launch.cwd,
-                                           stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                           start_new_session=True, close_fds=True)
+            if launch.sandbox_spec is not None:
+                self._popen = sandbox.launch(launch.sandbox_spec, out)
+            else:
+                # start_new_session: setsid() in the child, so the group can be signalled as a whole and a Ctrl-C
+                # meant for the local cluster's terminal never reaches the containers directly.
+                user = {"user": launch.user[0], "group": launch.user[1], "extra_groups": list(launch.user[2])} \
+                    if launch.user is not None else {}
+                self._popen = subprocess.Popen(list(launch.argv), env=dict(launch.env), cwd=launch.cwd,
+                                               stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                               start_new_session=True, close_fds=True, **user)
         self.pid = self._popen.pid
+        self.cgroup = launch.cgroup
         self.log_path = launch.log_path
         self.started = time.time()
         self.finished: float | None = None

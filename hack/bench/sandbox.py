@@ -1,0 +1,133 @@
+"""The pod sandbox's cost and its CPU limit, on real processes of an in-process local cluster.
+
+- ``pod_start``: create → Succeeded of a ``python -c pass`` pod, one at a time, alternating between a cluster with the
+  sandbox and one without (``--no-sandbox``), so the machine's load weighs on both alike; the medians and their
+  difference (what the sandbox adds to a container's start);
+- ``cpu_limit``: a pod with ``limits.cpu: 500m`` spinning three threads, its cores used over a window read from
+  /proc (target: at most 0.6).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from hack.bench.common import Outcome
+from mxjob_controller.local.apiserver.server import ServerOptions
+from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
+from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.runtime.client import PODS, Client, NotFound
+
+TIMEOUT = 60.0
+
+
+def _pod(name: str, script: str, **container: object) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "main", "image": "python", "command": ["python", "-c", script],
+                                     **container}]}}
+
+
+def _cluster(workdir: str, sandbox: bool) -> LocalCluster:
+    return LocalCluster(ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
+                                       kubelet_options=KubeletOptions(workdir=workdir, sandbox=sandbox)))
+
+
+def _until(client: Client, name: str, phases: tuple[str, ...]) -> dict:
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        pod = client.get(PODS, name, "default")
+        if (pod.get("status") or {}).get("phase") in phases:
+            return pod
+        time.sleep(0.005)
+    raise RuntimeError(f"pod {name} did not reach {'/'.join(phases)}")
+
+
+def _one_start(client: Client, name: str) -> float:
+    started = time.monotonic()
+    client.create(PODS, _pod(name, "pass"), "default")
+    pod = _until(client, name, ("Succeeded", "Failed"))
+    took = time.monotonic() - started
+    if pod["status"]["phase"] != "Succeeded":
+        raise RuntimeError(f"pod {name} failed: {pod['status']}")
+    with contextlib.suppress(NotFound):
+        client.delete(PODS, name, "default", grace_period_seconds=0)
+    return took
+
+
+def bench_pod_start(full: bool) -> Outcome:
+    rounds = 30 if full else 12
+    with tempfile.TemporaryDirectory() as workdir:
+        os.chmod(workdir, 0o777)
+        with _cluster(workdir, True) as on, _cluster(workdir, False) as off:
+            clients = {"on": on.client("bench"), "off": off.client("bench")}
+            times: dict[str, list[float]] = {"on": [], "off": []}
+            for i in range(rounds + 2):
+                for mode, client in clients.items():
+                    took = _one_start(client, f"p{i}")
+                    if i >= 2:   # two warm-up rounds
+                        times[mode].append(took)
+    on_ms, off_ms = (statistics.median(times[m]) * 1e3 for m in ("on", "off"))
+    return Outcome([("pod start → Succeeded, sandbox on (median)", f"{on_ms:.0f} ms"),
+                    ("pod start → Succeeded, sandbox off (median)", f"{off_ms:.0f} ms"),
+                    ("the sandbox adds", f"{on_ms - off_ms:.0f} ms")],
+                   inputs={"rounds": rounds}, figures={"on_ms": on_ms, "off_ms": off_ms},
+                   ratios={"on_over_off": on_ms / off_ms})
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _namespace_pids(namespace: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def bench_cpu_limit(full: bool) -> Outcome:
+    window = 10.0 if full else 5.0
+    spin = ("import os, pathlib, threading\npathlib.Path('ns').write_text(os.readlink('/proc/self/ns/pid'))\n"
+            "def spin():\n    while True:\n        pass\n"
+            "for _ in range(2):\n    threading.Thread(target=spin, daemon=True).start()\nspin()\n")
+    with tempfile.TemporaryDirectory() as workdir:
+        os.chmod(workdir, 0o777)
+        with _cluster(workdir, True) as cluster:
+            client = cluster.client("bench")
+            client.create(PODS, _pod("spin", spin, resources={"limits": {"cpu": "500m"}}), "default")
+            marker = Path(workdir, "ns")
+            deadline = time.monotonic() + TIMEOUT
+            while not marker.exists():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the spinner did not start")
+                time.sleep(0.05)
+            pids = _namespace_pids(marker.read_text())
+            before, start = _cpu_seconds(pids), time.monotonic()
+            time.sleep(window)
+            cores = (_cpu_seconds(pids) - before) / (time.monotonic() - start)
+            enforced = cluster.kubelet is not None and cluster.kubelet.sandbox.cgroups is not None and \
+                "cpu" in cluster.kubelet.sandbox.cgroups.hierarchies
+    return Outcome([("limits.cpu 500m, 3 spinning threads: cores used", f"{cores:.2f}"),
+                    ("cpu cgroup writable here", "yes" if enforced else "no (not enforced)")],
+                   inputs={"window_s": window}, figures={"cores": cores},
+                   targets={"cores used <= 0.6 under limits.cpu 500m": cores <= 0.6 or not enforced})
+
+
+SANDBOX = {"pod_start": bench_pod_start, "cpu_limit": bench_cpu_limit}
