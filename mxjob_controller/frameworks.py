@@ -17,6 +17,7 @@ from typing import Any
 from mxjob_controller.core.framework import Framework
 from mxjob_controller.generic import api as generic_api
 from mxjob_controller.generic.crd import genericjob_crd
+from mxjob_controller.generic.defaults import admission_defaults as generic_defaults
 from mxjob_controller.generic.framework import GenericFramework
 from mxjob_controller.kubeflow_api.crd import rendered_files
 from mxjob_controller.mxnet import api as mx_api
@@ -38,12 +39,15 @@ class FrameworkEntry:
     crd_name: str                              # the CRD the controller needs: mxjobs.kubeflow.org
     framework: Callable[[], Framework]         # a fresh adapter
     crd: Callable[[], dict[str, Any]]          # the CRD object, as generated
+    defaults: Callable[[dict[str, Any]], dict[str, Any]]   # a job → a copy with what admission defaults written in
 
 
 FRAMEWORKS: dict[str, FrameworkEntry] = {
-    MXNET: FrameworkEntry(MXNET, mx_api.KIND, mx_api.CRD_NAME, MXNetFramework, mxjob_crd),
-    TENSORFLOW: FrameworkEntry(TENSORFLOW, tf_api.KIND, tf_api.CRD_NAME, TensorFlowFramework, tfjob_crd),
-    GENERIC: FrameworkEntry(GENERIC, generic_api.KIND, generic_api.CRD_NAME, GenericFramework, genericjob_crd),
+    MXNET: FrameworkEntry(MXNET, mx_api.KIND, mx_api.CRD_NAME, MXNetFramework, mxjob_crd, mx_api.admission_defaults),
+    TENSORFLOW: FrameworkEntry(TENSORFLOW, tf_api.KIND, tf_api.CRD_NAME, TensorFlowFramework, tfjob_crd,
+                               tf_api.admission_defaults),
+    GENERIC: FrameworkEntry(GENERIC, generic_api.KIND, generic_api.CRD_NAME, GenericFramework, genericjob_crd,
+                            generic_defaults),
 }
 #: What ``run`` reconciles unless told otherwise: MXJobs always (the project's own kind: a missing CRD is an
 #: error), TFJobs and GenericJobs where their CRDs are installed (else a warning).

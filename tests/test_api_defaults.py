@@ -90,16 +90,21 @@ def test_key_normalisation(keys: list[str], expected: list[str]) -> None:
 # --- cleanPodPolicy -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("spec", "inline", "nested"), [
-    ({}, "All", None),
+    # No run policy anywhere: training-operator's place, and runPolicy exists (the Kubeflow SDK needs it; issue 34).
+    ({}, None, "All"),
     ({"cleanPodPolicy": "None"}, "None", None),
     ({"runPolicy": {}}, None, "All"),
     ({"runPolicy": {"cleanPodPolicy": "Running"}}, None, "Running"),
     ({"cleanPodPolicy": "Running", "runPolicy": {"backoffLimit": 2}}, "Running", None),
+    # The older shape (run policy inline only): the default goes beside the user's fields.
+    ({"backoffLimit": 3}, "All", None),
+    ({"backoffLimit": 3, "runPolicy": {"suspend": False}}, None, "All"),
 ])
 def test_clean_pod_policy(spec: dict, inline: str | None, nested: str | None) -> None:
     out = apply_defaults(job({"Worker": rspec()}, **spec))["spec"]
     assert out.get("cleanPodPolicy") == inline
-    assert (out.get("runPolicy") or {}).get("cleanPodPolicy") == nested
+    assert isinstance(out["runPolicy"], dict)
+    assert out["runPolicy"].get("cleanPodPolicy") == nested
 
 
 def test_defaults_never_modify_the_input() -> None:

@@ -148,6 +148,52 @@ def test_logs_show_every_container_however_quickly_it_ran_and_its_pod_was_remove
         assert shown == ["quick-worker-0", "quick-worker-1"], run.stdout
 
 
+LOUD_FAILURE = "import sys\nfor i in range(1, 31):\n    print(f'line {i}', flush=True)\nsys.exit(4)\n"
+SLEEPER = "import time; time.sleep(120)"
+
+
+def failing_job(kind: str) -> dict[str, Any]:
+    """A job of ``kind`` whose worker 0 prints 30 lines and exits 4 while worker 1 sleeps, under a policy that
+    deletes every pod once it has failed: MXJob's default (no cleanPodPolicy given), TFJob's and GenericJob's
+    ``All``."""
+    def container(name: str) -> dict[str, Any]:
+        # worker 0 fails loudly, the others sleep until cleanPodPolicy stops them (stopped: not a failure)
+        script = f"import os\nexec({LOUD_FAILURE!r} if os.environ['HOSTNAME'].endswith('-0') else {SLEEPER!r})"
+        return {"name": name, "image": "python:3.11-slim", "command": ["python", "-c", script]}
+    template = {"spec": {"containers": [container({"MXJob": "mxnet", "TFJob": "tensorflow"}.get(kind, "main"))]}}
+    if kind == "MXJob":
+        spec: dict[str, Any] = {"mxReplicaSpecs": {"Worker": {"replicas": 2, "template": template}}}
+        return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": {"name": "loud"}, "spec": spec}
+    if kind == "TFJob":
+        spec = {"runPolicy": {"cleanPodPolicy": "All"}, "tfReplicaSpecs": {"Worker": {"replicas": 2,
+                                                                                      "template": template}}}
+        return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": {"name": "loud"}, "spec": spec}
+    spec = {"cleanUpPolicy": "All", "replicaSpecs": [{"type": "worker", "replicas": 2, "template": template,
+                                                      "restartPolicy": {"policy": "Never"}}],
+            "failureRules": [{"worker": [0]}]}
+    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": kind, "metadata": {"name": "loud"}, "spec": spec}
+
+
+@pytest.mark.parametrize(("kind", "runs"), [("MXJob", 2), ("TFJob", 1), ("GenericJob", 1)])
+def test_a_failed_containers_last_20_lines_are_printed_though_its_pod_was_deleted(tmp_path, kind, runs):
+    """Issue 34: the pods are deleted as soon as the job fails; the lines come from the kubelet's record of the
+    container's end, made before the failure could be seen, so every run prints them (no race with deletion)."""
+    path = tmp_path / "loud.json"
+    path.write_text(json.dumps(failing_job(kind)))
+    container = {"MXJob": "mxnet", "TFJob": "tensorflow"}.get(kind, "main")
+    for _ in range(runs):
+        run = local_run("--timeout", "120", str(path))
+        assert run.returncode == 1, run.stdout + run.stderr
+        lines = run.stdout.splitlines()
+        header = f"--- pod loud-worker-0 container {container} exited with 4 (Error); its last lines:"
+        assert header in lines, run.stdout
+        start = lines.index(header) + 1
+        assert lines[start:start + 20] == [f"[loud-worker-0] line {i}" for i in range(11, 31)], run.stdout
+        assert "[loud-worker-0] line 10" not in lines
+        assert not [line for line in lines if line.startswith("--- pod loud-worker-1")], \
+            "a container the kubelet stopped (cleanPodPolicy) did not fail: " + run.stdout
+
+
 def test_the_generic_job_examples_talk_over_their_substituted_service_hosts_and_succeed():
     run = local_run("--logs", "--timeout", "120", str(GENERIC / "rendezvous.yaml"),
                     str(GENERIC / "generic-example.yaml"))
@@ -259,16 +305,28 @@ def test_an_invalid_job_is_refused_with_the_field_named(tmp_path):
     assert "MXJob default/mxnet-digits:" in run.stderr and "spec.mxReplicaSpecs.Worker.replicas" in run.stderr
 
 
-def test_a_pod_belongs_to_the_job_that_controls_it_not_to_a_namesake_of_another_kind():
-    """An MXJob and a TFJob may share a name and namespace (and so the job-name label): a failure report names only
-    the failed job's pods."""
-    from mxjob_controller.local.run import JOB_RESOURCES, Job, _owner
+def test_a_failed_container_belongs_to_the_job_that_controls_it_not_to_a_namesake_of_another_kind(tmp_path):
+    """An MXJob and a TFJob may share a name and namespace (and so their pods' names): a failure report names only
+    the failed job's containers, by the uid of their pods' controller; of a pod recreated under its name only the
+    newest instance counts, and a container the kubelet stopped (its pod deleted) did not fail."""
+    from mxjob_controller.local.kubelet.logs import LogStore
 
-    def pod(kind: str, api_version: str = "kubeflow.org/v1") -> dict:
-        return {"metadata": {"name": "p", "namespace": "ns", "ownerReferences": [
-            {"apiVersion": api_version, "kind": kind, "name": "same", "uid": "u", "controller": True}]}}
+    store = LogStore(tmp_path)
 
-    assert _owner(pod("MXJob")) == Job(JOB_RESOURCES["MXJob"], "ns", "same")
-    assert _owner(pod("TFJob")) == Job(JOB_RESOURCES["TFJob"], "ns", "same")
-    assert _owner(pod("TFJob")) != _owner(pod("MXJob"))
-    assert _owner(pod("MXJob", "other.example/v1")) is None and _owner({"metadata": {}}) is None
+    def ran(pod_uid: str, owner: str, code: int, *, pod: str = "same-worker-0", stopped: bool = False) -> None:
+        path = store.path(pod_uid, "main", 0)
+        path.parent.mkdir(parents=True)
+        path.write_text(f"{pod_uid}\n")
+        store.started(path, "ns", pod, owner)
+        store.ended(path, {"exitCode": code, "reason": "Error" if code else "Completed"}, stopped=stopped)
+
+    ran("mx-pod", "mx-job", 4)
+    ran("tf-pod", "tf-job", 3)
+    ran("tf-pod-1", "tf-job", 143, pod="same-worker-1", stopped=True)
+    ran("mx-retry-old", "mx-job", 5, pod="same-worker-1")
+    ran("mx-retry-new", "mx-job", 0, pod="same-worker-1")
+    assert [(i.path.parent.parent.name, end.terminated["exitCode"]) for i, end in store.failed("mx-job")] == [
+        ("mx-pod", 4)]
+    assert [(i.path.parent.parent.name, end.terminated["exitCode"]) for i, end in store.failed("tf-job")] == [
+        ("tf-pod", 3)]
+    assert store.failed("") == [] and store.failed("other") == []

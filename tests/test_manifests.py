@@ -279,6 +279,16 @@ def test_the_webhook_overlay_wires_service_configuration_crd_certificate_and_dep
     assert [w["clientConfig"]["service"]["path"] for w in configuration["webhooks"]] == [
         "/validate-kubeflow-org-v1-mxjob", "/validate-kubeflow-org-v1-tfjob",
         "/validate-batch-tensorstack-dev-v1beta1-genericjob"]
+    defaulter = find(docs, "MutatingWebhookConfiguration", "mxjob-controller-defaulter")
+    assert defaulter["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == injected
+    assert [(w["clientConfig"]["service"]["name"], w["clientConfig"]["service"]["namespace"],
+             w["clientConfig"]["service"]["path"]) for w in defaulter["webhooks"]] == [
+        (service["metadata"]["name"], INSTALL_NAMESPACE, path) for path in (
+            "/mutate-kubeflow-org-v1-mxjob", "/mutate-kubeflow-org-v1-tfjob",
+            "/mutate-batch-tensorstack-dev-v1beta1-genericjob")]
+    # v1alpha1 reaches the defaulter converted to v1 (matchPolicy Equivalent): it names the kind's own versions.
+    assert defaulter["webhooks"][0]["rules"][0]["apiVersions"] == ["v1", "v1beta1"]
+    assert {w["matchPolicy"] for w in defaulter["webhooks"]} == {"Equivalent"}
     assert [v["name"] for v in crd["spec"]["versions"]] == ["v1", "v1beta1", "v1alpha1"]
     assert [v["name"] for v in crd["spec"]["versions"] if v["storage"]] == ["v1"]
     conversion = crd["spec"]["conversion"]
@@ -292,4 +302,4 @@ def test_the_install_without_the_webhook_component_serves_no_v1alpha1_and_calls_
     crd = find(docs, "CustomResourceDefinition", "mxjobs.kubeflow.org")
     assert [v["name"] for v in crd["spec"]["versions"]] == ["v1", "v1beta1"]
     assert crd["spec"]["conversion"] == {"strategy": "None"}
-    assert not [d for d in docs if d["kind"] == "ValidatingWebhookConfiguration"]
+    assert not [d for d in docs if d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")]

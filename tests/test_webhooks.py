@@ -1,10 +1,12 @@
 """The webhook server ``run`` serves, over real HTTPS: admission reviews for MXJob, TFJob and GenericJob (every field
-error at once, kube's 422 wording; updates that leave the spec alone pass), conversion reviews (order, count, uid,
+error at once, kube's 422 wording; updates that leave the spec alone pass), defaulting reviews (the defaults as a
+JSON patch, the 2019 shape kept), conversion reviews (order, count, uid,
 a failed batch), malformed requests (400/411/413/415), a rotated certificate served without a restart, metrics; and
 ``run --webhook-bind-address`` starting it (and refusing to start without a certificate)."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import http.client
 import json
@@ -17,10 +19,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from mxjob_controller.local.apiserver.json_patch import apply_json_patch
 from mxjob_controller.runtime.tls import TLSMaterial
 from mxjob_controller.webhooks import admission
 from mxjob_controller.webhooks.certs import CertificateError, CertificateFiles, SelfSignedCertificate
-from mxjob_controller.webhooks.server import CONVERT_PATH, WebhookServer, job_kinds, validate_path
+from mxjob_controller.webhooks.server import CONVERT_PATH, WebhookServer, job_kinds, mutate_path, validate_path
 from tests.generic_support import genericjob, replica
 from tests.reconciler_support import mxjob
 from tests.run_process import LOCAL_PORTS, RunProcess, install_crds
@@ -30,6 +33,9 @@ from tests.tensorflow_support import tfjob
 MXJOB_PATH = validate_path("kubeflow.org", "v1", "MXJob")
 TFJOB_PATH = validate_path("kubeflow.org", "v1", "TFJob")
 GENERICJOB_PATH = validate_path("batch.tensorstack.dev", "v1beta1", "GenericJob")
+MUTATE_PATHS = [mutate_path("kubeflow.org", "v1", "MXJob"), mutate_path("kubeflow.org", "v1", "TFJob"),
+                mutate_path("batch.tensorstack.dev", "v1beta1", "GenericJob")]
+CLOUD_API = os.path.join(os.path.dirname(__file__), "..", "examples", "cloud-api")
 FRAMEWORKS = ("mxnet", "tensorflow", "generic")
 
 
@@ -154,6 +160,81 @@ def test_the_v1beta1_review_is_answered_in_kind():
     review["apiVersion"] = "admission.k8s.io/v1beta1"
     reply = admission.review(review, job_kinds(FRAMEWORKS))
     assert reply["apiVersion"] == "admission.k8s.io/v1beta1" and reply["response"]["allowed"] is False
+
+
+# --- defaulting ----------------------------------------------------------------------------------------------
+
+def defaulted(server: WebhookServer, ca_pem: bytes, path: str, obj: dict[str, Any],
+              operation: str = "CREATE") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the webhook's response, ``obj`` with its JSON patch applied as the API server applies it)."""
+    status, reply = post(server, ca_pem, path, admission_review(obj, operation, copy.deepcopy(obj)
+                                                                 if operation == "UPDATE" else None))
+    assert status == 200 and reply["response"]["allowed"] is True
+    response = reply["response"]
+    if "patch" not in response:
+        return response, obj
+    assert response["patchType"] == "JSONPatch"
+    return response, apply_json_patch(copy.deepcopy(obj), json.loads(base64.b64decode(response["patch"])))
+
+
+def test_an_mxjob_gets_training_operators_defaults_and_keeps_its_keys(server, certificate):
+    job = mxjob("d", worker=2)
+    job["spec"]["mxReplicaSpecs"] = {"worker": {"template": job["spec"]["mxReplicaSpecs"]["Worker"]["template"]}}
+    _, out = defaulted(server, certificate.material.ca_pem, MUTATE_PATHS[0], job)
+    assert out["spec"]["runPolicy"] == {"cleanPodPolicy": "All"}
+    worker = out["spec"]["mxReplicaSpecs"]["worker"]   # the user's key: a later merge patch of it still applies
+    assert (worker["replicas"], worker["restartPolicy"]) == (1, "Never")
+    assert {"name": "mxjob-port", "containerPort": 9091} in worker["template"]["spec"]["containers"][0]["ports"]
+    assert out["metadata"] == job["metadata"]
+    again, same = defaulted(server, certificate.material.ca_pem, MUTATE_PATHS[0], out, "UPDATE")
+    assert "patch" not in again and same == out, "defaulting a defaulted job changes nothing"
+
+
+def test_a_users_choices_are_kept(server, certificate):
+    job = mxjob("d", restart_policy="OnFailure", runPolicy={"cleanPodPolicy": "None", "backoffLimit": 2})
+    job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "mxjob-port", "containerPort": 9999}]
+    _, out = defaulted(server, certificate.material.ca_pem, MUTATE_PATHS[0], job)
+    assert out["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "backoffLimit": 2}
+    assert out["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] == "OnFailure"
+    assert out["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"name": "mxjob-port", "containerPort": 9999}]
+
+
+def test_the_vendors_2019_tfjob_keeps_its_shape(server, certificate):
+    with open(os.path.join(CLOUD_API, "create-tfjob.json")) as f:
+        job = json.load(f)
+    _, out = defaulted(server, certificate.material.ca_pem, MUTATE_PATHS[1], job)
+    spec = out["spec"]
+    assert spec["backoffLimit"] == job["spec"]["backoffLimit"] == 6
+    assert spec["cleanPodPolicy"] == "Running", "beside the inline fields, where a merge patch of them goes"
+    assert spec["runPolicy"] == {} and spec["successPolicy"] == ""
+    assert list(spec["tfReplicaSpecs"]) == list(job["spec"]["tfReplicaSpecs"]) == ["Ps", "Worker"]
+    for replica_spec in spec["tfReplicaSpecs"].values():
+        assert replica_spec["restartPolicy"] == "Never", "what the controller runs, not the template's OnFailure"
+        assert replica_spec["template"]["spec"]["containers"][0]["ports"] == [
+            {"containerPort": 2222, "name": "tfjob-port"}]
+
+
+def test_a_genericjob_gets_t9ks_defaults(server, certificate):
+    job = genericjob("g", "default", replica("worker", None), scheduler={"t9kScheduler": {"queue": "q"}})
+    _, out = defaulted(server, certificate.material.ca_pem, MUTATE_PATHS[2], job)
+    assert out["spec"]["cleanUpPolicy"] == "None"
+    assert out["spec"]["replicaSpecs"][0]["replicas"] == 1
+    assert out["spec"]["replicaSpecs"][0]["restartPolicy"] == {"policy": "OnFailure", "limit": 0}
+    assert out["spec"]["scheduler"] == {"t9kScheduler": {"queue": "q", "priority": 0}}
+
+
+def test_defaulting_leaves_deletes_and_v1alpha1_alone(server, certificate):
+    review = admission_review(mxjob("x"), "DELETE")
+    review["request"]["oldObject"], review["request"]["object"] = review["request"]["object"], None
+    _status, reply = post(server, certificate.material.ca_pem, MUTATE_PATHS[0], review)
+    assert reply["response"] == {"uid": review["request"]["uid"], "allowed": True}
+    alpha = {"apiVersion": "kubeflow.org/v1alpha1", "kind": "MXJob", "metadata": {"name": "a"},
+             "spec": {"replicaSpecs": [{"replicas": 1, "template": {"spec": {"containers": [
+                 {"name": "mxnet", "image": "x"}]}}}]}}
+    response, out = defaulted(server, certificate.material.ca_pem, MUTATE_PATHS[0], alpha)
+    assert "patch" not in response and out == alpha
 
 
 @pytest.mark.parametrize(("raw", "content_type", "expected"), [
@@ -307,7 +388,8 @@ def test_run_serves_the_webhooks_with_the_mounted_certificate(apiserver, kubecon
             finally:
                 conn.close()
             assert reply["response"]["allowed"] is False
-            assert sorted(serving["paths"]) == sorted([MXJOB_PATH, TFJOB_PATH, GENERICJOB_PATH, CONVERT_PATH])
+            assert sorted(serving["paths"]) == sorted([MXJOB_PATH, TFJOB_PATH, GENERICJOB_PATH, CONVERT_PATH,
+                                                       *MUTATE_PATHS])
             assert proc.stop()[0] == 0
     finally:
         material.close()

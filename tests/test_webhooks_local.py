@@ -1,8 +1,10 @@
 """The webhooks as a user meets them on the local cluster (``local up`` wires them by default), with real kubectl:
 each invalid job refused at ``kubectl create`` with every field error; valid jobs unaffected; with the webhook down,
 ``failurePolicy: Fail`` refuses with kube's message and ``Ignore`` lets the job through to the controller, which marks
-it Failed; the seed's MXJob ``v1alpha1`` created, read back as ``v1alpha1`` and as ``v1``, reconciled to the same
-pods and env as its ``v1`` equivalent, and round-tripping without loss."""
+it Failed; every job stored with its defaults (``kubectl get -o yaml`` shows what the controller does), the 2019
+shape kept, and without the webhooks stored as written but run the same; the seed's MXJob ``v1alpha1`` created,
+read back as ``v1alpha1`` and as ``v1``, reconciled to the same pods and env as its ``v1`` equivalent, and
+round-tripping without loss."""
 
 from __future__ import annotations
 
@@ -90,6 +92,85 @@ def test_valid_jobs_are_unaffected(cluster: Cluster):
     as_v1 = cluster.kubectl.json("get", "mxjob", "example-dist-job")["spec"]["mxReplicaSpecs"]
     assert [spec["template"]["spec"]["containers"][0].get("ports") for spec in as_v1.values()] == [
         [{"name": "mxjob-port", "containerPort": 9000}], None, None]
+
+
+def replica_defaults(specs: dict[str, Any], container: str, port_name: str) -> list[tuple[Any, ...]]:
+    """Per replica: (replicas, restartPolicy, the framework container's port names)."""
+    out = []
+    for spec in specs.values():
+        [main] = [c for c in spec["template"]["spec"]["containers"] if c["name"] == container]
+        out.append((spec.get("replicas"), spec.get("restartPolicy"),
+                    [p["name"] for p in main.get("ports") or () if p["name"] == port_name]))
+    return out
+
+
+def without_defaults(example: str, tmp_path: Path) -> tuple[Path, str]:
+    """An example with every defaulted field left out (replicas, restartPolicy, clean-up policies; a GenericJob's
+    rules, which name ranks): its path and name."""
+    job = yaml.safe_load((ROOT / "examples" / example).read_text())
+    spec = job["spec"]
+    for key in ("cleanUpPolicy", "cleanPodPolicy", "runPolicy", "successRules", "failureRules"):
+        spec.pop(key, None)
+    replicas = spec.get("replicaSpecs") or list(spec.get("mxReplicaSpecs", spec.get("tfReplicaSpecs", {})).values())
+    for replica in replicas:
+        replica.pop("replicas", None), replica.pop("restartPolicy", None)
+    path = tmp_path / example.replace("/", "-")
+    path.write_text(yaml.safe_dump(job))
+    return path, job["metadata"]["name"]
+
+
+def test_jobs_read_back_with_the_defaults_the_controller_applies(cluster: Cluster, tmp_path: Path):
+    names = {}
+    for kind, example in (("mxjob", "mxjob-single-worker.yaml"), ("tfjob", "tensorflow/tfjob-dist.yaml"),
+                          ("gj", "generic/rendezvous.yaml")):
+        path, names[kind] = without_defaults(example, tmp_path)
+        cluster.kubectl.ok("create", "-f", str(path))
+    cluster.kubectl.ok("create", "-f", str(SEED))
+    mx = cluster.kubectl.json("get", "mxjob", names["mxjob"])["spec"]
+    assert mx["runPolicy"] == {"cleanPodPolicy": "All"}
+    assert replica_defaults(mx["mxReplicaSpecs"], "mxnet", "mxjob-port") == [
+        (1, "Never", ["mxjob-port"])] * len(mx["mxReplicaSpecs"])
+    tf = cluster.kubectl.json("get", "tfjob", names["tfjob"])["spec"]
+    assert (tf["runPolicy"], tf["successPolicy"]) == ({"cleanPodPolicy": "Running"}, "")
+    assert replica_defaults(tf["tfReplicaSpecs"], "tensorflow", "tfjob-port") == [
+        (1, "Never", ["tfjob-port"])] * len(tf["tfReplicaSpecs"])
+    gj = cluster.kubectl.json("get", "gj", names["gj"])["spec"]
+    assert gj["cleanUpPolicy"] == "None"
+    assert [(r["replicas"], r["restartPolicy"]) for r in gj["replicaSpecs"]] == [
+        (1, {"policy": "OnFailure", "limit": 0})] * len(gj["replicaSpecs"])
+    alpha_as_v1 = cluster.kubectl.json("get", "mxjob", "example-dist-job")["spec"]
+    assert alpha_as_v1["runPolicy"]["cleanPodPolicy"] == "All", "written by its conversion"
+
+
+def test_the_2019_shape_keeps_its_inline_run_policy_and_can_still_be_patched(cluster: Cluster):
+    cluster.kubectl.ok("create", "namespace", "kube-test")
+    cluster.kubectl.ok("create", "-n", "kube-test", "-f", str(ROOT / "examples" / "cloud-api" / "create-mxjob.json"))
+    spec = cluster.kubectl.json("get", "-n", "kube-test", "mxjob", "mxnet-job")["spec"]
+    assert (spec["cleanPodPolicy"], spec["runPolicy"]) == ("Running", {})
+    cluster.kubectl.ok("patch", "-n", "kube-test", "mxjob", "mxnet-job", "--type", "merge",
+                       "-p", '{"spec": {"cleanPodPolicy": "All"}}')
+    spec = cluster.kubectl.json("get", "-n", "kube-test", "mxjob", "mxnet-job")["spec"]
+    assert (spec["cleanPodPolicy"], spec["runPolicy"]) == ("All", {})
+
+
+def test_without_the_webhooks_a_job_is_stored_as_written_and_run_with_the_same_defaults(tmp_path: Path):
+    cluster = Cluster(tmp_path, webhooks=False, job_ports=None)
+    try:
+        job = yaml.safe_load((ROOT / "examples" / "mxjob-single-worker.yaml").read_text())
+        for spec in job["spec"]["mxReplicaSpecs"].values():
+            spec.pop("replicas", None), spec.pop("restartPolicy", None)
+        assert cluster.kube.post(MXJOBS, job).status == 201
+        stored = cluster.kube.get(f"{MXJOBS}/{job['metadata']['name']}").body["spec"]
+        assert "runPolicy" not in stored and stored["mxReplicaSpecs"] == job["spec"]["mxReplicaSpecs"]
+        pods = wait_for(lambda: cluster.kube.get("/api/v1/namespaces/default/pods").body["items"], timeout=30,
+                        what="the controller creates the pod")
+        [pod] = pods
+        assert pod["spec"]["restartPolicy"] == "Never"
+        [main] = [c for c in pod["spec"]["containers"] if c["name"] == "mxnet"]
+        assert {"name": "mxjob-port", "containerPort": 9091} in [
+            {k: p[k] for k in ("name", "containerPort")} for p in main["ports"]]
+    finally:
+        cluster.close()
 
 
 def test_with_the_webhook_down_fail_refuses_with_kube_s_message_and_ignore_lets_the_controller_judge(cluster: Cluster):

@@ -6,9 +6,10 @@ A GenericJob is a list of free-form replica types (``spec.replicaSpecs[]``: ``ty
 option, debug and pause modes, a clean-up policy and an optional T9k scheduler. The semantics are in
 ``generic/status_rules.py`` (finish rules, restarts) and ``generic/status.py`` (phase, conditions, tasks, aggregate).
 
-Defaults (applied to the typed view, never written back): ``replicas: 1``; ``restartPolicy: {policy: OnFailure,
-limit: 0}`` (so by default nothing restarts: the limit is the budget); ``cleanUpPolicy: None``; the scheduler's
-``queue: default``, ``priority: 0``; a debug command of ``["sleep", "inf"]``.
+Defaults (applied to the typed view; all but the debug command also written into the stored job at admission,
+``defaults.py``): ``replicas: 1``; ``restartPolicy: {policy: OnFailure, limit: 0}`` (so by default nothing
+restarts: the limit is the budget); ``cleanUpPolicy: None``; the scheduler's ``queue: default``, ``priority: 0``; a
+debug command of ``["sleep", "inf"]``.
 
 Validation reports every problem at the field the user wrote:
 

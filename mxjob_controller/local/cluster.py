@@ -13,7 +13,8 @@ order: controllers (no new pods), kubelet (every container process stopped), ser
 
 The webhooks (``webhooks=True``, the default) are the ones ``run --webhook-bind-address`` serves, in this process on a
 loopback port with a certificate made at start; the server calls them as kube-apiserver would, so every local user
-gets an invalid job refused at submit, and MXJob ``v1alpha1`` served through the conversion webhook.
+gets an invalid job refused at submit, every job stored with its defaults (``local/job_defaults.py``, the defaulting
+webhook's rules), and MXJob ``v1alpha1`` served through the conversion webhook.
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ class LocalCluster:
     def _start_webhooks(self) -> None:
         # Imported here: they load the frameworks' APIs, which `local up --no-webhooks` does not need.
         from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS  # noqa: PLC0415
+        from mxjob_controller.local.job_defaults import JobDefaults  # noqa: PLC0415
         from mxjob_controller.webhooks.certs import SelfSignedCertificate  # noqa: PLC0415
         from mxjob_controller.webhooks.configuration import (  # noqa: PLC0415
             url_client_config,
@@ -139,6 +141,9 @@ class LocalCluster:
 
         self._certificate = SelfSignedCertificate("127.0.0.1")
         self.webhooks = WebhookServer("127.0.0.1:0", self._certificate.context, frameworks=DEFAULT_FRAMEWORKS).start()
+        defaults = JobDefaults()   # what the defaulting webhook does on a cluster (local/job_defaults.py)
+        self.server.rest.admission.append(defaults)
+        self.server.rest.update_admission.append(defaults.on_update)
         self.server.create(validating_webhook_configuration(
             url_client_config(self.webhooks.url, self._certificate.ca_bundle), DEFAULT_FRAMEWORKS))
         log.info("webhooks serving on %s", self.webhooks.url)

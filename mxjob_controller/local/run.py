@@ -8,8 +8,13 @@ namespace is created first), then the jobs among them (MXJobs, TFJobs) are watch
 one has failed (fail fast: the others are stopped with the cluster), the time is up, or ``interrupt`` is set.
 Progress is a line per change (or, on a terminal, a block redrawn in place): each job's state and replica counts.
 With ``logs``, every container's output is streamed, each line prefixed by its pod. Output and, when a job fails, the
-last lines of each failed pod are read from the kubelet's files, which outlive the pods that the job's
+last lines of each failed container are read from the kubelet's files, which outlive the pods that the job's
 cleanPodPolicy removes: a container that ran and ended between two looks at the API is shown all the same.
+
+Which containers failed is asked of the kubelet too, not of the pods the API still shows: the kubelet records a
+container's end (exit code, reason, its pod's job) before it reports it in the pod's status, the controller fails
+the job from that status, and only then may it delete the pods. So once ``local run`` reads the job as Failed, the
+record is there, whatever ``cleanPodPolicy`` says and however fast the pods went: there is nothing to race.
 """
 
 from __future__ import annotations
@@ -21,11 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TextIO
 
-from mxjob_controller.core.job_vocabulary import api_group, controller_ref
 from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.local.cluster import LocalCluster
-from mxjob_controller.local.kubelet.logs import Instance, LogStore
-from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, KubeError, Resource
+from mxjob_controller.local.kubelet.logs import Instance, LogStore, tail_lines
+from mxjob_controller.runtime.client import NAMESPACES, AlreadyExists, ApiError, Client, KubeError, Resource
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +37,7 @@ log = logging.getLogger(__name__)
 JOB_RESOURCES = {entry.kind: entry.framework().resource for entry in FRAMEWORKS.values()}
 SUCCEEDED, FAILED, TIMED_OUT, INTERRUPTED = 0, 1, 124, 130
 _POLL = 0.25          # seconds between looks at the jobs
-_TAIL = 20            # log lines shown of each failed pod
+_TAIL = 20            # log lines shown of each failed container
 _DRAIN = 5.0          # seconds the log streams get to deliver their last lines once every job succeeded
 
 
@@ -171,14 +175,9 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
     kubelet = cluster.kubelet
     streams = _LogStreams(kubelet.logs, write, stop_logs) if options.logs and kubelet is not None else None
     shown: dict[str, str] = {}
-    failed_pods: dict[str, dict[str, Any]] = {}   # uid → pod, every pod seen failing
     try:
         while True:
             states = {job.key: _job_state(client, job) for job in jobs}
-            pods = _pods(client, jobs)
-            for pod in pods:
-                if _failing(pod):
-                    failed_pods[pod["metadata"]["uid"]] = pod
             elapsed = time.monotonic() - start
             lines = {key: f"{key}  {state['summary']}" for key, state in states.items()}
             if options.interactive:
@@ -197,8 +196,7 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
             failed = [(key, s) for key, s in states.items() if s["state"] == "Failed"]
             if failed:
                 key, state = failed[0]
-                _report_failure(cluster, write, key, state,
-                                [p for p in failed_pods.values() if (o := _owner(p)) is not None and o.key == key])
+                _report_failure(cluster, write, key, state)
                 return Outcome(FAILED, state["message"], {k: s["state"] for k, s in states.items()})
             if all(s["state"] == "Succeeded" for s in states.values()):
                 if streams is not None:
@@ -226,13 +224,14 @@ def _job_state(client: Client, submitted: Job) -> dict[str, str]:
         return {"state": "Failed" if getattr(e, "code", 0) == 404 else "Unknown",
                 "summary": f"cannot be read: {_api_message(e)}",
                 "message": f"{submitted.resource.kind} {submitted.name}: {_api_message(e)}"}
+    uid = (job.get("metadata") or {}).get("uid") or ""
     status = job.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
     if status.get("phase"):   # GenericJob's model: a phase, and replicas counted per phase
         state = status["phase"]
         replicas = " · ".join(f"{n} {what}" for what, n in (status.get("aggregate") or {}).items() if n)
         message = (conditions.get("Failed") or conditions.get("Completed") or {}).get("message") or ""
-        return {"state": state, "summary": f"{state:<10} {replicas or 'no pods yet'}", "message": message}
+        return {"state": state, "summary": f"{state:<10} {replicas or 'no pods yet'}", "message": message, "uid": uid}
     state = next((t for t in ("Failed", "Succeeded", "Suspended", "Restarting", "Running", "Created")
                   if t in conditions), "Pending")
     counts = status.get("replicaStatuses") or {}
@@ -240,58 +239,19 @@ def _job_state(client: Client, submitted: Job) -> dict[str, str]:
                                                   if (n := (counts.get(rtype) or {}).get(what))) or "pending")
                           for rtype in counts) or "no pods yet"
     message = (conditions.get(state) or {}).get("message") or ""
-    return {"state": state, "summary": f"{state:<10} {replicas}", "message": message}
+    return {"state": state, "summary": f"{state:<10} {replicas}", "message": message, "uid": uid}
 
 
-def _pods(client: Client, jobs: Sequence[Job]) -> list[dict[str, Any]]:
-    """The pods of ``jobs``: by the job-name label, then by their controller (an MXJob and a TFJob may share a name
-    and a namespace)."""
-    pods: list[dict[str, Any]] = []
-    for namespace in sorted({job.namespace for job in jobs}):
-        names = ",".join(sorted({job.name for job in jobs if job.namespace == namespace}))
-        try:
-            listed = client.list(PODS, namespace, label_selector=f"training.kubeflow.org/job-name in ({names})")
-        except KubeError:
-            continue  # asked again next turn
-        pods += [pod for pod in listed["items"] if _owner(pod) in jobs]
-    return pods
-
-
-def _owner(pod: dict[str, Any]) -> Job | None:
-    """The job controlling a pod, as :func:`submit` names jobs; None when a job of ours does not."""
-    meta = pod.get("metadata") or {}
-    ref = controller_ref(pod)
-    if ref is None:
-        return None
-    resource = JOB_RESOURCES.get(ref.get("kind") or "")
-    if resource is None or api_group(ref.get("apiVersion") or "") != resource.group:
-        return None
-    return Job(resource, meta.get("namespace") or "", ref.get("name") or "")
-
-
-def _failing(pod: dict[str, Any]) -> bool:
-    status = pod.get("status") or {}
-    if status.get("phase") == "Failed":
-        return True
-    for cs in status.get("containerStatuses") or []:
-        for state in (cs.get("state") or {}, cs.get("lastState") or {}):
-            if (state.get("terminated") or {}).get("exitCode", 0) != 0:
-                return True
-    return False
-
-
-def _report_failure(cluster: LocalCluster, write: Callable[[str], None], key: str, state: dict[str, str],
-                    pods: Any) -> None:
+def _report_failure(cluster: LocalCluster, write: Callable[[str], None], key: str, state: dict[str, str]) -> None:
+    """The job's failure message, then the last lines of each of its containers that failed (the module says why
+    the kubelet's records are complete by now)."""
     write(f"{key} failed: {state['message']}")
     kubelet = cluster.kubelet
-    for pod in pods:
-        meta = pod["metadata"]
-        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-            ended = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated") or {}
-            if not ended.get("exitCode"):
-                continue
-            write(f"--- pod {meta['name']} container {cs['name']} exited with {ended['exitCode']} "
-                  f"({ended.get('reason', '')}); its last lines:")
-            lines = kubelet.logs.tail(meta["uid"], cs["name"], _TAIL) if kubelet is not None else []
-            for line in lines or ["(no output)"]:
-                write(f"[{meta['name']}] {line}")
+    if kubelet is None or not state.get("uid"):
+        return
+    for instance, end in kubelet.logs.failed(state["uid"]):
+        ended = end.terminated
+        write(f"--- pod {instance.pod} container {instance.container} exited with {ended['exitCode']} "
+              f"({ended.get('reason', '')}); its last lines:")
+        for line in tail_lines(instance.path, _TAIL) or ["(no output)"]:
+            write(f"[{instance.pod}] {line}")

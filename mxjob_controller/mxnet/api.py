@@ -10,8 +10,8 @@ manifests, clients and dashboards keep working against this controller unchanged
 - its resource names, its replica types (Scheduler, Server, Worker, TunerTracker, TunerServer, Tuner; exactly one
   Scheduler, TunerTracker and Tuner), its job modes and the container ``mxnet`` with its port ``mxjob-port``;
 - the defaults beyond the shared ones: ``cleanPodPolicy`` becomes ``All`` when neither ``spec.cleanPodPolicy``
-  nor ``spec.runPolicy.cleanPodPolicy`` is set (written under ``spec.runPolicy`` when the job has one, inline
-  otherwise);
+  nor ``spec.runPolicy.cleanPodPolicy`` is set (where ``kubeflow_api/defaults.py`` puts it), mxnet-operator's
+  default;
 - the checks beyond the shared ones: ``spec.jobMode`` (``MXTrain`` needs Scheduler, Server and Worker; ``MXTune``
   needs TunerTracker, TunerServer and Tuner; every job needs a Worker or a Tuner), a replica's ``label`` (a
   string), ``spec.successPolicy`` (``""`` or ``AllWorkers``);
@@ -31,7 +31,7 @@ from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kubeflow_api import checks
 from mxjob_controller.kubeflow_api.constants import DEFAULT_CLEAN_POD_POLICY, GROUP, SUCCESS_DEFAULT, SUCCESS_POLICIES
-from mxjob_controller.kubeflow_api.defaults import named_port, with_replica_defaults
+from mxjob_controller.kubeflow_api.defaults import default_run_policy, named_port, with_replica_defaults
 from mxjob_controller.kubeflow_api.replica_types import canonical_order
 from mxjob_controller.kubeflow_api.run_policy import run_policy_errors, run_policy_of
 from mxjob_controller.kubeflow_api.status import REPLICA_STATUSES, ReplicaCounts, replica_counts, with_replica_counts
@@ -120,24 +120,19 @@ def with_mxjob_replica_counts(status: Mapping[str, Any] | None, counts: Mapping[
 
 # --- defaults --------------------------------------------------------------------------------------------
 
-def apply_defaults(job: dict[str, Any]) -> dict[str, Any]:
-    """A defaulted deep copy of ``job``; the argument is not modified."""
+def apply_defaults(job: dict[str, Any], canonical_keys: bool = True) -> dict[str, Any]:
+    """A defaulted deep copy of ``job``; the argument is not modified. ``canonical_keys=False``: the replica keys
+    as the user wrote them (what admission stores)."""
     out, spec = with_replica_defaults(job, "mxReplicaSpecs", REPLICA_TYPES, DEFAULT_CONTAINER_NAME, DEFAULT_PORT_NAME,
-                                      DEFAULT_PORT)
+                                      DEFAULT_PORT, canonical_keys)
     if spec is not None:
-        _default_clean_pod_policy(spec)
+        default_run_policy(spec, DEFAULT_CLEAN_POD_POLICY)
     return out
 
 
-def _default_clean_pod_policy(spec: dict[str, Any]) -> None:
-    run_policy = spec.get("runPolicy")
-    if spec.get("cleanPodPolicy") is not None:
-        return
-    if isinstance(run_policy, dict):
-        if run_policy.get("cleanPodPolicy") is None:
-            run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
-    elif run_policy is None:
-        spec["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
+def admission_defaults(job: dict[str, Any]) -> dict[str, Any]:
+    """What the defaulting webhook stores: the defaults, the user's replica keys kept."""
+    return apply_defaults(job, canonical_keys=False)
 
 
 # --- validation ------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 and the status shape. Pure functions over plain dicts; what is shared with MXJob (run policy and its inline/nested
 merge, checks, the pod-template schema, the replica-map rules) is imported from ``mxjob_controller.kubeflow_api``.
 
-Defaults, applied to an in-memory copy on every parse (never written back, as training-operator does):
+Defaults, applied to an in-memory copy on every parse (as training-operator does) and written into the stored job
+at admission (the defaulting webhook; replica keys kept as written):
 
 - ``tfReplicaSpecs`` keys in canonical spelling (``Ps``, ``ps`` → ``PS``; ``worker`` → ``Worker``...);
 - ``replicas: 1``, ``restartPolicy: Never``; the ``tensorflow`` container (else the first) gets
@@ -37,7 +38,12 @@ from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kubeflow_api import checks
 from mxjob_controller.kubeflow_api.constants import CLEAN_POD_RUNNING, GROUP, SUCCESS_DEFAULT, SUCCESS_POLICIES
-from mxjob_controller.kubeflow_api.defaults import default_container_index, named_port, with_replica_defaults
+from mxjob_controller.kubeflow_api.defaults import (
+    default_container_index,
+    default_run_policy,
+    named_port,
+    with_replica_defaults,
+)
 from mxjob_controller.kubeflow_api.replica_types import canonical_order
 from mxjob_controller.kubeflow_api.run_policy import run_policy_errors, run_policy_of
 from mxjob_controller.kubeflow_api.status import REPLICA_STATUSES, ReplicaCounts, replica_counts, with_replica_counts
@@ -93,12 +99,20 @@ COUNT_MAPS = (REPLICA_STATUSES,)
 
 # --- defaults --------------------------------------------------------------------------------------------
 
-def apply_defaults(job: dict[str, Any]) -> dict[str, Any]:
-    """A defaulted deep copy of ``job``; the argument is not modified. Total: malformed input is copied as it is."""
-    out, spec = with_replica_defaults(job, RULES.key, REPLICA_TYPES, CONTAINER, PORT_NAME, PORT)
-    if spec is not None and spec.get("successPolicy") is None:
-        spec["successPolicy"] = SUCCESS_DEFAULT
+def apply_defaults(job: dict[str, Any], canonical_keys: bool = True) -> dict[str, Any]:
+    """A defaulted deep copy of ``job``; the argument is not modified. Total: malformed input is copied as it is.
+    ``canonical_keys=False``: the replica keys as the user wrote them (``Ps`` stays ``Ps``: what admission stores)."""
+    out, spec = with_replica_defaults(job, RULES.key, REPLICA_TYPES, CONTAINER, PORT_NAME, PORT, canonical_keys)
+    if spec is not None:
+        if spec.get("successPolicy") is None:
+            spec["successPolicy"] = SUCCESS_DEFAULT
+        default_run_policy(spec, DEFAULT_CLEAN_POD_POLICY)
     return out
+
+
+def admission_defaults(job: dict[str, Any]) -> dict[str, Any]:
+    """What the defaulting webhook stores: the defaults, the user's replica keys kept."""
+    return apply_defaults(job, canonical_keys=False)
 
 
 # --- validation ------------------------------------------------------------------------------------------

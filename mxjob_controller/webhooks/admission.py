@@ -1,4 +1,5 @@
-"""Validating admission for the job kinds: an ``AdmissionReview`` in, the verdict out. Pure.
+"""Admission for the job kinds: an ``AdmissionReview`` in, the verdict (validating) or the defaults as a JSON patch
+(mutating) out. Pure.
 
 The API server asks before it stores a job; a job our validation refuses is refused at submit with every field error
 (the same validation the controller runs, which stays the second line: a job created while the webhook was down, or
@@ -16,10 +17,19 @@ controller has already reported what is wrong with it). DELETE and CONNECT are a
 rule (``Ignore`` trades it for jobs checked only by the controller). An MXJob arriving as ``v1alpha1`` (list-style spec)
 is checked in its own shape first (``mxnet/v1alpha1/``: paths as the user wrote them), then as the ``v1`` object it
 converts to.
+
+Defaulting (:func:`default_review`) answers CREATE and UPDATE of the kinds with the job's defaults written in
+(``FrameworkEntry.defaults``: training-operator's ``SetDefaults_*``, which it only applies in memory), as one
+``replace`` of ``/spec``; nothing to add, no patch. The API server calls mutating webhooks before validating ones,
+so the validator judges the defaulted job. A job arriving as MXJob ``v1alpha1`` is not defaulted in that shape: the
+configuration names only the kind's own versions, so the API server sends it converted to ``v1`` (``matchPolicy:
+Equivalent``) and converts the defaulted job back.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,6 +41,8 @@ log = logging.getLogger(__name__)
 
 Validator = Callable[[dict[str, Any], str], list[FieldError]]
 """(object, its API version) -> every problem (empty: valid)."""
+Defaulter = Callable[[dict[str, Any]], dict[str, Any]]
+"""object -> a copy with the kind's defaults written in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +70,41 @@ class ReviewError(ValueError):
     """The review itself is malformed (answered 400: the API server applies its failurePolicy)."""
 
 
-def review(body: Mapping[str, Any], kinds: Mapping[tuple[str, str], Kind]) -> dict[str, Any]:
-    """The ``AdmissionReview`` answering ``body`` (``admission.k8s.io/v1`` or ``v1beta1``, echoed as sent);
-    ``kinds``: (group, kind) → how to judge it. A kind not listed is allowed (the configuration sent it by
-    mistake: refusing it would block writes of something this webhook knows nothing of)."""
+def _request_of(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(the review's apiVersion, its request); ReviewError when it is not a review with a request and its uid."""
     api_version = body.get("apiVersion")
     request = body.get("request")
     if body.get("kind") != "AdmissionReview" or api_version not in ("admission.k8s.io/v1", "admission.k8s.io/v1beta1") \
             or not isinstance(request, dict) or not isinstance(request.get("uid"), str):
         raise ReviewError("expected an admission.k8s.io/v1 AdmissionReview with a request and its uid")
+    return api_version, request
+
+
+def default_review(body: Mapping[str, Any], defaulters: Mapping[tuple[str, str], Defaulter]) -> dict[str, Any]:
+    """The ``AdmissionReview`` answering ``body`` for the defaulting webhook: allowed, with a JSON patch writing the
+    defaults of ``defaulters[(group, kind)]`` in when they change the object. Other kinds, operations and objects
+    without a spec object are allowed unchanged."""
+    api_version, request = _request_of(body)
+    answer = _allowed(request["uid"], api_version)
+    gvk = request.get("kind") or {}
+    defaults = defaulters.get((gvk.get("group") or "", gvk.get("kind") or ""))
+    obj = request.get("object")
+    if defaults is None or request.get("operation") not in ("CREATE", "UPDATE") or not isinstance(obj, dict) \
+            or not isinstance(obj.get("spec"), dict):
+        return answer
+    spec = defaults(obj).get("spec")
+    if spec != obj["spec"]:
+        patch = [{"op": "replace", "path": "/spec", "value": spec}]
+        answer["response"].update({"patchType": "JSONPatch",
+                                   "patch": base64.b64encode(json.dumps(patch).encode()).decode()})
+    return answer
+
+
+def review(body: Mapping[str, Any], kinds: Mapping[tuple[str, str], Kind]) -> dict[str, Any]:
+    """The ``AdmissionReview`` answering ``body`` (``admission.k8s.io/v1`` or ``v1beta1``, echoed as sent);
+    ``kinds``: (group, kind) → how to judge it. A kind not listed is allowed (the configuration sent it by
+    mistake: refusing it would block writes of something this webhook knows nothing of)."""
+    api_version, request = _request_of(body)
     uid = request["uid"]
     gvk = request.get("kind") or {}
     kind = kinds.get((gvk.get("group") or "", gvk.get("kind") or ""))

@@ -3,6 +3,12 @@
 Layout: ``<root>/<pod uid>/<container>/<restartCount>.log``, stdout and stderr together, kept until the pod is gone.
 The newest instance is the container's log; the one before it is ``previous``.
 
+Each instance's end is recorded too (its ``terminated`` state, and whether the kubelet stopped it), before the
+kubelet reports it in the pod's status. So whoever learns from the API that a job failed (which the controller
+decides from that status) finds the failed instances here already, with their output (:meth:`LogStore.failed`),
+even when the job's pods were deleted at once (``cleanPodPolicy``) and never seen failing in the API: ``local run``
+prints their last lines from this.
+
 What a request gets follows the kubelet (``validateContainerLogStatus``), read from the pod's status: a container
 that never started is a 400 "container … is waiting to start: <reason>"; ``previous`` without an earlier instance
 is a 400 "previous terminated container … not found". ``follow`` streams until the instance ends and its output is
@@ -25,12 +31,22 @@ _BLOCK = 64 * 1024
 
 
 class Instance(NamedTuple):
-    """One container instance whose process started: its pod, container and log file."""
+    """One container instance whose process started: its pod, container and log file, and the uid of the pod's
+    controller (its job; "" when it has none)."""
 
     namespace: str
     pod: str
     container: str
     path: Path
+    owner_uid: str = ""
+
+
+class Ended(NamedTuple):
+    """How an instance ended: its ``terminated`` state as the pod's status reports it, and whether the kubelet
+    stopped it (the pod deleted, its deadline passed, the kubelet stopping) rather than it exiting by itself."""
+
+    terminated: Mapping[str, Any]
+    stopped: bool
 
 
 Listener = Callable[[Instance], None]
@@ -42,15 +58,16 @@ class LogStore:
         self._lock = threading.Lock()
         self._running: set[Path] = set()   # files whose process has not ended yet
         self._instances: list[Instance] = []   # instances started whose files remain (for listeners added late)
+        self._ends: dict[Path, Ended] = {}      # how each of them ended, once it has
         self._listeners: list[Listener] = []
         self._closed = threading.Event()
 
     def path(self, pod_uid: str, container: str, attempt: int) -> Path:
         return self.root / pod_uid / container / f"{attempt}.log"
 
-    def started(self, path: Path, namespace: str = "", pod: str = "") -> None:
+    def started(self, path: Path, namespace: str = "", pod: str = "", owner_uid: str = "") -> None:
         """A container's process started writing ``path``: listeners hear of it now, on the caller's thread."""
-        instance = Instance(namespace, pod, path.parent.name, path)
+        instance = Instance(namespace, pod, path.parent.name, path, owner_uid)
         with self._lock:
             self._running.add(path)
             self._instances.append(instance)
@@ -72,9 +89,21 @@ class LogStore:
         (an empty chunk now and then while nothing new comes: the reader's chance to stop)."""
         return self._stream(path, None, None, True)
 
-    def ended(self, path: Path) -> None:
+    def ended(self, path: Path, terminated: Mapping[str, Any] | None = None, stopped: bool = False) -> None:
+        """The process writing ``path`` ended (``terminated``: its state, recorded for :meth:`failed`)."""
         with self._lock:
             self._running.discard(path)
+            if terminated is not None:
+                self._ends[path] = Ended(dict(terminated), stopped)
+
+    def failed(self, owner_uid: str) -> list[tuple[Instance, Ended]]:
+        """The containers of ``owner_uid``'s pods whose newest instance (per pod name: a pod recreated under its
+        name counts once) ended by itself with a non-zero exit code, in the order they started."""
+        with self._lock:
+            newest = {(i.namespace, i.pod, i.container): i for i in self._instances if i.owner_uid == owner_uid}
+            ends = {i: self._ends.get(i.path) for i in newest.values()}
+        return [(i, end) for i, end in ends.items()
+                if end is not None and not end.stopped and end.terminated.get("exitCode")]
 
     def is_running(self, path: Path) -> bool:
         with self._lock:
@@ -88,6 +117,7 @@ class LogStore:
         """Drop the record of instances whose files are removed: it lasts only as long as the files do."""
         with self._lock:
             self._instances = [i for i in self._instances if not gone(i.path)]
+            self._ends = {path: end for path, end in self._ends.items() if not gone(path)}
 
     def close(self) -> None:
         """Followers end; files stay until the caller removes ``root``."""
@@ -108,16 +138,6 @@ class LogStore:
         except FileNotFoundError:
             return []
         return sorted(files, key=lambda p: int(p.stem))
-
-    def tail(self, pod_uid: str, container: str, lines: int) -> list[str]:
-        """The last ``lines`` lines of the container's newest instance (kept after the pod is gone if the kubelet
-        keeps logs)."""
-        files = self.attempts(pod_uid, container)
-        if not files:
-            return []
-        with open(files[-1], "rb") as f:
-            f.seek(_tail_offset(f, lines))
-            return f.read().decode("utf-8", "replace").splitlines()
 
     # --- pods/log ---------------------------------------------------------------------------------------------
 
@@ -175,6 +195,16 @@ class LogStore:
                 yield b""  # lets the server notice a stop or a client that went away
         finally:
             f.close()
+
+
+def tail_lines(path: Path, lines: int) -> list[str]:
+    """The last ``lines`` lines of one instance's file ([] when it is gone)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(_tail_offset(f, lines))
+            return f.read().decode("utf-8", "replace").splitlines()
+    except FileNotFoundError:
+        return []
 
 
 def _tail_offset(f: Any, lines: int) -> int:

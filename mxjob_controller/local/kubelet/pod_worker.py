@@ -49,6 +49,7 @@ from mxjob_controller.local.kubelet.container_env import (
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, Reaper, terminate_groups
+from mxjob_controller.runtime.cache_keys import controller_uid_index
 from mxjob_controller.runtime.client import PODS, Client, KubeError, NotFound
 from mxjob_controller.runtime.events import WARNING, EventRecorder, ObjectReference
 
@@ -279,7 +280,7 @@ class PodWorker:
             slot.due = None
             self._after_exit(slot, 128)
             return
-        self.kubelet.logs.started(path, self.namespace, self.name)
+        self.kubelet.logs.started(path, self.namespace, self.name, "".join(controller_uid_index(self._pod)))
         slot.proc, slot.due = proc, None
         if self.kubelet.stopping.is_set():
             proc.signal_group(signal.SIGKILL)  # started as the kubelet began to stop: it must not outlive it
@@ -338,9 +339,10 @@ class PodWorker:
         if code is None:
             return
         proc.signal_group(signal.SIGKILL)  # the container is over: whatever it left in its group goes with it
-        self.kubelet.logs.ended(proc.log_path)
         started = (slot.state.get("running") or {}).get("startedAt") or rfc3339(proc.started)
         slot.state = reported_status.terminated(code, started, rfc3339(proc.finished or time.time()), slot.container_id)
+        # Recorded before any status reports it (logs.py: what `local run` prints of a failed job relies on it).
+        self.kubelet.logs.ended(proc.log_path, slot.state["terminated"], stopped=self._terminating)
         slot.proc = None
         log.info("pod %s/%s: container %s exited with %d", self.namespace, self.name, slot.name, code)
         self._after_exit(slot, code)
