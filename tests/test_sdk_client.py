@@ -13,6 +13,7 @@ when one lacks ``runPolicy`` — what admission's defaulting (``kubeflow_api/def
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 from collections.abc import Iterator
@@ -164,3 +165,25 @@ def test_delete_job_removes_the_jobs(flows, sdk_python, cluster):
     assert sdk(sdk_python, kubectl, "delete") == {"deleted": sorted(name for name, _plural in JOBS.values())}
     for kind in KINDS:
         wait_for(lambda kind=kind: kube.get(job_path(kind)).status == 404, timeout=30, what=f"{kind} gone")
+
+
+def readme_snippet() -> str:
+    """The Python block of README's SDK section."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## From Python: the Kubeflow Training SDK"):]
+    return section[section.index("```python\n") + len("```python\n"):section.index("\n```", section.index("```python"))]
+
+
+def test_the_readme_sdk_snippet_runs_as_written(sdk_python, cluster):
+    """Verbatim but for the kubeconfig's path: creates, waits for, lists, reads and deletes ``default/hello``."""
+    kube, kubectl = cluster
+    script = readme_snippet().replace('".mxjob-local/kubeconfig"', repr(str(kubectl.kubeconfig)))
+    done = subprocess.run([str(sdk_python), "-c", script], capture_output=True, text=True, timeout=300, check=False,
+                          env=clean_env(), cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    names, pods, logs = done.stdout.splitlines()[-3:]
+    assert names == "['hello']"
+    assert sorted(ast.literal_eval(pods)) == ["hello-scheduler-0", "hello-server-0", "hello-worker-0"]
+    assert logs == "{'hello-worker-0': 'hello\\n'}"
+    wait_for(lambda: kube.get("/apis/kubeflow.org/v1/namespaces/default/mxjobs/hello").status == 404, timeout=30,
+             what="mxjob hello gone")
