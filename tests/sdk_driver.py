@@ -5,7 +5,8 @@ virtualenv (``tests/test_sdk_client.py`` makes it): this file imports nothing of
 
 prints one JSON document on stdout: what the SDK's calls returned, reduced to plain values for the test to assert on.
 Scenarios: ``run`` (per job: create from SDK models, wait, get, pods, logs followed and not, succeeded, update; then
-``list_jobs`` of each kind) and ``delete``. An SDK call that raises ends the driver with a traceback (exit 1).
+``list_jobs`` of each kind and ``get_job`` of every job listed) and ``delete``. An SDK call that raises ends the
+driver with a traceback (exit 1).
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ def main(kubeconfig: str, namespace: str, scenario: str, *jobs: str) -> None:
         result: Any = {"flows": {kind: run(client, namespace, kind, name) for kind, (client, name) in clients.items()}}
         result["lists"] = {kind: [job_summary(job) for job in client.list_jobs()]
                            for kind, (client, _name) in clients.items()}
+        result["gets"] = {kind: [job_summary(client.get_job(job["name"])) for job in result["lists"][kind]]
+                          for kind, (client, _name) in clients.items()}
     elif scenario == "delete":
         for client, name in clients.values():
             client.delete_job(name)
