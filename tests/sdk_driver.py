@@ -94,6 +94,9 @@ def run(client: TrainingClient, namespace: str, kind: str, name: str) -> dict[st
     out["workerLogs"] = client.get_job_logs(name, is_master=False, replica_type="worker")[0]
     updated = client.get_job(name)
     updated.metadata.labels = {**(updated.metadata.labels or {}), "sdk-updated": "yes"}
+    # The whole job goes as a merge patch: with the resourceVersion read, it would be a compare-and-swap that a status
+    # write of the controller (a replica's pod finishing after the job succeeded) in between turns into a 409.
+    updated.metadata.resource_version = None
     client.update_job(updated, name)
     out["updated"] = job_summary(client.get_job(name))
     return out
