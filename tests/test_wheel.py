@@ -12,26 +12,22 @@ version (rebuilding it costs most of this test); the project's own wheel is alwa
 from __future__ import annotations
 
 import configparser
-import fcntl
-import hashlib
 import shutil
 import subprocess
 import sys
-import venv
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from mxjob_controller import __version__
+from tests.cached_venv import cached_venv, pip
 from tests.e2e import run_end_to_end
 from tests.manifests import ROOT, find, render
 from tests.test_e2e_run import check
 
 # One xdist worker runs them: the wheel and its install are made once.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
-
-CACHE = ROOT / ".mxjob-local"
 
 
 def builder_sources(dockerfile: Path) -> list[str]:
@@ -46,17 +42,10 @@ def builder_sources(dockerfile: Path) -> list[str]:
     return sources
 
 
-def dependency_key() -> str:
+def dependency_list() -> str:
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg")
-    requires = config["options"]["install_requires"]
-    return hashlib.sha256(f"{sys.version}\n{requires}".encode()).hexdigest()[:16]
-
-
-def pip(python: Path, *args: str, timeout: float = 600) -> None:
-    done = subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False)
-    assert done.returncode == 0, f"pip {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return config["options"]["install_requires"]
 
 
 @pytest.fixture(scope="session")   # once per run (or xdist worker), however the worker orders its tests
@@ -80,17 +69,10 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def installed(wheel: Path) -> Path:
     """A virtualenv holding the wheel (forced in) and its dependencies (cached); its ``bin`` directory."""
-    CACHE.mkdir(exist_ok=True)
-    home = CACHE / f"wheel-venv-{dependency_key()}"
-    with open(CACHE / "wheel-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)        # other test runs on this checkout wait for us
-        if not (home / "ready").exists():
-            shutil.rmtree(home, ignore_errors=True)
-            venv.EnvBuilder(with_pip=True, clear=True).create(home)
-            pip(home / "bin" / "python", "install", "--quiet", "--no-compile", str(wheel))   # compiled on import
-            (home / "ready").touch()
-        pip(home / "bin" / "python", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel))
-    return home / "bin"
+    return cached_venv(
+        "wheel-venv", dependency_list(),
+        install=lambda python: pip(python, "install", "--quiet", "--no-compile", str(wheel)),   # compiled on import
+        refresh=lambda python: pip(python, "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)))
 
 
 def test_the_wheel_holds_the_package_and_its_data_only(wheel):
