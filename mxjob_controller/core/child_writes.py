@@ -126,7 +126,7 @@ def build_service(*, name: str, namespace: str, labels: dict[str, str], selector
 
 log = logging.getLogger(__name__)
 
-_GET_TIMEOUT = 0.5
+_GET_TIMEOUT = 30.0   # idle writers' wait; stop() wakes them at once (one None per thread)
 
 
 class PoolStoppedError(RuntimeError):

@@ -59,7 +59,7 @@ LOST_DRAIN = 2.0              # seconds in-flight reconciles get after the Lease
 FAILED_START_STOP = 5.0       # seconds a controller that failed to start gets to stop what it started
 _RELEASE_BUDGET = 2.0         # seconds kept, out of the shutdown budget, for releasing the Lease
 _ENDPOINTS_BUDGET = 1.0       # ... and for stopping the endpoints
-_WAIT_SLICE = 0.5             # the main thread's wait; signals are handled between slices
+_WAIT_SLICE = 30.0            # the main thread's wait: a signal's handler sets _wake, which ends it at once
 
 
 class Manager:

@@ -53,7 +53,7 @@ from mxjob_controller.runtime.workqueue import QueueShutDownError, RateLimitingQ
 log = logging.getLogger(__name__)
 
 # How long a worker blocks on an empty queue before re-checking whether it should stop (shutdown wakes it anyway).
-_GET_TIMEOUT = 1.0
+_GET_TIMEOUT = 30.0   # idle workers' wait; shutting the queue down wakes them at once, so it costs no latency
 
 
 @dataclass(frozen=True, slots=True)

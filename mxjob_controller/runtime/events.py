@@ -81,7 +81,9 @@ IMPORTANT_MAX_TRIES = 12                # client-go's maxTriesPerEvent
 DEFAULT_EVENT_QPS = 50.0
 DEFAULT_EVENT_BURST = 100
 
-_GET_TIMEOUT = 0.2
+# An idle writer sleeps this long between checks: stop() and every queued event wake it at once, so a longer wait
+# costs no latency, only an idle process's wake-ups.
+_IDLE_WAIT = 30.0
 DROP_LOG_INTERVAL = 10.0   # seconds between log lines about dropped ordinary events (each line counts them)
 
 
@@ -305,6 +307,8 @@ class EventRecorder:
         flushed = self.flush(timeout) if self._thread is not None else self._unfinished == 0
         self._deadline = deadline
         self._stopping.set()
+        with self._cond:
+            self._cond.notify_all()   # an idle writer waits on the condition, not on _stopping
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -319,10 +323,11 @@ class EventRecorder:
     # --- the writer -----------------------------------------------------------------------------------
 
     def _next(self) -> _Queued | None:
-        """The next event to write, important ones first; None after :data:`_GET_TIMEOUT` seconds without one."""
+        """The next event to write, important ones first; None when stopping or after :data:`_IDLE_WAIT` without
+        one."""
         with self._cond:
-            if not self._important and not self._ordinary:
-                self._cond.wait(_GET_TIMEOUT)
+            if not self._important and not self._ordinary and not self._stopping.is_set():
+                self._cond.wait(_IDLE_WAIT)
             if self._important:
                 return self._important.popleft()
             if self._ordinary:

@@ -86,7 +86,7 @@ class Listener:
         while True:
             with self._cond:
                 while not self._queue and not self._stopping:
-                    self._cond.wait(timeout=5.0)
+                    self._cond.wait(timeout=30.0)   # push() and stop() notify: a long wait costs nothing
                 if self._stopping:
                     return
                 batch, self._queue = self._queue, deque()
