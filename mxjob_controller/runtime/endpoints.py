@@ -45,6 +45,8 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from mxjob_controller.runtime.clock import IDLE_WAIT
+
 log = logging.getLogger(__name__)
 
 Check = Callable[[], bool]
@@ -58,7 +60,6 @@ _BODY_DEADLINE = 30.0        # seconds a client may take to send a whole POST bo
 TEXT = "text/plain; charset=utf-8"
 _REQUEST_TIMEOUT = 10.0                 # seconds a client may take to send its request
 _JOIN_TIMEOUT = 5.0
-_IDLE_WAIT = 30.0                       # an idle server thread's wait: stop() wakes it through a socket pair
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -332,7 +333,7 @@ class EndpointServer:
             selector.register(self._wake_reader, selectors.EVENT_READ)
             while not self._stop.is_set():
                 try:
-                    ready = selector.select(_IDLE_WAIT)
+                    ready = selector.select(IDLE_WAIT)
                     if self._stop.is_set():
                         return
                     if any(key.fileobj is self._server for key, _ in ready):

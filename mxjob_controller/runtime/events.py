@@ -21,8 +21,8 @@ Guarantees:
   :meth:`EventRecorder.queued_bytes`), and by count only if ``queue_size`` is given (client-go's
   ``maxQueuedEvents`` was 1,000: most of a 300-job burst's events were dropped). Past the bound the incoming
   ordinary event is dropped, before its body is built, as client-go's broadcaster drops what its full channel
-  cannot take, and counted in ``dropped``; the first drop is logged, then one line per ``DROP_LOG_INTERVAL`` (10 s) at most,
-  counting the drops since (client-go logs each one: thousands of lines in a flood, adding to the load).
+  cannot take, and counted in ``dropped``; the first drop is logged, then one line per ``DROP_LOG_INTERVAL``
+  (10 s) at most, counting the drops since (client-go logs each one: thousands of lines in a flood, adding to the load).
   *Important* events (``important=True``: a job's ``Succeeded`` / ``Failed`` / ``Restarting``, the caller
   decides) wait in a queue of their own, are written first, are never dropped to make room for ordinary ones nor by
   the correlator's spam filter, and are tried ``important_max_tries`` times (client-go's 12) on server errors.
@@ -68,6 +68,7 @@ from mxjob_controller.runtime.client import (
     ServerError,
     TooManyRequests,
 )
+from mxjob_controller.runtime.clock import IDLE_WAIT
 from mxjob_controller.runtime.event_correlator import Correlation, CorrelatorOptions, EventCorrelator
 
 log = logging.getLogger(__name__)
@@ -88,9 +89,6 @@ IMPORTANT_MAX_TRIES = 12                # client-go's maxTriesPerEvent
 DEFAULT_EVENT_QPS = 50.0
 DEFAULT_EVENT_BURST = 100
 
-# An idle writer sleeps this long between checks: stop() and every queued event wake it at once, so a longer wait
-# costs no latency, only an idle process's wake-ups.
-_IDLE_WAIT = 30.0
 DROP_LOG_INTERVAL = 10.0   # seconds between log lines about dropped ordinary events (each line counts them)
 
 
@@ -349,11 +347,11 @@ class EventRecorder:
     # --- the writer -----------------------------------------------------------------------------------
 
     def _next(self) -> _Queued | None:
-        """The next event to write, important ones first; None when stopping or after :data:`_IDLE_WAIT` without
+        """The next event to write, important ones first; None when stopping or after :data:`IDLE_WAIT` without
         one."""
         with self._cond:
             if not self._important and not self._ordinary and not self._stopping.is_set():
-                self._cond.wait(_IDLE_WAIT)
+                self._cond.wait(IDLE_WAIT)
             if self._important:
                 return self._important.popleft()
             if self._ordinary:
