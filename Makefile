@@ -37,7 +37,7 @@ test:
 lint: $(STAMP)
 	$(BIN)/ruff check mxjob_controller tests hack
 
-## bench: the benchmarks (hack/bench/: throughput, large job, idle, latency, memory, ingest, micro), each against
+## bench: the benchmarks (hack/bench/: throughput, large job, idle, idle CPU, latency, memory, ingest, micro), each against
 ## its floor, in about 5 minutes on 2 cores; BENCH_ARGS picks some, e.g. BENCH_ARGS='throughput large_job'
 bench: $(STAMP)
 	$(BIN)/python -m hack.bench $(BENCH_ARGS)

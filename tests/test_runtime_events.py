@@ -14,7 +14,7 @@ import pytest
 from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.runtime.client import Client, ClientConfig
-from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
+from mxjob_controller.runtime.events import DEFAULT_QUEUE_BYTES, NORMAL, WARNING, EventRecorder, ObjectReference
 from tests.support import Kube
 
 JOB = ObjectReference("kubeflow.org/v1", "MXJob", "default", "my-job", "1234-uid", "7")
@@ -109,6 +109,31 @@ def test_a_full_queue_drops_without_blocking(client: Client, kube: Kube) -> None
     recorder.start()
     assert recorder.stop(DEADLINE)
     assert sorted(e["message"] for e in events(kube)) == ["message 0", "message 1"]
+
+
+def test_the_default_queue_holds_a_burst_past_client_gos_thousand(client: Client) -> None:
+    """A 300-job burst records thousands of ordinary events at once; client-go's bound of 1,000 dropped most of
+    them. The default bound is by memory (16 MiB), and a burst this size is far from it."""
+    recorder = EventRecorder(client, "mxjob-controller")  # not started: every event stays queued
+    refs = [ObjectReference("kubeflow.org/v1", "MXJob", "default", f"job-{i}", f"uid-{i}", "1") for i in range(300)]
+    accepted = [recorder.event(ref, NORMAL, "SuccessfulCreatePod", f"Created pod: {ref.name}-worker-{n}")
+                for n in range(10) for ref in refs]
+    assert all(accepted) and recorder.dropped == 0
+    assert 3000 * 1280 <= recorder.queued_bytes() <= DEFAULT_QUEUE_BYTES
+
+
+def test_past_its_bytes_the_ordinary_queue_drops_and_counts(client: Client, kube: Kube) -> None:
+    recorder = EventRecorder(client, "mxjob-controller", queue_bytes=8 * 1024)  # not started
+    accepted = [recorder.event(JOB, NORMAL, f"Reason{i}", f"message {i}") for i in range(20)]
+    kept = accepted.count(True)
+    assert 3 <= kept < 8 and accepted == [True] * kept + [False] * (20 - kept)
+    assert recorder.dropped == 20 - kept and recorder.queued_bytes() <= 8 * 1024
+    assert recorder.event(JOB, WARNING, "Failed", "an important event is not bound by the ordinary bytes",
+                          important=True)
+    recorder.start()
+    assert recorder.stop(DEADLINE)
+    assert recorder.queued_bytes() == 0
+    assert len(events(kube)) == kept + 1
 
 
 def test_stop_writes_what_is_queued_then_refuses_more(client: Client, kube: Kube) -> None:

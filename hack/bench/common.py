@@ -180,6 +180,18 @@ class Procs:
                    every=0.1, alive=[proc])
         return proc
 
+    def end(self, name: str) -> None:
+        """Stop one process (SIGTERM to its group, SIGKILL after STOP_TIMEOUT), e.g. the kubelet helper once its
+        pods are reported, so that what follows runs without its API traffic."""
+        proc = self.procs[self.names.index(name)]
+        if proc.poll() is None:
+            _signal_group(proc, signal.SIGTERM)
+            try:
+                proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait(STOP_TIMEOUT)
+
     def stop(self) -> None:
         """SIGTERM every process group, then SIGKILL what is left after STOP_TIMEOUT."""
         for proc in self.procs:

@@ -8,6 +8,9 @@
               parallelism (the floor)
 - idle        finished and running 1/1/1 jobs over three 10 s resyncs: the controller's API writes (0 is the
               target) and CPU seconds per resync
+- idle_cpu    finished 1/1/1 jobs (300, as the issue's) cached, no API traffic (the kubelet helper stopped, the
+              controller's events written): the controller's CPU seconds per minute at its default resync period,
+              over 60 s (5 minutes with --full; $MXJOB_BENCH_IDLE_SECONDS sets it)
 - latency     1/1/1 jobs submitted at a steady 10/s: p50 and p99 from the MXJob's creation to its first pod
               (and at 2/s under the default budget, which 10/s exceed several times over)
 
@@ -410,13 +413,7 @@ def bench_idle(full: bool) -> Outcome:
                         and r["verb"] in ("create", "update", "patch", "delete")]
 
             # quiet: no controller write for 3 s (the events of the last transitions are out)
-            last = -1
-            while True:
-                count = len(controller_writes())
-                if count == last:
-                    break
-                last = count
-                time.sleep(3.0)
+            _wait_for_quiet(lambda: len(controller_writes()), 3.0)
             writes_before, cpu_before = len(controller_writes()), cpu_seconds(ctl.pid)
             time.sleep(resync * resyncs)
             cpu = cpu_seconds(ctl.pid) - cpu_before
@@ -431,6 +428,61 @@ def bench_idle(full: bool) -> Outcome:
     return Outcome(rows, inputs={"finished": each, "running": each, "resync_s": resync, "resyncs": resyncs},
                    figures={"writes": len(writes), "cpu_s_per_resync": cpu / resyncs},
                    targets={"idle: 0 writes": not writes})
+
+
+# --- idle CPU -----------------------------------------------------------------------------------------------
+
+IDLE_CPU_TARGET = 0.05   # CPU seconds per minute (issue 35)
+
+
+def bench_idle_cpu(full: bool) -> Outcome:
+    import os
+
+    from mxjob_controller.mxnet.framework import MXJOBS
+
+    each = 300
+    seconds = float(os.environ.get("MXJOB_BENCH_IDLE_SECONDS") or (300 if full else 60))
+    with Procs() as procs:
+        procs.server(audit=True)
+        procs.kubelet(finish_prefix="done-")
+        driver = client_for(procs.kubeconfig)
+        try:
+            ctl = procs.controller(qps=-1, threadiness=1, resync="12h")
+            with informers(driver, MXJOBS) as (jobs,):
+                submit(driver, [mxjob(f"done-{i}", SMALL_SHAPE, clean_pod_policy="None") for i in range(each)])
+                wait_until("jobs finished", lambda: sum(_is_true(j, "Succeeded") for j in jobs.store.list()) >= each,
+                           RUN_TIMEOUT, every=0.5, alive=procs.procs)
+        finally:
+            driver.close()
+        procs.end("kubelet")
+        seen = _wait_for_quiet(lambda: len(_requests_of(procs, "mxjob-controller/")))
+        cpu_before, start = cpu_seconds(ctl.pid), time.monotonic()
+        time.sleep(seconds)
+        per_minute = (cpu_seconds(ctl.pid) - cpu_before) / (time.monotonic() - start) * 60
+        requests = len(_requests_of(procs, "mxjob-controller/"))
+        quiet_requests = requests - seen
+    rows = [(f"{each} finished 1/1/1 jobs cached, {seconds:g} s without API traffic, default resync (12 h)", ""),
+            ("  controller CPU", f"{per_minute:.3f} s per minute"),
+            ("  controller API requests meanwhile", f"{quiet_requests}")]
+    return Outcome(rows, inputs={"finished": each, "seconds": seconds},
+                   figures={"cpu_s_per_minute": per_minute, "requests": quiet_requests},
+                   targets={f"idle <= {IDLE_CPU_TARGET} CPU s per minute": per_minute <= IDLE_CPU_TARGET})
+
+
+def _requests_of(procs: Procs, agent: str) -> list[dict[str, Any]]:
+    return [r for r in procs.audit_records() if r["userAgent"].startswith(agent)]
+
+
+def _wait_for_quiet(requests: Callable[[], int], quiet: float = 5.0) -> int:
+    """Wait until the count ``requests`` returns did not change for ``quiet`` seconds (queued events are out);
+    that count."""
+    last = -1
+    while True:
+        count = requests()
+        if count == last:
+            return count
+        last = count
+        time.sleep(quiet)
 
 
 # --- latency ------------------------------------------------------------------------------------------------
@@ -502,4 +554,4 @@ def _latency_run(rate: float, seconds: float, qps: float) -> tuple[float, float,
 
 
 SYSTEM = {"throughput": bench_throughput, "large_job": bench_large_job, "idle": bench_idle,
-          "latency": bench_latency}
+          "idle_cpu": bench_idle_cpu, "latency": bench_latency}

@@ -76,6 +76,7 @@ from mxjob_controller.runtime.client import (
     NotFound,
     Resource,
 )
+from mxjob_controller.runtime.clock import IDLE_WAIT
 from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder
 from mxjob_controller.runtime.expectations import ControllerExpectations, ExpectationKey, pods_key, services_key
 
@@ -125,8 +126,6 @@ def build_service(*, name: str, namespace: str, labels: dict[str, str], selector
 # --- write pool --------------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
-
-_GET_TIMEOUT = 0.5
 
 
 class PoolStoppedError(RuntimeError):
@@ -224,7 +223,7 @@ class WritePool:
     def _work(self) -> None:
         while not self._stopping.is_set():
             try:
-                task = self._tasks.get(timeout=_GET_TIMEOUT)
+                task = self._tasks.get(timeout=IDLE_WAIT)   # stop() wakes it: one None per thread
             except queue.Empty:
                 continue
             if task is None:

@@ -46,6 +46,7 @@ from mxjob_controller.manager.crd_check import StartupError, frameworks_to_run
 from mxjob_controller.manager.settings import RunSettings
 from mxjob_controller.runtime.client import Client, ClientConfig, ConfigError, load_config
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
+from mxjob_controller.runtime.clock import IDLE_WAIT
 from mxjob_controller.runtime.endpoints import Endpoints, parse_bind_address
 from mxjob_controller.runtime.leaderelection import LeaderElectionConfig, LeaderElector, leader_election_client
 from mxjob_controller.runtime.registry import new_registry
@@ -59,7 +60,6 @@ LOST_DRAIN = 2.0              # seconds in-flight reconciles get after the Lease
 FAILED_START_STOP = 5.0       # seconds a controller that failed to start gets to stop what it started
 _RELEASE_BUDGET = 2.0         # seconds kept, out of the shutdown budget, for releasing the Lease
 _ENDPOINTS_BUDGET = 1.0       # ... and for stopping the endpoints
-_WAIT_SLICE = 0.5             # the main thread's wait; signals are handled between slices
 
 
 class Manager:
@@ -106,7 +106,7 @@ class Manager:
         try:
             if not self._wake.is_set():         # a signal during start-up: stop without starting to control
                 self._start_controlling(config, client, registry)
-            while not self._wake.wait(_WAIT_SLICE):
+            while not self._wake.wait(IDLE_WAIT):   # a signal's handler sets _wake, which ends it at once
                 pass
         finally:
             self._shutdown(endpoints)

@@ -11,6 +11,11 @@ import threading
 import time
 from typing import Protocol
 
+# How long an idle thread (a worker, a writer, an accept loop) sleeps between looks at its state, where every way of
+# stopping it also wakes it (a notify, a queue shut down, a sentinel, a socket pair): a long wait costs no latency,
+# and an idle process then wakes almost never (it used to spend most of its idle CPU on 0.2-1 s polls).
+IDLE_WAIT = 30.0
+
 # The longest a fake-clock sleeper blocks in real time before re-checking: a guard, since step() wakes it anyway.
 _FAKE_REAL_WAIT_CAP = 1.0
 

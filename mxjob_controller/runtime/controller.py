@@ -38,7 +38,7 @@ from prometheus_client import CollectorRegistry
 
 from mxjob_controller.runtime.client import ApiError
 from mxjob_controller.runtime.client.errors import refused
-from mxjob_controller.runtime.clock import Clock
+from mxjob_controller.runtime.clock import IDLE_WAIT, Clock
 from mxjob_controller.runtime.controller_metrics import (
     ERROR,
     REQUEUE,
@@ -53,7 +53,6 @@ from mxjob_controller.runtime.workqueue import QueueShutDownError, RateLimitingQ
 log = logging.getLogger(__name__)
 
 # How long a worker blocks on an empty queue before re-checking whether it should stop (shutdown wakes it anyway).
-_GET_TIMEOUT = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +179,7 @@ class Controller:
         thread = threading.current_thread().name
         while not self._stopping.is_set():
             try:
-                key = self.queue.get(timeout=_GET_TIMEOUT)
+                key = self.queue.get(timeout=IDLE_WAIT)   # shutting the queue down wakes it
             except TimeoutError:
                 continue
             except QueueShutDownError:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import selectors
 import socket
 import ssl
 import threading
@@ -43,6 +44,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
+
+from mxjob_controller.runtime.clock import IDLE_WAIT
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,6 @@ _BODY_DEADLINE = 30.0        # seconds a client may take to send a whole POST bo
 TEXT = "text/plain; charset=utf-8"
 _REQUEST_TIMEOUT = 10.0                 # seconds a client may take to send its request
 _JOIN_TIMEOUT = 5.0
-_POLL_INTERVAL = 0.2                    # seconds the server's thread takes at most to see a stop
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -298,8 +300,9 @@ class EndpointServer:
             raise ValueError(f"endpoint server {name}: bind address {bind_address!r} disables it")
         self.name = name
         self._server = _Server(f"endpoints-{name}", parsed[0], parsed[1], routes, post_routes, tls)
-        self._server.timeout = _POLL_INTERVAL  # handle_request() returns this often when idle
+        self._server.timeout = 0   # handle_request() is only called once the listening socket is readable
         self._stop = threading.Event()
+        self._wake_reader, self._wake_writer = socket.socketpair()   # stop() wakes the idle accept loop at once
         self._thread = threading.Thread(target=self._serve, name=f"endpoints-{name}", daemon=True)
 
     @property
@@ -323,23 +326,38 @@ class EndpointServer:
         return self
 
     def _serve(self) -> None:
-        # Not serve_forever(): its shutdown() waits without a timeout. This loop sees the stop within a poll.
-        while not self._stop.is_set():
-            try:
-                self._server.handle_request()
-            except (OSError, ValueError):
-                if not self._stop.is_set():
-                    raise
-                return  # the socket was closed under us by a stop that gave up waiting
+        # Not serve_forever(): its shutdown() waits without a timeout, and it polls. This loop sleeps until a
+        # connection or stop() arrives, so an idle controller's endpoints cost no wake-ups.
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._server, selectors.EVENT_READ)
+            selector.register(self._wake_reader, selectors.EVENT_READ)
+            while not self._stop.is_set():
+                try:
+                    ready = selector.select(IDLE_WAIT)
+                    if self._stop.is_set():
+                        return
+                    if any(key.fileobj is self._server for key, _ in ready):
+                        self._server.handle_request()
+                except (OSError, ValueError):
+                    if not self._stop.is_set():
+                        raise
+                    return  # the socket was closed under us by a stop that gave up waiting
 
     def stop(self, timeout: float = _JOIN_TIMEOUT) -> bool:
         """Stop accepting, close the socket, end idle connections, and join the server's thread and the requests
         in progress, all within ``timeout``; False if one of them outlived it."""
         deadline = time.monotonic() + timeout
         self._stop.set()
+        try:
+            self._wake_writer.send(b"x")
+        except OSError:   # already stopped: the pair is closed
+            pass
         if self._thread.ident is not None:
             self._thread.join(timeout)
         self._server.server_close()
+        if not self._thread.is_alive():
+            self._wake_reader.close()
+            self._wake_writer.close()
         for thread in self._server.end_connections():
             thread.join(max(0.0, deadline - time.monotonic()))
         left = [t.name for t in self._server.connection_threads() if t.is_alive()]

@@ -16,10 +16,13 @@ floods are correlated as client-go does (see ``event_correlator``): a repeat PAT
 Guarantees:
 - :meth:`EventRecorder.event` never blocks and never raises: the event goes to a bounded queue (a reconcile must
   never wait on events).
-- Two queues. Ordinary events: at most ``queue_size`` (client-go's ``maxQueuedEvents``, 1000) wait; when that is full
-  the incoming ordinary event is dropped, before its body is built, as client-go's broadcaster drops what its
-  full channel cannot take; the first drop is logged, then one line per ``DROP_LOG_INTERVAL`` (10 s) at most,
-  counting the drops since (client-go logs each one: thousands of lines in a flood, adding to the load).
+- Two queues. Ordinary events wait in a queue bounded by their memory, ``queue_bytes`` (16 MiB, about 12,000
+  events: a burst of thousands of jobs' creations; each event's size is estimated from its strings, see
+  :meth:`EventRecorder.queued_bytes`), and by count only if ``queue_size`` is given (client-go's
+  ``maxQueuedEvents`` was 1,000: most of a 300-job burst's events were dropped). Past the bound the incoming
+  ordinary event is dropped, before its body is built, as client-go's broadcaster drops what its full channel
+  cannot take, and counted in ``dropped``; the first drop is logged, then one line per ``DROP_LOG_INTERVAL``
+  (10 s) at most, counting the drops since (client-go logs each one: thousands of lines in a flood, adding to the load).
   *Important* events (``important=True``: a job's ``Succeeded`` / ``Failed`` / ``Restarting``, the caller
   decides) wait in a queue of their own, are written first, are never dropped to make room for ordinary ones nor by
   the correlator's spam filter, and are tried ``important_max_tries`` times (client-go's 12) on server errors.
@@ -65,6 +68,7 @@ from mxjob_controller.runtime.client import (
     ServerError,
     TooManyRequests,
 )
+from mxjob_controller.runtime.clock import IDLE_WAIT
 from mxjob_controller.runtime.event_correlator import Correlation, CorrelatorOptions, EventCorrelator
 
 log = logging.getLogger(__name__)
@@ -72,7 +76,11 @@ log = logging.getLogger(__name__)
 NORMAL = "Normal"
 WARNING = "Warning"
 EVENT_TYPES = (NORMAL, WARNING)
-DEFAULT_QUEUE_SIZE = 1000               # client-go's maxQueuedEvents
+DEFAULT_QUEUE_SIZE: int | None = None   # no bound by count: ordinary events are bounded by their bytes
+# What queued ordinary events may hold: about 12,000 events, a burst of a few thousand jobs' creations (client-go's
+# 1,000 events dropped most of a 300-job burst's).
+DEFAULT_QUEUE_BYTES = 16 * 1024 * 1024
+_EVENT_BASE_BYTES = 1280   # a queued event's memory besides its strings (its dicts, ObjectReference, stamps)
 DEFAULT_IMPORTANT_QUEUE_SIZE = 10_000   # a memory bound: ten thousand jobs ending faster than their events are written
 IMPORTANT_MAX_TRIES = 12                # client-go's maxTriesPerEvent
 # The events client's budget: the kubelet's --event-qps / --event-burst defaults. A controller writes about one event
@@ -81,7 +89,6 @@ IMPORTANT_MAX_TRIES = 12                # client-go's maxTriesPerEvent
 DEFAULT_EVENT_QPS = 50.0
 DEFAULT_EVENT_BURST = 100
 
-_GET_TIMEOUT = 0.2
 DROP_LOG_INTERVAL = 10.0   # seconds between log lines about dropped ordinary events (each line counts them)
 
 
@@ -115,10 +122,12 @@ class _Queued:
     body: dict[str, Any]
     important: bool
     once: bool = False   # look for an existing Event with its reason about its object before writing it
+    size: int = 0        # its share of the ordinary queue's bytes
 
 
 class EventRecorder:
-    def __init__(self, client: Client, component: str, *, host: str = "", queue_size: int = DEFAULT_QUEUE_SIZE,
+    def __init__(self, client: Client, component: str, *, host: str = "", queue_size: int | None = DEFAULT_QUEUE_SIZE,
+                 queue_bytes: int = DEFAULT_QUEUE_BYTES,
                  important_queue_size: int = DEFAULT_IMPORTANT_QUEUE_SIZE, options: CorrelatorOptions | None = None,
                  wall: Callable[[], float] = time.time, max_tries: int = 3,
                  important_max_tries: int = IMPORTANT_MAX_TRIES, retry_delay: float = 1.0) -> None:
@@ -132,7 +141,9 @@ class EventRecorder:
         self.retry_delay = retry_delay
         self._wall = wall
         self._correlator = EventCorrelator(options, now=wall)
-        self._queue_size = max(1, queue_size)
+        self._queue_size = None if queue_size is None else max(1, queue_size)
+        self._queue_bytes = max(1, queue_bytes)
+        self._ordinary_bytes = 0    # the estimated memory of the queued ordinary events (queued_bytes())
         self._important_size = max(1, important_queue_size)
         self._ordinary: deque[_Queued] = deque()
         self._important: deque[_Queued] = deque()
@@ -171,7 +182,7 @@ class EventRecorder:
                 if recent is None:
                     recent = self._warnings[ref.uid] = deque(maxlen=16)
                 recent.append((self._wall(), message))
-            if not important and len(self._ordinary) >= self._queue_size:
+            if not important and self._ordinary_full(_estimated_bytes(ref.name, ref.namespace, reason, message)):
                 # Dropped before its body is built: under a flood (300 jobs' creations at once) most ordinary
                 # events end here, and building each one and logging it was 7% of the controller's CPU.
                 self._dropped_ordinary(reason, ref.namespace, ref.name, message)
@@ -224,25 +235,40 @@ class EventRecorder:
 
     def _enqueue(self, item: _Queued, key: tuple[str, str]) -> bool:
         """Queue ``item`` (the condition held); False, logged, if its queue is full."""
-        queue, bound = (self._important, self._important_size) if item.important else (self._ordinary,
-                                                                                        self._queue_size)
-        if len(queue) >= bound:
+        queue = self._important if item.important else self._ordinary
+        involved = item.body["involvedObject"]
+        size = 0 if item.important else _estimated_bytes(involved.get("name") or "", involved.get("namespace") or "",
+                                                         item.body["reason"], item.body["message"])
+        if len(self._important) >= self._important_size if item.important else self._ordinary_full(size):
             body = item.body
             involved = body["involvedObject"]
             if item.important:
                 self.dropped_important += 1
                 self._recorded.pop(key, None)   # so that event_once can record it again
                 log.error("%d important events queued: dropping event %s about %s/%s: %s (the event client's "
-                          "budget is far too small for this load)", bound, body["reason"],
+                          "budget is far too small for this load)", self._important_size, body["reason"],
                           involved.get("namespace"), involved.get("name"), body["message"])
             else:
                 self._dropped_ordinary(body["reason"], involved.get("namespace"), involved.get("name"),
                                        body["message"])
             return False
+        item.size = size
         queue.append(item)
+        self._ordinary_bytes += size
         self._unfinished += 1
         self._cond.notify_all()
         return True
+
+    def _ordinary_full(self, size: int) -> bool:
+        """Whether an ordinary event of ``size`` bytes would overflow its queue (the condition held)."""
+        if self._queue_size is not None and len(self._ordinary) >= self._queue_size:
+            return True
+        return bool(self._ordinary) and self._ordinary_bytes + size > self._queue_bytes
+
+    def queued_bytes(self) -> int:
+        """The estimated memory of the ordinary events waiting to be written."""
+        with self._cond:
+            return self._ordinary_bytes
 
     def _dropped_ordinary(self, reason: str, namespace: str | None, name: str | None, message: str) -> None:
         """Count an ordinary event dropped for a full queue (the condition held); log the first drop, then at most
@@ -305,6 +331,8 @@ class EventRecorder:
         flushed = self.flush(timeout) if self._thread is not None else self._unfinished == 0
         self._deadline = deadline
         self._stopping.set()
+        with self._cond:
+            self._cond.notify_all()   # an idle writer waits on the condition, not on _stopping
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -319,14 +347,17 @@ class EventRecorder:
     # --- the writer -----------------------------------------------------------------------------------
 
     def _next(self) -> _Queued | None:
-        """The next event to write, important ones first; None after :data:`_GET_TIMEOUT` seconds without one."""
+        """The next event to write, important ones first; None when stopping or after :data:`IDLE_WAIT` without
+        one."""
         with self._cond:
-            if not self._important and not self._ordinary:
-                self._cond.wait(_GET_TIMEOUT)
+            if not self._important and not self._ordinary and not self._stopping.is_set():
+                self._cond.wait(IDLE_WAIT)
             if self._important:
                 return self._important.popleft()
             if self._ordinary:
-                return self._ordinary.popleft()
+                item = self._ordinary.popleft()
+                self._ordinary_bytes -= item.size
+                return item
             return None
 
     def _run(self) -> None:
@@ -429,6 +460,12 @@ class EventRecorder:
     def _pause(self) -> bool:
         """Wait before a retry; False once the recorder is stopping (no retries during shutdown)."""
         return not self._stopping.wait(self.retry_delay)
+
+
+def _estimated_bytes(name: str, namespace: str, reason: str, message: str) -> int:
+    """What an event holds in memory once built: a constant for its structure, plus its strings (the message twice
+    over at most: the body's, and the warning memory's)."""
+    return _EVENT_BASE_BYTES + 2 * len(message) + len(reason) + 2 * (len(name) + len(namespace))
 
 
 def _field_value(value: str) -> str:

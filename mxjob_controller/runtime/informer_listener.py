@@ -22,6 +22,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from mxjob_controller.runtime.clock import IDLE_WAIT
+
 log = logging.getLogger(__name__)
 
 ADD, UPDATE, DELETE, SYNCED = "add", "update", "delete", "synced"
@@ -86,7 +88,7 @@ class Listener:
         while True:
             with self._cond:
                 while not self._queue and not self._stopping:
-                    self._cond.wait(timeout=5.0)
+                    self._cond.wait(timeout=IDLE_WAIT)   # push() and stop() notify
                 if self._stopping:
                     return
                 batch, self._queue = self._queue, deque()
