@@ -103,7 +103,7 @@ def bench_pod_write(full: bool) -> Outcome:
 
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up",
+        proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--insecure-http",
                                  "--kubelet", "none", "--no-controller", "--no-webhooks", "--port", "0",
                                  "--kubeconfig-out", str(kubeconfig), "--log-level", "warning"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
