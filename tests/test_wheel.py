@@ -26,6 +26,7 @@ import pytest
 from mxjob_controller import __version__
 from tests.e2e import run_end_to_end
 from tests.manifests import ROOT, find, render
+from tests.support import cached_build
 from tests.test_e2e_run import check
 
 # One xdist worker runs them: the wheel and its install are made once.
@@ -80,15 +81,13 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def installed(wheel: Path) -> Path:
     """A virtualenv holding the wheel (forced in) and its dependencies (cached); its ``bin`` directory."""
-    CACHE.mkdir(exist_ok=True)
-    home = CACHE / f"wheel-venv-{dependency_key()}"
-    with open(CACHE / "wheel-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)        # other test runs on this checkout wait for us
-        if not (home / "ready").exists():
-            shutil.rmtree(home, ignore_errors=True)
-            venv.EnvBuilder(with_pip=True, clear=True).create(home)
-            pip(home / "bin" / "python", "install", "--quiet", "--no-compile", str(wheel))   # compiled on import
-            (home / "ready").touch()
+    def build(home: Path) -> None:
+        venv.EnvBuilder(with_pip=True, clear=True).create(home)
+        pip(home / "bin" / "python", "install", "--quiet", "--no-compile", str(wheel))   # compiled on import
+
+    home = cached_build(CACHE / f"wheel-venv-{dependency_key()}", build)
+    with open(CACHE / f"{home.name}.lock", "w") as lock:   # not while another run builds or reinstalls
+        fcntl.flock(lock, fcntl.LOCK_EX)
         pip(home / "bin" / "python", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel))
     return home / "bin"
 
