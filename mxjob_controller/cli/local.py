@@ -29,8 +29,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # HTTPS by default, as kind and minikube serve: strict clients (client-node, Headlamp) refuse plain HTTP.
 _TLS_HELP = ("Serve HTTPS with a CA and a certificate made at start (the kubeconfig carries the CA and an "
              "administrator's token in system:masters), with authentication and RBAC, as kind does (the default; "
-             "--tls is kept for older scripts). --insecure-http: plain HTTP, no authentication unless "
-             "--authorization rbac.")
+             "--tls is kept for older scripts). --insecure-http: plain HTTP without authentication (local up: "
+             "unless --authorization rbac).")
 __all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
 
 
