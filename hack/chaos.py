@@ -595,8 +595,10 @@ class Chaos:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     def start_cluster(self) -> None:
-        argv = [sys.executable, "-m", "mxjob_controller", "local", "up", "--kubelet", "process", "--no-controller",
-                "--port", "0", "--kubeconfig-out", str(self.kubeconfig), "--audit-log", str(self.audit),
+        # --insecure-http: the malformed requests and hang probes are raw HTTP, and the targets were set over it.
+        argv = [sys.executable, "-m", "mxjob_controller", "local", "up", "--insecure-http", "--kubelet", "process",
+                "--no-controller", "--port", "0", "--kubeconfig-out", str(self.kubeconfig),
+                "--audit-log", str(self.audit),
                 "--fault-seed", str(self.opts.seed), "--workdir", str(self.tmp / "pods"), "--log-level", "warning",
                 "--crashloop-backoff", "1"]
         for rule in fault_rules(self.opts):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import shutil
 import subprocess
 import sys
 import venv
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.manifests import ROOT
+from tests.support import cached_build
 
 CACHE = ROOT / ".mxjob-local"
 
@@ -31,17 +31,16 @@ def pip(python: Path, *args: str, timeout: float = 600) -> None:
 def cached_venv(name: str, key: str, install: Callable[[Path], None],
                 refresh: Callable[[Path], None] | None = None) -> Path:
     """The virtualenv ``name`` for ``key`` (made by ``install(python)`` when missing); its ``bin`` directory.
-    ``refresh(python)`` runs on every call, under the lock (what must be fresh each run)."""
-    CACHE.mkdir(exist_ok=True)
+    ``refresh(python)`` runs on every call, under a lock of its own (what must be fresh each run)."""
     digest = hashlib.sha256(f"{sys.version}\n{key}".encode()).hexdigest()[:16]
-    home = CACHE / f"{name}-{digest}"
-    with open(CACHE / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)        # other test runs on this checkout wait for us
-        if not (home / "ready").exists():
-            shutil.rmtree(home, ignore_errors=True)
-            venv.EnvBuilder(with_pip=True, clear=True).create(home)
-            install(home / "bin" / "python")
-            (home / "ready").touch()
-        if refresh is not None:
+
+    def build(home: Path) -> None:
+        venv.EnvBuilder(with_pip=True, clear=True).create(home)
+        install(home / "bin" / "python")
+
+    home = cached_build(CACHE / f"{name}-{digest}", build)
+    if refresh is not None:
+        with open(CACHE / f"{home.name}.refresh.lock", "w") as lock:   # other runs on this checkout wait for us
+            fcntl.flock(lock, fcntl.LOCK_EX)
             refresh(home / "bin" / "python")
     return home / "bin"

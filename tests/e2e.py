@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tests.gang_support import t9k_crd
 from tests.kubelet_sim import KubeletSim
 from tests.manifests import INSTALL_NAMESPACE, MANIFESTS, ROOT, find, render
@@ -281,7 +279,7 @@ def run_end_to_end(cli: Sequence[str], tmp_path: Path, install: str = "install")
         wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=60, what="local up's kubeconfig")
         assert up.poll() is None, up.communicate()
         kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache")
-        kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+        kube = Kube.from_kubeconfig(kubeconfig)
         kubectl.ok("apply", "-k", str(MANIFESTS / install), timeout=60)
         if any(scenario.t9k for scenario in scenarios):   # the T9k scheduler's PodGroups served
             kubectl.ok("create", "-f", "-", input=json.dumps(t9k_crd()))

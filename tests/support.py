@@ -9,8 +9,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +22,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from kubernetes import client
+from kubernetes import config as kube_config
 
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 T = TypeVar("T")
@@ -36,6 +39,19 @@ def wait_for(fn: Callable[[], T], timeout: float = 10.0, interval: float = 0.02,
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what or fn!r}; last value: {last!r}")
         time.sleep(interval)
+
+
+def cached_build(home: Path, build: Callable[[Path], None]) -> Path:
+    """``home``, made by ``build(home)`` unless a finished one is there (a ``ready`` marker, written last); runs
+    on this checkout wait on a lock beside it, so one builds and the others use its result."""
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / f"{home.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (home / "ready").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            build(home)
+            (home / "ready").touch()
+    return home
 
 
 @dataclass
@@ -69,6 +85,15 @@ class Kube:
     def of(cls, apiserver: Any, user_agent: str = "mxjob-tests", token: str | None = None) -> Kube:
         """A client of ``apiserver`` (an embedded ``APIServer``) as its administrator, or as ``token``'s user."""
         return cls(apiserver.url, user_agent, token=token or apiserver.admin_token, ca_file=apiserver.ca_file)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | Path, user_agent: str = "mxjob-tests") -> Kube:
+        """A client configured as the official one configures itself from a kubeconfig: its server, the CA of
+        ``certificate-authority-data`` and the user's token."""
+        config = client.Configuration()
+        kube_config.load_kube_config(config_file=str(path), client_configuration=config)
+        token = (config.api_key.get("authorization") or "").removeprefix("Bearer ") or None
+        return cls(config.host, user_agent, token=token, ca_file=config.ssl_ca_cert)
 
     def close(self) -> None:
         self.api.close()

@@ -98,9 +98,7 @@ def test_local_up_audit_log(tmp_path: Path):
     try:
         wait_for(lambda: kubeconfig.exists() or proc.poll() is not None, timeout=60, what="local up ready")
         assert proc.poll() is None, proc.communicate()
-        url = next(line.split(": ", 1)[1].strip() for line in kubeconfig.read_text().splitlines()
-                   if line.strip().startswith("server:"))
-        kube = Kube(url, user_agent="local-up-audit")
+        kube = Kube.from_kubeconfig(kubeconfig, user_agent="local-up-audit")
         try:
             assert kube.get(f"{CMS}/x").status == 404
         finally:

@@ -27,14 +27,16 @@ def core(kube: Kube) -> client.CoreV1Api:
     return client.CoreV1Api(kube.api)
 
 
-def strict(url: str, user_agent: str = "fault-tests") -> Kube:
-    """The official client without urllib3's own retries (which replay a 429/503 that has Retry-After)."""
-    kube = Kube(url, user_agent)
+def strict(target: str | Kube, user_agent: str = "fault-tests") -> Kube:
+    """The official client without urllib3's own retries (which replay a 429/503 that has Retry-After), to
+    ``target`` (a URL, or a client whose server, CA and token are kept)."""
+    kube = target if isinstance(target, Kube) else Kube(target, user_agent)
+    config = kube.api.configuration
     kube.api.close()
-    config = client.Configuration()
-    config.host = url
     config.retries = False
+    headers = dict(kube.api.default_headers)
     kube.api = client.ApiClient(config)
+    kube.api.default_headers.update(headers)
     kube.api.user_agent = user_agent
     return kube
 
@@ -295,9 +297,7 @@ def test_local_up_fault_flags(tmp_path: Path):
     try:
         wait_for(lambda: kubeconfig.exists() or proc.poll() is not None, timeout=60, what="local up ready")
         assert proc.poll() is None, proc.communicate()
-        url = next(line.split(": ", 1)[1] for line in kubeconfig.read_text().splitlines()
-                   if line.strip().startswith("server:"))
-        kube = strict(url.strip())
+        kube = strict(Kube.from_kubeconfig(kubeconfig, "fault-tests"))
         try:
             replies = [kube.get(CMS) for _ in range(3)]
         finally:

@@ -36,11 +36,14 @@ def test_local_up_serves_kubectl_and_stops_cleanly(tmp_path, sig):
     try:
         wait_ready(proc, kubeconfig)
         config = yaml.safe_load(kubeconfig.read_text())
-        server = config["clusters"][0]["cluster"]["server"]
-        assert server.startswith("http://127.0.0.1:") and not server.endswith(":0")
+        cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+        server = cluster["server"]   # HTTPS by default, the CA and an administrator's token in the kubeconfig
+        assert server.startswith("https://127.0.0.1:") and not server.endswith(":0")
+        assert cluster["certificate-authority-data"] and user["token"]
         assert oct(os.stat(kubeconfig).st_mode & 0o777) == "0o600"
         kubectl = Kubectl(kubeconfig, tmp_path / "cache")
         assert "namespace/default" in kubectl.ok("get", "namespaces", "-o", "name").split()
+        assert "kubernetes-admin" in kubectl.ok("auth", "whoami")
         crds = kubectl.ok("get", "crds", "-o", "name").split()
         assert crds == sorted(f"customresourcedefinition.apiextensions.k8s.io/{c['metadata']['name']}"
                               for c in packaged_crds())
@@ -89,8 +92,9 @@ def test_local_up_reports_a_busy_port(tmp_path):
 
 
 def test_local_up_tls_runs_a_job_with_every_part_authenticated(tmp_path):
-    """``--tls``: HTTPS with the CA in the kubeconfig and an administrator's token, RBAC enforced; the embedded
-    controller and kubelet are users of their own (in system:masters) and run a job to success."""
+    """``--tls`` (the default, still accepted): HTTPS with the CA in the kubeconfig and an administrator's token,
+    RBAC enforced; the embedded controller and kubelet are users of their own (in system:masters) and run a job to
+    success."""
     proc, kubeconfig = start_local_up(tmp_path, "--tls")
     try:
         wait_ready(proc, kubeconfig)
@@ -123,7 +127,7 @@ def test_local_up_kubelet_none_leaves_mxjob_port_9091_and_the_services_on_it(tmp
     proc, kubeconfig = start_local_up(tmp_path, "--kubelet", "none", "--threadiness", "1")
     try:
         wait_ready(proc, kubeconfig)
-        kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+        kube = Kube.from_kubeconfig(kubeconfig)
 
         def replica(port: bool) -> dict:
             container = {"name": "mxnet", "image": "mxnet/python:1.9.1", "command": ["python", "-c", "pass"]}
@@ -175,10 +179,29 @@ def test_local_up_tls_on_every_address_gives_clients_the_loopback_address(tmp_pa
     assert f"listening on {server}" in out
 
 
+def test_local_up_insecure_http_serves_plain_http_without_credentials(tmp_path):
+    """``--insecure-http``: plain HTTP as before TLS became the default; no CA, no token, everything allowed."""
+    proc, kubeconfig = start_local_up(tmp_path, "--insecure-http", "--no-controller", "--kubelet", "none")
+    try:
+        wait_ready(proc, kubeconfig)
+        config = yaml.safe_load(kubeconfig.read_text())
+        cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+        assert cluster["server"].startswith("http://127.0.0.1:") and "certificate-authority-data" not in cluster
+        assert user == {}
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        assert kubectl.ok("auth", "can-i", "delete", "nodes").strip() == "yes"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert f"listening on {cluster['server']}\n" in out, "no authorization mode is named: none is enforced"
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--serviceaccount", "kubeflow/mxjob-controller"], "--serviceaccount and --token-dir go together"),
     (["--token-dir", "sa"], "--serviceaccount and --token-dir go together"),
-    (["--serviceaccount", "kubeflow/mxjob-controller", "--token-dir", "sa"], "--serviceaccount needs --tls"),
+    (["--serviceaccount", "kubeflow/mxjob-controller", "--token-dir", "sa", "--insecure-http"],
+     "--serviceaccount needs TLS (drop --insecure-http)"),
     (["--serviceaccount", "mxjob-controller", "--token-dir", "sa", "--tls"], "expected NAMESPACE/NAME"),
     (["--authorization", "abac"], "'abac' is not one of 'rbac', 'always-allow'"),
 ])

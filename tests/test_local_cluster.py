@@ -250,7 +250,7 @@ def test_local_up_runs_a_job_and_leaves_no_process_when_it_stops(tmp_path, sig):
         wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=60, what="local up's kubeconfig")
         assert up.poll() is None, output.read_text()
         kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache")
-        kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+        kube = Kube.from_kubeconfig(kubeconfig)
         # The banner is logged once the kubeconfig is written: poll for it rather than race it.
         wait_for(lambda: "Local cluster running: API server, MXJob and TFJob controllers, kubelet"
                  in output.read_text() or up.poll() is not None, timeout=30, what="local up's banner")

@@ -19,7 +19,7 @@ import yaml
 
 from tests.local_support import PID_NAMESPACE, namespace_processes, pid_alive
 from tests.run_process import clean_env
-from tests.support import wait_for
+from tests.support import Kubectl, wait_for
 
 # One xdist worker runs them one after the other: ``local run`` works in (and writes its kubeconfig under) the
 # checkout, the directory these tests start it in.
@@ -297,6 +297,29 @@ def test_ctrl_c_exits_130_with_no_orphans(tmp_path):
     assert "interrupted" in out
     assert not any(pid_alive(p) for p in pids)
     assert not any(namespace_processes(ns) for ns in recorded_namespaces(tmp_path))
+
+
+@pytest.mark.parametrize(("flags", "scheme"), [((), "https"), (("--insecure-http",), "http")])
+def test_kubectl_works_with_the_run_kubeconfig_https_by_default(tmp_path, flags, scheme):
+    """While the jobs run, kubectl reads the run's kubeconfig as written: HTTPS with its CA and an administrator's
+    token by default, plain HTTP without credentials with --insecure-http."""
+    kubeconfig = tmp_path / "run-kubeconfig"
+    proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "run", *flags, "--kubeconfig-out",
+                             str(kubeconfig), str(sleeper_job(tmp_path))],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    try:
+        wait_for(lambda: kubeconfig.exists() or proc.poll() is not None, timeout=60, what="the run's kubeconfig")
+        cluster = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
+        assert cluster["server"].startswith(f"{scheme}://127.0.0.1:")
+        assert ("certificate-authority-data" in cluster) == (scheme == "https")
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        wait_for(lambda: "mxjob.kubeflow.org/sleepy" in kubectl.ok("get", "mxjobs", "-o", "name").split(),
+                 timeout=30, what="the run's job, through kubectl")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert not kubeconfig.exists()
 
 
 @pytest.mark.parametrize(("args", "code", "says"), [

@@ -144,8 +144,9 @@ class Procs:
     def server(self, *faults: str, audit: bool = False) -> subprocess.Popen[bytes]:
         """``local up`` without kubelet, controller or webhooks (the controller's figures, not admission's, against
         the same server the earlier results had); returns once its kubeconfig is written (it is ready)."""
-        args = ["-m", "mxjob_controller", "local", "up", "--kubelet", "none", "--no-controller", "--no-webhooks",
-                "--port", "0",
+        # --insecure-http: the floors were set over plain HTTP, and the harness's clients speak it.
+        args = ["-m", "mxjob_controller", "local", "up", "--insecure-http", "--kubelet", "none", "--no-controller",
+                "--no-webhooks", "--port", "0",
                 "--kubeconfig-out", str(self.kubeconfig), "--log-level", "warning", "--watcher-queue", "100000"]
         for rule in faults:
             args += ["--fault", rule]

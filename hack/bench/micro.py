@@ -102,7 +102,7 @@ def local_server() -> Iterator[tuple[subprocess.Popen, str]]:
     """``local up`` with the API server alone, in its own process (so its CPU can be read): (process, URL)."""
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up",
+        proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--insecure-http",
                                  "--kubelet", "none", "--no-controller", "--no-webhooks", "--port", "0",
                                  "--kubeconfig-out", str(kubeconfig), "--log-level", "warning"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

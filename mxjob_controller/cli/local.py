@@ -28,6 +28,11 @@ RUN_KUBECONFIG = ".mxjob-local/run-kubeconfig"
 _AUTHORIZATION = {"rbac": "RBAC", "always-allow": "AlwaysAllow"}   # --authorization → kube's mode names
 # Containers run in sessions of their own, so a closed terminal (SIGHUP) reaches only us: we stop them all.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# HTTPS by default, as kind and minikube serve: strict clients (client-node, Headlamp) refuse plain HTTP.
+_TLS_HELP = ("Serve HTTPS with a CA and a certificate made at start (the kubeconfig carries the CA and an "
+             "administrator's token in system:masters), with authentication and RBAC, as kind does (the default; "
+             "--tls is kept for older scripts). --insecure-http: plain HTTP without authentication (local up: "
+             "unless --authorization rbac).")
 __all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
 
 
@@ -92,18 +97,17 @@ def local() -> None:
                    "directory]")
 @click.option("--crashloop-backoff", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
               help="Seconds before the second restart of a crashing container (then doubling, at most 5 minutes).")
-@click.option("--tls", is_flag=True,
-              help="Serve HTTPS with a CA and a certificate made at start (the kubeconfig carries the CA and an "
-                   "administrator's token); authentication and RBAC are then enforced.")
+@click.option("--tls/--insecure-http", default=True, help=_TLS_HELP)
 @click.option("--authorization", default=None, type=click.Choice(list(_AUTHORIZATION), case_sensitive=False),
               help="rbac: requests are authorized by the Roles and bindings applied to the server (the "
                    "kubeconfig's user is in system:masters; a request without a bearer token is system:anonymous); "
                    "always-allow: everything is allowed.  "
-                   "[default: rbac with --tls, else always-allow]")
+                   "[default: rbac, always-allow with --insecure-http]")
 @click.option("--serviceaccount", "service_account", default=None, metavar="NAMESPACE/NAME",
               callback=lambda _c, _p, v: _parse_service_account(v),
               help="Write a token of this ServiceAccount (which may be created later, e.g. by kubectl apply) to "
-                   "--token-dir with ca.crt and namespace, as a pod's projected volume holds them. Needs --tls.")
+                   "--token-dir with ca.crt and namespace, as a pod's projected volume holds them (not with "
+                   "--insecure-http).")
 @click.option("--token-dir", default=None, type=click.Path(file_okay=False),
               help="Where --serviceaccount's files go: `mxjob-controller run` reads them with "
                    "MXJOB_SERVICE_ACCOUNT_DIR set to it and KUBERNETES_SERVICE_HOST/PORT set, as in a pod.")
@@ -130,7 +134,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     if (service_account is None) != (token_dir is None):
         raise click.UsageError("--serviceaccount and --token-dir go together")
     if service_account is not None and not tls:
-        raise click.UsageError("--serviceaccount needs --tls: in-cluster clients speak HTTPS only")
+        raise click.UsageError("--serviceaccount needs TLS (drop --insecure-http): in-cluster clients speak HTTPS "
+                               "only")
     setup_logging(log_level, json_log_format)
     stop = threading.Event()
     for sig in STOP_SIGNALS:
@@ -241,8 +246,9 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
               help="Least severe level of the cluster's own log (on stderr).")
 @click.option("--sandbox/--no-sandbox", default=True, show_default=True,
               help="Run each container in the pod sandbox (see `local up --help`).")
+@click.option("--tls/--insecure-http", default=True, help=_TLS_HELP)
 def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
-              threadiness: int, log_level: str, sandbox: bool) -> None:
+              threadiness: int, log_level: str, sandbox: bool, tls: bool) -> None:
     """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
     for them.
 
@@ -256,7 +262,7 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubecon
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: interrupt.set())
     cluster = LocalCluster(ClusterOptions(
-        threadiness=threadiness,
+        server=ServerOptions(tls=tls), threadiness=threadiness,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,
                                        sandbox=sandbox)))
     try:

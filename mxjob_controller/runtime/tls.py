@@ -7,10 +7,10 @@ skips verification. The serving certificate names ``localhost``, ``127.0.0.1``, 
 names the caller gives. Keys are ECDSA P-256 (fast to make; Go and OpenSSL both verify them).
 
 OpenSSL loads certificates and keys only from files. The CA and the serving certificate (public) are written to a
-private directory (0700) that :meth:`TLSMaterial.close` removes, and so does a finalizer if ``close`` is never
-called (a server whose construction failed, a process that exits without stopping its server). The private key is
-on disk only while :meth:`TLSMaterial.server_context` loads it (0600, removed right after): a process killed at any
-other moment leaves no key behind. Nothing here logs a key or a certificate.
+private directory (0700, the files 0600) that :meth:`TLSMaterial.close` removes, and so does a finalizer if ``close``
+is never called (a server whose construction failed, a process that exits without stopping its server). The private
+key is on disk only while :meth:`TLSMaterial.server_context` loads it (0600, removed right after): a process killed at
+any other moment leaves no key behind. Nothing here logs a key or a certificate.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ class TLSMaterial:
         self.ca_file = self.directory / "ca.crt"
         self.cert_file = self.directory / "tls.crt"
         self.key_file = self.directory / "tls.key"   # exists only inside server_context()
-        self.ca_file.write_bytes(self.ca_pem)
-        self.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        _write_private(self.ca_file, self.ca_pem)
+        _write_private(self.cert_file, cert.public_bytes(serialization.Encoding.PEM))
 
     def server_context(self) -> ssl.SSLContext:
         """:func:`server_context` of this pair. The key file is written for OpenSSL to load and removed as soon as
@@ -97,6 +97,13 @@ class TLSMaterial:
 
     def close(self) -> None:
         self._cleanup()
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """``data`` in a new file only its owner may read (0600 whatever the umask), as the cluster's other files."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 def server_context(cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str]) -> ssl.SSLContext:
