@@ -1,7 +1,7 @@
 """Every file under ``examples/`` with ``mxjob-controller local run``, as ``examples/README.md`` promises: each one
 that can run on this machine runs (exit 0), and each one that cannot has a README line saying what it needs, which
 this module holds against what ``local run`` does with it: a fail-fast exit naming the cause, not a wait for the
-whole ``--timeout`` (the one exception, a crash-looping ``OnFailure`` job, is said so in its line).
+whole ``--timeout`` (the one exception, a crash-looping ``OnFailure`` v1alpha1 job, says so in its line).
 
 The examples ``tests/test_local_run.py`` already runs (the real MXNet demo, MXTune, the TFJob and GenericJob
 examples, the vendor's TFJob without a command) are not run twice: the table names them and a test checks that
@@ -125,7 +125,8 @@ def test_an_example_that_cannot_run_here_fails_in_seconds_naming_what_is_missing
 
 
 def test_the_v1alpha1_dist_example_crash_loops_on_its_missing_script_until_the_timeout(tmp_path):
-    """The old example's pods restart ``OnFailure`` (the crash-loop back-off), as on a cluster; the README says so."""
+    """The old example's pods restart ``OnFailure`` as v1 does (the crash-loop back-off), where mx-operator v1alpha1
+    failed the job on an exit code from 1 to 127; its README line says so."""
     code, out = run_example(tmp_path, "v1alpha1/mx_job_dist.yaml", timeout="8")
     assert code == 124, out
     assert "timed out after 8s: not finished: default/example-dist-job (Running)" in out
