@@ -121,7 +121,8 @@ def test_an_example_that_cannot_run_here_fails_in_seconds_naming_what_is_missing
     assert code == 1, out
     assert EXPECTED[file].output_says in out, out
     failed_at = re.search(r"^\[ *([0-9.]+)s\] \S+  Failed", out, re.M)
-    assert failed_at and float(failed_at.group(1)) < 60, "failed long before the 300 s timeout: " + out
+    # the Keras job first spends its 100 shared restarts (15-20 s on a busy 2-core machine)
+    assert failed_at and float(failed_at.group(1)) < 90, "failed long before the 300 s timeout: " + out
 
 
 def test_the_v1alpha1_dist_example_crash_loops_on_its_missing_script_until_the_timeout(tmp_path):
