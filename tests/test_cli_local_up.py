@@ -1,6 +1,7 @@
 """`mxjob-controller local up` as a user runs it: a separate process, a kubeconfig that appears only when the
 server is ready, kubectl working against it, and a clean stop on SIGTERM or SIGINT."""
 
+import copy
 import os
 import signal
 import subprocess
@@ -141,7 +142,10 @@ def test_local_up_kubelet_none_leaves_mxjob_port_9091_and_the_services_on_it(tmp
         assert created.status == 201, created.body
         assert "local.mxjob-controller.kubeflow.org/assigned-ports" not in (
             created.body["metadata"].get("annotations") or {})
-        assert created.body["spec"]["mxReplicaSpecs"] == job["spec"]["mxReplicaSpecs"], "the ports as written"
+        # As written, but for the Worker's port, which admission defaults as on a cluster (the webhook's defaulting).
+        wanted = copy.deepcopy(job["spec"]["mxReplicaSpecs"])
+        wanted["Worker"]["template"]["spec"]["containers"][0]["ports"] = [{"name": "mxjob-port", "containerPort": 9091}]
+        assert created.body["spec"]["mxReplicaSpecs"] == wanted, "the ports as written, 9091 where none was"
 
         selector = {"labelSelector": "training.kubeflow.org/job-name=p"}
         def services() -> dict | None:

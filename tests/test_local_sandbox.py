@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
@@ -146,7 +145,7 @@ def test_local_up_killed_by_sigkill_leaves_no_container(tmp_path):
                           stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=tmp_path)
     try:
         wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=60, what="local up's kubeconfig")
-        kube = Kube(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+        kube = Kube.from_kubeconfig(kubeconfig)
         sleeper = f"import os, pathlib, time; pathlib.Path('ns').write_text({PID_NAMESPACE}); time.sleep(300)"
         assert kube.post(PODS, script_pod("sleeper", sleeper)).ok
         wait_for((tmp_path / "ns").exists, timeout=30, what="the container")

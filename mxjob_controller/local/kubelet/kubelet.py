@@ -76,7 +76,8 @@ class Kubelet:
         # --event-qps client: a flood of them never delays status writes.
         self.events = EventRecorder(client.sibling(None), component="kubelet", host=options.node_name)
         self.sandbox = Sandbox(SandboxConfig(options.sandbox, options.container_user, options.pod_pids_limit,
-                                             lambda: (str(self.logs.root), *options.private_paths())))
+                                             lambda: (str(self.logs.root), *options.private_paths()),
+                                             shared_dirs=(options.workdir,)))
         self.stopping = threading.Event()
         self.allocatable = {"cpu": str(os.cpu_count() or 1), "memory": f"{_memory_kib()}Ki", "pods": "110"}
         self.addresses = PodAddresses()

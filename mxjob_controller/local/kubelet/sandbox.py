@@ -166,6 +166,9 @@ class SandboxConfig:
     default_user: tuple[int, int] | None = None    # None: nobody when root, else our own user
     pod_pids_limit: int = DEFAULT_POD_PIDS          # <= 0: no limit
     private_paths: Callable[[], Iterable[str]] = field(default=lambda: ())
+    # Folders every container sees as on this machine even inside a private /tmp: the kubelet's --workdir, which is
+    # shared by every pod like a hostPath (a checkout cloned under /tmp, as CI does, holds the jobs' scripts).
+    shared_dirs: tuple[str, ...] = ()
 
 
 class Sandbox:
@@ -258,6 +261,10 @@ class Sandbox:
                 needed.append((folder, None))
             elif blocked is not None and blocked != folder:
                 needed.append((folder, blocked))
+        for folder in dict.fromkeys(os.path.realpath(p) for p in self.config.shared_dirs):
+            in_private_dir = any(_within(folder, d) and folder != d for d in PRIVATE_DIRS)
+            if in_private_dir and not hidden_from(folder, self._private()):
+                needed.append((folder, None))
         plan = mount_plan(real_cwd, private, needed=needed)
         no_new_privs = (container.get("securityContext") or {}).get("allowPrivilegeEscalation") is False
         return {**_spec_of(argv, env, real_cwd, user, cgroup, plan), "hide_source": self.hide_source,
