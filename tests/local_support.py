@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -101,13 +102,27 @@ def pid_alive(pid: int) -> bool:
 PID_NAMESPACE = "os.readlink('/proc/self/ns/pid')"
 
 
-def namespace_processes(pid_namespace: str) -> list[int]:
-    """Host pids of every live (not zombie) process in ``pid_namespace`` (read from /proc)."""
+def boot_seconds() -> float:
+    """Seconds since boot, the clock of a process's start time in /proc (``born_before`` below)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def _born(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")   # field 22, starttime, in clock ticks since boot
+
+
+def namespace_processes(pid_namespace: str, born_before: float | None = None) -> list[int]:
+    """Host pids of every live (not zombie) process in ``pid_namespace`` (read from /proc). A dead namespace's
+    number can be given to a new one (another test's container): ``born_before`` (:func:`boot_seconds`, taken while
+    the namespace was known to live) leaves out processes started after it."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.readlink(f"/proc/{entry}/ns/pid") == pid_namespace and pid_alive(int(entry)):
+                if os.readlink(f"/proc/{entry}/ns/pid") == pid_namespace and pid_alive(int(entry)) and (
+                        born_before is None or _born(int(entry)) <= born_before):
                     found.append(int(entry))
             except OSError:
                 continue

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.local_support import (
+    boot_seconds,
     container_status,
     get_pod,
     group_alive,
@@ -158,12 +159,12 @@ def test_graceful_deletion_kills_the_whole_process_tree(local, tmp_path, ignores
     pids = namespace_processes(namespace)
     assert len(pids) >= 4, "the sandbox's init, the container's process, its child and grandchild"
     pgid = group_of(wait_phase(kube, "tree", "Running"))
-    started = time.monotonic()
+    started, deleting = time.monotonic(), boot_seconds()
     assert kube.delete(pod_path("tree")).ok
     wait_for(lambda: kube.get(pod_path("tree")).status == 404, timeout=20, what="the pod removed")
     took = time.monotonic() - started
     assert not any(pid_alive(p) for p in pids) and not group_alive(pgid)
-    assert namespace_processes(namespace) == []
+    assert namespace_processes(namespace, born_before=deleting) == []
     if ignores_sigterm:
         assert took >= 1.0, "SIGKILL came before the grace period ended"
 
