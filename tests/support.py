@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +40,13 @@ def wait_for(fn: Callable[[], T], timeout: float = 10.0, interval: float = 0.02,
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what or fn!r}; last value: {last!r}")
         time.sleep(interval)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a server that cannot be told to pick one and report it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def cached_build(home: Path, build: Callable[[Path], None]) -> Path:

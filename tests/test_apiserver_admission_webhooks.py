@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ import yaml
 
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.crds import widget, widget_crd
-from tests.support import Kube, Kubectl, configmap, wait_for
+from tests.support import Kube, Kubectl, configmap, free_port, wait_for
 from tests.webhook_support import (
     Answer,
     Certificates,
@@ -84,11 +83,6 @@ def status(message: str, code: int, reason: str | None, details: dict | None = N
 def internal(message: str) -> dict:
     return status(f"Internal error occurred: {message}", 500, "InternalError", {"causes": [{"message": message}]})
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- the configuration kind ---------------------------------------------------------------------------------

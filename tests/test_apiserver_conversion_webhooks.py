@@ -10,7 +10,6 @@ The test resource is ``Gadget`` (tests/webhook_support.py): ``v1`` (stored) has 
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 import yaml
 
 from mxjob_controller.local.apiserver.server import APIServer
-from tests.support import Kube, Kubectl, wait_for
+from tests.support import Kube, Kubectl, free_port, wait_for
 from tests.webhook_support import (
     GADGETS,
     Answer,
@@ -71,11 +70,6 @@ def failure(message: str) -> dict:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "code": 500}
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- the CRD's conversion stanza ------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import urllib.error
 import urllib.parse
@@ -25,7 +24,7 @@ import yaml
 from tests.local_support import PYTHON, local_cluster
 from tests.manifests import MANIFESTS
 from tests.run_process import LOCAL_PORTS, RunProcess
-from tests.support import wait_for
+from tests.support import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -75,11 +74,6 @@ def test_promtool_checks_the_rules_and_every_alert_has_a_unit_test_that_fires_it
 
 
 # --- a real Prometheus -----------------------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Prometheus:

@@ -127,11 +127,12 @@ class Metrics:
     def __init__(self, objects: Callable[[], dict[str, int]],
                  sizes: Callable[[], StorageSizes] | None = None) -> None:
         self._objects = objects
-        self._sizes = sizes
         self._lock = threading.Lock()
         self._requests: dict[tuple[str, ...], int] = {}
         self._inflight = {"mutating": 0, "readOnly": 0}
-        self.sources: list[Callable[[], list[str]]] = []  # more metric families' lines (flow control's)
+        self.sources: list[Callable[[], list[str]]] = []  # more metric families' lines (sizes, flow control's)
+        if sizes is not None:
+            self.sources.append(lambda: _size_lines(sizes()))
 
     def wrap(self, app: Callable[[Exchange], Response]) -> Callable[[Exchange], Response]:
         def serve(ex: Exchange) -> Response:
@@ -178,8 +179,6 @@ class Metrics:
             "# TYPE apiserver_storage_objects gauge",
             *(f'apiserver_storage_objects{{resource="{_escape(r)}"}} {n}' for r, n in objects),
         ]
-        if self._sizes is not None:
-            out += _size_lines(self._sizes())
         for source in self.sources:
             out += source()
         return Response(200, ("\n".join(out) + "\n").encode(),
