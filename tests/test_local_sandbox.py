@@ -128,7 +128,9 @@ def test_setsid_cannot_escape_the_pod(local, tmp_path):
         pod = script_pod(name, escape)
         pod["spec"]["containers"][0]["command"].append(stay)
         assert kube.post(PODS, pod).ok
-    wait_for(lambda: (tmp_path / "exits").exists() and (tmp_path / "stays").exists(), timeout=30, what="both up")
+    def written(name: str) -> bool:   # the file exists before its text is in it
+        return (tmp_path / name).exists() and bool((tmp_path / name).read_text())
+    wait_for(lambda: written("exits") and written("stays"), timeout=30, what="both up")
     stays = (tmp_path / "stays").read_text()
     assert len(namespace_processes(stays)) == 3, "init, the script and setsid's sleep"
     both_up = boot_seconds()   # a namespace's number may go to another test's container once it is gone
