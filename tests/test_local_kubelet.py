@@ -356,8 +356,14 @@ def test_containers_that_cannot_start_say_why(local):
 
 
 def test_pod_active_deadline(local):
-    _cluster, kube, _kubectl = local
-    assert kube.post(PODS, script_pod("slow", "import time; time.sleep(60)", activeDeadlineSeconds=1)).ok
+    """A running container past the deadline gets SIGTERM. The deadline counts from the pod's start, not the
+    container's: the test shortens it (a mutable field) once the command runs, so a slow start cannot turn it into
+    the never-started case (ContainerStatusUnknown, 137), which kube reports too."""
+    _cluster, kube, kubectl = local
+    assert kube.post(PODS, script_pod("slow", "import time; print('up', flush=True); time.sleep(60)",
+                                      activeDeadlineSeconds=3600)).ok
+    wait_for(lambda: "up" in kubectl.run("logs", "slow").stdout, timeout=30, what="the container's command running")
+    assert kube.patch(pod_path("slow"), {"spec": {"activeDeadlineSeconds": 1}}).ok
     pod = wait_phase(kube, "slow", "Failed", timeout=20)
     assert pod["status"]["reason"] == "DeadlineExceeded"
     assert container_status(pod)["state"]["terminated"]["exitCode"] == 128 + signal.SIGTERM
