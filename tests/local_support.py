@@ -24,13 +24,14 @@ PYTHON = "python"  # found on PATH: the kubelet puts this project's interpreter 
 def local_cluster(tmp_path: Path, *, controller: bool = False, backoff: float = 0.3,
                   job_ports: tuple[int, int] | None = None,
                   workdir: Path | None = None,
-                  max_grace_period: float | None = None) -> Iterator[tuple[LocalCluster, Kube, Kubectl]]:
+                  max_grace_period: float | None = None,
+                  gpus: tuple[str, ...] = ()) -> Iterator[tuple[LocalCluster, Kube, Kubectl]]:
     """A started local cluster (kubelet on; controller as asked), reached over HTTP by the client and kubectl.
 
     ``tmp_path`` is opened to every user: containers run as nobody in the pod sandbox (when the tests run as root)
     and start in it, or write the markers tests read there."""
     tmp_path.chmod(0o777)
-    kubelet = KubeletOptions(workdir=str(workdir or tmp_path), backoff_initial=backoff, stop_grace=1.0)
+    kubelet = KubeletOptions(workdir=str(workdir or tmp_path), backoff_initial=backoff, stop_grace=1.0, gpus=gpus)
     if max_grace_period is not None:
         kubelet = replace(kubelet, max_grace_period=max_grace_period)
     options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=controller, threadiness=2,
@@ -69,6 +70,13 @@ def wait_phase(kube: Kube, name: str, *phases: str, timeout: float = 30.0) -> di
         pod = get_pod(kube, name)
         return pod if pod and (pod.get("status") or {}).get("phase") in phases else None
     return wait_for(reached, timeout=timeout, what=f"pod {name} in phase {'/'.join(phases)}")
+
+
+def kubelet_events(kube: Kube, name: str, namespace: str = "default") -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the kubelet's events about pod ``name``."""
+    items = kube.get(f"/api/v1/namespaces/{namespace}/events",
+                     fieldSelector=f"involvedObject.name={name}").body["items"]
+    return [(e["type"], e["reason"], e["message"]) for e in items if e["source"]["component"] == "kubelet"]
 
 
 def container_status(pod: dict[str, Any], container: str = "main") -> dict[str, Any]:

@@ -58,10 +58,10 @@ def test_local_up_serves_kubectl_and_stops_cleanly(tmp_path, sig):
 
 def test_local_up_no_crds(tmp_path):
     """Also kube's flow-control and request-timeout flags: 40 + 9 seats give global-default 4 (49 · 20 / 245), and
-    a list slower than the request timeout gets kubectl's 504 error."""
+    a list slower than the request timeout gets kubectl's 504 error; and ``--gpus``: the node advertises those."""
     proc, kubeconfig = start_local_up(tmp_path, "--no-crds", "--no-controller", "--max-requests-inflight", "40",
                                       "--max-mutating-requests-inflight", "9", "--request-timeout", "0.5",
-                                      "--fault", "verb=list,resource=configmaps,latency=3")
+                                      "--fault", "verb=list,resource=configmaps,latency=3", "--gpus", "1,3")
     try:
         wait_ready(proc, kubeconfig)
         kubectl = Kubectl(kubeconfig, tmp_path / "cache")
@@ -70,10 +70,12 @@ def test_local_up_no_crds(tmp_path):
             kubectl.ok("get", "--raw", "/metrics").splitlines()
         slow = kubectl.run("get", "configmaps")
         assert slow.returncode == 1 and "Error from server (Timeout)" in slow.stderr, slow.stderr
+        assert kubectl.ok("get", "node", "local", "-o", r"jsonpath={.status.capacity.nvidia\.com/gpu}") == "2"
     finally:
         proc.terminate()
-        proc.communicate(timeout=15)
+        out, _err = proc.communicate(timeout=15)
     assert proc.returncode == 0
+    assert "GPUs: nvidia.com/gpu 2 (devices 1,3), each container given its own" in out
 
 
 def test_local_up_reports_a_busy_port(tmp_path):
@@ -216,4 +218,23 @@ def test_local_up_refuses_contradicting_security_flags(tmp_path, args, says):
 
     result = CliRunner().invoke(main, ["local", "up", "--kubeconfig-out", str(tmp_path / "kc"), *args])
     assert result.exit_code == 2 and says in result.output, result.output
+    assert not (tmp_path / "kc").exists()
+
+
+@pytest.mark.parametrize("command", [["local", "up"], ["local", "run", "job.yaml"]])
+@pytest.mark.parametrize(("value", "says"), [
+    ("0,x", "Invalid value for --gpus: '0,x': expected auto, none or device indices separated by commas "
+            "(e.g. 0,1,2,3); 'x' is not a device index"),
+    ("2,0,2", "Invalid value for --gpus: '2,0,2': device 2 is listed more than once"),
+    ("all", "Invalid value for --gpus: 'all': expected auto, none or device indices"),
+])
+def test_local_up_and_run_refuse_a_bad_gpus_value_naming_the_flag(tmp_path, monkeypatch, command, value, says):
+    from click.testing import CliRunner
+
+    from mxjob_controller.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "job.yaml").write_text("{}\n")
+    result = CliRunner().invoke(main, [*command, "--kubeconfig-out", str(tmp_path / "kc"), "--gpus", value])
+    assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
     assert not (tmp_path / "kc").exists()

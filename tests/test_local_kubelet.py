@@ -20,6 +20,7 @@ from tests.local_support import (
     get_pod,
     group_alive,
     group_of,
+    kubelet_events,
     local_cluster,
     namespace_processes,
     pid_alive,
@@ -304,12 +305,6 @@ NO_COMMAND = ('no command specified for container "main": images are not run loc
               "entrypoint to fall back on; give the container a command")
 
 
-def pod_events(kube, name: str) -> list[tuple[str, str, str]]:
-    """(type, reason, message) of the kubelet's events about pod ``name``."""
-    items = kube.get("/api/v1/namespaces/default/events", fieldSelector=f"involvedObject.name={name}").body["items"]
-    return [(e["type"], e["reason"], e["message"]) for e in items if e["source"]["component"] == "kubelet"]
-
-
 def test_containers_that_cannot_start_say_why(local):
     _cluster, kube, _kubectl = local
     body = script_pod("cfg", "print('ok')", container={"env": [
@@ -326,8 +321,8 @@ def test_containers_that_cannot_start_say_why(local):
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"}, "data": {"x": "1"}}).ok
     wait_phase(kube, "cfg", "Succeeded", timeout=30)
 
-    assert wait_for(lambda: pod_events(kube, "cfg"), timeout=10) == [("Warning", "Failed", 'Error: configmap "later" '
-                                                                      "not found")]
+    assert wait_for(lambda: kubelet_events(kube, "cfg"), timeout=10) == [
+        ("Warning", "Failed", 'Error: configmap "later" not found')]
 
     # No command, and no image entrypoint here: a kubelet's CreateContainerError, then (it can never start) the end
     # of a container that failed to start, so restartPolicy Never fails the pod at once.
@@ -345,7 +340,8 @@ def test_containers_that_cannot_start_say_why(local):
         if event["object"]["status"].get("phase") == "Failed":
             break
     assert "CreateContainerError" in seen[:-1], f"a watcher sees the waiting reason first: {seen}"
-    assert wait_for(lambda: pod_events(kube, "nocmd"), timeout=10) == [("Warning", "Failed", f"Error: {NO_COMMAND}")]
+    assert wait_for(lambda: kubelet_events(kube, "nocmd"), timeout=10) == [
+        ("Warning", "Failed", f"Error: {NO_COMMAND}")]
 
     missing = script_pod("noexe", "", container={"command": ["no-such-program-here"]})
     assert kube.post(PODS, missing).ok

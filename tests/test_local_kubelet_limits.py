@@ -15,6 +15,7 @@ from tests.local_support import (
     get_pod,
     group_alive,
     group_of,
+    kubelet_events,
     local_cluster,
     pod_path,
     script_pod,
@@ -30,12 +31,6 @@ CAP = 1.0   # the kubelet's max_grace_period in these tests
 IGNORES_SIGTERM = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\n"
                    "time.sleep(300)\n")
 SLEEPS = "import time; time.sleep(300)"
-
-
-def kubelet_events(kube, name: str, namespace: str = "default") -> list[tuple[str, str, str]]:
-    items = kube.get(f"/api/v1/namespaces/{namespace}/events",
-                     fieldSelector=f"involvedObject.name={name}").body["items"]
-    return [(e["type"], e["reason"], e["message"]) for e in items if e["source"]["component"] == "kubelet"]
 
 
 def running_group(kube, name: str, namespace: str = "default", container: str = "main") -> int:

@@ -19,6 +19,7 @@ from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster, packaged_crds
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
+from mxjob_controller.local.kubelet.devices import GPU_RESOURCE, GpuSpecError, detect_nvidia_gpus, parse_gpus
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.logs import setup_logging
 
@@ -119,13 +120,18 @@ def local() -> None:
 @click.option("--container-user", default=None, metavar="UID[:GID]", callback=lambda _c, _p, v: _parse_user(v),
               help="The user containers run as when their securityContext names none (as an image's USER).  "
                    "[default: 65534:65534 (nobody) when run as root, else your own]")
+@click.option("--gpus", default="auto", show_default=True, metavar="auto|none|0,1,…",
+              callback=lambda _c, _p, v: _parse_gpus(v),
+              help=f"The GPUs the node advertises as {GPU_RESOURCE} and gives to containers that ask for them, each "
+                   "its own (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES): auto: those `nvidia-smi -L` lists (none "
+                   "without nvidia-smi); none; or these device indices.")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, request_timeout: float, max_requests_inflight: int,
        max_mutating_requests_inflight: int, kubelet_mode: str, controller: bool, webhooks: bool, threadiness: int,
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None, sandbox: bool,
-       pod_max_pids: int, container_user: tuple[int, int] | None) -> None:
+       pod_max_pids: int, container_user: tuple[int, int] | None, gpus: tuple[str, ...] | None) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
     MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
     machine."""
@@ -152,6 +158,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
                                        backoff_initial=crashloop_backoff, sandbox=sandbox,
                                        pod_pids_limit=pod_max_pids, container_user=container_user,
+                                       gpus=_node_gpus(gpus),
                                        private_paths=lambda: [p for p in (kubeconfig_out, token_dir) if p])))
     for rule in faults:
         cluster.server.faults.add(rule)
@@ -173,6 +180,9 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         if cluster.kubelet is not None:
             for line in cluster.kubelet.sandbox.report():
                 click.echo(line)
+            if cluster.kubelet.devices.devices:
+                click.echo(f"GPUs: {GPU_RESOURCE} {len(cluster.kubelet.devices.devices)} (devices "
+                           f"{','.join(cluster.kubelet.devices.devices)}), each container given its own")
         click.echo(f"Kubeconfig written to {path}")
         click.echo(f"  export KUBECONFIG={Path(path).resolve()}")
         click.echo("  kubectl create -f examples/mxjob-dist-train.yaml && kubectl get mxjobs,pods")
@@ -212,6 +222,18 @@ def _parse_user(value: str | None) -> tuple[int, int] | None:
     return int(uid), int(gid or uid)
 
 
+def _parse_gpus(value: str) -> tuple[str, ...] | None:
+    """``--gpus``: the device ids, or None for ``auto`` (found by :func:`_node_gpus` once logging is set up)."""
+    try:
+        return None if value.strip().lower() == "auto" else parse_gpus(value, tuple)
+    except GpuSpecError as e:
+        raise click.BadParameter(str(e), param_hint="--gpus") from None
+
+
+def _node_gpus(gpus: tuple[str, ...] | None) -> tuple[str, ...]:
+    return detect_nvidia_gpus() if gpus is None else gpus
+
+
 def _parse_ports(value: str) -> tuple[int, int] | None:
     try:
         return parse_range(value)
@@ -246,9 +268,12 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
               help="Least severe level of the cluster's own log (on stderr).")
 @click.option("--sandbox/--no-sandbox", default=True, show_default=True,
               help="Run each container in the pod sandbox (see `local up --help`).")
+@click.option("--gpus", default="auto", show_default=True, metavar="auto|none|0,1,…",
+              callback=lambda _c, _p, v: _parse_gpus(v),
+              help=f"The GPUs the node gives to containers that ask for {GPU_RESOURCE} (see `local up --help`).")
 @click.option("--tls/--insecure-http", default=True, help=_TLS_HELP)
 def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
-              threadiness: int, log_level: str, sandbox: bool, tls: bool) -> None:
+              threadiness: int, log_level: str, sandbox: bool, tls: bool, gpus: tuple[str, ...] | None) -> None:
     """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
     for them.
 
@@ -264,7 +289,7 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubecon
     cluster = LocalCluster(ClusterOptions(
         server=ServerOptions(tls=tls), threadiness=threadiness,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,
-                                       sandbox=sandbox)))
+                                       sandbox=sandbox, gpus=_node_gpus(gpus))))
     try:
         code = _run_on(cluster, docs, kubeconfig_out, local_run.RunOptions(
             logs=logs, timeout=timeout, interactive=sys.stdout.isatty() and not logs), interrupt)

@@ -34,6 +34,7 @@ from typing import Any
 from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.kubelet.addresses import LOCAL_IP, PodAddresses
+from mxjob_controller.local.kubelet.devices import NodeDevices, node_resources
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.pod_worker import PodWorker
@@ -89,6 +90,8 @@ class Kubelet:
         self._pods = SharedInformer(client, PODS, transform=drop_managed_fields)
         self._pods.add_handler(self._on_pod, lambda _old, new: self._on_pod(new), self._on_pod_deleted)
         self._housekeeping = threading.Thread(target=self._housekeep, name="kubelet-housekeeping", daemon=True)
+        self.devices = NodeDevices(options.gpus)         # GPUs: advertised on the Node, given at admission
+        self.allocatable.update(node_resources(self.devices.devices))
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
@@ -143,6 +146,7 @@ class Kubelet:
                 del self._workers[worker.uid]
             self._finished.add(worker.uid)
         self.sandbox.pod_ended(worker.uid)
+        self.devices.release(worker.uid)
 
     # --- what workers ask -------------------------------------------------------------------------------------
 

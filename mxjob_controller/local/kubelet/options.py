@@ -21,6 +21,7 @@ class KubeletOptions:
     stop_grace: float = 2.0                           # seconds containers get after SIGTERM when the kubelet stops
     max_grace_period: float = 3600.0                  # the longest a deleted pod's containers get after SIGTERM
     keep_logs: bool = False                           # keep the logs of removed pods until stop() (local run)
+    gpus: tuple[str, ...] = ()                        # the node's GPU ids (nvidia.com/gpu; devices.py)
     sandbox: bool = True                              # each container in the pod sandbox (sandbox.py)
     container_user: tuple[int, int] | None = None     # uid, gid without runAsUser; None: nobody if root, else ours
     pod_pids_limit: int = 4096                        # processes (threads) per pod; <= 0: unlimited

@@ -1,6 +1,8 @@
 """One pod bound to the local node, run from start to end on its own thread (``kubelet-pod-<ns>/<name>``).
 
 The lifecycle, as a kubelet runs it:
+0. admission: each container's GPUs (``devices.py``), held until the pod ends; when they are not free, the pod is
+   rejected as kube's kubelet rejects it (``Failed``, ``UnexpectedAdmissionError``) and nothing of it runs;
 1. init containers one at a time, in order; one that fails is restarted (back-off below) unless the pod's
    ``restartPolicy`` is ``Never``, which fails the pod;
 2. then every app container at once. When one exits, the rest of its process group is killed (the container is
@@ -46,6 +48,7 @@ from mxjob_controller.local.kubelet.container_env import (
     container_argv,
     container_env,
 )
+from mxjob_controller.local.kubelet.devices import Assignment, DevicesUnavailableError, NodeDevices, device_env
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, Reaper, terminate_groups
@@ -78,6 +81,7 @@ class Node(Protocol):
     sandbox: Sandbox
     stopping: threading.Event
     allocatable: dict[str, str]
+    devices: NodeDevices
 
     def worker_done(self, worker: PodWorker) -> None: ...
     def lookup(self, kind: str, namespace: str, name: str) -> dict | None: ...
@@ -135,6 +139,8 @@ class PodWorker:
         self._written: dict[str, Any] | None = None
         self._reason = self._message = ""
         self._instances = 0                  # container instances started: each gets cgroups of its own
+        self._devices: Assignment = {}       # container name → its GPUs, from admission to the pod's end
+        self._rejected: dict[str, Any] | None = None   # the status of a pod refused at admission
         self.thread = threading.Thread(target=self._run, name=f"kubelet-pod-{self.namespace}/{self.name}", daemon=True)
 
     # --- told by the kubelet --------------------------------------------------------------------------------
@@ -177,6 +183,9 @@ class PodWorker:
             self.kubelet.worker_done(self)
 
     def _loop(self) -> None:
+        if not self._admit():
+            self._write_final()
+            return
         self._write_status()
         for slot in self.init[:1] or self.app:
             slot.due = time.monotonic()
@@ -211,6 +220,21 @@ class PodWorker:
             self._wake.wait(_RETRY if not written else self._next_timer())
             self._wake.clear()
 
+    def _admit(self) -> bool:
+        """Kube's kubelet admission, before anything of the pod runs: each container's devices (``devices.py``),
+        or the pod rejected as kube rejects it (a Warning event, then ``Failed`` with the reason and "Pod was
+        rejected: …", the kubelet's conditions gone with the status it replaces)."""
+        pod = self._current()
+        try:
+            self._devices = self.kubelet.devices.admit(self.uid, pod)
+        except DevicesUnavailableError as e:
+            log.warning("pod %s/%s: rejected at admission: %s", self.namespace, self.name, e)
+            self.kubelet.events.event(ObjectReference.of(pod, "v1", "Pod"), WARNING, e.reason, str(e))
+            self._rejected = {"phase": reported_status.FAILED, "reason": e.reason,
+                              "message": f"Pod was rejected: {e}", "startTime": self._start_time, "conditions": None}
+            return False
+        return True
+
     def _current(self) -> dict[str, Any]:
         with self._lock:
             return self._pod
@@ -241,7 +265,8 @@ class PodWorker:
     def _start(self, slot: Slot) -> None:
         pod = self._current()
         try:
-            env = container_env(pod, slot.spec, base_environment(self.name), lookup=self.kubelet.lookup,
+            base = {**base_environment(self.name), **device_env(self._devices.get(slot.name, ()))}
+            env = container_env(pod, slot.spec, base, lookup=self.kubelet.lookup,
                                 service_address=self.kubelet.service_resolver(self.namespace), pod_ip=self.pod_ip,
                                 node_allocatable=self.kubelet.allocatable)
             argv = container_argv(slot.spec, env)
@@ -427,6 +452,8 @@ class PodWorker:
     # --- status -------------------------------------------------------------------------------------------
 
     def _status(self) -> dict[str, Any]:
+        if self._rejected is not None:
+            return dict(self._rejected)
         init = [s.status() for s in self.init]
         app = [s.status() for s in self.app]
         previous = self._written or (self._current().get("status") or {})
@@ -440,6 +467,8 @@ class PodWorker:
     def _write_status(self, status: dict[str, Any] | None = None) -> bool:
         """Write ``status`` (default: the current one) unless it is what was last written; False on failure."""
         status = status or self._status()
+        if status["phase"] in (reported_status.SUCCEEDED, reported_status.FAILED):
+            self.kubelet.devices.release(self.uid)   # before the API says so: a pod bound on that news finds them
         # Conditions keep their transition times while unchanged (reported_status.conditions), so equal means unchanged.
         if status == self._written:
             return True
