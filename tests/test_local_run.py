@@ -153,6 +153,32 @@ def test_logs_show_every_container_however_quickly_it_ran_and_its_pod_was_remove
         assert shown == ["quick-worker-0", "quick-worker-1"], run.stdout
 
 
+def test_gpus_flag_gives_each_worker_a_declared_device_of_its_own(tmp_path):
+    """``--gpus 5,7``: two TFJob workers asking for one GPU each, running at once (each waits for the other's
+    file in its working directory, ``tmp_path``), see one declared device each, never the same."""
+    tmp_path.chmod(0o777)
+    script = ("import os, pathlib, time\n"
+              "folder = pathlib.Path('.')\n"
+              "(folder / os.environ['HOSTNAME']).write_text(os.environ['CUDA_VISIBLE_DEVICES'])\n"
+              "end = time.monotonic() + 60\n"
+              "while len(list(folder.glob('gpus-worker-*'))) < 2 and time.monotonic() < end:\n"
+              "    time.sleep(0.05)\n"
+              "print('sees', os.environ['CUDA_VISIBLE_DEVICES'], os.environ['NVIDIA_VISIBLE_DEVICES'], flush=True)\n")
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "gpus"},
+           "spec": {"successPolicy": "AllWorkers", "tfReplicaSpecs": {"Worker": {"replicas": 2, "template": {
+               "spec": {"containers": [{"name": "tensorflow", "image": "python:3.11-slim",
+                                        "command": ["python", "-c", script], "workingDir": str(tmp_path),
+                                        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}}}
+    path = tmp_path / "gpus.yaml"
+    path.write_text(yaml.safe_dump(job))
+    run = local_run("--logs", "--gpus", "5,7", "--timeout", "120", str(path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    found = re.findall(r"^\[(gpus-worker-\d)\] sees (\d) (\d)$", run.stdout, re.M)
+    assert sorted(worker for worker, _cuda, _nvidia in found) == ["gpus-worker-0", "gpus-worker-1"], run.stdout
+    assert all(cuda == nvidia for _worker, cuda, nvidia in found), found
+    assert sorted(cuda for _worker, cuda, _nvidia in found) == ["5", "7"], run.stdout
+
+
 LOUD_FAILURE = "import sys\nfor i in range(1, 31):\n    print(f'line {i}', flush=True)\nsys.exit(4)\n"
 SLEEPER = "import time; time.sleep(120)"
 
