@@ -41,8 +41,9 @@ def running_group(kube, name: str, namespace: str = "default", container: str = 
 
 def test_int64_max_grace_periods_delete_a_pod_a_namespace_and_an_mxjob(tmp_path):
     with local_cluster(tmp_path, controller=True, max_grace_period=CAP) as (_cluster, kube, kubectl):
-        # activeDeadlineSeconds stops the containers with the pod's own grace period: capped the same way.
-        late = script_pod("late", IGNORES_SIGTERM, terminationGracePeriodSeconds=INT64_MAX, activeDeadlineSeconds=1)
+        # activeDeadlineSeconds stops the containers with the pod's own grace period: capped the same way. The
+        # deadline is shortened once the container ignores SIGTERM (a SIGTERM during Python's start-up would kill it).
+        late = script_pod("late", IGNORES_SIGTERM, terminationGracePeriodSeconds=INT64_MAX, activeDeadlineSeconds=3600)
         assert kube.post(PODS, late).ok
 
         # A pod that ignores SIGTERM: the kubelet waits its cap, not 292 billion years, then SIGKILLs.
@@ -78,6 +79,8 @@ def test_int64_max_grace_periods_delete_a_pod_a_namespace_and_an_mxjob(tmp_path)
         wait_for(lambda: get_pod(kube, "forever-worker-0") is None, timeout=30, what="the job's pod removed")
         wait_for(lambda: not group_alive(worker), timeout=10, what="the job's process stopped")
 
+        wait_for(lambda: "up" in kubectl.run("logs", "late").stdout, timeout=30, what="late's SIGTERM ignored")
+        assert kube.patch(pod_path("late"), {"spec": {"activeDeadlineSeconds": 1}}).ok
         pod = wait_phase(kube, "late", "Failed", timeout=20)
         assert pod["status"]["reason"] == "DeadlineExceeded"
         assert container_status(pod)["state"]["terminated"]["exitCode"] == 128 + signal.SIGKILL
