@@ -68,7 +68,7 @@ def test_defaults_are_upstream_s():
     assert (s.metrics_bind_address, s.health_probe_bind_address) == (":8080", ":8081")
     assert (s.threadiness, s.resync_period, s.json_log_format, s.leader_elect) == (1, 12 * 3600.0, True, False)
     assert (s.kube_api_qps, s.kube_api_burst, s.leader_election_id) == (20.0, 30, "mxjob-controller")
-    assert (s.event_qps, s.event_burst) == (50.0, 100)   # the kubelet's --event-qps/--event-burst, a budget apart
+    assert (s.event_qps, s.event_burst) == (150.0, 300)   # a budget apart, carrying a burst of jobs (issue 35)
     assert s.namespaces == () and s.gang_scheduler_name == ""
 
 

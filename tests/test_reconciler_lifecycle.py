@@ -190,7 +190,8 @@ def test_stop_ends_every_thread_of_the_controller(h: Harness) -> None:
     h.create_job(mxjob("j", scheduler=1, server=1, worker=1))
     h.wait_children(NS, "j", 3)
     started = {t.name for t in threading.enumerate() if t.name.startswith(ours)} - {t.name for t in before}
-    assert {"mxjob-controller-worker-0", "mxjob-controller-worker-2", "events-mxjob-controller"} <= started
+    assert {"mxjob-controller-worker-0", "mxjob-controller-worker-2", "events-mxjob-controller-0"} <= started
+    assert sum(name.startswith("events-mxjob-controller-") for name in started) == controller.options.event_writers
     assert any(name.startswith("mxjob-controller-writes-") for name in started)
     stopped_at = time.monotonic()
     h.stop(controller)

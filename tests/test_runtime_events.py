@@ -143,7 +143,7 @@ def test_stop_writes_what_is_queued_then_refuses_more(client: Client, kube: Kube
     assert recorder.stop(DEADLINE)
     assert len(events(kube)) == 20
     assert not recorder.event(JOB, NORMAL, "Late", "after stop")
-    assert not any(t.name == "events-mxjob-controller" and t.is_alive() for t in threading.enumerate())
+    assert not any(t.name.startswith("events-mxjob-controller-") and t.is_alive() for t in threading.enumerate())
 
 
 def test_unknown_event_types_are_refused(recorder: EventRecorder) -> None:

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from hack.bench.cache import CACHE
 from hack.bench.common import RESULTS, print_table, record
+from hack.bench.events import EVENTS
 from hack.bench.micro import MICRO
 from hack.bench.sandbox import SANDBOX
 from hack.bench.server_memory import SERVER_MEMORY
 from hack.bench.system import SYSTEM
 
-BENCHMARKS = {**SYSTEM, **CACHE, **MICRO, **SERVER_MEMORY, **SANDBOX}
+BENCHMARKS = {**SYSTEM, **EVENTS, **CACHE, **MICRO, **SERVER_MEMORY, **SANDBOX}
 
 
 def main(argv: list[str]) -> int:

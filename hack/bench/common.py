@@ -156,17 +156,21 @@ class Procs:
         wait_until("local up", self.kubeconfig.exists, START_TIMEOUT, alive=[proc])
         return proc
 
-    def controller(self, *, qps: float, threadiness: int = 1, resync: str = "10s", write_threads: int | None = None,
-                   slice_batch: int | None = None) -> subprocess.Popen[bytes]:
+    def controller(self, *, qps: float | None, threadiness: int = 1, resync: str = "10s",
+                   write_threads: int | None = None, slice_batch: int | None = None,
+                   event_writers: int | None = None) -> subprocess.Popen[bytes]:
         """``mxjob-controller run`` against the server (knobs other than its flags through hack.bench.controller);
-        returns once it logged that its caches synced and its workers run."""
+        returns once it logged that its caches synced and its workers run. ``qps`` None: its default budget."""
         knobs = []
         if write_threads is not None:
             knobs += ["--write-threads", str(write_threads)]
         if slice_batch is not None:
             knobs += ["--slice-batch", str(slice_batch)]
+        if event_writers is not None:
+            knobs += ["--event-writers", str(event_writers)]
         args = ["-m", "hack.bench.controller", *knobs, "--", "run", "--kubeconfig", str(self.kubeconfig),
-                "--resync-period", resync, "--threadiness", str(threadiness), "--kube-api-qps", str(qps),
+                "--resync-period", resync, "--threadiness", str(threadiness),
+                *(["--kube-api-qps", str(qps)] if qps is not None else []),
                 "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-level", "info"]
         proc = self.spawn("controller", args)
         wait_until("controller start", lambda: "MXJob controller started" in self.log("controller"), START_TIMEOUT,

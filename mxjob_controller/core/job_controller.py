@@ -69,7 +69,13 @@ from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller
 from mxjob_controller.runtime.client import Client
 from mxjob_controller.runtime.clock import Clock
 from mxjob_controller.runtime.controller import Controller
-from mxjob_controller.runtime.events import DEFAULT_EVENT_BURST, DEFAULT_EVENT_QPS, EventRecorder, ObjectReference
+from mxjob_controller.runtime.events import (
+    DEFAULT_EVENT_BURST,
+    DEFAULT_EVENT_QPS,
+    DEFAULT_EVENT_WRITERS,
+    EventRecorder,
+    ObjectReference,
+)
 from mxjob_controller.runtime.expectations import ControllerExpectations
 from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 from mxjob_controller.runtime.informer_factory import SharedInformerFactory
@@ -115,6 +121,7 @@ class ControllerOptions:
     gang_scheduler_name: str | None = None       # None, "" or "none": off; "volcano"; else scheduler-plugins' name
     event_qps: float = DEFAULT_EVENT_QPS         # this controller's events client: its budget (negative: none)...
     event_burst: int = DEFAULT_EVENT_BURST       # ... and burst
+    event_writers: int = DEFAULT_EVENT_WRITERS   # threads writing this controller's events, each for some jobs
     slice_writes: int = _RECONCILER.slice_writes       # one reconcile's child writes (core/reconciler.py)...
     slice_batch: int = _RECONCILER.slice_batch         # ... in slow-start batches of at most this many ...
     slice_seconds: float = _RECONCILER.slice_seconds   # ... none started after this many seconds
@@ -128,7 +135,8 @@ class JobController:
         self.registry = options.registry or CollectorRegistry(auto_describe=True)
         self.expectations = ControllerExpectations(clock=options.clock)
         self.event_client = client.sibling("events", qps=options.event_qps, burst=options.event_burst)
-        self.recorder = EventRecorder(self.event_client, framework.operator_name, wall=options.wall)
+        self.recorder = EventRecorder(self.event_client, framework.operator_name, wall=options.wall,
+                                      writers=options.event_writers)
         self.metrics = JobMetrics(self.registry, framework.framework_name)
         self.pool = WritePool(f"{name}-writes", options.write_threads)
         # The informers' lists and watches draw on a bucket of their own, as kube-controller-manager's shared

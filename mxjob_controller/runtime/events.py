@@ -28,19 +28,26 @@ Guarantees:
   the correlator's spam filter, and are tried ``important_max_tries`` times (client-go's 12) on server errors.
   Their queue is bounded too (``important_queue_size``, 10,000: memory, not a rate); beyond it one is dropped with
   an error line, and forgotten, so :meth:`EventRecorder.event_once` can record it again later.
+- Past the bound, nothing waits and nothing grows: the controller goes on at full speed, the events already queued
+  are all written (in order), and those recorded while the queue is full are lost (counted, logged), until the
+  writers have made room. Only a backlog of more than the bound's worth of events gets there: the writers and
+  the events budget keep up with a burst of hundreds of jobs.
 - :meth:`EventRecorder.event_once` records an important event unless this process already recorded one with that
   reason about that object, or the API already holds one (the writer looks with one LIST, ``fieldSelector
   involvedObject.uid=…,reason=…``, before it creates it): after a restart, a controller announces what its
   predecessor may have left unwritten, and never writes it twice. A look-up that fails (after the retries) writes
   nothing and forgets the event, so a later ``event_once`` looks again: a gap is preferred to a duplicate.
-- One named thread (``events-<component>``) correlates and writes, each queue in the order recorded.
+- ``writers`` named threads (``events-<component>-<i>``) correlate and write, each for a share of the objects (by
+  uid, :func:`shard_of`), with a correlator of its own (see ``event_sink``): one object's events are written in the
+  order recorded, its important ones first, and a burst about many jobs is written by all of them at once. A
+  job's terminal event waits for at most the one write its writer has in flight, never for the backlog.
 - Give the recorder a client of its own (:meth:`Client.sibling`, as controller-runtime's recorder provider builds
   its events client from the manager's config, and the kubelet has ``--event-qps``): every request takes a token
   from its client's bucket, so on a shared client events wait behind pod creations and pod creations behind events.
 - A write the server refuses (invalid, namespace terminating) is logged and dropped; a transport failure or a 5xx is
   retried a few times (``max_tries``, ``retry_delay`` apart), never once the recorder is stopping.
 - :meth:`stop` writes what is queued (important events first) within its deadline, then drops the rest and ends
-  the thread.
+  the writers.
 """
 
 from __future__ import annotations
@@ -49,27 +56,20 @@ import logging
 import threading
 import time
 import uuid
+import zlib
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import LRUCache
 
 from mxjob_controller.kube.names import dns1123_subdomain_errors
 from mxjob_controller.kube.timefmt import rfc3339
-from mxjob_controller.runtime.client import (
-    EVENTS,
-    AlreadyExists,
-    ApiError,
-    Client,
-    KubeError,
-    NotFound,
-    ServerError,
-    TooManyRequests,
-)
+from mxjob_controller.runtime.client import Client
 from mxjob_controller.runtime.clock import IDLE_WAIT
-from mxjob_controller.runtime.event_correlator import Correlation, CorrelatorOptions, EventCorrelator
+from mxjob_controller.runtime.event_correlator import CorrelatorOptions
+from mxjob_controller.runtime.event_sink import EventSink
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +83,16 @@ DEFAULT_QUEUE_BYTES = 16 * 1024 * 1024
 _EVENT_BASE_BYTES = 1280   # a queued event's memory besides its strings (its dicts, ObjectReference, stamps)
 DEFAULT_IMPORTANT_QUEUE_SIZE = 10_000   # a memory bound: ten thousand jobs ending faster than their events are written
 IMPORTANT_MAX_TRIES = 12                # client-go's maxTriesPerEvent
-# The events client's budget: the kubelet's --event-qps / --event-burst defaults. A controller writes about one event
-# per API write (SuccessfulCreatePod...) plus some with none (ExitedWithCode, transitions), so the events budget
-# must exceed the main client's 20 requests/s to keep up; 50/100 does with room for bursts of pod exits.
-DEFAULT_EVENT_QPS = 50.0
-DEFAULT_EVENT_BURST = 100
+# Writer threads, each the sink of a share of the objects: a write mostly waits on the API (the GIL is free meanwhile),
+# so one thread writes at the pace of the server's latency, and a burst of jobs records events faster than that.
+DEFAULT_EVENT_WRITERS = 4
+# The events client's budget. A controller writes about one event per API write (SuccessfulCreatePod...) plus some
+# with none (ExitedWithCode, transitions), so the events budget must carry the main client's pace: at 20
+# requests/s the kubelet's --event-qps / --event-burst (50/100) did, but without a client-side limit (a server with
+# flow control) a burst of jobs writes children at the server's pace, and 50 events/s left the backlog written
+# long after the children. A burst well above the kubelet's absorbs the start of such a burst.
+DEFAULT_EVENT_QPS = 150.0
+DEFAULT_EVENT_BURST = 300
 
 DROP_LOG_INTERVAL = 10.0   # seconds between log lines about dropped ordinary events (each line counts them)
 
@@ -125,12 +130,25 @@ class _Queued:
     size: int = 0        # its share of the ordinary queue's bytes
 
 
+@dataclass(slots=True)
+class _Shard:
+    """One writer thread and the queues of the objects given to it: all the events of an object go to one shard,
+    so they keep their order and one correlator sees them all."""
+
+    wake: threading.Condition
+    sink: EventSink
+    important: deque[_Queued] = field(default_factory=deque)
+    ordinary: deque[_Queued] = field(default_factory=deque)
+    thread: threading.Thread | None = None
+
+
 class EventRecorder:
     def __init__(self, client: Client, component: str, *, host: str = "", queue_size: int | None = DEFAULT_QUEUE_SIZE,
                  queue_bytes: int = DEFAULT_QUEUE_BYTES,
                  important_queue_size: int = DEFAULT_IMPORTANT_QUEUE_SIZE, options: CorrelatorOptions | None = None,
                  wall: Callable[[], float] = time.time, max_tries: int = 3,
-                 important_max_tries: int = IMPORTANT_MAX_TRIES, retry_delay: float = 1.0) -> None:
+                 important_max_tries: int = IMPORTANT_MAX_TRIES, retry_delay: float = 1.0,
+                 writers: int = DEFAULT_EVENT_WRITERS) -> None:
         if not component:
             raise ValueError("an event recorder needs a component name (it is the events' source)")
         self.client = client
@@ -140,25 +158,27 @@ class EventRecorder:
         self.important_max_tries = max(1, important_max_tries)
         self.retry_delay = retry_delay
         self._wall = wall
-        self._correlator = EventCorrelator(options, now=wall)
         self._queue_size = None if queue_size is None else max(1, queue_size)
         self._queue_bytes = max(1, queue_bytes)
         self._ordinary_bytes = 0    # the estimated memory of the queued ordinary events (queued_bytes())
+        self._ordinary_count = 0    # ... and their number, over every shard
+        self._important_count = 0   # the important events queued, over every shard
         self._important_size = max(1, important_queue_size)
-        self._ordinary: deque[_Queued] = deque()
-        self._important: deque[_Queued] = deque()
         # (uid, reason) of the important events this process recorded. Larger than the important queue, so an event
         # still queued is always remembered (the queue is FIFO: the keys of queued events are the newest ones).
         self._recorded: LRUCache[tuple[str, str], bool] = LRUCache(maxsize=2 * self._important_size)
         # The latest Warning messages recorded about each object (uid → (wall time, message)), for warned().
         self._warnings: LRUCache[str, deque[tuple[float, str]]] = LRUCache(maxsize=4096)
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)   # notified whenever an event is done (flush waits on it)
         self._unfinished = 0        # queued or being written
         self._last_ns = 0
         self._name_lock = threading.Lock()
         self._stopping = threading.Event()
         self._deadline = float("inf")  # monotonic time after which nothing more is written
-        self._thread: threading.Thread | None = None
+        self._shards = [_Shard(threading.Condition(self._lock),
+                               EventSink(client, self._stopping, options=options, wall=wall, retry_delay=retry_delay))
+                        for _ in range(max(1, writers))]
         self.dropped = 0            # ordinary events dropped because their queue was full
         self._drop_logged_at = -float("inf")   # monotonic time of the last line about a dropped ordinary event
         self._drop_logged_count = 0            # self.dropped then
@@ -234,14 +254,12 @@ class EventRecorder:
         return True
 
     def _enqueue(self, item: _Queued, key: tuple[str, str]) -> bool:
-        """Queue ``item`` (the condition held); False, logged, if its queue is full."""
-        queue = self._important if item.important else self._ordinary
-        involved = item.body["involvedObject"]
+        """Queue ``item`` on its object's shard (the lock held); False, logged, if its queue is full."""
+        body = item.body
+        involved = body["involvedObject"]
         size = 0 if item.important else _estimated_bytes(involved.get("name") or "", involved.get("namespace") or "",
-                                                         item.body["reason"], item.body["message"])
-        if len(self._important) >= self._important_size if item.important else self._ordinary_full(size):
-            body = item.body
-            involved = body["involvedObject"]
+                                                         body["reason"], body["message"])
+        if self._important_count >= self._important_size if item.important else self._ordinary_full(size):
             if item.important:
                 self.dropped_important += 1
                 self._recorded.pop(key, None)   # so that event_once can record it again
@@ -252,18 +270,24 @@ class EventRecorder:
                 self._dropped_ordinary(body["reason"], involved.get("namespace"), involved.get("name"),
                                        body["message"])
             return False
+        shard = self._shards[shard_of(involved, len(self._shards))]
         item.size = size
-        queue.append(item)
-        self._ordinary_bytes += size
+        if item.important:
+            shard.important.append(item)
+            self._important_count += 1
+        else:
+            shard.ordinary.append(item)
+            self._ordinary_count += 1
+            self._ordinary_bytes += size
         self._unfinished += 1
-        self._cond.notify_all()
+        shard.wake.notify()
         return True
 
     def _ordinary_full(self, size: int) -> bool:
-        """Whether an ordinary event of ``size`` bytes would overflow its queue (the condition held)."""
-        if self._queue_size is not None and len(self._ordinary) >= self._queue_size:
+        """Whether an ordinary event of ``size`` bytes would overflow its queue (the lock held)."""
+        if self._queue_size is not None and self._ordinary_count >= self._queue_size:
             return True
-        return bool(self._ordinary) and self._ordinary_bytes + size > self._queue_bytes
+        return self._ordinary_count > 0 and self._ordinary_bytes + size > self._queue_bytes
 
     def queued_bytes(self) -> int:
         """The estimated memory of the ordinary events waiting to be written."""
@@ -308,9 +332,12 @@ class EventRecorder:
     # --- lifecycle ------------------------------------------------------------------------------------
 
     def start(self) -> EventRecorder:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"events-{self.component}", daemon=True)
-            self._thread.start()
+        with self._cond:
+            for index, shard in enumerate(self._shards):
+                if shard.thread is None:
+                    name = f"events-{self.component}-{index}"
+                    shard.thread = threading.Thread(target=self._run, args=(shard,), name=name, daemon=True)
+                    shard.thread.start()
         return self
 
     def flush(self, timeout: float) -> bool:
@@ -325,51 +352,58 @@ class EventRecorder:
         return True
 
     def stop(self, timeout: float = 5.0) -> bool:
-        """Write what is queued within ``timeout``, then end the thread; False if events were left unwritten or the
-        thread outlived the deadline."""
+        """Write what is queued within ``timeout``, then end the writers; False if events were left unwritten or a
+        writer outlived the deadline."""
         deadline = time.monotonic() + timeout
-        flushed = self.flush(timeout) if self._thread is not None else self._unfinished == 0
+        started = any(shard.thread is not None for shard in self._shards)
+        flushed = self.flush(timeout) if started else self._unfinished == 0
         self._deadline = deadline
         self._stopping.set()
         with self._cond:
-            self._cond.notify_all()   # an idle writer waits on the condition, not on _stopping
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
-                log.warning("event recorder %s: writer still busy after %.1fs", self.component, timeout)
-                return False
+            for shard in self._shards:   # an idle writer waits on its condition, not on _stopping
+                shard.wake.notify_all()
+        busy = 0
+        for shard in self._shards:
+            thread = shard.thread
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+                busy += thread.is_alive()
+        if busy:
+            log.warning("event recorder %s: %d writers still busy after %.1fs", self.component, busy, timeout)
+            return False
         if not flushed:
             log.warning("event recorder %s: %d events not written before the deadline", self.component,
                         self._unfinished)
         return flushed
 
-    # --- the writer -----------------------------------------------------------------------------------
+    # --- the writers ----------------------------------------------------------------------------------
 
-    def _next(self) -> _Queued | None:
-        """The next event to write, important ones first; None when stopping or after :data:`IDLE_WAIT` without
-        one."""
+    def _next(self, shard: _Shard) -> _Queued | None:
+        """The shard's next event to write, important ones first; None when stopping or after :data:`IDLE_WAIT`
+        without one."""
         with self._cond:
-            if not self._important and not self._ordinary and not self._stopping.is_set():
-                self._cond.wait(IDLE_WAIT)
-            if self._important:
-                return self._important.popleft()
-            if self._ordinary:
-                item = self._ordinary.popleft()
+            if not shard.important and not shard.ordinary and not self._stopping.is_set():
+                shard.wake.wait(IDLE_WAIT)
+            if shard.important:
+                self._important_count -= 1
+                return shard.important.popleft()
+            if shard.ordinary:
+                item = shard.ordinary.popleft()
                 self._ordinary_bytes -= item.size
+                self._ordinary_count -= 1
                 return item
             return None
 
-    def _run(self) -> None:
+    def _run(self, shard: _Shard) -> None:
         while True:
-            item = self._next()
+            item = self._next(shard)
             if item is None:
                 if self._stopping.is_set():
                     return
                 continue
             try:
                 if not self._stopping.is_set() or time.monotonic() < self._deadline:
-                    self._process(item)
+                    self._process(shard.sink, item)
             except Exception:
                 log.exception("event recorder %s: unexpected failure writing an event", self.component)
             finally:
@@ -377,89 +411,27 @@ class EventRecorder:
                     self._unfinished -= 1
                     self._cond.notify_all()
 
-    def _process(self, item: _Queued) -> None:
-        if item.once and self._exists(item.body):
-            return
-        correlation = self._correlator.correlate(item.body, important=item.important)
-        if correlation is None:
-            return
-        if not self._write(correlation, self.important_max_tries if item.important else self.max_tries) \
-                and item.important:
-            involved = item.body["involvedObject"]
-            with self._cond:   # not written: event_once may record it again
-                self._recorded.pop((involved.get("uid") or "", item.body["reason"]), None)
+    def _process(self, sink: EventSink, item: _Queued) -> None:
+        tries = self.important_max_tries if item.important else self.max_tries
+        if item.once:
+            found = sink.exists(item.body, self.important_max_tries)
+            if found is None:   # a gap is preferred to a duplicate: forgotten, so a later event_once looks again
+                self._forget(item.body)
+            if found is not False:
+                return
+        if not sink.write(item.body, important=item.important, max_tries=tries) and item.important:
+            self._forget(item.body)   # not written: event_once may record it again
 
-    def _exists(self, body: dict[str, Any]) -> bool:
-        """Whether the API holds an Event with ``body``'s reason about its object (by uid). One that cannot be
-        looked up is not written (a duplicate is worse than a gap) and forgotten, so a later
-        :meth:`event_once` tries again."""
+    def _forget(self, body: dict[str, Any]) -> None:
         involved = body["involvedObject"]
-        selector = (f"involvedObject.uid={_field_value(involved.get('uid') or '')},"
-                    f"reason={_field_value(body['reason'])}")
-        failure: Exception | None = None
-        for attempt in range(1, self.important_max_tries + 1):
-            try:
-                # No limit: the answer is one object's events of one reason (a page may be short of a limit).
-                found = self.client.list(EVENTS, body["metadata"]["namespace"], field_selector=selector)
-            except (ServerError, TooManyRequests) as e:
-                failure = e
-            except ApiError as e:    # refused (RBAC without list?): retrying will not help
-                failure = e
-                break
-            except KubeError as e:   # transport failure, rate-limit timeout, cancelled
-                failure = e
-            else:
-                return bool(found.get("items"))
-            if attempt == self.important_max_tries or not self._pause():
-                break
-        log.error("cannot tell whether event %s about %s/%s was written (%s); not written now", body["reason"],
-                  involved.get("namespace"), involved.get("name"), failure)
         with self._cond:
             self._recorded.pop((involved.get("uid") or "", body["reason"]), None)
-        return True
 
-    def _write(self, correlation: Correlation, max_tries: int) -> bool:
-        """Create or patch the Event; False if it was not written (refused, or every try failed)."""
-        event = correlation.event
-        meta = event["metadata"]
-        for attempt in range(1, max_tries + 1):
-            try:
-                written = self._send(correlation)
-            except AlreadyExists:
-                log.debug("event %s already exists; not retried", meta.get("name"))
-                return True
-            except (ServerError, TooManyRequests) as e:
-                failure: Exception = e
-            except ApiError as e:
-                log.error("server rejected event %s (%s: %s); not retried", meta.get("name"), event.get("reason"),
-                          e)
-                return False
-            except KubeError as e:
-                failure = e
-            else:
-                self._correlator.update_state(correlation.key, written)
-                return True
-            if attempt == max_tries or not self._pause():
-                log.error("unable to write event %s (%s) after %d attempts: %s", meta.get("name"),
-                          event.get("reason"), attempt, failure)
-                return False
-        return False
 
-    def _send(self, correlation: Correlation) -> dict[str, Any]:
-        event = correlation.event
-        meta = event["metadata"]
-        if correlation.patch is not None:
-            try:
-                return self.client.patch(EVENTS, meta["name"], correlation.patch, meta["namespace"],
-                                         patch_type="strategic")
-            except NotFound:
-                pass  # the Event expired or was deleted: write it anew under the same name
-        fresh = {**event, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
-        return self.client.create(EVENTS, fresh, meta["namespace"])
-
-    def _pause(self) -> bool:
-        """Wait before a retry; False once the recorder is stopping (no retries during shutdown)."""
-        return not self._stopping.wait(self.retry_delay)
+def shard_of(involved: dict[str, Any], shards: int) -> int:
+    """The writer an object's events go to: by its uid (or namespace and name), the same in every process."""
+    identity = involved.get("uid") or f"{involved.get('namespace')}/{involved.get('name')}"
+    return zlib.crc32(identity.encode()) % shards
 
 
 def _estimated_bytes(name: str, namespace: str, reason: str, message: str) -> int:
@@ -467,7 +439,3 @@ def _estimated_bytes(name: str, namespace: str, reason: str, message: str) -> in
     over at most: the body's, and the warning memory's)."""
     return _EVENT_BASE_BYTES + 2 * len(message) + len(reason) + 2 * (len(name) + len(namespace))
 
-
-def _field_value(value: str) -> str:
-    """A field selector value, escaped (apimachinery's ``fields.EscapeValue``)."""
-    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
