@@ -37,12 +37,12 @@ test:
 lint: $(STAMP)
 	$(BIN)/ruff check mxjob_controller tests hack
 
-## bench: the benchmarks (hack/bench/: throughput, large job, idle, idle CPU, latency, memory, ingest, micro), each against
-## its floor, in about 5 minutes on 2 cores; BENCH_ARGS picks some, e.g. BENCH_ARGS='throughput large_job'
+## bench: the benchmarks (hack/bench/: throughput, large job, idle, idle CPU, latency, memory, ingest, micro, scale), each
+## against its floor, in about 8 minutes on 2 cores (scale: 3); BENCH_ARGS picks some, e.g. BENCH_ARGS='throughput large_job'
 bench: $(STAMP)
 	$(BIN)/python -m hack.bench $(BENCH_ARGS)
 
-## bench-full: the same at the full sizes (300 jobs, 10,000 pods, 30 s of latency, both client budgets)
+## bench-full: the same at the full sizes (300 jobs, 10,000 pods, 30 s of latency, both client budgets, 10,000 + 1,000 jobs)
 bench-full: $(STAMP)
 	$(BIN)/python -m hack.bench --full $(BENCH_ARGS)
 

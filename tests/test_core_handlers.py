@@ -113,3 +113,16 @@ def test_the_job_handlers_queue_every_change() -> None:
     handlers.on_update(JOB, JOB)
     handlers.on_delete(DeletedFinalStateUnknown("ns/j", JOB))
     assert queued == ["ns/j"] * 3
+
+
+def test_the_job_handlers_skip_only_the_resync_of_a_settled_job() -> None:
+    queued: list[str] = []
+    settled = {("ns/j", "7")}
+    handlers = JobHandlers(queued.append, settled=lambda key, rv: (key, rv) in settled)
+    job = {"metadata": {**JOB["metadata"], "resourceVersion": "7"}}
+    handlers.on_update(job, job)                                       # a resync of the settled version: nothing
+    assert queued == []
+    handlers.on_update({"metadata": {**job["metadata"], "resourceVersion": "6"}}, job)   # a change: queued
+    newer = {"metadata": {**job["metadata"], "resourceVersion": "8"}}
+    handlers.on_update(newer, newer)                                   # a resync of another version: queued
+    assert queued == ["ns/j", "ns/j"]

@@ -142,6 +142,38 @@ def test_clean_pod_policy_after_success_deletes_7_7_0_0_and_a_resync_writes_noth
     assert len(h.writes("delete", "pods")) == len(h.writes("delete", "services")) == 14
 
 
+def resync_reconciles_while(h: Harness, controller: MXJobController, quiet: str, busy: str, resyncs: int) -> int:
+    """Reconciles of ``quiet`` while ``busy`` (a running job, reconciled by every resync) has ``resyncs`` of them."""
+    since = time.monotonic()
+    wait_for(lambda: h.reconciles(controller, busy, since) >= resyncs, timeout=DEADLINE, what=f"{resyncs} resyncs")
+    return h.reconciles(controller, quiet, since)
+
+
+def test_a_resync_of_a_finished_job_reconciles_nothing_and_a_change_of_it_does(h: Harness) -> None:
+    """Idle near zero (issue 35): a finished job with nothing left to do costs its resyncs one dict lookup, no
+    reconcile (no parse, no cleanup plan, no status diff); a change of the job, or of its pods, is reconciled as
+    ever, and the job then settles again."""
+    controller = h.start(resync_period=0.2)
+    for name in ("done", "busy"):
+        h.create_job(mxjob(name, scheduler=0, server=0, worker=1, cleanPodPolicy="None"))
+    finish_worker_job(h, "done")
+    h.wait_children(NS, "busy", 1)
+    h.kubelet.run(NS, "busy-worker-0")
+    h.wait_condition(NS, "busy", "Running")
+    done, busy = f"{NS}/done", f"{NS}/busy"
+    # The events of the job's end (its pod's, its status write's) may still reconcile it once or twice.
+    wait_for(lambda: resync_reconciles_while(h, controller, done, busy, 3) == 0, timeout=DEADLINE,
+             what="resyncs that reconcile the finished job no more")
+    assert resync_reconciles_while(h, controller, done, busy, 5) == 0
+    h.settle(controller, done)                       # its own change: reconciled
+    since = time.monotonic()
+    h.kubelet.run(NS, "done-worker-0", restart_count=1)   # a change of its pod: reconciled
+    wait_for(lambda: h.reconciles(controller, done, since) >= 1, timeout=DEADLINE, what="the pod's change seen")
+    wait_for(lambda: resync_reconciles_while(h, controller, done, busy, 3) == 0, timeout=DEADLINE,
+             what="settled again")
+    assert "Succeeded" in h.conditions(NS, "done")
+
+
 # --- ttlSecondsAfterFinished -----------------------------------------------------------------------------
 
 def finish_worker_job(h: Harness, name: str, wait: bool = True) -> None:

@@ -158,9 +158,12 @@ class Procs:
 
     def controller(self, *, qps: float | None, threadiness: int = 1, resync: str = "10s",
                    write_threads: int | None = None, slice_batch: int | None = None,
-                   event_writers: int | None = None) -> subprocess.Popen[bytes]:
-        """``mxjob-controller run`` against the server (knobs other than its flags through hack.bench.controller);
-        returns once it logged that its caches synced and its workers run. ``qps`` None: its default budget."""
+                   event_writers: int | None = None, metrics_port: int = 0,
+                   start_timeout: float = START_TIMEOUT) -> subprocess.Popen[bytes]:
+        """``mxjob-controller run`` against the server (knobs other than its flags through hack.bench.controller;
+        ``qps`` None: its default budget; ``metrics_port``: serve ``/metrics`` there, 0: not at all); returns once
+        it logged that its caches synced and its workers run, within ``start_timeout`` seconds (also its own cache
+        sync timeout, when longer)."""
         knobs = []
         if write_threads is not None:
             knobs += ["--write-threads", str(write_threads)]
@@ -168,12 +171,15 @@ class Procs:
             knobs += ["--slice-batch", str(slice_batch)]
         if event_writers is not None:
             knobs += ["--event-writers", str(event_writers)]
+        if start_timeout > START_TIMEOUT:
+            knobs += ["--cache-sync-timeout", str(start_timeout)]
         args = ["-m", "hack.bench.controller", *knobs, "--", "run", "--kubeconfig", str(self.kubeconfig),
                 "--resync-period", resync, "--threadiness", str(threadiness),
                 *(["--kube-api-qps", str(qps)] if qps is not None else []),
-                "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-level", "info"]
+                "--metrics-bind-address", f"127.0.0.1:{metrics_port}" if metrics_port else "0",
+                "--health-probe-bind-address", "0", "--log-level", "info"]
         proc = self.spawn("controller", args)
-        wait_until("controller start", lambda: "MXJob controller started" in self.log("controller"), START_TIMEOUT,
+        wait_until("controller start", lambda: "MXJob controller started" in self.log("controller"), start_timeout,
                    every=0.1, alive=[proc])
         return proc
 
@@ -277,38 +283,47 @@ def mxjob(name: str, replicas: dict[str, int], *, clean_pod_policy: str | None =
             "spec": spec}
 
 
+def run_threads(name: str, count: int, work: Callable[[int], None], threads: int, timeout: float = 3600) -> None:
+    """``work(i)`` for every i < count over ``threads`` named threads, each joined within ``timeout``; after a
+    failure no new i starts, and the first error is raised."""
+    lock = threading.Lock()
+    todo = iter(range(count))
+    errors: list[BaseException] = []
+
+    def loop() -> None:
+        while True:
+            with lock:
+                i = next(todo, None)
+                if i is None or errors:
+                    return
+            try:
+                work(i)
+            except BaseException as e:
+                with lock:
+                    errors.append(e)
+                return
+
+    workers = [threading.Thread(target=loop, name=f"{name}-{i}", daemon=True) for i in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(timeout)
+    if errors:
+        raise errors[0]
+
+
 def submit(client: Any, jobs: Sequence[dict[str, Any]], threads: int = 8,
            on_created: Callable[[dict[str, Any], float], None] | None = None) -> None:
     """Create ``jobs`` from ``threads`` named threads at once; ``on_created(job, sent_at)`` after each."""
     from mxjob_controller.mxnet.framework import MXJOBS
 
-    pending = list(jobs)
-    lock = threading.Lock()
-    errors: list[BaseException] = []
+    def create(i: int) -> None:
+        sent = time.monotonic()
+        created = client.create(MXJOBS, jobs[i], NAMESPACE)
+        if on_created is not None:
+            on_created(created, sent)
 
-    def work() -> None:
-        while True:
-            with lock:
-                if not pending or errors:
-                    return
-                job = pending.pop(0)
-            sent = time.monotonic()
-            try:
-                created = client.create(MXJOBS, job, NAMESPACE)
-            except BaseException as e:
-                with lock:
-                    errors.append(e)
-                return
-            if on_created is not None:
-                on_created(created, sent)
-
-    workers = [threading.Thread(target=work, name=f"bench-submit-{i}", daemon=True) for i in range(threads)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join(600)
-    if errors:
-        raise errors[0]
+    run_threads("bench-submit", len(jobs), create, threads, timeout=600)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -36,6 +36,12 @@ at once; unset: never; not while the job is suspended). A finished job without a
 older controller, or removed by hand) gets one set to now rather than being dereferenced (kubeflow/common #170
 crashed the operator on it). A completion time in the future means the clocks disagree: the deletion waits for it,
 with a warning.
+
+A finished job with nothing left to do (nothing to clean, no TTL or one still waiting in the work queue's delayed
+heap) is *settled* (:class:`SettledJobs`) at the resourceVersion it was judged at: the informer's periodic resync of
+it is then a dict lookup in the job handler, not a reconcile (no parse, no cleanup plan, no status diff). Any real
+change of the job has a new resourceVersion, and any change of a child queues the job as before: both reconcile it
+and judge it afresh.
 """
 
 from __future__ import annotations
@@ -131,6 +137,32 @@ def ttl_decision(now: float, completion_time: float | None, ttl_seconds: int | N
     return TTLDecision(TTLAction.WAIT, wait=expires - now, skewed=completion_time > now)
 
 
+# --- settled finished jobs ---------------------------------------------------------------------------------------
+
+class SettledJobs:
+    """The finished jobs whose last reconcile left nothing to do, each with the resourceVersion it was judged at.
+
+    Written by reconciles (one key is never on two workers at once), read by the job informer's handler thread:
+    single dict operations, atomic under the GIL, so no lock."""
+
+    def __init__(self) -> None:
+        self._versions: dict[str, str] = {}
+
+    def settle(self, key: str, resource_version: str) -> None:
+        if resource_version:
+            self._versions[key] = resource_version
+
+    def unsettle(self, key: str) -> None:
+        self._versions.pop(key, None)
+
+    def holds(self, key: str, resource_version: str) -> bool:
+        """Whether the job ``key`` at ``resource_version`` is settled: a resync of it has nothing to do."""
+        return bool(resource_version) and self._versions.get(key) == resource_version
+
+    def __len__(self) -> int:
+        return len(self._versions)
+
+
 # --- finished jobs -----------------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
@@ -149,19 +181,21 @@ class FinishedJobs:
         self.status = status
         self.wall = wall
         self.write_timeout = write_timeout
+        self.settled = SettledJobs()
 
     def handle(self, ctx: JobContext, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]],
                extra: dict[str, Any], within: Slice = UNBOUNDED, next_slice: float = 0.05,
                retry_after_progress: float = 0.5) -> Result:
         """Clean up (as much as ``within`` allows: the rest ``next_slice`` seconds later), then apply the TTL.
         A failed deletion is raised (the job is retried with back-off) unless others went through in the same pass:
-        then the next pass comes ``retry_after_progress`` seconds later (``requeue.after_failed_write``)."""
+        then the next pass comes ``retry_after_progress`` seconds later (``requeue.after_failed_write``).
+        A pass that deleted nothing and leaves only a TTL (or nothing) settles the job (:class:`SettledJobs`)."""
         cleaned = self.clean(ctx, pods, services, within)
         if cleaned.error is not None:
             return after_failed_write(cleaned.error, len(cleaned.results), retry_after_progress, extra)
         if cleaned.deferred:
             return Result.after(next_slice)
-        return self.expire(ctx, extra)
+        return self.expire(ctx, extra, settle=not cleaned.attempted)
 
     def announce(self, ctx: JobContext) -> None:
         """Record the finished job's terminal event unless this process, or the API, already has it (the recorder's
@@ -204,7 +238,8 @@ class FinishedJobs:
 
     # --- ttlSecondsAfterFinished ----------------------------------------------------------------------------------
 
-    def expire(self, ctx: JobContext, extra: dict[str, Any]) -> Result:
+    def expire(self, ctx: JobContext, extra: dict[str, Any], settle: bool = False) -> Result:
+        """Apply the TTL; with ``settle``, a job kept or left waiting for it is settled at the version judged."""
         status = ctx.obj.get("status") or {}
         policy = ctx.spec.run_policy
         suspended = policy.suspend or cond.is_suspended(status.get("conditions"))
@@ -216,6 +251,8 @@ class FinishedJobs:
             if written is None:
                 return DONE   # gone, or no longer finished: nothing to expire
             decision = ttl_decision(now, parse_time(written), policy.ttl_seconds_after_finished, suspended)
+        if decision.action is not TTLAction.DELETE and settle:
+            self.settled.settle(ctx.key, (ctx.obj.get("metadata") or {}).get("resourceVersion") or "")
         if decision.action is TTLAction.KEEP:
             return DONE
         if decision.action is TTLAction.WAIT:

@@ -161,18 +161,26 @@ ExpectationKeyFor = Callable[[str, str], ExpectationKey]
 class JobHandlers:
     """For the job informer: every add, change, resync and delete queues the job's key. A job that has no status
     yet goes to the front (``enqueue_first``), so a new job gets its first status promptly even while the queue is
-    long with the work of others (a large job being created, a hundred jobs finishing)."""
+    long with the work of others (a large job being created, a hundred jobs finishing). A resync of a job that is
+    ``settled`` at its cached resourceVersion (a finished job with nothing left to do: core/finished_jobs.py) queues
+    nothing: one dict lookup is its whole cost."""
 
-    def __init__(self, enqueue: Enqueue, enqueue_first: Enqueue | None = None) -> None:
+    def __init__(self, enqueue: Enqueue, enqueue_first: Enqueue | None = None,
+                 settled: Callable[[str, str], bool] | None = None) -> None:
         self.enqueue = enqueue
         self.enqueue_first = enqueue_first or enqueue
+        self.settled = settled
 
     def on_add(self, obj: dict[str, Any]) -> None:
         new = not ((obj.get("status") or {}).get("conditions"))
         (self.enqueue_first if new else self.enqueue)(object_key(obj))
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        self.enqueue(object_key(new))
+        key = object_key(new)
+        if old is new and self.settled is not None and \
+                self.settled(key, (new.get("metadata") or {}).get("resourceVersion") or ""):
+            return   # a resync of a settled job
+        self.enqueue(key)
 
     def on_delete(self, obj: Any) -> None:
         self.enqueue(deletion_key(obj))

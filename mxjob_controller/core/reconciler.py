@@ -11,7 +11,8 @@ threads at once.
                                 pods, no retry; a fixed spec undoes it (core/job_status.py)
     Succeeded or Failed       → clean up per ``cleanPodPolicy``, then ``ttlSecondsAfterFinished`` deletes the job
                                 (core/finished_jobs.py); with gang scheduling its PodGroup is deleted, once (a
-                                failed delete is retried with back-off, and does not hold the cleanup back)
+                                failed delete is retried with back-off, and does not hold the cleanup back);
+                                once nothing is left to do it is settled: its resyncs reconcile nothing
     expectations unsatisfied  → wait; requeued after the expectations' lifetime, so a lost event cannot stall it
     suspended                 → delete its pods, services and PodGroup; status ``Suspended`` (core/suspend.py)
     gang scheduling           → create or update its PodGroup first; no pod before the scheduler admits the gang
@@ -196,6 +197,7 @@ class ReconcilerBase:
         return self.reconcile(str(key))
 
     def reconcile(self, key: str) -> Result:
+        self.finished.settled.unsettle(key)   # judged afresh: this pass settles it again if nothing is left to do
         obj = current_job(key, self.caches, self.expectations, self.status)
         if obj is None:
             return DONE
@@ -408,6 +410,7 @@ class JobReconciler(ReconcilerBase):
         result = self.finished.handle(ctx, self.caches.pods(ctx.uid), self.caches.services(ctx.uid), extra,
                                       self._slice(ctx), self.options.next_slice, self.options.retry_after_progress)
         if release_error is not None:
+            self.finished.settled.unsettle(ctx.key)   # the PodGroup is still to delete: resyncs retry it too
             raise release_error
         return result
 

@@ -26,6 +26,7 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from mxjob_controller.kube.vocabulary import ADDED, BOOKMARK, DELETED, MODIFIED
@@ -65,8 +66,12 @@ class Reflector:
     def __init__(self, client: Client, resource: Resource, sink: ReflectorSink, *, name: str,
                  namespace: str | None = None, label_selector: str | None = None, field_selector: str | None = None,
                  page_size: int = 500, backoff: Backoff | None = None,
-                 watch_timeout: tuple[int, int] = (300, 600), rng: random.Random | None = None) -> None:
+                 watch_timeout: tuple[int, int] = (300, 600), rng: random.Random | None = None,
+                 prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        """``prepare``: applied to each listed object as its page arrives (the sink's transform), so that a large
+        list is never held whole as the server sent it; the sink's ``replace`` gets what it returned."""
         self.client = client
+        self.prepare = prepare
         self.resource = resource
         self.sink = sink
         self.name = name
@@ -148,19 +153,25 @@ class Reflector:
     def _list(self) -> None:
         result = self.client.list_all(self.resource, self.namespace, label_selector=self.label_selector,
                                       field_selector=self.field_selector, page_size=self.page_size,
-                                      cancel=self._stop, page_retries=LIST_PAGE_RETRIES)
+                                      cancel=self._stop, page_retries=LIST_PAGE_RETRIES, each_page=self._page_items)
         self.lists += 1
         rv = (result.get("metadata") or {}).get("resourceVersion") or ""
-        api_version, kind = result.get("apiVersion"), (result.get("kind") or "").removesuffix("List")
         items = result.get("items") or []
-        for item in items:  # list items may omit their type; watch events always carry it
+        self.sink.replace(items, rv)
+        self.last_sync_resource_version = rv
+        log.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), rv)
+
+    def _page_items(self, page: dict[str, Any]) -> list[dict[str, Any]]:
+        """One list page's objects, typed (list items may omit their type; watch events always carry it) and
+        prepared."""
+        api_version, kind = page.get("apiVersion"), (page.get("kind") or "").removesuffix("List")
+        items = page.get("items") or []
+        for item in items:
             if api_version and "apiVersion" not in item:
                 item["apiVersion"] = api_version
             if kind and "kind" not in item:
                 item["kind"] = kind
-        self.sink.replace(items, rv)
-        self.last_sync_resource_version = rv
-        log.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), rv)
+        return items if self.prepare is None else [self.prepare(item) for item in items]
 
     # --- watch ----------------------------------------------------------------------------------------
 

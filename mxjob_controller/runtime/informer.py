@@ -127,7 +127,8 @@ class SharedInformer:
         self._threads: list[threading.Thread] = []
         self.reflector = Reflector(client, resource, self, name=self.name, namespace=namespace,
                                    label_selector=self.label_selector, field_selector=self.field_selector,
-                                   page_size=page_size, backoff=Backoff(backoff_policy), watch_timeout=watch_timeout)
+                                   page_size=page_size, backoff=Backoff(backoff_policy), watch_timeout=watch_timeout,
+                                   prepare=self._transformed)
 
     # --- handlers -------------------------------------------------------------------------------------
 
@@ -217,8 +218,8 @@ class SharedInformer:
     # --- the reflector's sink -------------------------------------------------------------------------
 
     def replace(self, objs: list[dict[str, Any]], resource_version: str) -> None:
-        """A (re)list: make the store equal ``objs`` and tell handlers what that changed."""
-        objs = [self._transformed(obj) for obj in objs]
+        """A (re)list: make the store equal ``objs`` (transformed already: the reflector applies the transform to
+        each page as it arrives) and tell handlers what that changed."""
         with self._lock:
             before = dict(self.store.items())
             self.store.replace(objs)

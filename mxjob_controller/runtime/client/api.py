@@ -292,9 +292,12 @@ class Client:
     def list_all(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
                  field_selector: str | None = None, page_size: int = DEFAULT_PAGE_SIZE, timeout: float | None = None,
                  deadline: float | None = None, cancel: threading.Event | None = None,
-                 page_retries: int = 0) -> dict[str, Any]:
+                 page_retries: int = 0,
+                 each_page: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
         """Every item, fetched ``page_size`` at a time, as one list at one resourceVersion. ``deadline`` covers
-        every page together (default: each page has the default deadline of one call).
+        every page together (default: each page has the default deadline of one call). ``each_page(page)``, when
+        given, makes the items kept of each page as it arrives (a cache's transform: the whole list is then never
+        held as received, only one page of it).
 
         All pages come from the snapshot of the first (continue tokens pin it). If that snapshot expires midway
         (410), the pages read so far are dropped and one unpaginated list is made instead, as client-go's pager
@@ -322,7 +325,7 @@ class Client:
                 page = page_of()
                 items = []
                 token = None
-            items.extend(page.get("items") or [])
+            items.extend(each_page(page) if each_page is not None else page.get("items") or [])
             meta = page.get("metadata") or {}
             token = meta.get("continue") or None
             if token is None:
