@@ -67,7 +67,12 @@ def test_defaults_are_upstream_s():
     assert asdict(s) == asdict(RunSettings(leader_election_namespace="default"))
     assert (s.metrics_bind_address, s.health_probe_bind_address) == (":8080", ":8081")
     assert (s.threadiness, s.resync_period, s.json_log_format, s.leader_elect) == (1, 12 * 3600.0, True, False)
-    assert (s.kube_api_qps, s.kube_api_burst, s.leader_election_id) == (20.0, 30, "mxjob-controller")
+    # No client budget given: none where the server advertises API Priority and Fairness, else training-operator's
+    # 20/30 (issue 35); either flag given: always that bucket, -1 off as in controller-runtime.
+    assert (s.kube_api_qps, s.kube_api_burst, s.leader_election_id) == (None, None, "mxjob-controller")
+    assert s.client_budget() == (20.0, 30, True)
+    assert settings("--kube-api-qps", "-1").client_budget() == (-1.0, 30, False)
+    assert settings("--kube-api-burst", "60").client_budget() == (20.0, 60, False)
     assert (s.event_qps, s.event_burst) == (50.0, 100)   # the kubelet's --event-qps/--event-burst, a budget apart
     assert s.namespaces == () and s.gang_scheduler_name == ""
 
