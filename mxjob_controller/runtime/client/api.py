@@ -6,8 +6,8 @@ that pool manager directly, bodies encoded as compact JSON and responses JSON-de
 model object is ever built.
 
 Guarantees (one :class:`Client` is meant to be shared by every thread of a process):
-- thread-safe: the pool manager and the token bucket are; nothing else is mutable after construction but the
-  closed flag;
+- thread-safe: the pool manager, the token bucket and the budget keeper are; nothing else is mutable after
+  construction but the closed flag;
 - every request, watches and retries included, first takes a token from the client's bucket (``qps``/``burst``),
   if it has one: with ``detect_flow_control`` the bucket applies only while the server does not advertise API
   Priority and Fairness (``budget``: probed at first use and again after the connection was lost);
@@ -147,11 +147,14 @@ class Client:
         (``overrides`` change the configuration: ``qps``, ``burst``...), so that one kind of traffic cannot use up
         another's budget. client-go: a clientset built from a copy of a ``rest.Config`` gets a rate limiter of its
         own (controller-runtime's events client, the kubelet's ``--event-qps`` client). ``component`` None: the
-        same User-Agent as this client (the same program to the server; only the budget is apart). Its retries are
-        counted with this client's. Close it separately."""
+        same User-Agent as this client (the same program to the server; only the budget is apart). Given a ``qps``
+        or ``burst`` of its own, it keeps that bucket whatever the server says; else it follows this client's rule.
+        Its retries are counted with this client's. Close it separately."""
         program, version = self._caller
         if component is None:
             overrides.setdefault("user_agent", self.user_agent)
+        if "qps" in overrides or "burst" in overrides:
+            overrides.setdefault("detect_flow_control", False)
         return Client(self.config.with_overrides(**overrides), component or "", program=program, version=version,
                       max_retries=self.max_retries, retries=self.retries)
 
