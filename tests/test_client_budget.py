@@ -21,7 +21,8 @@ from mxjob_controller.manager.settings import RunSettings
 from mxjob_controller.mxnet.crd import mxjob_crd
 from mxjob_controller.runtime.client import CONFIGMAPS, Client, ClientConfig, TransportError
 from mxjob_controller.runtime.client.budget import advertises_flow_control, detected_budget
-from mxjob_controller.runtime.client.retries import jittered_wait, register_retry_metrics
+from mxjob_controller.runtime.client.retries import jittered_wait
+from mxjob_controller.runtime.rest_client_metrics import register_retry_metrics
 from tests.support import configmap, wait_for
 
 DEADLINE = 30.0
@@ -92,13 +93,16 @@ def _start(flow_control: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ], ids=["apf-default", "old-server-default", "apf-off", "apf-explicit-bucket"])
 def test_the_budget_in_force_and_why_are_in_the_start_up_line(flow_control, settings, bucket, why, tmp_path, caplog):
     """The default: none where the server sends PF headers, the 20/30 bucket where it does not; the flags win over
-    what the server says. The informers' client has the same budget; the slow-start batches are sized to it."""
+    what the server says. The informers' client has the same budget; the slow-start batches are sized to it; the
+    events client keeps its own bucket."""
     [(client, controller)], line = _start(flow_control, tmp_path, caplog, **settings)
     assert f"client budget: {why};" in line
     for each in (client, controller.cache_client):
         limiter = each.rate_limiter
         assert (None if limiter is None else (limiter.qps, limiter.burst)) == bucket
     assert controller.options.slice_batch == (128 if bucket is None else 32)
+    events = controller.event_client.rate_limiter      # --event-qps/--event-burst: a bucket of its own, always
+    assert events is not None and (events.qps, events.burst) == (50.0, 100)
 
 
 # --- on reconnect -----------------------------------------------------------------------------------------------

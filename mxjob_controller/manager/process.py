@@ -46,11 +46,11 @@ from mxjob_controller.manager.crd_check import StartupError, frameworks_to_run
 from mxjob_controller.manager.settings import RunSettings, describe_budget
 from mxjob_controller.runtime.client import Client, ClientConfig, ConfigError, load_config
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
-from mxjob_controller.runtime.client.retries import register_retry_metrics
 from mxjob_controller.runtime.clock import IDLE_WAIT
 from mxjob_controller.runtime.endpoints import Endpoints, parse_bind_address
 from mxjob_controller.runtime.leaderelection import LeaderElectionConfig, LeaderElector, leader_election_client
 from mxjob_controller.runtime.registry import new_registry
+from mxjob_controller.runtime.rest_client_metrics import register_retry_metrics
 from mxjob_controller.webhooks.certs import CertificateError, CertificateFiles
 from mxjob_controller.webhooks.server import WebhookServer
 

@@ -7,7 +7,7 @@ random: never sooner than asked (the server would refuse again), and bounded by 
 
 Why a tally rather than a prometheus Counter: the client exists before the process's registry does (the manager
 connects first), and one client's siblings (informers, events) share its tally; the registry reads the tallies when
-scraped (:func:`register_retry_metrics`).
+scraped (``runtime/rest_client_metrics.py``, apart so that importing the client does not load prometheus_client).
 """
 
 from __future__ import annotations
@@ -15,14 +15,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
-from typing import Any
-
-from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily
-from prometheus_client.registry import Collector
-
-from mxjob_controller.runtime.registry import families_for
+from collections.abc import Callable
 
 RETRY_JITTER = 0.2   # at most this fraction of the server's Retry-After is added at random
 
@@ -53,41 +46,3 @@ class RetryTally:
     def snapshot(self) -> dict[tuple[int, str], int]:
         with self._lock:
             return dict(self._counts)
-
-
-class RetryMetrics(Collector):
-    """``rest_client_request_retries_total`` of one registry, summed over the tallies added to it."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self._tallies: list[RetryTally] = []
-        self._lock = threading.Lock()
-        registry.register(self)
-
-    def add(self, tally: RetryTally) -> None:
-        with self._lock:
-            if all(t is not tally for t in self._tallies):
-                self._tallies.append(tally)
-
-    def collect(self) -> Iterator[Any]:
-        family = CounterMetricFamily("rest_client_request_retries",
-                                     "Number of request retries, partitioned by status code, verb, and host.",
-                                     labels=["code", "host", "verb"])
-        totals: Counter[tuple[str, str, str]] = Counter()
-        with self._lock:
-            tallies = list(self._tallies)
-        for tally in tallies:
-            for (code, verb), n in tally.snapshot().items():
-                totals[(str(code), tally.host, verb)] += n
-        for labels, n in sorted(totals.items()):
-            family.add_metric(list(labels), n)
-        yield family
-
-    def describe(self) -> Iterator[Any]:
-        yield CounterMetricFamily("rest_client_request_retries", "", labels=["code", "host", "verb"])
-
-
-def register_retry_metrics(registry: CollectorRegistry, *tallies: RetryTally) -> None:
-    """Show these tallies on ``registry`` (its one :class:`RetryMetrics`)."""
-    metrics = families_for(RetryMetrics, registry)
-    for tally in tallies:
-        metrics.add(tally)
