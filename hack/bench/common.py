@@ -156,17 +156,19 @@ class Procs:
         wait_until("local up", self.kubeconfig.exists, START_TIMEOUT, alive=[proc])
         return proc
 
-    def controller(self, *, qps: float, threadiness: int = 1, resync: str = "10s", write_threads: int | None = None,
-                   slice_batch: int | None = None) -> subprocess.Popen[bytes]:
+    def controller(self, *, qps: float | None, threadiness: int = 1, resync: str = "10s",
+                   write_threads: int | None = None, slice_batch: int | None = None) -> subprocess.Popen[bytes]:
         """``mxjob-controller run`` against the server (knobs other than its flags through hack.bench.controller);
-        returns once it logged that its caches synced and its workers run."""
+        returns once it logged that its caches synced and its workers run. ``qps`` None: no --kube-api-qps (the
+        default budget: none, as the server advertises API Priority and Fairness)."""
         knobs = []
         if write_threads is not None:
             knobs += ["--write-threads", str(write_threads)]
         if slice_batch is not None:
             knobs += ["--slice-batch", str(slice_batch)]
         args = ["-m", "hack.bench.controller", *knobs, "--", "run", "--kubeconfig", str(self.kubeconfig),
-                "--resync-period", resync, "--threadiness", str(threadiness), "--kube-api-qps", str(qps),
+                "--resync-period", resync, "--threadiness", str(threadiness),
+                *(["--kube-api-qps", str(qps)] if qps is not None else []),
                 "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-level", "info"]
         proc = self.spawn("controller", args)
         wait_until("controller start", lambda: "MXJob controller started" in self.log("controller"), START_TIMEOUT,
@@ -229,9 +231,10 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
 
 # --- the driver's client and caches -------------------------------------------------------------------------
 
-def client_for(kubeconfig: Path, qps: float = -1, component: str = "bench-driver") -> Any:
+def client_for(kubeconfig: Path, qps: float | None = -1, component: str = "bench-driver") -> Any:
     from mxjob_controller.runtime.client import Client, load_config
 
+    qps = -1 if qps is None else qps   # the controller's default against this server: no client-side limit
     config = load_config(str(kubeconfig)).with_overrides(qps=qps, burst=max(30, int(qps * 1.5)) if qps > 0 else 30)
     return Client(config, component=component, program="mxjob-bench")
 
