@@ -318,3 +318,13 @@ def test_run_does_not_load_the_embedded_cluster():
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=60,
                          env=clean_env()).stdout.splitlines()
     assert out == ["[]", "True"], out
+
+
+def test_help_says_how_the_default_client_budget_is_chosen():
+    """Issue 35: --help says when there is no client-side limit, the bucket otherwise, and that the flags win."""
+    from click.testing import CliRunner
+
+    text = " ".join(CliRunner().invoke(run_cli.run, ["--help"], terminal_width=1000).output.split())
+    assert "no client-side limit when the server advertises API Priority and Fairness" in text
+    assert "else 20/s" in text and "[default: 30, where a bucket applies]" in text
+    assert "Given (this or --kube-api-burst): always this bucket" in text and "(-1: no limit)" in text
