@@ -67,7 +67,12 @@ def test_defaults_are_upstream_s():
     assert asdict(s) == asdict(RunSettings(leader_election_namespace="default"))
     assert (s.metrics_bind_address, s.health_probe_bind_address) == (":8080", ":8081")
     assert (s.threadiness, s.resync_period, s.json_log_format, s.leader_elect) == (1, 12 * 3600.0, True, False)
-    assert (s.kube_api_qps, s.kube_api_burst, s.leader_election_id) == (20.0, 30, "mxjob-controller")
+    # No client budget given: none where the server advertises API Priority and Fairness, else training-operator's
+    # 20/30 (issue 35); either flag given: always that bucket, -1 off as in controller-runtime.
+    assert (s.kube_api_qps, s.kube_api_burst, s.leader_election_id) == (None, None, "mxjob-controller")
+    assert s.client_budget() == (20.0, 30, True)
+    assert settings("--kube-api-qps", "-1").client_budget() == (-1.0, 30, False)
+    assert settings("--kube-api-burst", "60").client_budget() == (20.0, 60, False)
     assert (s.event_qps, s.event_burst) == (150.0, 300)   # a budget apart, carrying a burst of jobs (issue 35)
     assert s.namespaces == () and s.gang_scheduler_name == ""
 
@@ -313,3 +318,13 @@ def test_run_does_not_load_the_embedded_cluster():
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=60,
                          env=clean_env()).stdout.splitlines()
     assert out == ["[]", "True"], out
+
+
+def test_help_says_how_the_default_client_budget_is_chosen():
+    """Issue 35: --help says when there is no client-side limit, the bucket otherwise, and that the flags win."""
+    from click.testing import CliRunner
+
+    text = " ".join(CliRunner().invoke(run_cli.run, ["--help"], terminal_width=1000).output.split())
+    assert "no client-side limit when the server advertises API Priority and Fairness" in text
+    assert "else 20/s" in text and "[default: 30, where a bucket applies]" in text
+    assert "Given (this or --kube-api-burst): always this bucket" in text and "(-1: no limit)" in text

@@ -239,9 +239,10 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
 
 # --- the driver's client and caches -------------------------------------------------------------------------
 
-def client_for(kubeconfig: Path, qps: float = -1, component: str = "bench-driver") -> Any:
+def client_for(kubeconfig: Path, qps: float | None = -1, component: str = "bench-driver") -> Any:
     from mxjob_controller.runtime.client import Client, load_config
 
+    qps = -1 if qps is None else qps   # the controller's default against this server: no client-side limit
     config = load_config(str(kubeconfig)).with_overrides(qps=qps, burst=max(30, int(qps * 1.5)) if qps > 0 else 30)
     return Client(config, component=component, program="mxjob-bench")
 

@@ -76,6 +76,10 @@ def local() -> None:
                    "API Priority and Fairness' priority levels (past a level's share, requests queue, then get 429).")
 @click.option("--max-mutating-requests-inflight", default=MAX_MUTATING_REQUESTS_INFLIGHT, show_default=True,
               type=click.IntRange(min=1), help="See --max-requests-inflight.")
+@click.option("--flow-control/--no-flow-control", default=True, show_default=True,
+              help="API Priority and Fairness, as kube-apiserver's --enable-priority-and-fairness (--no-flow-control: "
+                   "no queues, no 429s and no X-Kubernetes-PF-* headers, as a server without it, so that clients "
+                   "keep their own rate limit; no --max-requests-inflight limit either).")
 @click.option("--kubelet", "kubelet_mode", default="process", show_default=True,
               type=click.Choice(["process", "none"]),
               help="process: run pods' containers as local processes on the node 'local'; none: leave pods Pending "
@@ -131,7 +135,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
        max_mutating_requests_inflight: int, kubelet_mode: str, controller: bool, webhooks: bool, threadiness: int,
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None, sandbox: bool,
-       pod_max_pids: int, container_user: tuple[int, int] | None, gpus: tuple[str, ...] | None) -> None:
+       pod_max_pids: int, container_user: tuple[int, int] | None, gpus: tuple[str, ...] | None,
+       flow_control: bool) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
     MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
     machine."""
@@ -150,7 +155,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         server=ServerOptions(host=host, port=port, bookmark_interval=bookmark_interval, watcher_queue=watcher_queue,
                              fault_seed=fault_seed, audit_log=audit_log, tls=tls, request_timeout=request_timeout,
                              max_requests_inflight=max_requests_inflight,
-                             max_mutating_requests_inflight=max_mutating_requests_inflight,
+                             max_mutating_requests_inflight=max_mutating_requests_inflight, flow_control=flow_control,
                              authorization=_AUTHORIZATION[authorization.lower()] if authorization else None),
         crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, webhooks=webhooks and not no_crds,
         threadiness=threadiness,

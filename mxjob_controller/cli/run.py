@@ -139,11 +139,14 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
 @_option("--leader-election-namespace", "MXJOB_LEADER_ELECTION_NAMESPACE", default=None,
          help="Namespace of the Lease. Default: $POD_NAMESPACE, else the service account's namespace, "
               "else 'default'.")
-@_option("--kube-api-qps", "MXJOB_KUBE_API_QPS", default=DEFAULT_QPS, show_default=True, type=float,
-         help="Requests per second to the API server (client-side limit; negative: none); the informers' lists "
-              "and watches have a budget of this size of their own.")
-@_option("--kube-api-burst", "MXJOB_KUBE_API_BURST", default=DEFAULT_BURST, show_default=True,
-         type=click.IntRange(min=1), help="Requests allowed in a burst above --kube-api-qps.")
+@_option("--kube-api-qps", "MXJOB_KUBE_API_QPS", default=None, type=float,
+         help="Requests per second to the API server, a client-side token bucket (-1: no limit); the informers' "
+              "lists and watches have a budget of this size of their own. Default: no client-side limit when the "
+              "server advertises API Priority and Fairness (X-Kubernetes-PF-* headers on HEAD /livez/ping, asked at "
+              f"start and after a lost connection), else {DEFAULT_QPS:g}/s. Given (this or --kube-api-burst): "
+              "always this bucket. The start-up log line says which budget is in force and why.")
+@_option("--kube-api-burst", "MXJOB_KUBE_API_BURST", default=None, type=click.IntRange(min=1),
+         help=f"Requests allowed in a burst above --kube-api-qps.  [default: {DEFAULT_BURST}, where a bucket applies]")
 @_option("--event-qps", "MXJOB_EVENT_QPS", default=DEFAULT_EVENT_QPS, show_default=True, type=float,
          help="Event writes per second, a budget apart from --kube-api-qps so that events and pod creations never "
               "wait for each other (negative: no limit).")

@@ -133,12 +133,14 @@ class LocalCluster:
         """A client of this cluster's API server for ``component`` (closed by stop())."""
         return self._client(component, -1.0, 1)
 
-    def _client(self, component: str, qps: float, burst: int) -> Client:
+    def _client(self, component: str, qps: float, burst: int, detect_flow_control: bool = False) -> Client:
         # With authentication on, each part is a user of its own in system:masters: the cluster's own parts are
         # trusted, as kube's control plane is (the controller under its ServiceAccount is `mxjob-controller run`).
         token = self.server.issue_user_token(f"mxjob-local:{component}", ("system:masters",)) \
             if self.server.admin_token else None
-        client = Client(self.server.client_config(token, qps=qps, burst=burst), component=component,
+        config = self.server.client_config(token, qps=qps, burst=burst).with_overrides(
+            detect_flow_control=detect_flow_control)
+        client = Client(config, component=component,
                         program=PROGRAM, version=__version__)
         self._clients.append(client)
         return client
@@ -170,7 +172,9 @@ class LocalCluster:
         from mxjob_controller.manager.controllers import build_controllers  # noqa: PLC0415
         from mxjob_controller.runtime.registry import new_registry  # noqa: PLC0415
 
-        client = self._client("controller", DEFAULT_QPS, DEFAULT_BURST)
+        # As `run` at its defaults: no client-side limit while the server advertises flow control (--no-flow-control:
+        # the token bucket a server without it needs).
+        client = self._client("controller", DEFAULT_QPS, DEFAULT_BURST, detect_flow_control=True)
         options = ControllerOptions(threadiness=self.options.threadiness, registry=new_registry())
         return build_controllers(client, options, DEFAULT_FRAMEWORKS).start()
 

@@ -85,11 +85,13 @@ def new_controller(client: Client, settings: RunSettings, registry: CollectorReg
     """The controller of each framework in ``settings.frameworks`` (default: every default framework), scoped and
     sized by the flags, all reporting on the process's registry: one :class:`JobController` alone, or several as
     :class:`Controllers`."""
+    # Batches sized to the budget in force: the flags', or, at the defaults, the one the server called for.
+    qps = settings.client_budget()[0] if settings.explicit_client_budget else client.budget.current().qps
     options = ControllerOptions(namespaces=settings.namespaces or None, threadiness=settings.threadiness,
                                 resync_period=settings.resync_period, registry=registry,
                                 gang_scheduler_name=settings.gang_scheduler_name or None,
                                 event_qps=settings.event_qps, event_burst=settings.event_burst,
-                                slice_batch=batch_cap_for_budget(settings.kube_api_qps))
+                                slice_batch=batch_cap_for_budget(qps))
     return build_controllers(client, options, settings.frameworks or DEFAULT_FRAMEWORKS)
 
 

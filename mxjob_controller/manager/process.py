@@ -43,13 +43,14 @@ from mxjob_controller.manager.controllers import (
     StartCancelledError,
 )
 from mxjob_controller.manager.crd_check import StartupError, frameworks_to_run
-from mxjob_controller.manager.settings import RunSettings
+from mxjob_controller.manager.settings import RunSettings, describe_budget
 from mxjob_controller.runtime.client import Client, ClientConfig, ConfigError, load_config
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
 from mxjob_controller.runtime.clock import IDLE_WAIT
 from mxjob_controller.runtime.endpoints import Endpoints, parse_bind_address
 from mxjob_controller.runtime.leaderelection import LeaderElectionConfig, LeaderElector, leader_election_client
 from mxjob_controller.runtime.registry import new_registry
+from mxjob_controller.runtime.rest_client_metrics import register_retry_metrics
 from mxjob_controller.webhooks.certs import CertificateError, CertificateFiles
 from mxjob_controller.webhooks.server import WebhookServer
 
@@ -93,6 +94,7 @@ class Manager:
             self.settings = dataclasses.replace(self.settings, frameworks=chosen)   # what the factory builds
             log.info("reconciling %s", ", ".join(chosen), extra={"frameworks": list(chosen)})
             registry = new_registry()
+            register_retry_metrics(registry, client.retries)
             endpoints = self._endpoints(registry)
             try:
                 self._webhooks = self._webhook_server(registry)
@@ -124,16 +126,16 @@ class Manager:
             config = load_config(s.kubeconfig, s.master, env=self._env, service_account_dir=self._service_account_dir)
         except ConfigError as e:
             raise StartupError(f"no usable API configuration: {e}") from None
-        config = config.with_overrides(qps=s.kube_api_qps, burst=s.kube_api_burst)
+        qps, burst, detect = s.client_budget()
+        config = config.with_overrides(qps=qps, burst=burst, detect_flow_control=detect)
         if config.token is not None:
             register_secret(config.token())
         register_secret(config.password)
         client = Client(config, component="controller", program=PROGRAM, version=__version__)
         self._clients.append(client)
-        log.info("mxjob-controller %s: API server %s (%s), watching %s, %d worker(s); client budgets: %g requests/s "
-                 "(burst %d), the same again for the informers, events apart: %g/s (burst %d)", __version__,
-                 config.host, config.source, s.scope,
-                 s.threadiness, s.kube_api_qps, s.kube_api_burst, s.event_qps, s.event_burst)
+        log.info("mxjob-controller %s: API server %s (%s), watching %s, %d worker(s); client budget: %s; the same "
+                 "again for the informers, events apart: %g/s (burst %d)", __version__, config.host, config.source,
+                 s.scope, s.threadiness, describe_budget(s, client.budget.current()), s.event_qps, s.event_burst)
         return config, client
 
     def _endpoints(self, registry: CollectorRegistry) -> Endpoints:
@@ -182,6 +184,7 @@ class Manager:
             return
         election_client = leader_election_client(config, "leader-election", program=PROGRAM, version=__version__)
         self._clients.append(election_client)
+        register_retry_metrics(registry, election_client.retries)
         election = LeaderElectionConfig(s.leader_election_id, s.leader_election_namespace)
         log.info("leader election on Lease %s/%s as %s", election.namespace, election.lease_name, election.identity)
         self._elector = LeaderElector(election_client, election,

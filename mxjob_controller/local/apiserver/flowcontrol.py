@@ -38,11 +38,10 @@ from mxjob_controller.local.apiserver.auth.user import (
 )
 from mxjob_controller.local.apiserver.http import EarlyResponseError, Exchange
 from mxjob_controller.local.apiserver.request import RequestInfo, Response
+from mxjob_controller.runtime.client.budget import FLOW_SCHEMA_HEADER, PRIORITY_LEVEL_HEADER
 
 MAX_REQUESTS_INFLIGHT = 400  # kube-apiserver's --max-requests-inflight default
 MAX_MUTATING_REQUESTS_INFLIGHT = 200  # ... and --max-mutating-requests-inflight
-FLOW_SCHEMA_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
-PRIORITY_LEVEL_HEADER = "X-Kubernetes-PF-PriorityLevel-UID"
 MAX_RETRY_AFTER = 32  # kube's dropped-requests tracker never asks for more
 _ALL = "*"
 

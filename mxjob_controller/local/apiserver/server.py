@@ -123,6 +123,8 @@ class ServerOptions:
     # kube's flags of the same names: their sum is the seats flow control shares out among priority levels
     max_requests_inflight: int = MAX_REQUESTS_INFLIGHT
     max_mutating_requests_inflight: int = MAX_MUTATING_REQUESTS_INFLIGHT
+    # kube's --enable-priority-and-fairness: False serves as an older server (no queues, no 429s, no PF headers)
+    flow_control: bool = True
     tls: bool = False  # serve HTTPS with a CA and certificate made at start (auth/serving_cert.py)
     # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
     # RBAC turns authentication on (bearer tokens; without one, system:anonymous under RBAC, 401 under AlwaysAllow).
@@ -215,7 +217,8 @@ class APIServer:
                                         self.options.max_mutating_requests_inflight,
                                         min(timeout / 4, 60.0) if timeout > 0 else 15.0)
         self.router.interceptors.append(self.security.intercept)   # first: a refused request goes no further
-        self.router.interceptors.append(self.flow_control.intercept)   # after authentication, as kube's filter
+        if self.options.flow_control:
+            self.router.interceptors.append(self.flow_control.intercept)   # after authentication, as kube's filter
         self.router.interceptors.append(self.faults.intercept)
         self.router.response_wrappers.append(self.faults.wrap)
         self.audit = AuditLog(self.options.audit_capacity, self.options.audit_log)

@@ -6,17 +6,20 @@ that pool manager directly, bodies encoded as compact JSON and responses JSON-de
 model object is ever built.
 
 Guarantees (one :class:`Client` is meant to be shared by every thread of a process):
-- thread-safe: the pool manager and the token bucket are; nothing else is mutable after construction but the
-  closed flag;
-- every request, watches and retries included, first takes a token from the client's bucket (``qps``/``burst``);
+- thread-safe: the pool manager, the token bucket and the budget keeper are; nothing else is mutable after
+  construction but the closed flag;
+- every request, watches and retries included, first takes a token from the client's bucket (``qps``/``burst``),
+  if it has one: with ``detect_flow_control`` the bucket applies only while the server does not advertise API
+  Priority and Fairness (``budget``: probed at first use and again after the connection was lost);
 - every request has a connect and a read timeout (watches: the server-side timeout plus a margin);
 - every call has an overall ``deadline`` (seconds; default :data:`DEADLINE_FACTOR` times its read timeout, for a
   watch times the client's ordinary timeout) covering its rate-limit wait, its attempts and its retry waits. No
   wait goes past it: a token that would come later raises :class:`RateLimitTimeout` at once, and so does the
   server's error when its ``Retry-After`` would;
-- a 429 or 5xx response carrying ``Retry-After`` is retried after that many seconds, up to ``max_retries`` times
-  (client-go's default is 10) and within the deadline; every other failure is raised at once as its typed error
-  (see ``errors``);
+- a 429 or 5xx response carrying ``Retry-After`` is retried after that many seconds plus up to a fifth of them at
+  random (``retries``), up to ``max_retries`` times (client-go's default is 10) and within the deadline, each retry
+  counted in ``rest_client_request_retries_total``; every other failure is raised at once as its typed error (see
+  ``errors``). A 429 means the server did not run the request, so a retried write is never applied twice;
 - no wait is a bare sleep: every one ends at once, with :class:`Cancelled`, when the caller's ``cancel`` event is
   set, and within :data:`_CLOSE_POLL` seconds when :meth:`Client.close` is called. A closed client sends nothing.
 """
@@ -32,12 +35,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import urllib3
 
 from mxjob_controller.runtime.client._kube import Configuration, RESTClientObject
-from mxjob_controller.runtime.client.config import DEFAULT_BURST, DEFAULT_QPS, ClientConfig
+from mxjob_controller.runtime.client.budget import PROBE_PATH, BudgetKeeper
+from mxjob_controller.runtime.client.config import ClientConfig
 from mxjob_controller.runtime.client.errors import (
     ApiError,
     Cancelled,
@@ -49,6 +53,7 @@ from mxjob_controller.runtime.client.errors import (
     error_for_response,
 )
 from mxjob_controller.runtime.client.resource import Resource
+from mxjob_controller.runtime.client.retries import RetryTally, jittered_wait
 from mxjob_controller.runtime.client.watch import WatchStream
 from mxjob_controller.runtime.token_bucket import TokenBucket
 
@@ -100,14 +105,13 @@ class Client:
     configuration sets a whole ``user_agent``."""
 
     def __init__(self, config: ClientConfig, component: str = "", *, program: str | None = None,
-                 version: str | None = None, max_retries: int = 10) -> None:
+                 version: str | None = None, max_retries: int = 10, retries: RetryTally | None = None) -> None:
         self.config = config
         self.user_agent = config.user_agent or user_agent(component, program, version)
         self.max_retries = max(0, max_retries)
         self._caller = (program, version)
-        qps = config.qps if config.qps != 0 else DEFAULT_QPS
-        burst = config.burst if config.burst > 0 else DEFAULT_BURST
-        self.rate_limiter: TokenBucket | None = TokenBucket(qps, burst) if qps > 0 else None
+        self.budget = BudgetKeeper(config.qps, config.burst, config.detect_flow_control, self._probe_headers)
+        self.retries = retries or RetryTally(urlsplit(config.host).netloc)   # siblings share it
         self._closed = threading.Event()
         self._rest = RESTClientObject(self._transport_configuration(config), pools_size=4,
                                       maxsize=config.max_connections)
@@ -133,18 +137,26 @@ class Client:
                                     respect_retry_after_header=False, raise_on_status=False)
         return cfg
 
+    @property
+    def rate_limiter(self) -> TokenBucket | None:
+        """The token bucket requests take from now (None: no client-side limit)."""
+        return self.budget.limiter()
+
     def sibling(self, component: str | None, **overrides: Any) -> Client:
         """A client of the same server, credentials and caller, with its own connections and its own token bucket
         (``overrides`` change the configuration: ``qps``, ``burst``...), so that one kind of traffic cannot use up
         another's budget. client-go: a clientset built from a copy of a ``rest.Config`` gets a rate limiter of its
         own (controller-runtime's events client, the kubelet's ``--event-qps`` client). ``component`` None: the
-        same User-Agent as this client (the same program to the server; only the budget is apart). Close it
-        separately."""
+        same User-Agent as this client (the same program to the server; only the budget is apart). Given a ``qps``
+        or ``burst`` of its own, it keeps that bucket whatever the server says; else it follows this client's rule.
+        Its retries are counted with this client's. Close it separately."""
         program, version = self._caller
         if component is None:
             overrides.setdefault("user_agent", self.user_agent)
+        if "qps" in overrides or "burst" in overrides:
+            overrides.setdefault("detect_flow_control", False)
         return Client(self.config.with_overrides(**overrides), component or "", program=program, version=version,
-                      max_retries=self.max_retries)
+                      max_retries=self.max_retries, retries=self.retries)
 
     def close(self) -> None:
         """End every wait in progress (rate limit, Retry-After) with :class:`Cancelled`, refuse later requests,
@@ -222,16 +234,18 @@ class Client:
                 err = error_for_response(e.status, e.body, e.headers, method)
                 log.debug("%s %s -> %d %s (%.1f ms)", method, path, err.code, err.reason,
                           (time.monotonic() - started) * 1000)
-                wait = _retry_wait(err)
-                if wait is None or attempt >= self.max_retries:
+                asked = _retry_wait(err)
+                if asked is None or attempt >= self.max_retries:
                     raise err from None
-                if time.monotonic() + wait > ends:
+                wait = jittered_wait(asked, ends - time.monotonic())
+                if wait is None:
                     log.info("%s %s: %d %s; the server asks to retry in %gs, past this call's deadline: giving up",
-                             method, path, err.code, err.reason, wait)
+                             method, path, err.code, err.reason, asked)
                     raise err from None
                 attempt += 1
-                log.info("%s %s: %d %s, retrying in %gs as the server asks (retry %d of %d)", method, path,
-                         err.code, err.reason, wait, attempt, self.max_retries)
+                self.retries.count(err.code, method)
+                log.info("%s %s: %d %s, retrying in %.2fs as the server asks (%gs; retry %d of %d)", method, path,
+                         err.code, err.reason, wait, asked, attempt, self.max_retries)
                 if self._wait(wait, cancel):
                     raise Cancelled(f"{method} {path}: cancelled while waiting to retry") from None
                 continue
@@ -239,13 +253,14 @@ class Client:
                 cause = e.reason if isinstance(e, urllib3.exceptions.MaxRetryError) else e
                 if isinstance(cause, urllib3.exceptions.ReadTimeoutError):
                     raise ReadTimeout(f"{method} {path}: no response within {timeout[1]:g}s") from e
+                self.budget.connection_lost()   # a server that comes back may not be the same kind
                 raise TransportError(f"{method} {path}: {type(cause).__name__}: {cause}") from e
             log.debug("%s %s -> %d (%.1f ms)", method, path, resp.status, (time.monotonic() - started) * 1000)
             return resp
 
     def _take_token(self, method: str, path: str, ends: float, cancel: threading.Event | None) -> None:
         """Wait for the rate limiter's permission to send, within ``ends``."""
-        bucket = self.rate_limiter
+        bucket = self.budget.limiter()
         if bucket is None:
             return
         left = max(0.0, ends - time.monotonic())
@@ -256,6 +271,25 @@ class Client:
         if wait > 0 and self._wait(wait, cancel):
             bucket.give_back()
             raise Cancelled(f"{method} {path}: cancelled while waiting for the client rate limiter")
+
+    def _probe_headers(self) -> Mapping[str, str] | None:
+        """``HEAD /livez/ping``'s response headers, whatever its status; None when the server cannot be reached.
+        Outside the token bucket (it decides the bucket) and never retried."""
+        if self._closed.is_set():
+            return None
+        headers = {"User-Agent": self.user_agent}
+        auth = self.config.authorization()
+        if auth:
+            headers["Authorization"] = auth   # without it kube answers 401, before its flow control sees the request
+        timeout = min(self.config.connect_timeout, self.config.timeout)
+        try:
+            resp = self._pool.urlopen("HEAD", self.config.host + PROBE_PATH, headers=headers, retries=False,
+                                      timeout=urllib3.Timeout(connect=timeout, read=timeout))
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            log.info("cannot ask %s whether it has API Priority and Fairness: %s", self.config.host, e)
+            return None
+        resp.release_conn()
+        return dict(resp.headers)
 
     def _wait(self, seconds: float, cancel: threading.Event | None) -> bool:
         """Wait ``seconds``; True as soon as ``cancel`` is set or the client is closed (then stop waiting)."""

@@ -92,6 +92,8 @@ class ClientConfig:
     namespace: str = "default"                  # the context's (or the service account's) namespace
     qps: float = DEFAULT_QPS                    # 0: client-go's default; negative: no client-side limit
     burst: int = DEFAULT_BURST
+    # True: qps/burst apply only while the server does not advertise API Priority and Fairness (client/budget.py)
+    detect_flow_control: bool = False
     user_agent: str | None = None               # None: built from the component name by the Client
     connect_timeout: float = 10.0
     timeout: float = 60.0                       # read timeout of ordinary requests (not watches)
