@@ -102,7 +102,7 @@ def test_the_budget_in_force_and_why_are_in_the_start_up_line(flow_control, sett
         assert (None if limiter is None else (limiter.qps, limiter.burst)) == bucket
     assert controller.options.slice_batch == (128 if bucket is None else 32)
     events = controller.event_client.rate_limiter      # --event-qps/--event-burst: a bucket of its own, always
-    assert events is not None and (events.qps, events.burst) == (50.0, 100)
+    assert events is not None and (events.qps, events.burst) == (150.0, 300)
 
 
 # --- on reconnect -----------------------------------------------------------------------------------------------
