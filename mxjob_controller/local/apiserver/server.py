@@ -214,8 +214,10 @@ class APIServer:
         self.flow_control = FlowControl(self.options.max_requests_inflight,
                                         self.options.max_mutating_requests_inflight,
                                         min(timeout / 4, 60.0) if timeout > 0 else 15.0)
-        self.router.interceptors.append(self.security.intercept)   # first: a refused request goes no further
-        self.router.interceptors.append(self.flow_control.intercept)   # after authentication, as kube's filter
+        # kube's order: authentication and impersonation, flow control, authorization; a refusal goes no further.
+        self.router.interceptors.append(self.security.intercept)
+        self.router.interceptors.append(self.flow_control.intercept)
+        self.router.interceptors.append(self.security.intercept_authorization)
         self.router.interceptors.append(self.faults.intercept)
         self.router.response_wrappers.append(self.faults.wrap)
         self.audit = AuditLog(self.options.audit_capacity, self.options.audit_log)
