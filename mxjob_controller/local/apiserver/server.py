@@ -52,6 +52,7 @@ from mxjob_controller.local.apiserver.kinds.pods import PodStrategy, bind
 from mxjob_controller.local.apiserver.kinds.rbac import BindingStrategy, ClusterRoleStrategy, EscalationCheck
 from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
 from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
+from mxjob_controller.local.apiserver.memory import limit_allocator
 from mxjob_controller.local.apiserver.namespace_content import NamespaceContent
 from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
 from mxjob_controller.local.apiserver.observability import Metrics, storage_counts, storage_sizes
@@ -250,6 +251,7 @@ class APIServer:
         self._http.observers.append(self.audit.observe)
         self._http.observers.append(self.metrics.observe)
         self.discovery.server_address = self.address
+        limit_allocator()   # before the connection threads: few arenas, large answers mapped on their own
         self.faults.start()
         self.store.start_pruning()
         self.gc.start()
