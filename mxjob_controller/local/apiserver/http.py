@@ -384,6 +384,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         if deadline is not None:
             with self.answer_lock:
                 deadline.cancel()
+                self.deadline = None   # it holds this handler (its callback): no cycle left for the collector
             if self.timed_out:   # answered 504 already (_time_out): this late answer is dropped, as kube's is
                 self.close_connection = True
                 return
