@@ -136,7 +136,7 @@ def test_a_flood_from_one_user_gets_429s_while_the_admins_kubectl_answers_at_onc
     """300 clients of a non-admin user, each sending slow lists one after another on its connection (300 requests
     outstanding all along) against global-default's single seat: every answer is 200 or kube's 429 with
     Retry-After and the PF headers (no connection dropped), while the administrator's ``kubectl get ns`` (exempt)
-    answers within a second."""
+    answers within a second. The 2,000-client form is a benchmark figure: ``hack/apiserver_limits.py flood``."""
     flood = api.issue_user_token("flood")
     api.faults.add(FaultRule(verb="list", resource="configmaps", user_agent="flood", latency=0.1))
     kubectl = Kubectl(api.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "cache")
