@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import ssl
 import threading
 import time
@@ -135,7 +136,7 @@ def test_a_flood_from_one_user_gets_429s_while_the_admins_kubectl_answers_at_onc
     """300 clients of a non-admin user, each sending slow lists one after another on its connection (300 requests
     outstanding all along) against global-default's single seat: every answer is 200 or kube's 429 with
     Retry-After and the PF headers (no connection dropped), while the administrator's ``kubectl get ns`` (exempt)
-    answers within a second."""
+    answers within a second. The 2,000-client form is a benchmark figure: ``hack/apiserver_limits.py flood``."""
     flood = api.issue_user_token("flood")
     api.faults.add(FaultRule(verb="list", resource="configmaps", user_agent="flood", latency=0.1))
     kubectl = Kubectl(api.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "cache")
@@ -210,3 +211,73 @@ def _inqueue(api: APIServer) -> int:
     prefix = 'apiserver_flowcontrol_current_inqueue_requests{flow_schema="global-default",' \
              'priority_level="global-default"} '
     return next((int(line[len(prefix):]) for line in body.decode().splitlines() if line.startswith(prefix)), 0)
+
+
+def _request(api: APIServer, path: str, headers: dict[str, str]) -> tuple[int, dict, dict]:
+    context = ssl.create_default_context(cafile=api.ca_file)
+    conn = http.client.HTTPSConnection(api.host, api.port, timeout=30, context=context)
+    try:
+        conn.request("GET", path, headers={"User-Agent": "flowcontrol-test", **headers})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, json.loads(resp.read())
+    finally:
+        conn.close()
+
+
+def _pf(headers: dict) -> tuple[str, str] | None:
+    """The (flow schema, priority level) names the PF headers give, None when they are absent."""
+    if FLOW_SCHEMA_HEADER.lower() not in headers and PRIORITY_LEVEL_HEADER.lower() not in headers:
+        return None
+    schemas = {uid: name for name, uid in SCHEMA_UIDS.items()}
+    levels = {uid: name for name, uid in LEVEL_UIDS.items()}
+    return schemas[headers[FLOW_SCHEMA_HEADER.lower()]], levels[headers[PRIORITY_LEVEL_HEADER.lower()]]
+
+
+def _forbidden(message: str, kind: str, name: str = "") -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": "Forbidden", "details": {**({"name": name} if name else {}), "kind": kind}, "code": 403}
+
+
+def test_refusals_carry_the_pf_headers_where_kubes_filter_chain_puts_them(api):
+    """kube's chain is authentication → impersonation → flow control → authorization: a 401 and an impersonation's
+    403 are answered before classification (no PF headers), an authorization's 403 after it (the headers of the
+    caller's flow, ``global-default`` for the anonymous user too); a log request (long-running, not a watch)
+    passes flow control unclassified, a watch is classified."""
+    flood = api.issue_user_token("flood")
+    unauthorized = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
+    cases = [
+        ({"Authorization": "Bearer not-a-token"}, "/api/v1/namespaces", 401, unauthorized, None),
+        ({}, "/api/v1/namespaces", 403,
+         _forbidden('namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group '
+                    '"" at the cluster scope', "namespaces"), ("global-default", "global-default")),
+        ({"Authorization": f"Bearer {flood}"}, "/api/v1/namespaces/default/secrets", 403,
+         _forbidden('secrets is forbidden: User "flood" cannot list resource "secrets" in API group "" in the '
+                    'namespace "default"', "secrets"), ("global-default", "global-default")),
+        ({"Authorization": f"Bearer {flood}", "Impersonate-User": "alice"}, CMS, 403,
+         _forbidden('users "alice" is forbidden: User "flood" cannot impersonate resource "users" in API group "" '
+                    'at the cluster scope', "users", "alice"), None),
+        ({"Authorization": f"Bearer {api.admin_token}"}, "/api/v1/namespaces/default/pods/missing/log", 404,
+         {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+          "message": 'pods "missing" not found', "reason": "NotFound", "details": {"name": "missing", "kind": "pods"},
+          "code": 404}, None),
+    ]
+    for headers, path, code, status, pf in cases:
+        got_code, got_headers, body = _request(api, path, headers)
+        assert (got_code, body, _pf(got_headers)) == (code, status, pf), (headers, path)
+    context = ssl.create_default_context(cafile=api.ca_file)
+    conn = http.client.HTTPSConnection(api.host, api.port, timeout=30, context=context)
+    try:
+        conn.request("GET", f"{CMS}?watch=true&timeoutSeconds=1", headers={"Authorization": f"Bearer {flood}"})
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 403  # flood may list ConfigMaps, not watch them
+        assert _pf({k.lower(): v for k, v in resp.getheaders()}) == ("global-default", "global-default")
+        conn.request("GET", "/api/v1/namespaces?watch=true&timeoutSeconds=1",
+                     headers={"Authorization": f"Bearer {api.admin_token}"})
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 200
+        assert _pf({k.lower(): v for k, v in resp.getheaders()}) == ("exempt", "exempt")
+    finally:
+        conn.close()

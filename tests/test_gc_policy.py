@@ -32,6 +32,7 @@ def test_survivors_are_frozen_and_thawed_once_a_period(monkeypatch: pytest.Monke
     monkeypatch.setattr(gc_policy, "gc", collector)
     monkeypatch.setattr(gc_policy, "_thawed", False)
     monkeypatch.setattr(gc_policy, "_thawed_at", time.monotonic())
+    monkeypatch.setattr(gc_policy, "_walked_rss", gc_policy.resident_bytes())
     gc_policy._after_collection("stop", {"generation": 0})
     gc_policy._after_collection("start", {"generation": 1})
     gc_policy._after_collection("start", {"generation": 2})
@@ -47,6 +48,24 @@ def test_survivors_are_frozen_and_thawed_once_a_period(monkeypatch: pytest.Monke
     gc_policy._after_collection("stop", {"generation": 2})
     gc_policy._after_collection("stop", {"generation": 1})
     assert collector.calls == ["freeze", "freeze", "unfreeze", "freeze", "freeze"]   # ... has walked it all
+
+
+def test_a_period_ends_early_once_resident_memory_has_grown(monkeypatch: pytest.MonkeyPatch) -> None:
+    collector = _Collector()
+    monkeypatch.setattr(gc_policy, "gc", collector)
+    monkeypatch.setattr(gc_policy, "_thawed", False)
+    monkeypatch.setattr(gc_policy, "_thawed_at", time.monotonic())
+    monkeypatch.setattr(gc_policy, "_walked_rss", gc_policy.resident_bytes())
+    gc_policy._after_collection("stop", {"generation": 1})
+    assert collector.calls == ["freeze"]   # the same size as at the last walk: frozen, as within any period
+    monkeypatch.setattr(gc_policy, "_walked_rss", gc_policy.resident_bytes() - gc_policy.THAW_GROWTH_BYTES)
+    gc_policy._after_collection("stop", {"generation": 1})
+    assert collector.calls == ["freeze", "unfreeze"]   # grown by the bound since: thawed before the period ends
+    gc_policy._after_collection("stop", {"generation": 2})
+    assert collector.calls == ["freeze", "unfreeze", "freeze"]
+    assert abs(gc_policy._walked_rss - gc_policy.resident_bytes()) < gc_policy.THAW_GROWTH_BYTES // 2  # new base
+    gc_policy._after_collection("stop", {"generation": 1})
+    assert collector.calls[-1] == "freeze"
 
 
 def test_a_cycle_frozen_while_alive_is_collected_after_the_thaw(monkeypatch: pytest.MonkeyPatch) -> None:

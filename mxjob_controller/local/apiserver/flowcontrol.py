@@ -1,16 +1,19 @@
 """API Priority and Fairness, lite: kube-apiserver's default FlowSchemas and priority levels, each level's share of
 the server's concurrency, fair queues with a bounded wait, and 429 with ``Retry-After`` past them.
 
-As kube's ``WithPriorityAndFairness`` filter: every request (after authentication) is classified by the
-FlowSchemas in precedence order (``exempt`` for ``system:masters`` and the health probes, ``service-accounts`` →
-``workload-low``, ``global-default`` for everyone else...), and every answer carries the
+As kube's ``WithPriorityAndFairness`` filter: every request (after authentication and impersonation, before
+authorization) is classified by the FlowSchemas in precedence order (``exempt`` for ``system:masters`` and the
+health probes, ``service-accounts`` → ``workload-low``, ``global-default`` for everyone else, anonymous included...),
+and every answer to a classified request carries the
 ``X-Kubernetes-PF-FlowSchema-UID`` / ``X-Kubernetes-PF-PriorityLevel-UID`` headers, which clients read to know they
 may drop their own rate limiting. A limited level runs at most its nominal share of ``--max-requests-inflight`` +
 ``--max-mutating-requests-inflight`` (``ceil(total · shares / Σ shares)``) at once; others wait in one of its queues
 (the shortest of the flow's hand of queues, shuffle-sharded by flow, so one noisy user fills few queues), dispatched
 round-robin across queues as seats free. A full queue, or a wait longer than a quarter of the request timeout, is a
-429 (``catch-all``, which does not queue: at once). Long-running requests (watches, logs) are classified but take
-no seat. Not done: borrowing between levels, seat widths, FlowSchema objects from the API.
+429 (``catch-all``, which does not queue: at once). Watches are classified but take no seat; the other
+long-running requests (logs, exec, proxy) pass unclassified, without the PF headers, as kube's filter lets them.
+What authentication or impersonation refuses never gets here (no PF headers on a 401); an authorization's 403
+does. Not done: borrowing between levels, seat widths, FlowSchema objects from the API.
 
 The pure part (classification, limits, Retry-After) is on top; :class:`FlowControl` holds the queues.
 """
@@ -359,6 +362,8 @@ class FlowControl:
     def intercept(self, ex: Exchange) -> None:
         """A router interceptor, after authentication: admit ``ex`` (its seat released when the handler returns)
         or answer 429 as kube's filter does (Go's ``http.Error``: plain text); the PF headers either way."""
+        if ex.info.long_running and ex.info.verb != "watch":
+            return
         try:
             seat = self.admit(ex.user, ex.info)
         except RequestRejectedError as e:

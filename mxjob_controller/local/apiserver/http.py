@@ -74,6 +74,7 @@ READ_TIMEOUT = 60.0  # the whole request, body included (Go's ReadTimeout; kube 
 IDLE_TIMEOUT = 90.0  # kube-apiserver's http.Server{IdleTimeout}
 LINGER_SECONDS = 0.5  # after a refusal, how long the rest of the request is drained (Go's rstAvoidanceDelay)
 _LINGER_BYTES = 4 << 20  # ... and how much of it
+_SEPARATE_BODY_BYTES = 64 * 1024  # a body this large is sent after the headers, not copied into one buffer with them
 # RFC 9110 token characters: a method is one or more of them.
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _VERSION = re.compile(rb"HTTP/([0-9]{1,3})\.([0-9]{1,3})")
@@ -383,6 +384,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         if deadline is not None:
             with self.answer_lock:
                 deadline.cancel()
+                self.deadline = None   # it holds this handler (its callback): no cycle left for the collector
             if self.timed_out:   # answered 504 already (_time_out): this late answer is dropped, as kube's is
                 self.close_connection = True
                 return
@@ -555,7 +557,8 @@ class ConnectionHandler(BaseHTTPRequestHandler):
 
     def _write_head(self, code: int, ctype: str, headers: dict[str, str], length: int | None,
                     body: bytes = b"") -> None:
-        """Send the status line and headers, and ``body`` with them: one send (one syscall) per response."""
+        """Send the status line and headers, and ``body`` with them: one send (one syscall) per response; a large
+        body is sent after them instead, not copied behind them (a list of large objects is tens of megabytes)."""
         try:
             phrase = HTTPStatus(code).phrase
         except ValueError:
@@ -566,7 +569,12 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
         if self.close_connection:
             lines.append("Connection: close")
-        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace") + body)
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+        if len(body) < _SEPARATE_BODY_BYTES:
+            self.wfile.write(head + body)
+        else:
+            self.wfile.write(head)
+            self.wfile.write(body)
 
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

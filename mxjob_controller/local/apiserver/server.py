@@ -52,6 +52,7 @@ from mxjob_controller.local.apiserver.kinds.pods import PodStrategy, bind
 from mxjob_controller.local.apiserver.kinds.rbac import BindingStrategy, ClusterRoleStrategy, EscalationCheck
 from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
 from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
+from mxjob_controller.local.apiserver.memory import limit_allocator
 from mxjob_controller.local.apiserver.namespace_content import NamespaceContent
 from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
 from mxjob_controller.local.apiserver.observability import Metrics, storage_counts, storage_sizes
@@ -216,9 +217,11 @@ class APIServer:
         self.flow_control = FlowControl(self.options.max_requests_inflight,
                                         self.options.max_mutating_requests_inflight,
                                         min(timeout / 4, 60.0) if timeout > 0 else 15.0)
-        self.router.interceptors.append(self.security.intercept)   # first: a refused request goes no further
+        # kube's order: authentication and impersonation, flow control, authorization; a refusal goes no further.
+        self.router.interceptors.append(self.security.intercept)
         if self.options.flow_control:
-            self.router.interceptors.append(self.flow_control.intercept)   # after authentication, as kube's filter
+            self.router.interceptors.append(self.flow_control.intercept)
+        self.router.interceptors.append(self.security.intercept_authorization)
         self.router.interceptors.append(self.faults.intercept)
         self.router.response_wrappers.append(self.faults.wrap)
         self.audit = AuditLog(self.options.audit_capacity, self.options.audit_log)
@@ -251,6 +254,7 @@ class APIServer:
         self._http.observers.append(self.audit.observe)
         self._http.observers.append(self.metrics.observe)
         self.discovery.server_address = self.address
+        limit_allocator()   # before the connection threads: few arenas, large answers mapped on their own
         self.faults.start()
         self.store.start_pruning()
         self.gc.start()

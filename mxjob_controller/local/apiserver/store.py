@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -70,6 +71,7 @@ class TooOld(Exception):  # noqa: N818
 HISTORY_AGE = 75.0        # kube's watch cache keeps at least this much (its eventFreshDuration)
 HISTORY_BYTES = 64 << 20  # what every kind's history together may keep alive, encoded
 RELEASE_AFTER = 16 << 20  # bytes freed before the pruner hands free memory back to the system
+RELEASE_EVERY = 30.0      # seconds: and at least this often (answers and requests are freed too, not only history)
 PRUNE_EVERY = 5.0         # seconds between prunings, at most
 
 
@@ -338,8 +340,9 @@ class Store:
 
     def start_pruning(self) -> None:
         """Prune on a named thread (until :meth:`stop_pruning`) a few times per age bound, at most every
-        ``PRUNE_EVERY`` seconds, and hand free memory back to the system once the store has let go of enough: the
-        allocator keeps it otherwise."""
+        ``PRUNE_EVERY`` seconds, and hand free memory back to the system once the store has let go of enough, and
+        every ``RELEASE_EVERY`` seconds for what requests and answers left behind: the allocator keeps it
+        otherwise."""
         if self._pruner is not None:
             return
         age = self.options.history_age
@@ -347,11 +350,11 @@ class Store:
         self._pruning_stops.clear()
 
         def run() -> None:
-            pending = 0
+            pending, released = 0, time.monotonic()
             while not self._pruning_stops.wait(interval):
                 pending += self.prune()
-                if pending >= RELEASE_AFTER:
-                    pending = 0
+                if pending >= RELEASE_AFTER or time.monotonic() - released >= RELEASE_EVERY:
+                    pending, released = 0, time.monotonic()
                     release_free_memory()
 
         self._pruner = threading.Thread(target=run, name="apiserver-history-pruner", daemon=True)

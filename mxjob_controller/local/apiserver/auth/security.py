@@ -18,8 +18,11 @@ Off by default: every request is then the administrator and everything is allowe
    "system:serviceaccount:kubeflow:mxjob-controller" cannot create resource "pods" in API group "" in the namespace
    "default"``.
 
-The filter is the first of ``Router.interceptors``, which run before a request's body is read (``http.py``): a
-refused request reaches neither fault injection nor a handler, and its body is never read (kube refuses a
+The filters are ``Router.interceptors``, which run before a request's body is read (``http.py``), in
+kube-apiserver's order: authentication and impersonation (:meth:`Security.intercept`), flow control
+(``flowcontrol.py``), authorization (:meth:`Security.intercept_authorization`). So a 401 and an impersonation's
+403 carry no ``X-Kubernetes-PF-*`` headers and an authorization's 403 does, as kube's answers. A refused request
+reaches neither fault injection nor a handler, and its body is never read (kube refuses a
 forbidden request before it knows whether the resource exists). With RBAC the server starts with kube's bootstrap
 policy (``cluster-admin`` for ``system:masters``; discovery and the self-reviews for every authenticated user;
 health and version for everyone), runs the cluster-role aggregation controller's part and refuses RBAC writes that
@@ -131,7 +134,8 @@ class Security:
     # --- the filter -----------------------------------------------------------------------------------
 
     def intercept(self, ex: Exchange) -> None:
-        """Authenticate, impersonate, then authorize ``ex``; raise the 401, 403 or 500 a refused request gets."""
+        """Authenticate, then impersonate ``ex``: the filters before flow control in kube's chain; raise the 401 or
+        403 a refused request gets (with no PF headers: flow control never saw it)."""
         requestor = self.authenticate(ex.headers.get("Authorization")) if self.enforcing else None
         ex.user = requestor
         uri = ex.info.path + (f"?{urlencode(ex.query)}" if ex.query else "")
@@ -140,6 +144,10 @@ class Security:
             caller = requestor or ADMIN   # unenforced, every request is the administrator
             ex.user = self.impersonate(caller, targets, bool(ex.headers.get_all(impersonation.GROUP_HEADER)))
             ex.impersonator = caller
+
+    def intercept_authorization(self, ex: Exchange) -> None:
+        """Authorize ``ex``: the filter after flow control in kube's chain, so a 403 here carries the PF headers
+        (and took a seat, as kube's does)."""
         if self.enforcing:
             self.authorize(ex, ex.user)
 

@@ -16,7 +16,13 @@ from mxjob_controller.local.apiserver.log_options import parse_log_options
 from mxjob_controller.local.apiserver.request import Request, Response, WatchStream, dumps
 from mxjob_controller.local.apiserver.store import ObjKey, TooOld
 from mxjob_controller.local.apiserver.validation import strict_json
-from mxjob_controller.local.apiserver.verbs.base import VerbsBase, include_object_policy, parse_rv, wants_table
+from mxjob_controller.local.apiserver.verbs.base import (
+    VerbsBase,
+    include_object_policy,
+    list_body,
+    parse_rv,
+    wants_table,
+)
 from mxjob_controller.local.apiserver.watch import Entry, Event
 
 # --- query parameters, continue tokens, watch frames -----------------------------------------------------
@@ -135,9 +141,7 @@ class ReadVerbs(VerbsBase):
         if wants_table(req.accept) and self.table_converter is not None:
             table = self.table_converter(req.rt, entries, meta, include_object_policy(req.query), True)
             return Response(200, dumps(table))
-        head = dumps({"kind": req.rt.list_kind, "apiVersion": req.rt.api_version, "metadata": meta})
-        body = head[:-1] + b',"items":[' + b",".join(e.raw for e in entries) + b"]}"
-        return Response(200, body)
+        return Response(200, list_body(req.rt.list_kind, req.rt.api_version, meta, entries))
 
     def _watch(self, req: Request) -> Response:
         match = self._matcher(req)

@@ -30,7 +30,13 @@ from mxjob_controller.local.apiserver.request import (
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.store import Conflict, Exists, Missing
 from mxjob_controller.local.apiserver.validation import strict_json
-from mxjob_controller.local.apiserver.verbs.base import VerbsBase, parse_rv, warning_header, with_warnings
+from mxjob_controller.local.apiserver.verbs.base import (
+    VerbsBase,
+    list_body,
+    parse_rv,
+    warning_header,
+    with_warnings,
+)
 from mxjob_controller.local.apiserver.watch import Entry
 from mxjob_controller.local.apiserver.webhooks.attributes import (
     CREATE,
@@ -310,9 +316,7 @@ class WriteVerbs(VerbsBase):
                     if warnings:
                         e.headers["Warning"] = warning_header(warnings)
                     raise
-        head = dumps({"kind": req.rt.list_kind, "apiVersion": req.rt.api_version,
-                      "metadata": {"resourceVersion": str(rv)}})
-        resp = Response(200, head[:-1] + b',"items":[' + b",".join(e.raw for e in served) + b"]}")
+        resp = Response(200, list_body(req.rt.list_kind, req.rt.api_version, {"resourceVersion": str(rv)}, served))
         if warnings:
             resp.headers["Warning"] = warning_header(warnings)
         return resp
