@@ -19,6 +19,7 @@ from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster, packaged_crds
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
+from mxjob_controller.local.kubelet.node import CapacityError, parse_capacity
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.logs import setup_logging
 
@@ -33,6 +34,10 @@ _TLS_HELP = ("Serve HTTPS with a CA and a certificate made at start (the kubecon
              "administrator's token in system:masters), with authentication and RBAC, as kind does (the default; "
              "--tls is kept for older scripts). --insecure-http: plain HTTP without authentication (local up: "
              "unless --authorization rbac).")
+_CAPACITY_HELP = ("What the node 'local' offers pods, replacing the machine's (its cores, memory, disk and 110 pods) "
+                  "resource by resource, e.g. cpu=2,memory=4Gi,pods=110 (extended resources too: example.com/foo=2). "
+                  "Pods bind only where their requests fit; a container without requests counts as cpu 100m and "
+                  "memory 200Mi, so that a sweep of such pods still queues.")
 __all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
 
 
@@ -119,13 +124,15 @@ def local() -> None:
 @click.option("--container-user", default=None, metavar="UID[:GID]", callback=lambda _c, _p, v: _parse_user(v),
               help="The user containers run as when their securityContext names none (as an image's USER).  "
                    "[default: 65534:65534 (nobody) when run as root, else your own]")
+@click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
+              help=_CAPACITY_HELP)
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, request_timeout: float, max_requests_inflight: int,
        max_mutating_requests_inflight: int, kubelet_mode: str, controller: bool, webhooks: bool, threadiness: int,
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None, sandbox: bool,
-       pod_max_pids: int, container_user: tuple[int, int] | None) -> None:
+       pod_max_pids: int, container_user: tuple[int, int] | None, capacity: dict[str, str]) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
     MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
     machine."""
@@ -152,6 +159,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
                                        backoff_initial=crashloop_backoff, sandbox=sandbox,
                                        pod_pids_limit=pod_max_pids, container_user=container_user,
+                                       capacity=capacity,
                                        private_paths=lambda: [p for p in (kubeconfig_out, token_dir) if p])))
     for rule in faults:
         cluster.server.faults.add(rule)
@@ -219,6 +227,13 @@ def _parse_ports(value: str) -> tuple[int, int] | None:
         raise click.BadParameter(f"{value!r}: {e}", param_hint="--job-ports") from None
 
 
+def _parse_capacity(value: str) -> dict[str, str]:
+    try:
+        return parse_capacity(value)
+    except CapacityError as e:
+        raise click.BadParameter(str(e), param_hint="--capacity") from None
+
+
 def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
     rules = []
     for text in values:
@@ -247,8 +262,10 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
 @click.option("--sandbox/--no-sandbox", default=True, show_default=True,
               help="Run each container in the pod sandbox (see `local up --help`).")
 @click.option("--tls/--insecure-http", default=True, help=_TLS_HELP)
+@click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
+              help=_CAPACITY_HELP)
 def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
-              threadiness: int, log_level: str, sandbox: bool, tls: bool) -> None:
+              threadiness: int, log_level: str, sandbox: bool, tls: bool, capacity: dict[str, str]) -> None:
     """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
     for them.
 
@@ -264,7 +281,7 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubecon
     cluster = LocalCluster(ClusterOptions(
         server=ServerOptions(tls=tls), threadiness=threadiness,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,
-                                       sandbox=sandbox)))
+                                       sandbox=sandbox, capacity=capacity)))
     try:
         code = _run_on(cluster, docs, kubeconfig_out, local_run.RunOptions(
             logs=logs, timeout=timeout, interactive=sys.stdout.isatty() and not logs), interrupt)
