@@ -38,6 +38,11 @@ _CAPACITY_HELP = ("What the node 'local' offers pods, replacing the machine's (i
                   "resource by resource, e.g. cpu=2,memory=4Gi,pods=110 (extended resources too: example.com/foo=2). "
                   "Pods bind only where their requests fit; a container without requests counts as cpu 100m and "
                   "memory 200Mi, so that a sweep of such pods still queues.")
+_GANG_HELP = ("Gang-schedule every job (a PodGroup each; runPolicy.schedulingPolicy sets minAvailable, queue, "
+              "minResources...) as the controller's flag of that name does: "
+              "'volcano' (Volcano's PodGroups, scheduling.volcano.sh) or a scheduler-plugins scheduler name "
+              "(coscheduling's PodGroups, scheduling.x-k8s.io); the local scheduler acts as that scheduler, binding "
+              "a job's pods only all together. [default: off]")
 __all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
 
 
@@ -126,13 +131,15 @@ def local() -> None:
                    "[default: 65534:65534 (nobody) when run as root, else your own]")
 @click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
               help=_CAPACITY_HELP)
+@click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, request_timeout: float, max_requests_inflight: int,
        max_mutating_requests_inflight: int, kubelet_mode: str, controller: bool, webhooks: bool, threadiness: int,
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None, sandbox: bool,
-       pod_max_pids: int, container_user: tuple[int, int] | None, capacity: dict[str, str]) -> None:
+       pod_max_pids: int, container_user: tuple[int, int] | None, capacity: dict[str, str],
+       gang_scheduler_name: str | None) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
     MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
     machine."""
@@ -154,7 +161,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                              max_mutating_requests_inflight=max_mutating_requests_inflight,
                              authorization=_AUTHORIZATION[authorization.lower()] if authorization else None),
         crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, webhooks=webhooks and not no_crds,
-        threadiness=threadiness,
+        threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
         job_ports=job_ports,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
                                        backoff_initial=crashloop_backoff, sandbox=sandbox,
@@ -264,8 +271,10 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
 @click.option("--tls/--insecure-http", default=True, help=_TLS_HELP)
 @click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
               help=_CAPACITY_HELP)
+@click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
 def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
-              threadiness: int, log_level: str, sandbox: bool, tls: bool, capacity: dict[str, str]) -> None:
+              threadiness: int, log_level: str, sandbox: bool, tls: bool, capacity: dict[str, str],
+              gang_scheduler_name: str | None) -> None:
     """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
     for them.
 
@@ -279,7 +288,7 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubecon
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: interrupt.set())
     cluster = LocalCluster(ClusterOptions(
-        server=ServerOptions(tls=tls), threadiness=threadiness,
+        server=ServerOptions(tls=tls), threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,
                                        sandbox=sandbox, capacity=capacity)))
     try:
