@@ -203,7 +203,10 @@ def test_gated_pods_wait_and_cannot_be_bound(tmp_path):
         assert reply.body["reason"] == "Conflict"
         assert reply.body["message"] == ('Operation cannot be fulfilled on pods/binding "gated": pod gated has '
                                          'non-empty .spec.schedulingGates')
-        assert not kube.get(pod_path("gated")).body["spec"].get("nodeName")
+        gated = kube.get(pod_path("gated")).body
+        assert not gated["spec"].get("nodeName")
+        assert [(c["type"], c["status"], c["reason"], c["message"]) for c in gated["status"]["conditions"]] == [
+            ("PodScheduled", "False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")]
         # Lifting the gate lets the scheduler bind it.
         assert kube.patch(pod_path("gated"), {"spec": {"schedulingGates": None}}).ok
         assert wait_phase(kube, "gated", "Succeeded")["spec"]["nodeName"] == "local"

@@ -126,12 +126,19 @@ class LocalCluster:
         return self
 
     def _start_scheduler(self) -> LocalScheduler:
+        """The scheduler, and (with the CRDs) the PodGroup CRDs of the gang schedulers it acts as: it watches the
+        PodGroups of those served (``crds=False`` serves none, as a bare cluster)."""
+        served = []
         for crd in podgroup_crds():
-            if self.server.get(crd["apiVersion"], crd["kind"], crd["metadata"]["name"]) is None:
+            present = self.server.get(crd["apiVersion"], crd["kind"], crd["metadata"]["name"]) is not None
+            if not present and self.options.crds:
                 self.server.create(crd)
+            if present or self.options.crds:
+                served.append(crd["spec"]["group"])
         gang = (self.options.gang_scheduler_name or "").strip()
         names = frozenset(SchedulerOptions().coscheduling_names | ({gang} if gang and gang != "volcano" else set()))
-        options = SchedulerOptions(node_name=self.options.kubelet_options.node_name, coscheduling_names=names)
+        options = SchedulerOptions(node_name=self.options.kubelet_options.node_name, coscheduling_names=names,
+                                   podgroup_groups=frozenset(served))
         return LocalScheduler(self._client("scheduler", -1.0, 1), options).start()
 
     def private_paths(self) -> list[str]:

@@ -65,6 +65,9 @@ class SchedulerOptions:
     node_name: str = "local"
     # scheduler-plugins' scheduler names: pods naming one are placed with coscheduling's gang rules
     coscheduling_names: frozenset[str] = field(default_factory=lambda: frozenset({SCHEDULER_PLUGINS_NAME}))
+    # the API groups whose PodGroups are served (their CRDs applied): only those are watched
+    podgroup_groups: frozenset[str] = field(default_factory=lambda: frozenset(
+        r.group for r in FLAVOR_RESOURCES.values()))
 
     @property
     def served(self) -> frozenset[str]:
@@ -80,10 +83,12 @@ class LocalScheduler:
         self._assumed: dict[str, Amounts] = {}             # uid → requests of pods bound but not yet seen bound
         self._said: dict[str, str] = {}                     # uid → the Unschedulable message last written
         self._recorders: dict[str, EventRecorder] = {}
+        flavors = {flavor: resource for flavor, resource in FLAVOR_RESOURCES.items()
+                   if resource.group in options.podgroup_groups}
         self._informers = [SharedInformer(client, resource, transform=drop_managed_fields)
-                           for resource in (PODS, NODES, PRIORITY_CLASSES, *FLAVOR_RESOURCES.values())]
+                           for resource in (PODS, NODES, PRIORITY_CLASSES, *flavors.values())]
         self._pods, self._nodes, self._priorities = self._informers[:3]
-        self._podgroups = dict(zip(FLAVOR_RESOURCES, self._informers[3:], strict=True))
+        self._podgroups = dict(zip(flavors, self._informers[3:], strict=True))
         for informer in self._informers:
             informer.add_handler(self._changed, lambda _old, _new: self._wake.set(), self._changed)
         self._thread = threading.Thread(target=self._run, name="local-scheduler", daemon=True)

@@ -36,6 +36,10 @@ class PodStrategy(Strategy):
         if isinstance(spec, dict):
             resolve_priority(spec, (obj.get("metadata") or {}).get("name") or "", ctx)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+        if isinstance(spec, dict) and spec.get("schedulingGates"):   # kube's applySchedulingGatedCondition
+            obj["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                                            "lastTransitionTime": now_rfc3339(), "reason": "SchedulingGated",
+                                            "message": "Scheduling is blocked due to non-empty scheduling gates"}]
 
     def default(self, obj: dict, ctx: WriteContext) -> None:
         spec = obj.get("spec")
