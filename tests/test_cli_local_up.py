@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from mxjob_controller.cli.local import packaged_crds
-from mxjob_controller.local.scheduler.podgroups import podgroup_crds
+from mxjob_controller.local.scheduler.scheduler import podgroup_crds
 from tests.support import Kube, Kubectl, wait_for
 
 

@@ -9,20 +9,18 @@ import pytest
 
 from mxjob_controller.core.podgroups import VOLCANO
 from mxjob_controller.local.kubelet.node import CapacityError, node_capacity, parse_capacity
-from mxjob_controller.local.scheduler.fit import (
-    amounts,
-    node_usage,
-    pod_requests,
-    shortfalls,
-    unschedulable_message,
-)
-from mxjob_controller.local.scheduler.plan import (
+from mxjob_controller.local.scheduler.placement import (
     COSCHEDULING,
     GroupView,
     WaitingPod,
+    amounts,
     coscheduling_phase,
     enqueue,
+    node_usage,
     plan,
+    pod_requests,
+    shortfalls,
+    unschedulable_message,
     volcano_phase,
 )
 

@@ -38,8 +38,7 @@ from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
 from mxjob_controller.local.kubelet.kubelet import Kubelet
 from mxjob_controller.local.kubelet.options import KubeletOptions
-from mxjob_controller.local.scheduler.podgroups import podgroup_crds
-from mxjob_controller.local.scheduler.scheduler import LocalScheduler, SchedulerOptions
+from mxjob_controller.local.scheduler.scheduler import LocalScheduler, SchedulerOptions, podgroup_crds
 from mxjob_controller.manager.process import PROGRAM
 from mxjob_controller.manager.settings import DEFAULT_BURST, DEFAULT_QPS
 from mxjob_controller.mxnet.api import CRD_NAME as MXJOBS_CRD

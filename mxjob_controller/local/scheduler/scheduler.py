@@ -8,7 +8,7 @@ scheduler-plugins' coscheduling would on a one-node cluster.
 It talks to the API server over HTTP like any scheduler: informers on pods, the node, both PodGroup APIs and
 PriorityClasses feed one thread (``local-scheduler``), which runs a pass whenever something changed (and every
 :data:`_RESYNC` seconds): it reads what the node allocates and what its bound, unfinished pods request, lets
-``plan`` decide, then binds (``pods/binding``), marks each pod that waits ``PodScheduled=False`` reason
+``placement`` decide, then binds (``pods/binding``), marks each pod that waits ``PodScheduled=False`` reason
 ``Unschedulable`` with kube's message and a ``FailedScheduling`` Warning (once per new message), and writes the
 PodGroups' status as their scheduler would. Pods of a scheduler it does not act as, or held by
 ``schedulingGates``, are left alone, as on a cluster without that scheduler.
@@ -16,6 +16,20 @@ PodGroups' status as their scheduler would. Pods of a scheduler it does not act 
 Guarantees: a pod it bound counts on the node from the moment the binding succeeds (before the informer shows it),
 so two passes never give the same room twice; a bind that fails is retried at the next pass; :meth:`stop` ends
 its thread and informers within the timeout.
+
+The gang schedulers' PodGroups (pure, on top): their CRDs (applied by the local cluster, so a job with
+``schedulingPolicy`` runs end to end on one machine), which group a pod belongs to, a group's view for a pass and
+the status each scheduler writes.
+
+- Volcano, ``scheduling.volcano.sh/v1beta1``: pods name ``schedulerName: volcano`` and their group in the annotation
+  ``scheduling.k8s.io/group-name``; the status (``phase``, ``running``, ``succeeded``, ``failed``) is part of the
+  object (the CRD has no status subresource). A Volcano pod naming no group is a group of its own (Volcano's
+  controller makes it a PodGroup of one): it is placed as a single pod.
+- scheduler-plugins' coscheduling, ``scheduling.x-k8s.io/v1alpha1``: pods name the scheduler-plugins scheduler and
+  their group in the label ``scheduling.x-k8s.io/pod-group``; the status (with ``scheduled``) is a subresource.
+
+The CRDs carry the fields the controller and the schedulers write, and keep unknown ones (the real CRDs define
+many more, which a user's manifest may set).
 """
 
 from __future__ import annotations
@@ -24,29 +38,43 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mxjob_controller.core.podgroups import PHASE_INQUEUE, PRIORITY_CLASSES, VOLCANO
+from mxjob_controller.core.podgroups import (
+    COSCHEDULING_PODGROUPS,
+    GROUP_NAME_ANNOTATION,
+    PHASE_INQUEUE,
+    POD_GROUP_LABEL,
+    PRIORITY_CLASSES,
+    VOLCANO,
+    VOLCANO_PODGROUPS,
+)
 from mxjob_controller.kube.timefmt import now_rfc3339
-from mxjob_controller.local.scheduler.fit import Amounts, amounts, is_terminal, node_usage, pod_requests
-from mxjob_controller.local.scheduler.plan import (
+from mxjob_controller.local.scheduler.placement import (
     COSCHEDULING,
+    Amounts,
     GroupView,
     WaitingPod,
+    amounts,
     enqueue,
+    is_terminal,
     next_phase,
+    node_usage,
     plan,
+    pod_requests,
 )
-from mxjob_controller.local.scheduler.podgroups import (
-    FLAVOR_RESOURCES,
-    SCHEDULER_PLUGINS_NAME,
-    group_of,
-    group_view,
-    status_of,
+from mxjob_controller.runtime.client import (
+    NODES,
+    PODS,
+    ApiError,
+    Client,
+    Conflict,
+    NotFound,
+    Resource,
+    TransportError,
 )
-from mxjob_controller.runtime.client import NODES, PODS, ApiError, Client, Conflict, NotFound, TransportError
 from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
 from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 
@@ -59,6 +87,94 @@ _RESYNC = 1.0          # seconds between passes when nothing changed (retries of
 _INFORMERS_SYNC_TIMEOUT = 30.0
 _TIMEOUT = dict(timeout=10, deadline=15)
 
+
+# --- the PodGroup APIs ------------------------------------------------------------------------------------------------
+#: The scheduler name scheduler-plugins installs its scheduler under (its Helm chart's default).
+SCHEDULER_PLUGINS_NAME = "scheduler-plugins-scheduler"
+FLAVOR_RESOURCES: Mapping[str, Resource] = {VOLCANO: VOLCANO_PODGROUPS, COSCHEDULING: COSCHEDULING_PODGROUPS}
+
+_INT32 = {"type": "integer", "format": "int32"}
+_QUANTITIES = {"type": "object", "additionalProperties": {"x-kubernetes-int-or-string": True}}
+
+
+def _crd(resource: Resource, spec: dict[str, Any], status: dict[str, Any], status_subresource: bool,
+         short_names: list[str]) -> dict[str, Any]:
+    def part(properties: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": properties}
+
+    schema = {"type": "object", "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                                               "metadata": {"type": "object"}, "spec": part(spec),
+                                               "status": part(status)}}
+    version: dict[str, Any] = {
+        "name": resource.version, "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
+        "additionalPrinterColumns": [
+            {"name": "Status", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "minMember", "type": "integer", "jsonPath": ".spec.minMember"},
+            {"name": "Runnings", "type": "integer", "jsonPath": ".status.running"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]}
+    if status_subresource:
+        version["subresources"] = {"status": {}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{resource.plural}.{resource.group}"},
+            "spec": {"group": resource.group, "scope": "Namespaced", "versions": [version],
+                     "names": {"kind": "PodGroup", "plural": "podgroups", "singular": "podgroup",
+                               "listKind": "PodGroupList", "shortNames": short_names}}}
+
+
+def podgroup_crds() -> list[dict[str, Any]]:
+    """Volcano's and scheduler-plugins' PodGroup CRDs."""
+    volcano = _crd(VOLCANO_PODGROUPS,
+                   {"minMember": _INT32, "queue": {"type": "string"}, "priorityClassName": {"type": "string"},
+                    "minResources": _QUANTITIES,
+                    "minTaskMember": {"type": "object", "additionalProperties": _INT32}},
+                   {"phase": {"type": "string"}, "running": _INT32, "succeeded": _INT32, "failed": _INT32,
+                    "conditions": {"type": "array", "items": {"type": "object",
+                                                              "x-kubernetes-preserve-unknown-fields": True}}},
+                   status_subresource=False, short_names=["pg", "podgroup-v1beta1"])
+    plugins = _crd(COSCHEDULING_PODGROUPS,
+                   {"minMember": _INT32, "minResources": _QUANTITIES, "scheduleTimeoutSeconds": _INT32},
+                   {"phase": {"type": "string"}, "occupiedBy": {"type": "string"}, "scheduled": _INT32,
+                    "running": _INT32, "succeeded": _INT32, "failed": _INT32,
+                    "scheduleStartTime": {"type": "string", "format": "date-time"}},
+                   status_subresource=True, short_names=["pg", "pgs"])
+    return [volcano, plugins]
+
+
+def group_of(pod: Mapping[str, Any], coscheduling_names: frozenset[str]) -> tuple[str, str] | None:
+    """(flavor, namespace/name) of the PodGroup the pod belongs to; None for a pod placed on its own."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    scheduler = spec.get("schedulerName") or ""
+    if scheduler == VOLCANO:
+        name = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+        return (VOLCANO, f"{meta.get('namespace')}/{name}") if name else None
+    if scheduler in coscheduling_names:
+        name = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
+        return (COSCHEDULING, f"{meta.get('namespace')}/{name}") if name else None
+    return None
+
+
+def group_view(flavor: str, podgroup: Mapping[str, Any], priority: int, counts: Mapping[str, int]) -> GroupView:
+    """A PodGroup (and the counts of its pods: ``pods``, ``bound``, ``running``, ``succeeded``, ``failed``) as a
+    pass sees it."""
+    meta, spec = podgroup.get("metadata") or {}, podgroup.get("spec") or {}
+    min_member = spec.get("minMember")
+    return GroupView(key=f"{meta.get('namespace')}/{meta.get('name')}", flavor=flavor,
+                     min_member=min_member if isinstance(min_member, int) and min_member > 0 else 1,
+                     min_resources=amounts(spec.get("minResources")),
+                     phase=(podgroup.get("status") or {}).get("phase") or "", priority=priority,
+                     created=meta.get("creationTimestamp") or "", **counts)
+
+
+def status_of(group: GroupView, phase: str) -> dict[str, Any]:
+    """The status the group's scheduler writes after a pass."""
+    status: dict[str, Any] = {"phase": phase, "running": group.running, "succeeded": group.succeeded,
+                              "failed": group.failed}
+    if group.flavor == COSCHEDULING:
+        status["scheduled"] = group.bound + group.succeeded + group.failed
+    return status
+
+
+# --- the scheduler ----------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class SchedulerOptions:
