@@ -24,7 +24,8 @@ PYTHON = "python"  # found on PATH: the kubelet puts this project's interpreter 
 def local_cluster(tmp_path: Path, *, controller: bool = False, backoff: float = 0.3,
                   job_ports: tuple[int, int] | None = None,
                   workdir: Path | None = None,
-                  max_grace_period: float | None = None,
+                  max_grace_period: float | None = None, capacity: dict[str, str] | None = None,
+                  gang_scheduler_name: str | None = None,
                   gpus: tuple[str, ...] = ()) -> Iterator[tuple[LocalCluster, Kube, Kubectl]]:
     """A started local cluster (kubelet on; controller as asked), reached over HTTP by the client and kubectl.
 
@@ -34,8 +35,10 @@ def local_cluster(tmp_path: Path, *, controller: bool = False, backoff: float = 
     kubelet = KubeletOptions(workdir=str(workdir or tmp_path), backoff_initial=backoff, stop_grace=1.0, gpus=gpus)
     if max_grace_period is not None:
         kubelet = replace(kubelet, max_grace_period=max_grace_period)
+    if capacity is not None:
+        kubelet = replace(kubelet, capacity=capacity)
     options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=controller, threadiness=2,
-                             job_ports=job_ports, kubelet_options=kubelet)
+                             job_ports=job_ports, kubelet_options=kubelet, gang_scheduler_name=gang_scheduler_name)
     cluster = LocalCluster(options).start()
     kube = Kube(cluster.server.url)
     kubeconfig = cluster.server.write_kubeconfig(tmp_path / "kubeconfig")

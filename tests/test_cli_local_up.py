@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from mxjob_controller.cli.local import packaged_crds
+from mxjob_controller.local.scheduler.scheduler import podgroup_crds
 from tests.support import Kube, Kubectl, wait_for
 
 
@@ -46,8 +47,9 @@ def test_local_up_serves_kubectl_and_stops_cleanly(tmp_path, sig):
         assert "namespace/default" in kubectl.ok("get", "namespaces", "-o", "name").split()
         assert "kubernetes-admin" in kubectl.ok("auth", "whoami")
         crds = kubectl.ok("get", "crds", "-o", "name").split()
+        # the project's CRDs, and the PodGroups of the gang schedulers the local scheduler acts as
         assert crds == sorted(f"customresourcedefinition.apiextensions.k8s.io/{c['metadata']['name']}"
-                              for c in packaged_crds())
+                              for c in packaged_crds() + podgroup_crds())
     finally:
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=15)

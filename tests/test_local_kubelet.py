@@ -56,8 +56,9 @@ def test_node_and_binding(local):
     assert reply.status == 409
     assert reply.body["message"] == 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to ' \
                                     'node "local"'
-    # A pod for another scheduler is left alone: Pending, unbound, and its logs are empty (no node, no log).
-    assert kube.post(PODS, script_pod("gang", "print('x')", schedulerName="volcano")).ok
+    # A pod for a scheduler this cluster does not run is left alone: Pending, unbound, and its logs are empty (no
+    # node, no log). (The local scheduler acts as default-scheduler, Volcano and scheduler-plugins.)
+    assert kube.post(PODS, script_pod("gang", "print('x')", schedulerName="my-scheduler")).ok
     assert kube.get(pod_path("gang")).body["status"]["phase"] == "Pending"
     assert kubectl.run("logs", "gang").stdout == ""
     assert not kube.get(pod_path("gang")).body["spec"].get("nodeName")

@@ -353,10 +353,31 @@ def test_kubectl_works_with_the_run_kubeconfig_https_by_default(tmp_path, flags,
 @pytest.mark.parametrize(("args", "code", "says"), [
     (("no-such-file.yaml",), 2, "does not exist"),
     ((), 2, "Missing argument"),
+    (("--capacity", "cpu=lots", str(DIGITS)), 2, "Invalid value for --capacity: cpu=lots"),
 ])
 def test_usage_errors_exit_2(args, code, says):
     run = local_run(*args, timeout=60)
     assert run.returncode == code and says in run.stderr
+
+
+def test_a_sweep_larger_than_the_capacity_shows_its_queue(tmp_path):
+    """Three one-CPU jobs on a one-CPU node run one after the other; the waiting ones are shown queued, in order,
+    with the scheduler's reason, and all succeed."""
+    jobs = []
+    for i in range(3):
+        container = {"name": "mxnet", "image": "python:3.11-slim", "command": ["python", "-c",
+                                                                             "import time; time.sleep(1)"],
+                     "resources": {"requests": {"cpu": "1"}}}
+        jobs.append({"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": f"sweep-{i}"},
+                     "spec": {"mxReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [container]}}}}}})
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump_all(jobs))
+    run = local_run("--capacity", "cpu=1", "--timeout", "120", str(path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "all 3 job(s) succeeded" in run.stdout
+    waiting = "pod(s) waiting (0/1 nodes are available: 1 Insufficient cpu.)"
+    assert re.search(rf"default/sweep-[12] .* queued #2: 1 {re.escape(waiting)}", run.stdout), run.stdout
+    assert re.search(rf"default/sweep-[12] .* queued #1: 1 {re.escape(waiting)}", run.stdout), run.stdout
 
 
 def test_an_invalid_job_is_refused_with_the_field_named(tmp_path):

@@ -20,6 +20,7 @@ from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster, packaged_crds
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
 from mxjob_controller.local.kubelet.devices import GPU_RESOURCE, GpuSpecError, detect_nvidia_gpus, parse_gpus
+from mxjob_controller.local.kubelet.node import CapacityError, parse_capacity
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.logs import setup_logging
 
@@ -34,6 +35,15 @@ _TLS_HELP = ("Serve HTTPS with a CA and a certificate made at start (the kubecon
              "administrator's token in system:masters), with authentication and RBAC, as kind does (the default; "
              "--tls is kept for older scripts). --insecure-http: plain HTTP without authentication (local up: "
              "unless --authorization rbac).")
+_CAPACITY_HELP = ("What the node 'local' offers pods, replacing the machine's (its cores, memory, disk and 110 pods) "
+                  "resource by resource, e.g. cpu=2,memory=4Gi,pods=110 (extended resources too: example.com/foo=2). "
+                  "Pods bind only where their requests fit; a container without requests counts as cpu 100m and "
+                  "memory 200Mi, so that a sweep of such pods still queues.")
+_GANG_HELP = ("Gang-schedule every job (a PodGroup each; runPolicy.schedulingPolicy sets minAvailable, queue, "
+              "minResources...) as the controller's flag of that name does: "
+              "'volcano' (Volcano's PodGroups, scheduling.volcano.sh) or a scheduler-plugins scheduler name "
+              "(coscheduling's PodGroups, scheduling.x-k8s.io); the local scheduler acts as that scheduler, binding "
+              "a job's pods only all together. [default: off]")
 __all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
 
 
@@ -129,6 +139,9 @@ def local() -> None:
               help=f"The GPUs the node advertises as {GPU_RESOURCE} and gives to containers that ask for them, each "
                    "its own (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES): auto: those `nvidia-smi -L` lists (none "
                    "without nvidia-smi); none; or these device indices.")
+@click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
+              help=_CAPACITY_HELP)
+@click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, request_timeout: float, max_requests_inflight: int,
@@ -136,7 +149,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None, sandbox: bool,
        pod_max_pids: int, container_user: tuple[int, int] | None, gpus: tuple[str, ...] | None,
-       flow_control: bool) -> None:
+       flow_control: bool, capacity: dict[str, str], gang_scheduler_name: str | None) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
     MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
     machine."""
@@ -158,12 +171,12 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                              max_mutating_requests_inflight=max_mutating_requests_inflight, flow_control=flow_control,
                              authorization=_AUTHORIZATION[authorization.lower()] if authorization else None),
         crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, webhooks=webhooks and not no_crds,
-        threadiness=threadiness,
+        threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
         job_ports=job_ports,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
                                        backoff_initial=crashloop_backoff, sandbox=sandbox,
                                        pod_pids_limit=pod_max_pids, container_user=container_user,
-                                       gpus=_node_gpus(gpus),
+                                       gpus=_node_gpus(gpus), capacity=capacity,
                                        private_paths=lambda: [p for p in (kubeconfig_out, token_dir) if p])))
     for rule in faults:
         cluster.server.faults.add(rule)
@@ -246,6 +259,13 @@ def _parse_ports(value: str) -> tuple[int, int] | None:
         raise click.BadParameter(f"{value!r}: {e}", param_hint="--job-ports") from None
 
 
+def _parse_capacity(value: str) -> dict[str, str]:
+    try:
+        return parse_capacity(value)
+    except CapacityError as e:
+        raise click.BadParameter(str(e), param_hint="--capacity") from None
+
+
 def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
     rules = []
     for text in values:
@@ -277,8 +297,12 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
               callback=lambda _c, _p, v: _parse_gpus(v),
               help=f"The GPUs the node gives to containers that ask for {GPU_RESOURCE} (see `local up --help`).")
 @click.option("--tls/--insecure-http", default=True, help=_TLS_HELP)
+@click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
+              help=_CAPACITY_HELP)
+@click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
 def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
-              threadiness: int, log_level: str, sandbox: bool, tls: bool, gpus: tuple[str, ...] | None) -> None:
+              threadiness: int, log_level: str, sandbox: bool, tls: bool, gpus: tuple[str, ...] | None,
+              capacity: dict[str, str], gang_scheduler_name: str | None) -> None:
     """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
     for them.
 
@@ -292,9 +316,9 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubecon
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: interrupt.set())
     cluster = LocalCluster(ClusterOptions(
-        server=ServerOptions(tls=tls), threadiness=threadiness,
+        server=ServerOptions(tls=tls), threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,
-                                       sandbox=sandbox, gpus=_node_gpus(gpus))))
+                                       sandbox=sandbox, gpus=_node_gpus(gpus), capacity=capacity)))
     try:
         code = _run_on(cluster, docs, kubeconfig_out, local_run.RunOptions(
             logs=logs, timeout=timeout, interactive=sys.stdout.isatty() and not logs), interrupt)

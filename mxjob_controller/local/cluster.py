@@ -1,5 +1,5 @@
 """The whole local cluster in one process: the embedded API server, the webhooks, the job controllers (MXJob, TFJob
-and GenericJob) and the local kubelet.
+and GenericJob), the local kubelet and the local scheduler.
 
     with LocalCluster(ClusterOptions()) as cluster:      # started; stopped (every process gone) on exit
         cluster.server.write_kubeconfig("kubeconfig")
@@ -7,9 +7,11 @@ and GenericJob) and the local kubelet.
 
 The controller and the kubelet reach the API server over HTTP with the project's client, as they would on a cluster;
 only the kubelet's log files are handed to the server in-process (``pods/log``). Each part can be left out for tests
-that play it themselves (``kubelet=False`` leaves pods Pending; ``controller=False`` runs no job controller).
-Start order: server, webhooks, CRDs (every framework's: ``mxjob_controller/data/crds``), kubelet, controllers; stop
-order: controllers (no new pods), kubelet (every container process stopped), server, webhooks.
+that play it themselves (``kubelet=False`` leaves pods Pending, unbound; ``controller=False`` runs no job
+controller). With the kubelet runs the scheduler (``local/scheduler/``), which binds pods where they fit and acts
+as Volcano and scheduler-plugins for gangs; their PodGroup CRDs are served with it. Start order: server, webhooks,
+CRDs (every framework's: ``mxjob_controller/data/crds``), kubelet, scheduler, controllers; stop order: controllers
+(no new pods), scheduler, kubelet (every container process stopped), server, webhooks.
 
 The webhooks (``webhooks=True``, the default) are the ones ``run --webhook-bind-address`` serves, in this process on a
 loopback port with a certificate made at start; the server calls them as kube-apiserver would, so every local user
@@ -36,6 +38,7 @@ from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
 from mxjob_controller.local.kubelet.kubelet import Kubelet
 from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.local.scheduler.scheduler import LocalScheduler, SchedulerOptions, podgroup_crds
 from mxjob_controller.manager.process import PROGRAM
 from mxjob_controller.manager.settings import DEFAULT_BURST, DEFAULT_QPS
 from mxjob_controller.mxnet.api import CRD_NAME as MXJOBS_CRD
@@ -77,6 +80,8 @@ class ClusterOptions:
     threadiness: int = 4                               # the controller's reconcile workers
     job_ports: tuple[int, int] | None = DEFAULT_RANGE  # scheduler ports given to MXJobs; None: leave them
     # (only with the kubelet: the rewrite exists so local processes do not collide; without one nothing binds them)
+    gang_scheduler_name: str | None = None             # the controller's --gang-scheduler-name (volcano, or a
+    #                                                    scheduler-plugins name the local scheduler then acts as)
 
 
 class LocalCluster:
@@ -88,6 +93,7 @@ class LocalCluster:
             self.server.rest.admission.append(ports)
             self.server.rest.update_admission.append(ports.on_update)
         self.kubelet: Kubelet | None = None
+        self.scheduler: LocalScheduler | None = None
         self.controller: Any = None
         self.webhooks: Any = None
         self._certificate: Any = None
@@ -110,12 +116,29 @@ class LocalCluster:
                 kubelet_options = dataclasses.replace(self.options.kubelet_options, private_paths=self.private_paths)
                 self.kubelet = Kubelet(self._client("kubelet", -1.0, 1), kubelet_options).start()
                 self.server.rest.log_reader = self.kubelet.logs.read
+                self.scheduler = self._start_scheduler()
             if self.options.controller:
                 self.controller = self._start_controller()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start_scheduler(self) -> LocalScheduler:
+        """The scheduler, and (with the CRDs) the PodGroup CRDs of the gang schedulers it acts as: it watches the
+        PodGroups of those served (``crds=False`` serves none, as a bare cluster)."""
+        served = []
+        for crd in podgroup_crds():
+            present = self.server.get(crd["apiVersion"], crd["kind"], crd["metadata"]["name"]) is not None
+            if not present and self.options.crds:
+                self.server.create(crd)
+            if present or self.options.crds:
+                served.append(crd["spec"]["group"])
+        gang = (self.options.gang_scheduler_name or "").strip()
+        names = frozenset(SchedulerOptions().coscheduling_names | ({gang} if gang and gang != "volcano" else set()))
+        options = SchedulerOptions(node_name=self.options.kubelet_options.node_name, coscheduling_names=names,
+                                   podgroup_groups=frozenset(served))
+        return LocalScheduler(self._client("scheduler", -1.0, 1), options).start()
 
     def private_paths(self) -> list[str]:
         """The cluster's own files, which no pod may read: TLS material, kubeconfigs and token directories written,
@@ -175,7 +198,8 @@ class LocalCluster:
         # As `run` at its defaults: no client-side limit while the server advertises flow control (--no-flow-control:
         # the token bucket a server without it needs).
         client = self._client("controller", DEFAULT_QPS, DEFAULT_BURST, detect_flow_control=True)
-        options = ControllerOptions(threadiness=self.options.threadiness, registry=new_registry())
+        options = ControllerOptions(threadiness=self.options.threadiness, registry=new_registry(),
+                                    gang_scheduler_name=self.options.gang_scheduler_name)
         return build_controllers(client, options, DEFAULT_FRAMEWORKS).start()
 
     def stop(self, timeout: float = 15.0) -> bool:
@@ -186,6 +210,9 @@ class LocalCluster:
         if self.controller is not None:
             clean = self.controller.stop(max(1.0, (end - time.monotonic()) / 3)) and clean
             self.controller = None
+        if self.scheduler is not None:
+            clean = self.scheduler.stop(max(1.0, (end - time.monotonic()) / 3)) and clean
+            self.scheduler = None
         if self.kubelet is not None:
             clean = self.kubelet.stop(max(1.0, (end - time.monotonic()) / 2)) and clean
             self.kubelet = None

@@ -6,7 +6,9 @@
 Everything goes through the API server over HTTP, as kubectl would: the documents are created in order (a missing
 namespace is created first), then the jobs among them (MXJobs, TFJobs) are watched until every one has succeeded,
 one has failed (fail fast: the others are stopped with the cluster), the time is up, or ``interrupt`` is set.
-Progress is a line per change (or, on a terminal, a block redrawn in place): each job's state and replica counts.
+Progress is a line per change (or, on a terminal, a block redrawn in place): each job's state and replica counts,
+and, for a job whose pods wait for room (the local scheduler holds back what does not fit), that it is queued: its
+position among the waiting jobs (the scheduler's order: priority, then age) and the scheduler's reason.
 With ``logs``, every container's output is streamed, each line prefixed by its pod. Output and, when a job fails, the
 last lines of each failed container are read from the kubelet's files, which outlive the pods that the job's
 cleanPodPolicy removes: a container that ran and ended between two looks at the API is shown all the same.
@@ -29,7 +31,7 @@ from typing import Any, NamedTuple, TextIO
 from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.local.cluster import LocalCluster
 from mxjob_controller.local.kubelet.logs import Instance, LogStore, tail_lines
-from mxjob_controller.runtime.client import NAMESPACES, AlreadyExists, ApiError, Client, KubeError, Resource
+from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, KubeError, Resource
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +180,7 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
     try:
         while True:
             states = {job.key: _job_state(client, job) for job in jobs}
+            _add_queue(states, _waiting_pods(client, {job.namespace for job in jobs}))
             elapsed = time.monotonic() - start
             lines = {key: f"{key}  {state['summary']}" for key, state in states.items()}
             if options.interactive:
@@ -215,6 +218,43 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
         stop_logs.set()
         if streams is not None:
             streams.join(1.0)
+
+
+def queue_positions(waiting: Sequence[dict[str, Any]]) -> dict[str, tuple[int, int, str]]:
+    """Owner uid → (position, pods waiting, the scheduler's reason) for each job with pods marked unschedulable,
+    ordered as the scheduler orders them: its most urgent waiting pod's priority (highest first), then age."""
+    by_owner: dict[str, list[tuple[int, str, str]]] = {}
+    for pod in waiting:
+        meta = pod.get("metadata") or {}
+        owner = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+        reason = next((c.get("message") or "" for c in (pod.get("status") or {}).get("conditions") or []
+                       if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"), None)
+        if owner and reason is not None:
+            priority = (pod.get("spec") or {}).get("priority") or 0
+            by_owner.setdefault(owner, []).append((-priority, meta.get("creationTimestamp") or "", reason))
+    ordered = sorted(by_owner, key=lambda uid: min(by_owner[uid])[:2])
+    return {uid: (i + 1, len(by_owner[uid]), min(by_owner[uid])[2]) for i, uid in enumerate(ordered)}
+
+
+def _waiting_pods(client: Client, namespaces: set[str]) -> list[dict[str, Any]]:
+    """The unbound, unfinished pods of ``namespaces`` (a read that fails shows no queue this turn)."""
+    pods: list[dict[str, Any]] = []
+    for namespace in sorted(namespaces):
+        try:
+            listed = client.list_all(PODS, namespace, field_selector="spec.nodeName=,status.phase=Pending")
+        except KubeError:
+            continue
+        pods.extend(listed.get("items") or [])
+    return pods
+
+
+def _add_queue(states: dict[str, dict[str, str]], waiting: Sequence[dict[str, Any]]) -> None:
+    positions = queue_positions(waiting)
+    for state in states.values():
+        place = positions.get(state.get("uid") or "")
+        if place is not None and state["state"] not in ("Succeeded", "Failed"):
+            position, count, reason = place
+            state["summary"] += f" · queued #{position}: {count} pod(s) waiting ({reason})"
 
 
 def _job_state(client: Client, submitted: Job) -> dict[str, str]:

@@ -5,24 +5,19 @@
     ...
     kubelet.stop(timeout=10)                         # every container process is gone when this returns
 
-It talks to the API server over HTTP like any node: it registers its Node, watches every pod, binds the ones
-waiting for the default scheduler to itself (``pods/binding``, as kube-scheduler would on a one-node cluster), runs
-those bound to it (``pod_worker``), writes their status and confirms their graceful deletion. Each pod gets a
-loopback address of its own (``addresses``), to which its Service's name resolves. Pods for another
-scheduler (Volcano, scheduler-plugins) or held by ``schedulingGates`` stay Pending, as they would on a cluster
-without that scheduler.
+It talks to the API server over HTTP like any node: it registers its Node (``node``: what it offers pods), watches
+every pod, runs those bound to it (``pod_worker``; the local scheduler binds them, ``local/scheduler/``), writes their
+status and confirms their graceful deletion. Each pod gets a loopback address of its own (``addresses``), to which
+its Service's name resolves.
 
-Guarantees: one worker per pod uid, started when the pod is first seen bound here and not yet finished; a bind that
-fails for another reason than "already bound" is retried every :data:`_HOUSEKEEPING` seconds; :meth:`stop` stops
-every container (``stop_grace`` seconds after SIGTERM, then SIGKILL of its process group) and every thread it
-started, and removes the log folder it created.
+Guarantees: one worker per pod uid, started when the pod is first seen bound here and not yet finished;
+:meth:`stop` stops every container (``stop_grace`` seconds after SIGTERM, then SIGKILL of its process group) and
+every thread it started, and removes the log folder it created.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import platform
 import shutil
 import tempfile
 import threading
@@ -31,11 +26,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.kubelet.addresses import LOCAL_IP, PodAddresses
 from mxjob_controller.local.kubelet.devices import NodeDevices, node_resources
 from mxjob_controller.local.kubelet.logs import LogStore
+from mxjob_controller.local.kubelet.node import machine_capacity, node_capacity, node_object
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.pod_worker import PodWorker
 from mxjob_controller.local.kubelet.runtime import Reaper, kill_groups
@@ -60,8 +55,7 @@ from mxjob_controller.runtime.informer import SharedInformer, drop_managed_field
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SCHEDULER = "default-scheduler"
-_HOUSEKEEPING = 1.0     # seconds between retries of failed binds
+_HOUSEKEEPING = 1.0     # seconds between looks for removed pods whose worker has ended
 _SYNC_TIMEOUT = 30.0
 
 
@@ -80,12 +74,11 @@ class Kubelet:
                                              lambda: (str(self.logs.root), *options.private_paths()),
                                              shared_dirs=(options.workdir,)))
         self.stopping = threading.Event()
-        self.allocatable = {"cpu": str(os.cpu_count() or 1), "memory": f"{_memory_kib()}Ki", "pods": "110"}
+        self.allocatable = node_capacity(options.capacity, machine_capacity(options.workdir))
         self.addresses = PodAddresses()
         self._lock = threading.Lock()
         self._workers: dict[str, PodWorker] = {}        # pod uid → its worker, while it runs
         self._finished: set[str] = set()                # uids whose worker ended: never started again
-        self._to_bind: dict[str, dict[str, Any]] = {}   # uid → pod, binds to retry
         self._gone_pending: dict[str, PodWorker] = {}   # removed pods whose worker still stops their containers
         self._pods = SharedInformer(client, PODS, transform=drop_managed_fields)
         self._pods.add_handler(self._on_pod, lambda _old, new: self._on_pod(new), self._on_pod_deleted)
@@ -198,16 +191,9 @@ class Kubelet:
             return
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         uid = meta.get("uid") or ""
-        node = spec.get("nodeName") or ""
-        if not node:
-            if (spec.get("schedulerName") or DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER \
-                    and not spec.get("schedulingGates") and not meta.get("deletionTimestamp"):
-                self._bind(pod)
-            return
-        if node != self.options.node_name:
+        if (spec.get("nodeName") or "") != self.options.node_name:
             return
         with self._lock:
-            self._to_bind.pop(uid, None)
             worker = self._workers.get(uid)
             if worker is not None:
                 worker.update(pod)
@@ -224,7 +210,6 @@ class Kubelet:
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         uid = (pod.get("metadata") or {}).get("uid") or ""
         with self._lock:
-            self._to_bind.pop(uid, None)
             worker = self._workers.get(uid)
         if worker is not None:
             worker.removed(pod)
@@ -251,31 +236,12 @@ class Kubelet:
         except (ApiError, TransportError) as e:
             log.warning("confirming the deletion of pod %s/%s failed: %s", meta["namespace"], meta["name"], e)
 
-    def _bind(self, pod: dict[str, Any]) -> None:
-        meta = pod["metadata"]
-        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"]},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": self.options.node_name}}
-        path = PODS.path(meta["namespace"], meta["name"], "binding")
-        try:
-            self.client.request("POST", path, body=body, timeout=10, deadline=15)
-        except (Conflict, NotFound):
-            pass  # bound meanwhile, or gone
-        except (ApiError, TransportError) as e:
-            log.warning("binding pod %s/%s to node %s failed (%s): retrying", meta["namespace"], meta["name"],
-                        self.options.node_name, e)
-            with self._lock:
-                self._to_bind[meta["uid"]] = pod
-
     def _housekeep(self) -> None:
         while not self.stopping.wait(_HOUSEKEEPING):
             with self._lock:
-                retry = list(self._to_bind.values())
-                self._to_bind.clear()
                 gone = [(uid, w) for uid, w in self._gone_pending.items() if not w.thread.is_alive()]
                 for uid, _w in gone:
                     del self._gone_pending[uid]
-            for pod in retry:
-                self._bind(pod)
             for uid, worker in gone:
                 self._forget_when_done(uid, worker)
 
@@ -316,49 +282,3 @@ class Kubelet:
             self.client.create(EVENTS, event, "default", timeout=10, deadline=15)
         except (ApiError, TransportError) as e:
             log.warning("recording the node's %s event failed: %s", reason, e)
-
-
-def node_object(name: str, allocatable: dict[str, str]) -> dict[str, Any]:
-    """The Node as a kubelet registers it, describing this machine."""
-    now = now_rfc3339()
-    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-
-    def condition(ctype: str, status: str, reason: str, message: str) -> dict[str, str]:
-        return {"type": ctype, "status": status, "reason": reason, "message": message, "lastHeartbeatTime": now,
-                "lastTransitionTime": now}
-
-    return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                              "kubernetes.io/arch": arch, "beta.kubernetes.io/os": "linux",
-                                              "beta.kubernetes.io/arch": arch}},
-        "spec": {},
-        "status": {
-            "capacity": dict(allocatable), "allocatable": dict(allocatable),
-            "conditions": [
-                condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory "
-                          "available"),
-                condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status (containers run as "
-                          "local processes)"),
-            ],
-            "addresses": [{"type": "InternalIP", "address": LOCAL_IP}, {"type": "Hostname", "address": name}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
-            "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": platform.release(),
-                         "osImage": f"{platform.system()} (mxjob-controller local)",
-                         "containerRuntimeVersion": "process://", "kubeletVersion": f"v{KUBE_VERSION}.0+mxjob-local",
-                         "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": arch},
-        },
-    }
-
-
-def _memory_kib() -> int:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0

@@ -4,7 +4,7 @@ without the workers importing the kubelet that creates them."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,3 +26,4 @@ class KubeletOptions:
     container_user: tuple[int, int] | None = None     # uid, gid without runAsUser; None: nobody if root, else ours
     pod_pids_limit: int = 4096                        # processes (threads) per pod; <= 0: unlimited
     private_paths: Callable[[], Iterable[str]] = lambda: ()   # the cluster's own files: hidden from containers
+    capacity: Mapping[str, str] = field(default_factory=dict)  # --capacity: replaces the machine's (node.py)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.builtin import PRIORITYCLASSES
 from mxjob_controller.local.apiserver.errors import Cause, Resource
 from mxjob_controller.local.apiserver.store import Conflict, Missing, Store
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
@@ -23,11 +24,22 @@ _BIND_ATTEMPTS = 16
 _MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
 
 
+#: The PriorityClasses every cluster has (kube's scheduling API defines them; not stored as objects here).
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+_PODS = Resource("", "pods", "Pod")
+
+
 class PodStrategy(Strategy):
     def prepare_create(self, obj: dict, ctx: WriteContext) -> None:
         super().prepare_create(obj, ctx)
         spec = obj.get("spec") or {}
+        if isinstance(spec, dict):
+            resolve_priority(spec, (obj.get("metadata") or {}).get("name") or "", ctx)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+        if isinstance(spec, dict) and spec.get("schedulingGates"):   # kube's applySchedulingGatedCondition
+            obj["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                                            "lastTransitionTime": now_rfc3339(), "reason": "SchedulingGated",
+                                            "message": "Scheduling is blocked due to non-empty scheduling gates"}]
 
     def default(self, obj: dict, ctx: WriteContext) -> None:
         spec = obj.get("spec")
@@ -41,7 +53,8 @@ class PodStrategy(Strategy):
             return
         sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
         spec["serviceAccountName"] = spec["serviceAccount"] = sa
-        spec.setdefault("priority", 0)
+        if not spec.get("priorityClassName"):   # else resolve_priority() sets it, at create
+            spec.setdefault("priority", 0)
         spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         tolerations = spec.setdefault("tolerations", [])
         if isinstance(tolerations, list):
@@ -77,6 +90,33 @@ class PodStrategy(Strategy):
         if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
             period = 0
         return 1 if period < 0 else period
+
+
+def resolve_priority(spec: dict, name: str, ctx: WriteContext) -> None:
+    """kube's Priority admission plugin at create: ``spec.priority`` (and ``preemptionPolicy``, when unset) from the
+    PriorityClass ``priorityClassName`` names; 403 when there is no such class, or the pod gave another priority.
+    Schedulers order pods by this value. (A class with ``globalDefault`` is not looked for: pods without a class get
+    priority 0.)"""
+    class_name = spec.get("priorityClassName")
+    if not class_name or not isinstance(class_name, str):
+        return
+    if class_name in SYSTEM_PRIORITY_CLASSES:
+        value, policy = SYSTEM_PRIORITY_CLASSES[class_name], None
+    else:
+        found = ctx.lookup(PRIORITYCLASSES.storage_key, "", class_name) if ctx.lookup is not None else None
+        if found is None:
+            raise errors.forbidden(_PODS, name, f"no PriorityClass with name {class_name} was found")
+        value, policy = found.get("value"), found.get("preemptionPolicy")
+        if not isinstance(value, int) or isinstance(value, bool):
+            value = 0
+    given = spec.get("priority")
+    if given is not None and given != value:
+        raise errors.forbidden(_PODS, name, f"the integer value of priority ({given}) must not be provided in pod "
+                                            f"spec; priority admission controller computed {value} from the given "
+                                            "PriorityClass name")
+    spec["priority"] = value
+    if policy and "preemptionPolicy" not in spec:
+        spec["preemptionPolicy"] = policy
 
 
 def default_pod_spec(spec: dict, *, pod: bool) -> None:
@@ -160,7 +200,8 @@ BINDING_RESOURCE = Resource("", "pods/binding", "Binding")
 def bind(store: Store, pods_key: str, namespace: str, name: str, body: dict) -> dict:
     """Assign pod ``namespace/name`` to the node ``body`` (a ``v1`` Binding) targets, as kube's binding storage
     does: ``spec.nodeName`` set, the binding's annotations copied, condition ``PodScheduled`` True. 409 when the
-    pod is already assigned or is being deleted; 404 when it does not exist. Returns the Success Status (201)."""
+    pod is already assigned, is being deleted or still has ``schedulingGates``; 404 when it does not
+    exist. Returns the Success Status (201)."""
     target = body.get("target") if isinstance(body.get("target"), dict) else {}
     node = target.get("name") or ""
     if target.get("kind") not in (None, "", "Node"):
@@ -185,6 +226,8 @@ def bind(store: Store, pods_key: str, namespace: str, name: str, body: dict) -> 
         if spec.get("nodeName"):
             raise errors.conflict(BINDING_RESOURCE, name,
                                   f'pod {name} is already assigned to node "{spec["nodeName"]}"')
+        if spec.get("schedulingGates"):
+            raise errors.conflict(BINDING_RESOURCE, name, f"pod {name} has non-empty .spec.schedulingGates")
         spec["nodeName"] = node
         if annotations:
             pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}), **annotations}

@@ -1,0 +1,417 @@
+"""The local scheduler: binds waiting pods to the node ``local`` when they fit, as kube-scheduler, Volcano and
+scheduler-plugins' coscheduling would on a one-node cluster.
+
+    scheduler = LocalScheduler(client, SchedulerOptions(node_name="local")).start()
+    ...
+    scheduler.stop(timeout=5)
+
+It talks to the API server over HTTP like any scheduler: informers on pods, the node, both PodGroup APIs and
+PriorityClasses feed one thread (``local-scheduler``), which runs a pass whenever something changed (and every
+:data:`_RESYNC` seconds): it reads what the node allocates and what its bound, unfinished pods request, lets
+``placement`` decide, then binds (``pods/binding``), marks each pod that waits ``PodScheduled=False`` reason
+``Unschedulable`` with kube's message and a ``FailedScheduling`` Warning (once per new message), and writes the
+PodGroups' status as their scheduler would. Pods of a scheduler it does not act as, or held by
+``schedulingGates``, are left alone, as on a cluster without that scheduler.
+
+Guarantees: a pod it bound counts on the node from the moment the binding succeeds (before the informer shows it),
+so two passes never give the same room twice; a bind that fails is retried at the next pass; :meth:`stop` ends
+its thread and informers within the timeout.
+
+The gang schedulers' PodGroups (pure, on top): their CRDs (applied by the local cluster, so a job with
+``schedulingPolicy`` runs end to end on one machine), which group a pod belongs to, a group's view for a pass and
+the status each scheduler writes.
+
+- Volcano, ``scheduling.volcano.sh/v1beta1``: pods name ``schedulerName: volcano`` and their group in the annotation
+  ``scheduling.k8s.io/group-name``; the status (``phase``, ``running``, ``succeeded``, ``failed``) is part of the
+  object (the CRD has no status subresource). A Volcano pod naming no group is a group of its own (Volcano's
+  controller makes it a PodGroup of one): it is placed as a single pod.
+- scheduler-plugins' coscheduling, ``scheduling.x-k8s.io/v1alpha1``: pods name the scheduler-plugins scheduler and
+  their group in the label ``scheduling.x-k8s.io/pod-group``; the status (with ``scheduled``) is a subresource.
+
+The CRDs carry the fields the controller and the schedulers write, and keep unknown ones (the real CRDs define
+many more, which a user's manifest may set).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mxjob_controller.core.podgroups import (
+    COSCHEDULING_PODGROUPS,
+    GROUP_NAME_ANNOTATION,
+    PHASE_INQUEUE,
+    POD_GROUP_LABEL,
+    PRIORITY_CLASSES,
+    VOLCANO,
+    VOLCANO_PODGROUPS,
+)
+from mxjob_controller.kube.timefmt import now_rfc3339
+from mxjob_controller.local.scheduler.placement import (
+    COSCHEDULING,
+    Amounts,
+    GroupView,
+    WaitingPod,
+    amounts,
+    enqueue,
+    is_terminal,
+    next_phase,
+    node_usage,
+    plan,
+    pod_requests,
+)
+from mxjob_controller.runtime.client import (
+    NODES,
+    PODS,
+    ApiError,
+    Client,
+    Conflict,
+    NotFound,
+    Resource,
+    TransportError,
+)
+from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
+from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEDULER = "default-scheduler"
+UNSCHEDULABLE = "Unschedulable"
+FAILED_SCHEDULING = "FailedScheduling"
+_RESYNC = 1.0          # seconds between passes when nothing changed (retries of failed writes)
+_INFORMERS_SYNC_TIMEOUT = 30.0
+_TIMEOUT = dict(timeout=10, deadline=15)
+
+
+# --- the PodGroup APIs ------------------------------------------------------------------------------------------------
+#: The scheduler name scheduler-plugins installs its scheduler under (its Helm chart's default).
+SCHEDULER_PLUGINS_NAME = "scheduler-plugins-scheduler"
+FLAVOR_RESOURCES: Mapping[str, Resource] = {VOLCANO: VOLCANO_PODGROUPS, COSCHEDULING: COSCHEDULING_PODGROUPS}
+
+_INT32 = {"type": "integer", "format": "int32"}
+_QUANTITIES = {"type": "object", "additionalProperties": {"x-kubernetes-int-or-string": True}}
+
+
+def _crd(resource: Resource, spec: dict[str, Any], status: dict[str, Any], status_subresource: bool,
+         short_names: list[str]) -> dict[str, Any]:
+    def part(properties: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": properties}
+
+    schema = {"type": "object", "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                                               "metadata": {"type": "object"}, "spec": part(spec),
+                                               "status": part(status)}}
+    version: dict[str, Any] = {
+        "name": resource.version, "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
+        "additionalPrinterColumns": [
+            {"name": "Status", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "minMember", "type": "integer", "jsonPath": ".spec.minMember"},
+            {"name": "Runnings", "type": "integer", "jsonPath": ".status.running"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]}
+    if status_subresource:
+        version["subresources"] = {"status": {}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{resource.plural}.{resource.group}"},
+            "spec": {"group": resource.group, "scope": "Namespaced", "versions": [version],
+                     "names": {"kind": "PodGroup", "plural": "podgroups", "singular": "podgroup",
+                               "listKind": "PodGroupList", "shortNames": short_names}}}
+
+
+def podgroup_crds() -> list[dict[str, Any]]:
+    """Volcano's and scheduler-plugins' PodGroup CRDs."""
+    volcano = _crd(VOLCANO_PODGROUPS,
+                   {"minMember": _INT32, "queue": {"type": "string"}, "priorityClassName": {"type": "string"},
+                    "minResources": _QUANTITIES,
+                    "minTaskMember": {"type": "object", "additionalProperties": _INT32}},
+                   {"phase": {"type": "string"}, "running": _INT32, "succeeded": _INT32, "failed": _INT32,
+                    "conditions": {"type": "array", "items": {"type": "object",
+                                                              "x-kubernetes-preserve-unknown-fields": True}}},
+                   status_subresource=False, short_names=["pg", "podgroup-v1beta1"])
+    plugins = _crd(COSCHEDULING_PODGROUPS,
+                   {"minMember": _INT32, "minResources": _QUANTITIES, "scheduleTimeoutSeconds": _INT32},
+                   {"phase": {"type": "string"}, "occupiedBy": {"type": "string"}, "scheduled": _INT32,
+                    "running": _INT32, "succeeded": _INT32, "failed": _INT32,
+                    "scheduleStartTime": {"type": "string", "format": "date-time"}},
+                   status_subresource=True, short_names=["pg", "pgs"])
+    return [volcano, plugins]
+
+
+def group_of(pod: Mapping[str, Any], coscheduling_names: frozenset[str]) -> tuple[str, str] | None:
+    """(flavor, namespace/name) of the PodGroup the pod belongs to; None for a pod placed on its own."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    scheduler = spec.get("schedulerName") or ""
+    if scheduler == VOLCANO:
+        name = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+        return (VOLCANO, f"{meta.get('namespace')}/{name}") if name else None
+    if scheduler in coscheduling_names:
+        name = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
+        return (COSCHEDULING, f"{meta.get('namespace')}/{name}") if name else None
+    return None
+
+
+def group_view(flavor: str, podgroup: Mapping[str, Any], priority: int, counts: Mapping[str, int]) -> GroupView:
+    """A PodGroup (and the counts of its pods: ``pods``, ``bound``, ``running``, ``succeeded``, ``failed``) as a
+    pass sees it."""
+    meta, spec = podgroup.get("metadata") or {}, podgroup.get("spec") or {}
+    min_member = spec.get("minMember")
+    return GroupView(key=f"{meta.get('namespace')}/{meta.get('name')}", flavor=flavor,
+                     min_member=min_member if isinstance(min_member, int) and min_member > 0 else 1,
+                     min_resources=amounts(spec.get("minResources")),
+                     phase=(podgroup.get("status") or {}).get("phase") or "", priority=priority,
+                     created=meta.get("creationTimestamp") or "", **counts)
+
+
+def status_of(group: GroupView, phase: str) -> dict[str, Any]:
+    """The status the group's scheduler writes after a pass."""
+    status: dict[str, Any] = {"phase": phase, "running": group.running, "succeeded": group.succeeded,
+                              "failed": group.failed}
+    if group.flavor == COSCHEDULING:
+        status["scheduled"] = group.bound + group.succeeded + group.failed
+    return status
+
+
+# --- the scheduler ----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SchedulerOptions:
+    node_name: str = "local"
+    # scheduler-plugins' scheduler names: pods naming one are placed with coscheduling's gang rules
+    coscheduling_names: frozenset[str] = field(default_factory=lambda: frozenset({SCHEDULER_PLUGINS_NAME}))
+    # the API groups whose PodGroups are served (their CRDs applied): only those are watched
+    podgroup_groups: frozenset[str] = field(default_factory=lambda: frozenset(
+        r.group for r in FLAVOR_RESOURCES.values()))
+
+    @property
+    def served(self) -> frozenset[str]:
+        return frozenset({DEFAULT_SCHEDULER, VOLCANO}) | self.coscheduling_names
+
+
+class LocalScheduler:
+    def __init__(self, client: Client, options: SchedulerOptions | None = None) -> None:
+        self.client = client
+        self.options = options = options or SchedulerOptions()
+        self.stopping = threading.Event()
+        self._wake = threading.Event()
+        self._assumed: dict[str, Amounts] = {}             # uid → requests of pods bound but not yet seen bound
+        self._said: dict[str, str] = {}                     # uid → the Unschedulable message last written
+        self._recorders: dict[str, EventRecorder] = {}
+        flavors = {flavor: resource for flavor, resource in FLAVOR_RESOURCES.items()
+                   if resource.group in options.podgroup_groups}
+        self._informers = [SharedInformer(client, resource, transform=drop_managed_fields)
+                           for resource in (PODS, NODES, PRIORITY_CLASSES, *flavors.values())]
+        self._pods, self._nodes, self._priorities = self._informers[:3]
+        self._podgroups = dict(zip(flavors, self._informers[3:], strict=True))
+        for informer in self._informers:
+            informer.add_handler(self._changed, lambda _old, _new: self._wake.set(), self._changed)
+        self._thread = threading.Thread(target=self._run, name="local-scheduler", daemon=True)
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+
+    def start(self) -> LocalScheduler:
+        for informer in self._informers:
+            informer.start()
+        end = time.monotonic() + _INFORMERS_SYNC_TIMEOUT
+        if not all(i.wait_for_cache_sync(max(0.1, end - time.monotonic())) for i in self._informers):
+            self.stop(5.0)
+            raise RuntimeError(f"the local scheduler could not list what it needs within {_INFORMERS_SYNC_TIMEOUT:g}s")
+        self._thread.start()
+        log.info("local scheduler placing pods of %s on node %s", ", ".join(sorted(self.options.served)),
+                 self.options.node_name)
+        return self
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        end = time.monotonic() + timeout
+        self.stopping.set()
+        self._wake.set()
+        clean = True
+        if self._thread.is_alive():
+            self._thread.join(max(0.1, end - time.monotonic()))
+            clean = not self._thread.is_alive()
+        for informer in self._informers:
+            clean = informer.stop(max(0.1, end - time.monotonic())) and clean
+        for recorder in self._recorders.values():
+            recorder.stop(max(0.1, end - time.monotonic()))
+            recorder.client.close()
+        return clean
+
+    def _changed(self, _obj: object) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
+            self._wake.wait(_RESYNC)
+            self._wake.clear()
+            if self.stopping.is_set():
+                return
+            try:
+                self.schedule_once()
+            except Exception:   # a pass that failed is run again at the next wake; the thread lives on
+                log.exception("local scheduler pass failed")
+
+    # --- one pass ---------------------------------------------------------------------------------------------
+
+    def schedule_once(self) -> None:
+        node = self._nodes.store.get(self.options.node_name)
+        if node is None:
+            return
+        allocatable = amounts((node.get("status") or {}).get("allocatable"))
+        pods = self._pods.store.list()
+        used, waiting, counts = self._survey(pods)
+        groups = self._groups(counts)
+        for key in enqueue(list(groups.values()), allocatable, used):
+            groups[key] = self._write_group(groups[key], PHASE_INQUEUE)
+        decision = plan(waiting, groups, allocatable, used)
+        by_key = {_key(pod): pod for pod in pods}
+        bound: set[str] = set()
+        for key in decision.bind:
+            if self._bind(by_key[key]):
+                bound.add(key)
+        for key, message in decision.waiting.items():
+            self._say_unschedulable(by_key[key], message)
+        if bound:   # the groups' counts changed: their phases follow in this pass, not the next
+            used, waiting, counts = self._survey(self._pods.store.list())
+            groups = self._groups(counts)
+        for group in groups.values():
+            phase = next_phase(group)
+            if phase != group.phase or status_of(group, phase) != self._status(group):
+                self._write_group(group, phase)
+
+    def _survey(self, pods: Iterable[dict[str, Any]]) -> tuple[Amounts, list[WaitingPod], dict[str, dict[str, int]]]:
+        """What bound pods take, the pods to place, and each PodGroup's pod counts."""
+        node_name, served = self.options.node_name, self.options.served
+        taken: list[Amounts] = []
+        waiting: list[WaitingPod] = []
+        counts: dict[str, dict[str, int]] = {}
+        seen: set[str] = set()
+        for pod in pods:
+            meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+            uid, phase = meta.get("uid") or "", (pod.get("status") or {}).get("phase")
+            seen.add(uid)
+            member = group_of(pod, self.options.coscheduling_names)
+            bound = bool(spec.get("nodeName")) or uid in self._assumed
+            if spec.get("nodeName"):
+                self._assumed.pop(uid, None)
+            if member is not None:
+                count = counts.setdefault(member[1], dict.fromkeys(("pods", "bound", "running", "succeeded",
+                                                                     "failed"), 0))
+                count["pods"] += 1
+                count["bound"] += bound and not is_terminal(pod)
+                count["running"] += phase == "Running"
+                count["succeeded"] += phase == "Succeeded"
+                count["failed"] += phase == "Failed"
+            if bound:
+                if not is_terminal(pod) and (spec.get("nodeName") in (None, "", node_name)):
+                    taken.append(self._assumed.get(uid) or pod_requests(spec))
+                continue
+            if (spec.get("schedulerName") or DEFAULT_SCHEDULER) not in served or spec.get("schedulingGates") \
+                    or meta.get("deletionTimestamp") or is_terminal(pod):
+                continue
+            waiting.append(WaitingPod(key=_key(pod), priority=int(spec.get("priority") or 0),
+                                      created=meta.get("creationTimestamp") or "", requests=pod_requests(spec),
+                                      group=member[1] if member else None))
+        for gone in set(self._assumed) - seen:
+            del self._assumed[gone]
+        for gone in set(self._said) - seen:
+            del self._said[gone]
+        return node_usage(taken), waiting, counts
+
+    def _groups(self, counts: dict[str, dict[str, int]]) -> dict[str, GroupView]:
+        groups: dict[str, GroupView] = {}
+        empty = dict.fromkeys(("pods", "bound", "running", "succeeded", "failed"), 0)
+        for flavor, informer in self._podgroups.items():
+            for podgroup in informer.store.list():
+                meta = podgroup.get("metadata") or {}
+                key = f"{meta.get('namespace')}/{meta.get('name')}"
+                if meta.get("deletionTimestamp"):
+                    continue
+                priority = self._priority((podgroup.get("spec") or {}).get("priorityClassName") or "")
+                groups[key] = group_view(flavor, podgroup, priority, counts.get(key, empty))
+        return groups
+
+    def _priority(self, class_name: str) -> int:
+        found = self._priorities.store.get(class_name) if class_name else None
+        value = (found or {}).get("value")
+        return value if isinstance(value, int) else 0
+
+    # --- writes -----------------------------------------------------------------------------------------------
+
+    def _bind(self, pod: dict[str, Any]) -> bool:
+        meta = pod["metadata"]
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"]},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": self.options.node_name}}
+        try:
+            self.client.request("POST", PODS.path(meta["namespace"], meta["name"], "binding"), body=body, **_TIMEOUT)
+        except (Conflict, NotFound):
+            return False    # bound meanwhile, gated, being deleted, or gone: the informer will say
+        except (ApiError, TransportError) as e:
+            log.warning("binding pod %s/%s to node %s failed (%s): retrying", meta["namespace"], meta["name"],
+                        self.options.node_name, e)
+            self._wake.set()
+            return False
+        self._assumed[meta["uid"]] = pod_requests(pod.get("spec") or {})
+        self._said.pop(meta["uid"], None)
+        self._recorder(pod).event(ObjectReference.of(pod, "v1", "Pod"), NORMAL, "Scheduled",
+                                  f"Successfully assigned {meta['namespace']}/{meta['name']} to "
+                                  f"{self.options.node_name}")
+        return True
+
+    def _say_unschedulable(self, pod: dict[str, Any], message: str) -> None:
+        """kube-scheduler's record of a failed attempt: the pod's condition, and a Warning event, each time the
+        reason changes (not every pass: a sweep's queue would flood the API)."""
+        meta = pod["metadata"]
+        if self._said.get(meta["uid"]) == message:
+            return
+        current = next((c for c in (pod.get("status") or {}).get("conditions") or []
+                        if c.get("type") == "PodScheduled"), {})
+        since = current.get("lastTransitionTime") if current.get("status") == "False" else None
+        condition = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                     "lastTransitionTime": since or now_rfc3339(), "reason": UNSCHEDULABLE, "message": message}
+        if not (current.get("reason") == UNSCHEDULABLE and current.get("message") == message):
+            try:
+                self.client.patch(PODS, meta["name"], {"status": {"conditions": [condition]}}, meta["namespace"],
+                                  patch_type="strategic", subresource="status", **_TIMEOUT)
+            except (Conflict, NotFound):
+                return
+            except (ApiError, TransportError) as e:
+                log.warning("recording why pod %s/%s waits failed: %s", meta["namespace"], meta["name"], e)
+                return
+        self._said[meta["uid"]] = message
+        self._recorder(pod).event(ObjectReference.of(pod, "v1", "Pod"), WARNING, FAILED_SCHEDULING, message)
+
+    def _recorder(self, pod: dict[str, Any]) -> EventRecorder:
+        """Events come from the scheduler the pod names (``default-scheduler``, ``volcano``…), as on a cluster."""
+        component = (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
+        recorder = self._recorders.get(component)
+        if recorder is None:
+            recorder = self._recorders[component] = EventRecorder(self.client.sibling(None), component=component)
+            recorder.start()
+        return recorder
+
+    def _status(self, group: GroupView) -> dict[str, Any]:
+        """The group's status as the cache shows it (conditions aside: only Volcano writes them)."""
+        current = self._podgroups[group.flavor].store.get(group.key) or {}
+        return {k: v for k, v in (current.get("status") or {}).items() if k != "conditions"}
+
+    def _write_group(self, group: GroupView, phase: str) -> GroupView:
+        namespace, _, name = group.key.partition("/")
+        resource = FLAVOR_RESOURCES[group.flavor]
+        try:
+            self.client.patch(resource, name, {"status": status_of(group, phase)}, namespace,
+                              subresource="status" if group.flavor == COSCHEDULING else None, **_TIMEOUT)
+        except NotFound:
+            pass
+        except (ApiError, TransportError) as e:
+            log.warning("writing the status of podgroup %s failed: %s", group.key, e)
+            self._wake.set()
+            return group
+        log.info("podgroup %s (%s): %s", group.key, group.flavor, phase)
+        return dataclasses.replace(group, phase=phase)
+
+
+def _key(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
