@@ -1,7 +1,7 @@
 """GPUs on the local cluster (``--gpus 0,1,2,3``: declared, so no GPU is needed), over HTTP as a user meets them:
 the Node advertises ``nvidia.com/gpu: 4``; pods and MXJob workers asking for 2 each print their
 ``CUDA_VISIBLE_DEVICES`` and never see the same device; a pod's devices go back to the node when it ends and are
-given again; a container asking for none sees none (not the host's ``CUDA_VISIBLE_DEVICES``); a restarted
+given again; a third job's worker waits (Unschedulable) while four are taken; a container asking for none sees none (not the host's ``CUDA_VISIBLE_DEVICES``); a restarted
 container keeps its devices; a pod bound past the scheduler to taken devices is rejected as kube's kubelet rejects
 it (``UnexpectedAdmissionError``)."""
 
@@ -160,8 +160,22 @@ def test_two_mxjobs_asking_for_two_gpus_per_worker_never_share_one(gpus):
     assert len(one) == len(two) == 2 and not one & two, (one, two)
     for name in ("j1-worker-0", "j2-worker-0"):
         wait_phase(kube, name, "Running", timeout=30)   # both at once: each runs until the test says
+    # A third job's worker waits: the node's four devices are taken, so the scheduler does not bind it.
+    assert kube.post(MXJOBS, mxjob("j3", show_then_wait(folder / "j3-done"))).status == 201
+
+    def unschedulable():
+        pod = kube.get(pod_path("j3-worker-0")).body if kube.get(pod_path("j3-worker-0")).ok else {}
+        return next((c for c in (pod.get("status") or {}).get("conditions") or []
+                     if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+    condition = wait_for(unschedulable, timeout=30, what="j3's worker held back by the scheduler")
+    assert condition["reason"] == "Unschedulable"
+    assert condition["message"] == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    assert not kube.get(pod_path("j3-worker-0")).body["spec"].get("nodeName")
     (folder / "jobs-done").touch()
-    for name in ("j1", "j2"):
+    three = devices(seen(kube, "j3-worker-0"))   # bound once the first two gave their devices back
+    assert len(three) == 2
+    (folder / "j3-done").touch()
+    for name in ("j1", "j2", "j3"):
         wait_for(lambda n=name: "Succeeded" in kubectl.ok(
             "get", "mxjob", n, "-o", "jsonpath={.status.conditions[?(@.status=='True')].type}"),
             timeout=60, what=f"MXJob {name} succeeded")
