@@ -1,9 +1,9 @@
 """GPUs on the local cluster (``--gpus 0,1,2,3``: declared, so no GPU is needed), over HTTP as a user meets them:
 the Node advertises ``nvidia.com/gpu: 4``; pods and MXJob workers asking for 2 each print their
 ``CUDA_VISIBLE_DEVICES`` and never see the same device; a pod's devices go back to the node when it ends and are
-given again; a third job's worker waits (Unschedulable) while four are taken; a container asking for none sees none (not the host's ``CUDA_VISIBLE_DEVICES``); a restarted
-container keeps its devices; a pod bound past the scheduler to taken devices is rejected as kube's kubelet rejects
-it (``UnexpectedAdmissionError``)."""
+given again; a third job's worker waits (Unschedulable) while the four are taken; a container asking for none sees
+none (not the host's ``CUDA_VISIBLE_DEVICES``); a restarted container keeps its devices; a pod bound past the
+scheduler to taken devices is rejected as kube's kubelet rejects it (``UnexpectedAdmissionError``)."""
 
 from __future__ import annotations
 
