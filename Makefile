@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv monitoring-tools test lint bench bench-full chaos demo image wheel crd protobuf clean
+.PHONY: venv monitoring-tools test-caches test lint bench bench-full chaos demo image wheel crd protobuf clean
 
 # pip is only raised when older than 23 (no index query when it is new enough); --no-compile leaves byte-compiling
 # to the first import, so only what runs is compiled (SciPy and scikit-learn hold thousands of modules the tests never load).
@@ -22,11 +22,17 @@ venv: $(STAMP)
 monitoring-tools:
 	@hack/install-prometheus.sh
 
+## test-caches: what some tests install beside the project (the wheel's dependencies, the Kubeflow SDK's venv, the
+## JavaScript client; tests/cached_builds.py), built into .mxjob-local/ where missing; the standard library only.
+## A failed build does not stop make test: the test that needs it tries again and says what failed.
+test-caches:
+	-$(PYTHON) -m tests.cached_builds
+
 ## test: lint, then the whole test suite (what CI runs) on PYTEST_WORKERS pytest-xdist workers (0: one process);
 ## the last line says how long pytest took (pytest's own summary, "N passed in ...", stays its last pytest line)
 PYTEST_WORKERS ?= 3
 test:
-	@$(MAKE) --no-print-directory -j2 $(STAMP) monitoring-tools   # the two installs side by side
+	@$(MAKE) --no-print-directory -j3 $(STAMP) monitoring-tools test-caches   # the installs side by side
 	@$(MAKE) --no-print-directory lint
 	@start=$$(date +%s); \
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); status=$$?; \

@@ -9,10 +9,8 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -47,19 +45,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def cached_build(home: Path, build: Callable[[Path], None]) -> Path:
-    """``home``, made by ``build(home)`` unless a finished one is there (a ``ready`` marker, written last); runs
-    on this checkout wait on a lock beside it, so one builds and the others use its result."""
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with open(home.parent / f"{home.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (home / "ready").exists():
-            shutil.rmtree(home, ignore_errors=True)
-            build(home)
-            (home / "ready").touch()
-    return home
 
 
 @dataclass

@@ -3,8 +3,8 @@ default ``local up`` with its kubeconfig untouched: it refuses plain HTTP unless
 this holds only because ``local up`` serves HTTPS with its CA in the kubeconfig.
 
 The version is the latest that runs on this machine's Node 20: 2.x needs undici 8, which declares Node >= 22.19 and
-fails to load on 20. npm installs it once into ``.mxjob-local/`` (keyed by the version, under a lock, as
-``tests/test_wheel.py`` caches its virtualenv); the driver is ``tests/js/client_node.mjs``.
+fails to load on 20 (``tests/cached_builds.py: CLIENT_NODE_VERSION``). npm installs it once into
+``.mxjob-local/`` (``tests/cached_builds.py``); the driver is ``tests/js/client_node.mjs``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from tests import cached_builds
 from tests.manifests import ROOT
-from tests.support import Kubectl, cached_build, wait_for
+from tests.support import Kubectl, wait_for
 from tests.test_cli_local_up import start_local_up, wait_ready
 
-CLIENT_NODE_VERSION = "1.4.0"
-CACHE = ROOT / ".mxjob-local"
 DRIVER = ROOT / "tests" / "js" / "client_node.mjs"
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -33,15 +32,7 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 @pytest.fixture(scope="session")
 def client_node() -> Path:
     """The directory npm installed ``@kubernetes/client-node`` into (cached across runs)."""
-    def build(home: Path) -> None:
-        home.mkdir()
-        done = subprocess.run(["npm", "install", "--prefix", str(home), "--no-audit", "--no-fund", "--ignore-scripts",
-                               f"@kubernetes/client-node@{CLIENT_NODE_VERSION}"],
-                              capture_output=True, text=True, timeout=600, check=False)
-        assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
-        assert "EBADENGINE" not in done.stderr, f"not for this machine's Node:\n{done.stderr}"
-
-    return cached_build(CACHE / f"client-node-{CLIENT_NODE_VERSION}", build)
+    return cached_builds.client_node()
 
 
 def drive(client_node: Path, kubeconfig: Path, *args: str) -> dict:

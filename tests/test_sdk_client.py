@@ -3,7 +3,7 @@ cluster, unchanged: ``TrainingClient`` creates an MXJob and a TFJob from its own
 gets and lists them, lists their pods, reads their logs (followed and not), updates and deletes them.
 
 The SDK runs with the ``kubernetes`` client of its release (29.0.0; 37.x rewrote the models the SDK's are built on),
-not with this project's pin of it: in a virtualenv of its own (cached, ``tests/cached_venv.py``), through
+not with this project's pin of it: in a virtualenv of its own (cached, ``tests/cached_builds.py``), through
 ``tests/sdk_driver.py``; this side checks what the SDK returned against the API server's state read with the
 official client and kubectl.
 
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cached_venv import cached_venv, pip
+from tests.cached_builds import sdk_venv
 from tests.local_support import local_cluster
 from tests.manifests import ROOT
 from tests.run_process import clean_env
@@ -32,7 +32,6 @@ from tests.support import Kube, Kubectl, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sdk")]
 
-SDK_REQUIREMENTS = ("kubeflow-training==1.8.1", "kubernetes==29.0.0")
 DRIVER = ROOT / "tests" / "sdk_driver.py"
 NAMESPACE = "sdk"
 JOBS = {"MXJob": ("sdk-mxjob", "mxjobs"), "TFJob": ("sdk-tfjob", "tfjobs")}
@@ -53,10 +52,7 @@ def example_jobs() -> list[tuple[Path, dict[str, Any]]]:
 @pytest.fixture(scope="module")
 def sdk_python() -> Path:
     """The SDK's own virtualenv (made once, then cached); its interpreter."""
-    requirements = "\n".join(SDK_REQUIREMENTS)
-    bin_dir = cached_venv("sdk-venv", requirements, install=lambda python: pip(
-        python, "install", "--quiet", "--no-compile", *SDK_REQUIREMENTS))
-    return bin_dir / "python"
+    return sdk_venv() / "python"
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,13 @@ install, as the image runs it: ``mxjob-controller --version``, and the end-to-en
 install's ``mxjob-controller`` for both ``local up`` and ``run``.
 
 The virtualenv with the dependencies is cached under ``.mxjob-local/`` keyed by the dependency list and the Python
-version (rebuilding it costs most of this test); the project's own wheel is always rebuilt and force-reinstalled.
+version (``tests/cached_builds.py``: rebuilding it costs most of this test, so ``make test`` builds it beside the
+project's venv); the project's own wheel is always rebuilt and force-reinstalled into it, and ``pip check`` proves
+that what the wheel declares it needs is what that virtualenv holds.
 """
 
 from __future__ import annotations
 
-import configparser
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from mxjob_controller import __version__
-from tests.cached_venv import cached_venv, pip
+from tests.cached_builds import pip, wheel_dependencies_venv
 from tests.e2e import run_end_to_end
 from tests.manifests import ROOT, find, render
 from tests.test_e2e_run import check
@@ -40,12 +41,6 @@ def builder_sources(dockerfile: Path) -> list[str]:
         elif stage == 1 and words[:1] == ["COPY"] and not any(w.startswith("--from") for w in words):
             sources.extend(words[1:-1])
     return sources
-
-
-def dependency_list() -> str:
-    config = configparser.ConfigParser()
-    config.read(ROOT / "setup.cfg")
-    return config["options"]["install_requires"]
 
 
 @pytest.fixture(scope="session")   # once per run (or xdist worker), however the worker orders its tests
@@ -69,10 +64,11 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def installed(wheel: Path) -> Path:
     """A virtualenv holding the wheel (forced in) and its dependencies (cached); its ``bin`` directory."""
-    return cached_venv(
-        "wheel-venv", dependency_list(),
-        install=lambda python: pip(python, "install", "--quiet", "--no-compile", str(wheel)),   # compiled on import
-        refresh=lambda python: pip(python, "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)))
+    def put_the_wheel_in(python: Path) -> None:
+        pip(python, "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel))
+        pip(python, "check")   # every requirement the wheel declares is installed there, at a version it accepts
+
+    return wheel_dependencies_venv(refresh=put_the_wheel_in)
 
 
 def test_the_wheel_holds_the_package_and_its_data_only(wheel):
