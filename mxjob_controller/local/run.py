@@ -8,7 +8,10 @@ namespace is created first), then the jobs among them (MXJobs, TFJobs) are watch
 one has failed (fail fast: the others are stopped with the cluster), the time is up, or ``interrupt`` is set.
 Progress is a line per change (or, on a terminal, a block redrawn in place): each job's state and replica counts,
 and, for a job whose pods wait for room (the local scheduler holds back what does not fit), that it is queued: its
-position among the waiting jobs (the scheduler's order: priority, then age) and the scheduler's reason.
+position among the waiting jobs (the scheduler's order: priority, then age) and the scheduler's reason. A pod that
+could not fit even the empty node (it asks for more CPU, memory or GPUs than the machine offers) would wait for
+ever, as on a cluster without an autoscaler: ``local run`` fails at once instead, naming the pod, what it asks for and
+what the node has.
 With ``logs``, every container's output is streamed, each line prefixed by its pod. Output and, when a job fails, the
 last lines of each failed container are read from the kubelet's files, which outlive the pods that the job's
 cleanPodPolicy removes: a container that ran and ended between two looks at the API is shown all the same.
@@ -31,6 +34,7 @@ from typing import Any, NamedTuple, TextIO
 from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.local.cluster import LocalCluster
 from mxjob_controller.local.kubelet.logs import Instance, LogStore, tail_lines
+from mxjob_controller.local.scheduler.placement import amounts, pod_requests, shortfalls
 from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, KubeError, Resource
 
 log = logging.getLogger(__name__)
@@ -180,7 +184,9 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
     try:
         while True:
             states = {job.key: _job_state(client, job) for job in jobs}
-            _add_queue(states, _waiting_pods(client, {job.namespace for job in jobs}))
+            waiting = _waiting_pods(client, {job.namespace for job in jobs})
+            _add_queue(states, waiting)
+            _fail_what_never_fits(states, waiting, kubelet.allocatable if kubelet is not None else None)
             elapsed = time.monotonic() - start
             lines = {key: f"{key}  {state['summary']}" for key, state in states.items()}
             if options.interactive:
@@ -234,6 +240,36 @@ def queue_positions(waiting: Sequence[dict[str, Any]]) -> dict[str, tuple[int, i
             by_owner.setdefault(owner, []).append((-priority, meta.get("creationTimestamp") or "", reason))
     ordered = sorted(by_owner, key=lambda uid: min(by_owner[uid])[:2])
     return {uid: (i + 1, len(by_owner[uid]), min(by_owner[uid])[2]) for i, uid in enumerate(ordered)}
+
+
+def never_fits(pod: dict[str, Any], allocatable: dict[str, str]) -> str:
+    """Why ``pod`` cannot fit the node even when nothing else runs on it ('' when it can): each short resource with
+    what the pod asks for and what the node has."""
+    wanted, offered = pod_requests(pod.get("spec") or {}), amounts(allocatable)
+    short = [reason.removeprefix("Insufficient ") for reason in shortfalls(wanted, offered, {})
+             if reason.startswith("Insufficient ")]
+    return ", ".join(f"{name} {_figure(wanted[name])} (the node has {allocatable.get(name, '0')})" for name in short)
+
+
+def _figure(amount: Any) -> str:
+    return str(int(amount)) if amount == int(amount) else f"{float(amount):g}"
+
+
+def _fail_what_never_fits(states: dict[str, dict[str, str]], waiting: Sequence[dict[str, Any]],
+                          allocatable: dict[str, str] | None) -> None:
+    """Mark Failed the jobs with a waiting pod that no amount of waiting can place (see the module)."""
+    if allocatable is None:
+        return
+    by_uid = {state.get("uid"): state for state in states.values() if state["state"] not in ("Succeeded", "Failed")}
+    for pod in waiting:
+        meta = pod.get("metadata") or {}
+        owner = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+        state = by_uid.get(owner)
+        if state is None or not (why := never_fits(pod, allocatable)):
+            continue
+        state["state"], state["summary"] = "Failed", f"{'Failed':<10} pod {meta.get('name')} can never fit this node"
+        state["message"] = (f"pod {meta.get('name')} can never be scheduled on this machine: it asks for {why}; "
+                            "`local run --capacity` declares a larger node")
 
 
 def _waiting_pods(client: Client, namespaces: set[str]) -> list[dict[str, Any]]:
