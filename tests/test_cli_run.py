@@ -31,6 +31,10 @@ MXJOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs"
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/mxjob-controller"
 RECONCILED = "controller_runtime_reconcile_total"
 
+#: The client budget's first request: does the server advertise API Priority and Fairness? (verb, path, resource,
+#: name, code; see runtime/client/budget.py)
+BUDGET_PROBE = ("get", "/version", "", "", 200)
+
 
 def create_namespace(kube: Kube, name: str) -> None:
     assert kube.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
@@ -101,8 +105,9 @@ def test_a_missing_crd_exits_1_saying_how_to_install_it(apiserver, kubeconfig):
     assert "Traceback" not in proc.output()
     # It asked for exactly that one object, and nothing else was attempted.
     requests = apiserver.audit.records(user_agent=UA_PREFIX)
-    assert [(r.verb, r.resource, r.name, r.code) for r in requests] == [
-        ("get", "customresourcedefinitions", "mxjobs.kubeflow.org", 404)]
+    assert [(r.verb, r.path, r.resource, r.name, r.code) for r in requests] == [
+        BUDGET_PROBE, ("get", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mxjobs.kubeflow.org",
+                       "customresourcedefinitions", "mxjobs.kubeflow.org", 404)]
 
 
 def test_without_the_optional_crds_only_mxjobs_are_reconciled_with_a_warning_for_each(apiserver, kube, kubeconfig):
@@ -153,7 +158,8 @@ def test_a_framework_asked_for_needs_its_crd(apiserver, kubeconfig):
     assert len(errors) == 1 and "the TFJob CRD (tfjobs.kubeflow.org) is not installed" in errors[0]["msg"]
     requests = apiserver.audit.records(user_agent=UA_PREFIX)
     assert [(r.verb, r.resource, r.name, r.code) for r in requests] == [
-        ("get", "customresourcedefinitions", "tfjobs.kubeflow.org", 404)], "the MXJob CRD is not asked for"
+        BUDGET_PROBE[:1] + BUDGET_PROBE[2:], ("get", "customresourcedefinitions", "tfjobs.kubeflow.org", 404)], \
+        "the MXJob CRD is not asked for"
 
 
 def test_with_both_crds_both_kinds_are_reconciled_and_counted_apart(apiserver, kube, kubeconfig):
@@ -272,6 +278,9 @@ def test_namespace_flag_lists_and_watches_only_those_namespaces(apiserver, kube,
     assert {(r.resource, r.namespace) for r in reads} == {(res, ns) for res in ("mxjobs", "pods", "services")
                                                           for ns in ("a", "c")}
     cluster_scoped = [(r.verb, r.resource, r.name, r.code) for r in ours if not r.namespace]
+    # The budget's probe: once by the main client and once by the informers' (each keeps its own budget).
+    assert [r.path for r in ours if r.path == "/version"] == ["/version"] * 2
+    cluster_scoped = [c for c in cluster_scoped if c != BUDGET_PROBE[:1] + BUDGET_PROBE[2:]]
     assert cluster_scoped == [("get", "customresourcedefinitions", "mxjobs.kubeflow.org", 200),
                               ("get", "customresourcedefinitions", "tfjobs.kubeflow.org", 404),
                               ("get", "customresourcedefinitions", "genericjobs.batch.tensorstack.dev", 404)]

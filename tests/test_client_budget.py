@@ -1,5 +1,5 @@
 """The controller's client budget in the APF era (issue 35): no client-side limit where the API server advertises
-API Priority and Fairness (its PF headers on ``HEAD /livez/ping``), a token bucket where it does not, the flags'
+API Priority and Fairness (its PF headers on ``GET /version``), a token bucket where it does not, the flags'
 bucket whenever given (``-1``: none), asked again after a lost connection; a 429 with ``Retry-After`` from the
 server's flow control retried after a jittered wait and counted in ``rest_client_request_retries_total``."""
 

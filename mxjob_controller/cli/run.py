@@ -142,7 +142,7 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
 @_option("--kube-api-qps", "MXJOB_KUBE_API_QPS", default=None, type=float,
          help="Requests per second to the API server, a client-side token bucket (-1: no limit); the informers' "
               "lists and watches have a budget of this size of their own. Default: no client-side limit when the "
-              "server advertises API Priority and Fairness (X-Kubernetes-PF-* headers on HEAD /livez/ping, asked at "
+              "server advertises API Priority and Fairness (X-Kubernetes-PF-* headers on GET /version, asked at "
               f"start and after a lost connection), else {DEFAULT_QPS:g}/s. Given (this or --kube-api-burst): "
               "always this bucket. The start-up log line says which budget is in force and why.")
 @_option("--kube-api-burst", "MXJOB_KUBE_API_BURST", default=None, type=click.IntRange(min=1),

@@ -273,7 +273,7 @@ class Client:
             raise Cancelled(f"{method} {path}: cancelled while waiting for the client rate limiter")
 
     def _probe_headers(self) -> Mapping[str, str] | None:
-        """``HEAD /livez/ping``'s response headers, whatever its status; None when the server cannot be reached.
+        """``GET /version``'s response headers, whatever its status; None when the server cannot be reached.
         Outside the token bucket (it decides the bucket) and never retried."""
         if self._closed.is_set():
             return None
@@ -283,7 +283,7 @@ class Client:
             headers["Authorization"] = auth   # without it kube answers 401, before its flow control sees the request
         timeout = min(self.config.connect_timeout, self.config.timeout)
         try:
-            resp = self._pool.urlopen("HEAD", self.config.host + PROBE_PATH, headers=headers, retries=False,
+            resp = self._pool.urlopen("GET", self.config.host + PROBE_PATH, headers=headers, retries=False,
                                       timeout=urllib3.Timeout(connect=timeout, read=timeout))
         except (urllib3.exceptions.HTTPError, OSError) as e:
             log.info("cannot ask %s whether it has API Priority and Fairness: %s", self.config.host, e)

@@ -7,9 +7,12 @@ bucket on top of that only slows a controller down (SIG API Machinery's advice; 
 default limiter in 2025, PR #3119). An older server, or one with APF off, has no such protection: there the token
 bucket stays. A server with APF says so on every answer that passed its filter: the
 ``X-Kubernetes-PF-FlowSchema-UID`` and ``X-Kubernetes-PF-PriorityLevel-UID`` headers (a 403 carries them too; a
-401 does not, authentication comes first). cert-manager and Flux look for them on a ``HEAD /livez/ping``, a cheap
-request every kube-apiserver serves; so does :meth:`BudgetKeeper.limiter`, on first use and again after the
-connection to the server was lost (a server restarted or replaced may have changed its mind).
+401 does not, authentication comes first). cert-manager and Flux look for them on a ``HEAD /livez/ping``; here the
+probe is a ``GET /version``: as cheap, and every client may read it (kube's bootstrap ``system:discovery`` and
+``system:public-info-viewer`` roles), where a HEAD of ``/livez/ping`` is a verb ``head`` that no bootstrap role
+grants (a 403 in the audit log at every start, and a rule the shipped RBAC would have to add).
+:meth:`BudgetKeeper.limiter` asks on first use and again after the connection to the server was lost (a server
+restarted or replaced may have changed its mind).
 
 An explicit budget is never overridden by what the server says (cert-manager's #9158: an operator's own limits were
 dropped whenever APF was seen). ``qps`` 0 is client-go's default (5/s, burst 10); negative is no limit.
@@ -33,7 +36,7 @@ log = logging.getLogger(__name__)
 
 FLOW_SCHEMA_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
 PRIORITY_LEVEL_HEADER = "X-Kubernetes-PF-PriorityLevel-UID"
-PROBE_PATH = "/livez/ping"     # what cert-manager and Flux ask: cheap, served by every kube-apiserver
+PROBE_PATH = "/version"        # cheap, served by every kube-apiserver, readable by every client
 RECHECK_INTERVAL = 1.0         # seconds between probes while the server cannot be reached
 
 
@@ -82,7 +85,7 @@ class BudgetKeeper:
     server is probed on first use and again on the first use after :meth:`connection_lost`; until a probe succeeds
     the bucket applies. One thread probes at a time; the others go on under the budget in force meanwhile.
 
-    ``probe`` sends ``HEAD /livez/ping`` and returns the answer's headers (any status), or None when the server
+    ``probe`` sends ``GET /version`` and returns the answer's headers (any status), or None when the server
     could not be reached."""
 
     def __init__(self, qps: float, burst: int, detect: bool,
