@@ -27,12 +27,18 @@ class _Collector:
         self.calls.append("unfreeze")
 
 
-def test_survivors_are_frozen_and_thawed_once_a_period(monkeypatch: pytest.MonkeyPatch) -> None:
-    collector = _Collector()
-    monkeypatch.setattr(gc_policy, "gc", collector)
+@pytest.fixture
+def collector(monkeypatch: pytest.MonkeyPatch) -> _Collector:
+    """The policy at the start of a period, its collector replaced by one that records the calls."""
+    recorder = _Collector()
+    monkeypatch.setattr(gc_policy, "gc", recorder)
     monkeypatch.setattr(gc_policy, "_thawed", False)
     monkeypatch.setattr(gc_policy, "_thawed_at", time.monotonic())
     monkeypatch.setattr(gc_policy, "_walked_rss", gc_policy.resident_bytes())
+    return recorder
+
+
+def test_survivors_are_frozen_and_thawed_once_a_period(collector: _Collector, monkeypatch: pytest.MonkeyPatch) -> None:
     gc_policy._after_collection("stop", {"generation": 0})
     gc_policy._after_collection("start", {"generation": 1})
     gc_policy._after_collection("start", {"generation": 2})
@@ -50,12 +56,8 @@ def test_survivors_are_frozen_and_thawed_once_a_period(monkeypatch: pytest.Monke
     assert collector.calls == ["freeze", "freeze", "unfreeze", "freeze", "freeze"]   # ... has walked it all
 
 
-def test_a_period_ends_early_once_resident_memory_has_grown(monkeypatch: pytest.MonkeyPatch) -> None:
-    collector = _Collector()
-    monkeypatch.setattr(gc_policy, "gc", collector)
-    monkeypatch.setattr(gc_policy, "_thawed", False)
-    monkeypatch.setattr(gc_policy, "_thawed_at", time.monotonic())
-    monkeypatch.setattr(gc_policy, "_walked_rss", gc_policy.resident_bytes())
+def test_a_period_ends_early_once_resident_memory_has_grown(collector: _Collector,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     gc_policy._after_collection("stop", {"generation": 1})
     assert collector.calls == ["freeze"]   # the same size as at the last walk: frozen, as within any period
     monkeypatch.setattr(gc_policy, "_walked_rss", gc_policy.resident_bytes() - gc_policy.THAW_GROWTH_BYTES)
