@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TextIO
 
+from mxjob_controller.core.job_vocabulary import controller_uid
 from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.local.cluster import LocalCluster
 from mxjob_controller.local.kubelet.logs import Instance, LogStore, tail_lines
@@ -232,7 +233,7 @@ def queue_positions(waiting: Sequence[dict[str, Any]]) -> dict[str, tuple[int, i
     by_owner: dict[str, list[tuple[int, str, str]]] = {}
     for pod in waiting:
         meta = pod.get("metadata") or {}
-        owner = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+        owner = controller_uid(pod)
         reason = next((c.get("message") or "" for c in (pod.get("status") or {}).get("conditions") or []
                        if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"), None)
         if owner and reason is not None:
@@ -263,7 +264,7 @@ def _fail_what_never_fits(states: dict[str, dict[str, str]], waiting: Sequence[d
     by_uid = {state.get("uid"): state for state in states.values() if state["state"] not in ("Succeeded", "Failed")}
     for pod in waiting:
         meta = pod.get("metadata") or {}
-        owner = next((o.get("uid") for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+        owner = controller_uid(pod)
         state = by_uid.get(owner)
         if state is None or not (why := never_fits(pod, allocatable)):
             continue
