@@ -158,12 +158,17 @@ def _spread(times: list[float]) -> str:
             f"{ordered[int(len(ordered) * 0.9)] * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms")
 
 
-def flood_client(host: str, port: int, token: str, ca: str, clients: int, seconds: float) -> None:
+def flood_client(host: str, port: int, token: str, ca: str, clients: int, seconds: float,
+                 hostile: bool = False) -> None:
     """``clients`` threads, each on one connection sending lists one after another (after a 429, waiting its
-    Retry-After as client-go does) from the moment it is connected until ``seconds`` after all are: what came back.
-    None waits idle for the others: on a loaded machine connecting 2,000 clients takes longer than the header
-    deadline, which closes a connection that sends no request within 32 s, as kube-apiserver's does."""
+    Retry-After as client-go does, unless ``hostile``) from the moment it is connected until ``seconds`` after all
+    are (``seconds`` 0: until standard input is closed): what came back, by status, any answer not in kube's shape
+    counted apart. None waits idle for the others: on a loaded machine connecting 2,000 clients takes longer than
+    the header deadline, which closes a connection that sends no request within 32 s, as kube-apiserver's does. A
+    child process of its own, as real clients are: in the server's process they would compete with it for the
+    interpreter."""
     codes: dict[str, int] = {}
+    flow_headers: dict[str, int] = {}  # answers by their "<flow schema UID> <priority level UID>"
     problems: list[str] = []
     lock = threading.Lock()
     context = ssl.create_default_context(cafile=ca)
@@ -179,14 +184,14 @@ def flood_client(host: str, port: int, token: str, ca: str, clients: int, second
             while time.monotonic() < stop_at[0]:
                 conn.request("GET", CMS, headers={"User-Agent": "flood", "Authorization": f"Bearer {token}"})
                 resp = conn.getresponse()
-                resp.read()
+                body = resp.read()
                 headers = {k.lower(): v for k, v in resp.getheaders()}
-                ok = FLOW_SCHEMA_HEADER.lower() in headers and PRIORITY_LEVEL_HEADER.lower() in headers and \
-                    (resp.status != 429 or "retry-after" in headers)
-                key = str(resp.status) if ok else f"{resp.status} without headers"
+                key = str(resp.status) if _in_kubes_shape(resp.status, headers, body) else f"{resp.status} malformed"
+                pf = f"{headers.get(FLOW_SCHEMA_HEADER.lower())} {headers.get(PRIORITY_LEVEL_HEADER.lower())}"
                 with lock:
                     codes[key] = codes.get(key, 0) + 1
-                if resp.status == 429:
+                    flow_headers[pf] = flow_headers.get(pf, 0) + 1
+                if resp.status == 429 and not hostile:
                     time.sleep(int(headers.get("retry-after", "1")))
         except Exception as e:
             with lock:
@@ -202,17 +207,32 @@ def flood_client(host: str, port: int, token: str, ca: str, clients: int, second
     ready_by = time.monotonic() + 60
     while connected[0] < clients and time.monotonic() < ready_by:
         time.sleep(0.1)
-    stop_at[0] = time.monotonic() + seconds
     print("flooding", flush=True)
+    if seconds > 0:
+        stop_at[0] = time.monotonic() + seconds
+    else:  # until the parent closes our standard input
+        sys.stdin.read()
+        stop_at[0] = time.monotonic()
     for t in threads:
-        t.join()
-    print(json.dumps({"codes": codes, "connected": connected[0], "problems": problems[:3]}), flush=True)
+        t.join(150)
+    print(json.dumps({"codes": codes, "flow_headers": flow_headers, "connected": connected[0],
+                      "problems": problems[:3]}), flush=True)
+
+
+def _in_kubes_shape(status: int, headers: dict[str, str], body: bytes) -> bool:
+    """200, or kube's plain-text 429 with ``Retry-After``; either with both PF headers."""
+    if FLOW_SCHEMA_HEADER.lower() not in headers or PRIORITY_LEVEL_HEADER.lower() not in headers:
+        return False
+    if status != 429:
+        return status == 200
+    return int(headers.get("retry-after", "0")) >= 1 and body == b"Too many requests, please try again later.\n" \
+        and headers.get("content-type") == "text/plain; charset=utf-8"
 
 
 def main() -> None:
     if sys.argv[1:2] == ["flood-client"]:
         host, port, token, ca, clients, seconds = sys.argv[2:8]
-        flood_client(host, int(port), token, ca, int(clients), float(seconds))
+        flood_client(host, int(port), token, ca, int(clients), float(seconds), hostile="hostile" in sys.argv[8:])
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenario", choices=["slow", "flood"])
