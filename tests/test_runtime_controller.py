@@ -227,6 +227,16 @@ def test_the_trace_checker_finds_overlapping_runs_of_a_key():
     assert concurrent_runs(records[:3]) == []
 
 
+def test_reading_a_trace_leaves_out_a_last_record_still_being_written(tmp_path: Path):
+    """A read racing the controller's write can end inside a line (CI caught it: ``'{"key": "ns/cold-21", "th'``)."""
+    trace = tmp_path / "trace.jsonl"
+    whole = '{"key": "a", "thread": "w-0", "start": 1.0, "end": 2.0, "result": "success"}\n'
+    trace.write_text(whole * 2 + whole[:25])
+    assert [r["key"] for r in read_trace(trace)] == ["a", "a"]
+    trace.write_text(whole * 3)
+    assert len(read_trace(trace)) == 3
+
+
 def test_shutdown_with_drain_finishes_in_flight_reconciles_and_starts_no_more(tmp_path: Path):
     trace = tmp_path / "trace.jsonl"
     entered = threading.Event()
