@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.local_support import PID_NAMESPACE, namespace_processes, pid_alive
+from tests.local_support import PID_NAMESPACE, boot_seconds, namespace_processes, pid_alive
 from tests.run_process import clean_env
 from tests.support import Kubectl, wait_for
 
@@ -276,9 +276,16 @@ def sleeper_job(tmp_path: Path) -> Path:
 
 
 def recorded_pids(tmp_path: Path) -> list[int]:
-    """Every process of the two pods, found by the PID namespaces they recorded."""
-    return [p for name in ("sleepy-scheduler-0", "sleepy-worker-0") if (tmp_path / name).exists()
-            for p in namespace_processes((tmp_path / name).read_text())]
+    """Every live process of the two pods, found by the PID namespaces they recorded. Only processes born before
+    the record was written count: once a namespace is gone its number may go to another test's container."""
+    records = [tmp_path / name for name in ("sleepy-scheduler-0", "sleepy-worker-0") if (tmp_path / name).exists()]
+    return [p for record in records
+            for p in namespace_processes(record.read_text(), born_before=_boot_seconds_at(record.stat().st_mtime))]
+
+
+def _boot_seconds_at(wall_time: float) -> float:
+    """A ``time.time()`` instant on /proc's clock (seconds since boot), with a tenth of a second for rounding."""
+    return boot_seconds() - (time.time() - wall_time) + 0.1
 
 
 def recorded_namespaces(tmp_path: Path) -> list[str]:
@@ -306,8 +313,7 @@ def test_timeout_exits_124_and_stops_everything(tmp_path):
     assert run.returncode == 124, run.stdout + run.stderr
     assert "timed out after 4s: not finished: default/sleepy (Running)" in run.stdout
     assert time.monotonic() - started < 60
-    namespaces = recorded_namespaces(tmp_path)
-    assert len(namespaces) == 2 and not any(namespace_processes(ns) for ns in namespaces)
+    assert len(recorded_namespaces(tmp_path)) == 2 and not recorded_pids(tmp_path)
 
 
 def test_ctrl_c_exits_130_with_no_orphans(tmp_path):
@@ -324,7 +330,7 @@ def test_ctrl_c_exits_130_with_no_orphans(tmp_path):
     assert proc.returncode == 130, out + err
     assert "interrupted" in out
     assert not any(pid_alive(p) for p in pids)
-    assert not any(namespace_processes(ns) for ns in recorded_namespaces(tmp_path))
+    assert not recorded_pids(tmp_path)
 
 
 @pytest.mark.parametrize(("flags", "scheme"), [((), "https"), (("--insecure-http",), "http")])
