@@ -2,6 +2,7 @@
 
     .venv/bin/python hack/apiserver_limits.py slow --connections 3000     # slowloris: threads stay under the cap
     .venv/bin/python hack/apiserver_limits.py flood --requests 2000       # one user floods: the admin still answers
+    .venv/bin/python hack/apiserver_limits.py flood --hostile             # ... with clients that ignore Retry-After
 
 ``slow``: that many connections each send half a request line, then a header line every 5 s; the server's thread
 count is sampled, and ``/readyz`` timed on fresh connections all along. ``flood``: a TLS server; a child process
@@ -107,7 +108,7 @@ def _closed(s: socket.socket) -> bool:
         return True
 
 
-def flood(requests: int) -> None:
+def flood(requests: int, hostile: bool = False) -> None:
     with APIServer(ServerOptions(tls=True)) as api, tempfile.TemporaryDirectory() as tmp:
         api.faults.add(FaultRule(verb="list", resource="configmaps", user_agent="flood", latency=0.5))
         binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -123,7 +124,8 @@ def flood(requests: int) -> None:
         before: list[float] = []
         _timed_runs(kubectl, lambda: len(before) < 10, before)
         child = subprocess.Popen([sys.executable, __file__, "flood-client", api.host, str(api.port),
-                                  api.issue_user_token("flood"), str(api.ca_file), str(requests), "20"],
+                                  api.issue_user_token("flood"), str(api.ca_file), str(requests), "20",
+                                  *(["hostile"] if hostile else [])],
                                  stdout=subprocess.PIPE, text=True)
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "flooding"
@@ -239,11 +241,12 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=40.0, help="how long the slow connections trickle")
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--hostile", action="store_true", help="flood clients send again at once after a 429")
     args = parser.parse_args()
     if args.scenario == "slow":
         slow(args.connections, args.seconds)
     else:
-        flood(args.requests)
+        flood(args.requests, args.hostile)
 
 
 if __name__ == "__main__":
