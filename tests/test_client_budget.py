@@ -55,8 +55,9 @@ def test_a_retry_waits_the_servers_time_plus_at_most_a_fifth_never_past_the_dead
 # --- the manager's start-up: which budget, and why ----------------------------------------------------------------
 
 def _start(flow_control: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture,
-           **settings: object) -> tuple[list, str]:
-    """Run the manager against a fresh server until its controllers run; return them and its start-up line."""
+           **settings: object) -> tuple[list, str, list[str]]:
+    """Run the manager against a fresh server until its controllers run; return them, its start-up line and the
+    paths of every request the manager's clients sent."""
     built: list = []
 
     def factory(client: Client, run_settings: RunSettings, registry: CollectorRegistry):
@@ -80,8 +81,9 @@ def _start(flow_control: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture,
                 manager.request_stop()
                 runner.join(DEADLINE)
         assert not runner.is_alive()
+        paths = [r.path for r in server.audit.records(user_agent="mxjob-controller/")]
     [line] = [r.getMessage() for r in caplog.records if "client budget:" in r.getMessage()]
-    return built, line
+    return built, line, paths
 
 
 @pytest.mark.parametrize(("flow_control", "settings", "bucket", "why"), [
@@ -95,11 +97,16 @@ def test_the_budget_in_force_and_why_are_in_the_start_up_line(flow_control, sett
     """The default: none where the server sends PF headers, the 20/30 bucket where it does not; the flags win over
     what the server says. The informers' client has the same budget; the slow-start batches are sized to it; the
     events client keeps its own bucket."""
-    [(client, controller)], line = _start(flow_control, tmp_path, caplog, **settings)
+    [(client, controller)], line, paths = _start(flow_control, tmp_path, caplog, **settings)
     assert f"client budget: {why};" in line
     for each in (client, controller.cache_client):
         limiter = each.rate_limiter
         assert (None if limiter is None else (limiter.qps, limiter.burst)) == bucket
+    if bucket is not None:
+        assert client.rate_limiter is not controller.cache_client.rate_limiter   # a bucket each
+    # One probe at most answers the main client and the informers' alike (none when the flags decide).
+    assert paths.count("/version") == (0 if settings else 1), paths
+    assert controller.cache_client.budget.decision is client.budget.decision
     assert controller.options.slice_batch == (128 if bucket is None else 32)
     events = controller.event_client.rate_limiter      # --event-qps/--event-burst: a bucket of its own, always
     assert events is not None and (events.qps, events.burst) == (150.0, 300)
@@ -109,21 +116,28 @@ def test_the_budget_in_force_and_why_are_in_the_start_up_line(flow_control, sett
 
 def test_the_server_is_asked_again_after_the_connection_was_lost():
     """A server with APF goes away; another, without it, comes back on the same address: the first request after
-    the lost connection finds no PF headers, and the token bucket applies from then on."""
+    the lost connection finds no PF headers, and the token bucket applies from then on, to the informers' client
+    too (it shares the main client's decision: one probe each time answers both)."""
     first = APIServer(ServerOptions(flow_control=True)).start()
     client = Client(ClientConfig(host=first.url, qps=20, burst=30, detect_flow_control=True), max_retries=0)
+    informers = client.sibling(None)   # shares the decision, as the controller's informers' client does
     try:
         assert client.list(CONFIGMAPS, "default")["items"] == []
         assert client.rate_limiter is None and client.budget.current().why == APF
+        assert informers.rate_limiter is None
+        assert [r.path for r in first.audit.records() if r.path == "/version"] == ["/version"], "one probe for both"
         port = first.port
         first.stop()
         with pytest.raises(TransportError):
             client.list(CONFIGMAPS, "default")
-        with APIServer(ServerOptions(port=port, flow_control=False)):
-            wait_for(lambda: client.rate_limiter is not None, timeout=DEADLINE, what="the budget asked again")
-            assert client.budget.current().why == NO_PF_HEADERS
+        with APIServer(ServerOptions(port=port, flow_control=False)) as second:
+            wait_for(lambda: informers.rate_limiter is not None, timeout=DEADLINE, what="the budget asked again")
+            assert client.budget.current().why == NO_PF_HEADERS and client.rate_limiter is not None
             assert client.list(CONFIGMAPS, "default")["items"] == []
+            assert informers.rate_limiter is not client.rate_limiter   # the same rule, a bucket each
+            assert [r.path for r in second.audit.records() if r.path == "/version"] == ["/version"]
     finally:
+        informers.close()
         client.close()
         first.stop()
 

@@ -182,7 +182,8 @@ class Manager:
                                             name="controller-runner", daemon=True)
             self._runner.start()
             return
-        election_client = leader_election_client(config, "leader-election", program=PROGRAM, version=__version__)
+        election_client = leader_election_client(config, "leader-election", program=PROGRAM, version=__version__,
+                                                 budget_of=client)
         self._clients.append(election_client)
         register_retry_metrics(registry, election_client.retries)
         election = LeaderElectionConfig(s.leader_election_id, s.leader_election_namespace)

@@ -135,12 +135,14 @@ class LeaderElectionConfig:
 
 
 def leader_election_client(config: ClientConfig, component: str, renew_deadline: float = DEFAULT_RENEW_DEADLINE,
-                           *, program: str | None = None, version: str | None = None) -> Client:
+                           *, program: str | None = None, version: str | None = None,
+                           budget_of: Client | None = None) -> Client:
     """A client for the elector alone: no retries on Retry-After (a renewal must fail fast, not sleep past its
     deadline), a connect timeout within the renew deadline, and its own token bucket, so a busy controller
-    sharing the process cannot starve the renewals. ``program``/``version`` name the caller (see ``user_agent``)."""
+    sharing the process cannot starve the renewals. ``program``/``version`` name the caller (see ``user_agent``);
+    ``budget_of``: the process's main client, whose budget decision (the server's flow control) it shares."""
     return Client(config.with_overrides(connect_timeout=min(config.connect_timeout, renew_deadline)),
-                  component=component, program=program, version=version, max_retries=0)
+                  component=component, program=program, version=version, max_retries=0, budget_of=budget_of)
 
 
 def _level(error: BaseException) -> int:

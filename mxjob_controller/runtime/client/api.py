@@ -40,7 +40,7 @@ from urllib.parse import urlencode, urlsplit
 import urllib3
 
 from mxjob_controller.runtime.client._kube import Configuration, RESTClientObject
-from mxjob_controller.runtime.client.budget import PROBE_PATH, BudgetKeeper
+from mxjob_controller.runtime.client.budget import PROBE_PATH, BudgetDecision, BudgetKeeper
 from mxjob_controller.runtime.client.config import ClientConfig
 from mxjob_controller.runtime.client.errors import (
     ApiError,
@@ -76,6 +76,16 @@ _CLOSE_POLL = 0.1                # how soon close() ends a wait that also watche
 Query = Mapping[str, Any]
 
 
+def _decision_for(config: ClientConfig, budget_of: Client | None) -> BudgetDecision:
+    """``budget_of``'s decision when it has the same server and budget rule as ``config``, else a new one."""
+    if budget_of is not None:
+        theirs = budget_of.config
+        if (theirs.host, theirs.qps, theirs.burst, theirs.detect_flow_control) == \
+                (config.host, config.qps, config.burst, config.detect_flow_control):
+            return budget_of.budget.decision
+    return BudgetDecision(config.qps, config.burst, config.detect_flow_control)
+
+
 def default_program() -> str:
     """The running program's name, as client-go's ``DefaultUserAgent`` takes it from ``os.Args[0]``: the script's
     file name, or the package of ``python -m <package>``; "unknown" when there is none."""
@@ -102,15 +112,18 @@ class Client:
     """One API server, one connection pool, one rate limit: share an instance between threads.
 
     ``program`` and ``version`` name the calling program in the User-Agent (see :func:`user_agent`), unless the
-    configuration sets a whole ``user_agent``."""
+    configuration sets a whole ``user_agent``. ``budget_of``: another client of the same server and budget rule
+    whose :class:`~mxjob_controller.runtime.client.budget.BudgetDecision` this one shares (one probe answers both;
+    the buckets stay apart)."""
 
     def __init__(self, config: ClientConfig, component: str = "", *, program: str | None = None,
-                 version: str | None = None, max_retries: int = 10, retries: RetryTally | None = None) -> None:
+                 version: str | None = None, max_retries: int = 10, retries: RetryTally | None = None,
+                 budget_of: Client | None = None) -> None:
         self.config = config
         self.user_agent = config.user_agent or user_agent(component, program, version)
         self.max_retries = max(0, max_retries)
         self._caller = (program, version)
-        self.budget = BudgetKeeper(config.qps, config.burst, config.detect_flow_control, self._probe_headers)
+        self.budget = BudgetKeeper(_decision_for(config, budget_of), self._probe_headers)
         self.retries = retries or RetryTally(urlsplit(config.host).netloc)   # siblings share it
         self._closed = threading.Event()
         self._rest = RESTClientObject(self._transport_configuration(config), pools_size=4,
@@ -148,15 +161,16 @@ class Client:
         another's budget. client-go: a clientset built from a copy of a ``rest.Config`` gets a rate limiter of its
         own (controller-runtime's events client, the kubelet's ``--event-qps`` client). ``component`` None: the
         same User-Agent as this client (the same program to the server; only the budget is apart). Given a ``qps``
-        or ``burst`` of its own, it keeps that bucket whatever the server says; else it follows this client's rule.
-        Its retries are counted with this client's. Close it separately."""
+        or ``burst`` of its own, it keeps that bucket whatever the server says; else it follows this client's rule
+        and shares its decision (one ``GET /version`` answers both). Its retries are counted with this client's.
+        Close it separately."""
         program, version = self._caller
         if component is None:
             overrides.setdefault("user_agent", self.user_agent)
         if "qps" in overrides or "burst" in overrides:
             overrides.setdefault("detect_flow_control", False)
         return Client(self.config.with_overrides(**overrides), component or "", program=program, version=version,
-                      max_retries=self.max_retries, retries=self.retries)
+                      max_retries=self.max_retries, retries=self.retries, budget_of=self)
 
     def close(self) -> None:
         """End every wait in progress (rate limit, Retry-After) with :class:`Cancelled`, refuse later requests,

@@ -12,13 +12,14 @@ probe is a ``GET /version``: as cheap, and every client may read it (kube's boot
 ``system:public-info-viewer`` roles), where a HEAD of ``/livez/ping`` is a verb ``head`` that no bootstrap role
 grants (a 403 in the audit log at every start, and a rule the shipped RBAC would have to add).
 :meth:`BudgetKeeper.limiter` asks on first use and again after the connection to the server was lost (a server
-restarted or replaced may have changed its mind).
+restarted or replaced may have changed its mind). The clients a program makes of one server share one
+:class:`BudgetDecision` (``Client.sibling``): one probe answers them all; each keeps a bucket of its own.
 
 An explicit budget is never overridden by what the server says (cert-manager's #9158: an operator's own limits were
 dropped whenever APF was seen). ``qps`` 0 is client-go's default (5/s, burst 10); negative is no limit.
 
 The pure part (:class:`Budget`, :func:`advertises_flow_control`, :func:`explicit_budget`, :func:`detected_budget`)
-is on top; :class:`BudgetKeeper` holds the state.
+is on top; :class:`BudgetDecision` holds the server's answer, :class:`BudgetKeeper` a client's bucket.
 """
 
 from __future__ import annotations
@@ -80,36 +81,26 @@ def detected_budget(flow_control: bool | None, qps: float, burst: int) -> Budget
     return Budget(bucket.qps, bucket.burst, f"server sends no PF headers: {bucket.why}")
 
 
-class BudgetKeeper:
-    """A client's budget over its life. Explicit (``detect`` False): the configured bucket, always. Detecting: the
-    server is probed on first use and again on the first use after :meth:`connection_lost`; until a probe succeeds
-    the bucket applies. One thread probes at a time; the others go on under the budget in force meanwhile.
+class BudgetDecision:
+    """What the server calls for, decided once for every client that shares it: the clients one program makes of
+    one server (the main client, the informers', the leader elector's) each keep their own bucket, but the server's
+    answer is the same for all of them, so one probe answers all. Explicit (``detect`` False): the configured bucket,
+    always. Detecting: the server is probed on first use and again on the first use after :meth:`connection_lost`
+    (by any of the clients sharing it); until a probe succeeds the bucket applies. One thread probes at a time; the
+    others go on under the budget in force meanwhile."""
 
-    ``probe`` sends ``GET /version`` and returns the answer's headers (any status), or None when the server
-    could not be reached."""
-
-    def __init__(self, qps: float, burst: int, detect: bool,
-                 probe: Callable[[], Mapping[str, str] | None]) -> None:
-        self.detect = detect
-        self._qps, self._burst = qps, burst
-        self._probe = probe
-        fallback = explicit_budget(qps, burst)
-        self._bucket = TokenBucket(fallback.qps, fallback.burst) if fallback.limited else None
-        self._budget = fallback
+    def __init__(self, qps: float, burst: int, detect: bool) -> None:
+        self.qps, self.burst, self.detect = qps, burst, detect
+        self._budget = explicit_budget(qps, burst)
         self._stale = detect              # a probe is due
         self._probing = threading.Lock()
         self._last_probe = float("-inf")
         self._decided = False
 
-    def limiter(self) -> TokenBucket | None:
-        """The bucket to take a token from now (None: no limit), probing first when a probe is due."""
+    def current(self, probe: Callable[[], Mapping[str, str] | None]) -> Budget:
+        """The budget in force, asking the server first (through ``probe``, the asking client's) when it is due."""
         if self._stale:
-            self._recheck(block=self._last_probe == float("-inf"))
-        return self._bucket if self._budget.limited else None
-
-    def current(self) -> Budget:
-        """The budget in force (probing first if the server was never asked)."""
-        self.limiter()
+            self._recheck(probe, block=self._last_probe == float("-inf"))
         return self._budget
 
     def connection_lost(self) -> None:
@@ -117,7 +108,7 @@ class BudgetKeeper:
         if self.detect:
             self._stale = True
 
-    def _recheck(self, block: bool) -> None:
+    def _recheck(self, probe: Callable[[], Mapping[str, str] | None], block: bool) -> None:
         # The very first probe is waited for by every caller: nothing is sent under a budget nobody chose.
         if not self._probing.acquire(blocking=block):
             return
@@ -125,12 +116,43 @@ class BudgetKeeper:
             if not self._stale or time.monotonic() - self._last_probe < RECHECK_INTERVAL:
                 return
             self._last_probe = time.monotonic()
-            headers = self._probe()
+            headers = probe()
             found = None if headers is None else advertises_flow_control(headers)
-            budget = detected_budget(found, self._qps, self._burst)
+            budget = detected_budget(found, self.qps, self.burst)
             if budget != self._budget and self._decided:   # the first decision is the caller's to report
                 log.info("client budget changed: %s", budget.why)
             self._budget, self._decided = budget, True
             self._stale = found is None
         finally:
             self._probing.release()
+
+
+class BudgetKeeper:
+    """One client's budget over its life: its own token bucket, applied while the (possibly shared)
+    :class:`BudgetDecision` calls for one.
+
+    ``probe`` sends ``GET /version`` through this client and returns the answer's headers (any status), or None
+    when the server could not be reached."""
+
+    def __init__(self, decision: BudgetDecision, probe: Callable[[], Mapping[str, str] | None]) -> None:
+        self.decision = decision
+        self._probe = probe
+        fallback = explicit_budget(decision.qps, decision.burst)
+        self._bucket = TokenBucket(fallback.qps, fallback.burst) if fallback.limited else None
+
+    @property
+    def detect(self) -> bool:
+        return self.decision.detect
+
+    def limiter(self) -> TokenBucket | None:
+        """The bucket to take a token from now (None: no limit), probing first when a probe is due."""
+        return self._bucket if self.decision.current(self._probe).limited else None
+
+    def current(self) -> Budget:
+        """The budget in force (probing first if the server was never asked)."""
+        return self.decision.current(self._probe)
+
+    def connection_lost(self) -> None:
+        """The server could not be reached: ask it again before the next request (of any client sharing the
+        decision)."""
+        self.decision.connection_lost()
