@@ -34,6 +34,13 @@ RBAC_KINDS = ("Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding
 GROUP_VERSIONS = {"genericjobs": "batch.tensorstack.dev/v1beta1"}
 
 
+def resync_reconciles_while(h: Harness, controller: JobController, quiet: str, busy: str, resyncs: int) -> int:
+    """Reconciles of ``quiet`` while ``busy`` (a running job, reconciled by every resync) has ``resyncs`` of them."""
+    since = time.monotonic()
+    wait_for(lambda: h.reconciles(controller, busy, since) >= resyncs, timeout=DEADLINE, what=f"{resyncs} resyncs")
+    return h.reconciles(controller, quiet, since)
+
+
 def jobs_path(namespace: str, name: str = "", plural: str = "mxjobs") -> str:
     path = f"/apis/{GROUP_VERSIONS.get(plural, 'kubeflow.org/v1')}/namespaces/{namespace}/{plural}"
     return f"{path}/{name}" if name else path

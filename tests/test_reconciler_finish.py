@@ -15,7 +15,16 @@ import pytest
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
 from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.runtime.reconcile_trace import read_trace
-from tests.reconciler_support import CONTROLLER_AGENT, DEADLINE, Harness, jobs_path, metric, mxjob, wait_metric
+from tests.reconciler_support import (
+    CONTROLLER_AGENT,
+    DEADLINE,
+    Harness,
+    jobs_path,
+    metric,
+    mxjob,
+    resync_reconciles_while,
+    wait_metric,
+)
 from tests.reconciler_time import FakeTime
 from tests.support import wait_for
 
@@ -140,13 +149,6 @@ def test_clean_pod_policy_after_success_deletes_7_7_0_0_and_a_resync_writes_noth
     assert api_writes(h, since) == []
     assert sorted((e["metadata"]["name"], e["count"]) for e in h.events(NS)) == events_before
     assert len(h.writes("delete", "pods")) == len(h.writes("delete", "services")) == 14
-
-
-def resync_reconciles_while(h: Harness, controller: MXJobController, quiet: str, busy: str, resyncs: int) -> int:
-    """Reconciles of ``quiet`` while ``busy`` (a running job, reconciled by every resync) has ``resyncs`` of them."""
-    since = time.monotonic()
-    wait_for(lambda: h.reconciles(controller, busy, since) >= resyncs, timeout=DEADLINE, what=f"{resyncs} resyncs")
-    return h.reconciles(controller, quiet, since)
 
 
 def test_a_resync_of_a_finished_job_reconciles_nothing_and_a_change_of_it_does(h: Harness) -> None:

@@ -26,7 +26,7 @@ from tests.generic_support import (
     genericjob,
     replica,
 )
-from tests.reconciler_support import DEADLINE, jobs_path, metric, wait_metric
+from tests.reconciler_support import DEADLINE, jobs_path, metric, resync_reconciles_while, wait_metric
 from tests.support import Kube, Kubectl, wait_for
 
 NS = "default"
@@ -259,6 +259,34 @@ def test_a_finished_job_never_changes_phase_nor_recreates_pods_and_costs_no_writ
     assert names(gj.pods(NS, "fin")) == ["fin-worker-1"], "nothing recreated"
     assert gj.writes("patch", PLURAL, since=since) == [], "an unchanged finished job: no status write"
     assert gj.writes("create", "pods", since=since) == []
+
+
+def test_a_resync_of_a_finished_job_reconciles_nothing_and_a_change_of_it_does(gj):
+    """As an MXJob's (issue 35): a finished GenericJob with nothing left to write or clean costs its resyncs one
+    dict lookup, no reconcile; a change of the job, or of its pods, is reconciled as ever, and it settles again."""
+    controller = gj.start_generic(resync_period=0.2)
+    for name in ("done", "busy"):
+        gj.create_job(genericjob(name, NS, replica("worker", policy="Never"), cleanUpPolicy="None"))
+    gj.wait_pods(NS, "done", 1)
+    gj.kubelet.succeed(NS, "done-worker-0")
+    gj.wait_phase(NS, "done", "Succeeded")
+    gj.wait_pods(NS, "busy", 1)
+    gj.kubelet.run(NS, "busy-worker-0")
+    gj.wait_phase(NS, "busy", "Running")
+    done, busy = f"{NS}/done", f"{NS}/busy"
+    # The events of the job's end (its pod's, its status write's) may still reconcile it once or twice.
+    wait_for(lambda: resync_reconciles_while(gj, controller, done, busy, 3) == 0, timeout=DEADLINE,
+             what="resyncs that reconcile the finished job no more")
+    assert resync_reconciles_while(gj, controller, done, busy, 5) == 0
+    gj.settle(controller, done)                       # its own change: reconciled
+    since = time.monotonic()
+    assert gj.kube.delete(f"/api/v1/namespaces/{NS}/pods/done-worker-0").ok   # a change of its pod: reconciled
+    wait_for(lambda: gj.status(NS, "done")["aggregate"]["deleted"] == 1, timeout=DEADLINE,
+             what="the deleted pod counted")
+    assert gj.reconciles(controller, done, since) >= 1
+    wait_for(lambda: resync_reconciles_while(gj, controller, done, busy, 3) == 0, timeout=DEADLINE,
+             what="settled again")
+    assert gj.status(NS, "done")["phase"] == "Succeeded"
 
 
 def test_a_finished_job_edited_into_an_invalid_spec_stays_finished_and_never_runs_again(gj):

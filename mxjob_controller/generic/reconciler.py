@@ -240,14 +240,19 @@ class GenericJobReconciler(ReconcilerBase):
     def _finished(self, ctx: JobContext, pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]],
                   extra: dict[str, Any]) -> Result:
         """A finished job: its PodGroup released, its pods cleaned up as ``cleanUpPolicy`` says, its ``tasks`` and
-        ``aggregate`` kept current (a cleaned-up pod shows as deleted)."""
+        ``aggregate`` kept current (a cleaned-up pod shows as deleted). A pass that wrote and deleted nothing settles
+        the job (``core.finished_jobs.SettledJobs``): its resyncs are then a dict lookup, as MXJob's are."""
         if ctx.spec.scheduler is not None:
             self.podgroups.release(ctx)
-        self._write_status(ctx, pods, services, extra)
+        write = self._write_status(ctx, pods, services, extra)
         cleaned = self.finished.clean(ctx, pods, services, self._slice(ctx))
         if cleaned.error is not None:
             return after_failed_write(cleaned.error, len(cleaned.results), self.options.retry_after_progress, extra)
-        return Result.after(self.options.next_slice) if cleaned.deferred else DONE
+        if cleaned.deferred:
+            return Result.after(self.options.next_slice)
+        if write is not None and not write.written and not cleaned.attempted:
+            self.finished.settled.settle(ctx.key, (write.job.get("metadata") or {}).get("resourceVersion") or "")
+        return DONE
 
     def _invalid(self, parsed: ParsedJob, extra: dict[str, Any]) -> Result:
         """Record the invalid spec in the status (once per distinct set of errors), one Warning per generation;
