@@ -67,6 +67,7 @@ def test_defaults_are_upstream_s():
     assert asdict(s) == asdict(RunSettings(leader_election_namespace="default"))
     assert (s.metrics_bind_address, s.health_probe_bind_address) == (":8080", ":8081")
     assert (s.threadiness, s.resync_period, s.json_log_format, s.leader_elect) == (1, 12 * 3600.0, True, False)
+    assert s.cache_sync_timeout == 60.0
     # No client budget given: none where the server advertises API Priority and Fairness, else training-operator's
     # 20/30 (issue 35); either flag given: always that bucket, -1 off as in controller-runtime.
     assert (s.kube_api_qps, s.kube_api_burst, s.leader_election_id) == (None, None, "mxjob-controller")
@@ -96,6 +97,7 @@ ENV_CASES = [
     ("event-qps", "5", "event_qps", 5.0),
     ("event-burst", "7", "event_burst", 7),
     ("resync-period", "30m", "resync_period", 1800.0),
+    ("cache-sync-timeout", "300", "cache_sync_timeout", 300.0),
     ("gang-scheduler-name", "volcano", "gang_scheduler_name", "volcano"),
     ("json-log-format", "false", "json_log_format", False),
     ("log-level", "DEBUG", "log_level", "debug"),
@@ -206,6 +208,7 @@ BAD = [
     (("--event-qps", "fast"), "invalid value for --event-qps: 'fast' is not a valid float."),
     (("--event-burst", "0"), "invalid value for --event-burst:"),
     (("--resync-period", "30"), 'invalid value for --resync-period: time: missing unit in duration "30"'),
+    (("--cache-sync-timeout", "0"), "invalid value for --cache-sync-timeout: 0.0 is not in the range x>0."),
     (("--resyc-period", "-1h"), "invalid value for --resyc-period: '-1h' is negative"),
     (("--metrics-bind-address", "8080"), "invalid value for --metrics-bind-address: bind address '8080'"),
     (("--health-probe-bind-address", "::1:8081"), "invalid value for --health-probe-bind-address:"),
@@ -328,3 +331,12 @@ def test_help_says_how_the_default_client_budget_is_chosen():
     assert "no client-side limit when the server advertises API Priority and Fairness" in text
     assert "else 20/s" in text and "[default: 30, where a bucket applies]" in text
     assert "Given (this or --kube-api-burst): always this bucket" in text and "(-1: no limit)" in text
+
+
+def test_help_documents_the_cache_sync_timeout():
+    """Issue 35: the caches' initial-list limit is a flag (it was a fixed 60 s), in seconds, shown with its default."""
+    from click.testing import CliRunner
+
+    text = " ".join(CliRunner().invoke(run_cli.run, ["--help"], terminal_width=1000).output.split())
+    assert "--cache-sync-timeout SECONDS" in text
+    assert "Longest wait at start for the caches' initial lists" in text and "default: 60.0;" in text

@@ -4,6 +4,7 @@ controller waits for its caches ends the start at once (no worker is started, no
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -108,3 +109,19 @@ def test_a_stop_during_the_cache_sync_ends_the_start_at_once(apiserver: APIServe
         [controller] = run.built
         assert controller.controller.stopping    # type: ignore[attr-defined]
         assert not [t for t in threading.enumerate() if t.name.startswith("mxjob-controller-worker")]
+
+
+def test_caches_that_do_not_sync_within_the_flag_end_the_start_naming_them_and_the_flag(
+        apiserver: APIServer, kube_with_crd: Kube, kubeconfig: Path, no_lingering_threads: None,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``--cache-sync-timeout`` (issue 35: it was a fixed 60 s): the pod caches cannot sync (every pod list fails);
+    past the limit run() returns 1, the error names the caches not synced and the flag, and no thread is left."""
+    apiserver.faults.add(FaultRule(verb="list", resource="pods", code=500))
+    with caplog.at_level(logging.ERROR, logger="mxjob_controller.manager.process"), \
+            Run(kubeconfig, frameworks=("mxnet",), cache_sync_timeout=1.0) as run:
+        run.thread.join(DEADLINE)
+        assert run.code == 1
+        assert run.leftover() == []
+    [error] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("exiting:")]
+    assert "caches not synced within 1s: pods" in error, error
+    assert "a longer --cache-sync-timeout (now 1s)" in error, error

@@ -162,8 +162,8 @@ class Procs:
                    start_timeout: float = START_TIMEOUT) -> subprocess.Popen[bytes]:
         """``mxjob-controller run`` against the server (knobs other than its flags through hack.bench.controller;
         ``qps`` None: its default budget; ``metrics_port``: serve ``/metrics`` there, 0: not at all); returns once
-        it logged that its caches synced and its workers run, within ``start_timeout`` seconds (also its own cache
-        sync timeout, when longer)."""
+        it logged that its caches synced and its workers run, within ``start_timeout`` seconds (also its
+        ``--cache-sync-timeout``, when longer than the default)."""
         knobs = []
         if write_threads is not None:
             knobs += ["--write-threads", str(write_threads)]
@@ -171,10 +171,9 @@ class Procs:
             knobs += ["--slice-batch", str(slice_batch)]
         if event_writers is not None:
             knobs += ["--event-writers", str(event_writers)]
-        if start_timeout > START_TIMEOUT:
-            knobs += ["--cache-sync-timeout", str(start_timeout)]
         args = ["-m", "hack.bench.controller", *knobs, "--", "run", "--kubeconfig", str(self.kubeconfig),
                 "--resync-period", resync, "--threadiness", str(threadiness),
+                *(["--cache-sync-timeout", str(start_timeout)] if start_timeout > START_TIMEOUT else []),
                 *(["--kube-api-qps", str(qps)] if qps is not None else []),
                 "--metrics-bind-address", f"127.0.0.1:{metrics_port}" if metrics_port else "0",
                 "--health-probe-bind-address", "0", "--log-level", "info"]

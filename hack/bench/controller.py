@@ -19,13 +19,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--write-threads", type=int, default=None, help="ControllerOptions.write_threads")
     parser.add_argument("--slice-batch", type=int, default=None, help="ControllerOptions.slice_batch")
     parser.add_argument("--event-writers", type=int, default=None, help="ControllerOptions.event_writers")
-    parser.add_argument("--cache-sync-timeout", type=float, default=None, help="ControllerOptions.cache_sync_timeout")
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     knobs = {k: v for k, v in (("write_threads", args.write_threads), ("slice_batch", args.slice_batch),
-                               ("event_writers", args.event_writers),
-                               ("cache_sync_timeout", args.cache_sync_timeout)) if v is not None}
+                               ("event_writers", args.event_writers)) if v is not None}
     if knobs:
         from mxjob_controller.manager import controllers
 

@@ -32,6 +32,7 @@ from mxjob_controller.kube.names import dns1123_label_errors, dns1123_subdomain_
 from mxjob_controller.logs import LEVELS, setup_logging
 from mxjob_controller.manager.settings import (
     DEFAULT_BURST,
+    DEFAULT_CACHE_SYNC_TIMEOUT,
     DEFAULT_CERT_DIR,
     DEFAULT_EVENT_BURST,
     DEFAULT_EVENT_QPS,
@@ -155,6 +156,10 @@ def _option(flag: str, envvar: str, *names: str, **kwargs: Any) -> Any:
 @_option("--resync-period", "MXJOB_RESYNC_PERIOD", default=None, type=GoDuration(),
          help="Reconcile every job at least this often, changed or not (Go duration: 12h, 30m; 0: never).  "
               "[default: 12h]")
+@_option("--cache-sync-timeout", "MXJOB_CACHE_SYNC_TIMEOUT", default=DEFAULT_CACHE_SYNC_TIMEOUT, show_default=True,
+         type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+         help="Longest wait at start for the caches' initial lists (jobs, pods, services); past it the controller "
+              "exits 1 saying so. Raise it for many thousands of jobs on a slow API server.")
 @click.option("--resyc-period", default=None, type=GoDuration(), allow_from_autoenv=False,
               callback=_deprecated("--resync-period"), help="Deprecated alias of --resync-period (mxnet-operator).")
 @_option("--gang-scheduler-name", "MXJOB_GANG_SCHEDULER_NAME", default=None,
@@ -223,6 +228,7 @@ def build_settings(ctx: click.Context, flags: dict[str, Any], sa_dir: str | None
         leader_election_id=lease_name, leader_election_namespace=namespace, kube_api_qps=flags["kube_api_qps"],
         kube_api_burst=flags["kube_api_burst"], event_qps=flags["event_qps"], event_burst=flags["event_burst"],
         resync_period=DEFAULT_RESYNC_PERIOD if resync is None else resync,
+        cache_sync_timeout=flags["cache_sync_timeout"],
         gang_scheduler_name=gang, json_log_format=bool(flags["json_log_format"]),
         log_level=flags["log_level"].lower())
 

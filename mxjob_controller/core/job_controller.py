@@ -252,7 +252,9 @@ class JobController:
             # it, and every job queued behind it.
             definition_schema(POD_TEMPLATE_SPEC)
             if not self._wait_for_caches(cancel):
-                raise CacheSyncTimeoutError(f"caches not synced within {self.options.cache_sync_timeout:g}s")
+                unsynced = [i.name for i in self.factory.informers() if i.started and not i.has_synced()]
+                raise CacheSyncTimeoutError(f"caches not synced within {self.options.cache_sync_timeout:g}s: "
+                                            f"{', '.join(unsynced)}")
             if cancel.is_set():
                 raise StartCancelledError("stop requested while the controller was starting")
             self.controller.start()

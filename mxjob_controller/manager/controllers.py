@@ -19,14 +19,19 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from mxjob_controller.core.child_writes import batch_cap_for_budget
-from mxjob_controller.core.job_controller import ControllerOptions, JobController, StartCancelledError
+from mxjob_controller.core.job_controller import (
+    CacheSyncTimeoutError,
+    ControllerOptions,
+    JobController,
+    StartCancelledError,
+)
 from mxjob_controller.core.podgroups import PodGroupAPIMissingError
 from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS, FRAMEWORKS
 from mxjob_controller.manager.settings import RunSettings
 from mxjob_controller.runtime.client import Client
 
-__all__ = ["ControllerFactory", "Controllers", "ManagedController", "PodGroupAPIMissingError", "StartCancelledError",
-           "build_controllers", "new_controller"]
+__all__ = ["CacheSyncTimeoutError", "ControllerFactory", "Controllers", "ManagedController", "PodGroupAPIMissingError",
+           "StartCancelledError", "build_controllers", "new_controller"]
 
 
 class CacheFactory(Protocol):
@@ -89,6 +94,7 @@ def new_controller(client: Client, settings: RunSettings, registry: CollectorReg
     qps = settings.client_budget()[0] if settings.explicit_client_budget else client.budget.current().qps
     options = ControllerOptions(namespaces=settings.namespaces or None, threadiness=settings.threadiness,
                                 resync_period=settings.resync_period, registry=registry,
+                                cache_sync_timeout=settings.cache_sync_timeout,
                                 gang_scheduler_name=settings.gang_scheduler_name or None,
                                 event_qps=settings.event_qps, event_burst=settings.event_burst,
                                 slice_batch=batch_cap_for_budget(qps))

@@ -37,6 +37,7 @@ from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.logs import register_secret
 from mxjob_controller.manager import controllers
 from mxjob_controller.manager.controllers import (
+    CacheSyncTimeoutError,
     ControllerFactory,
     ManagedController,
     PodGroupAPIMissingError,
@@ -218,6 +219,11 @@ class Manager:
             return
         except PodGroupAPIMissingError as e:
             self._fail(str(e))  # the message says which CRD to install: no traceback needed
+            self._stop_unstarted(controller)
+            return
+        except CacheSyncTimeoutError as e:
+            self._fail(f"{e}: the API server did not list them in time; a large cluster or a slow server may need a "
+                       f"longer --cache-sync-timeout (now {self.settings.cache_sync_timeout:g}s)")
             self._stop_unstarted(controller)
             return
         except Exception as e:

@@ -18,6 +18,7 @@ from mxjob_controller.webhooks.certs import DEFAULT_CERT_DIR
 
 DEFAULT_LEASE_NAME = "mxjob-controller"
 DEFAULT_RESYNC_PERIOD = 12 * 3600.0      # the Go mxnet-operator's DefaultResyncPeriod
+DEFAULT_CACHE_SYNC_TIMEOUT = 60.0        # seconds the caches' initial lists may take before the start fails
 DEFAULT_QPS = 20.0                       # training-operator's --kube-api-qps: the bucket where the server has no APF
 DEFAULT_BURST = 30                       # training-operator's --kube-api-burst
 POD_NAMESPACE_ENV = "POD_NAMESPACE"      # set from the downward API by manifests/controller/deployment.yaml
@@ -45,6 +46,7 @@ class RunSettings:
     event_qps: float = DEFAULT_EVENT_QPS         # the events client's own budget, apart from kube_api_*
     event_burst: int = DEFAULT_EVENT_BURST
     resync_period: float = DEFAULT_RESYNC_PERIOD
+    cache_sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT
     gang_scheduler_name: str = ""               # "": off; "volcano"; anything else: scheduler-plugins
     json_log_format: bool = True
     log_level: str = "info"
