@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core.job_status import StatusWriter
+from mxjob_controller.core.job_status import EXITED_WITH_CODE, ExitReports, StatusWriter
 from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.mxnet.framework import MXJOBS
 from mxjob_controller.runtime.client import Client, ClientConfig
+from mxjob_controller.runtime.events import EventRecorder, ObjectReference
 from tests.reconciler_support import DEADLINE, Harness, jobs_path, metric, mxjob, wait_metric
 from tests.support import wait_for
 
@@ -165,6 +166,41 @@ def test_exited_with_code_once_per_termination_by_the_reconcile(h: Harness) -> N
     wait_for(lambda: exits(controller) == [("Pod: default.j-worker-0 exited with code 137", 1), done],
              timeout=DEADLINE, what="the second exit recorded")
     assert threads and all(name.startswith("mxjob-controller-worker-") for name in threads), threads
+
+
+def _exited(name: str, uid: str, finished_at: str, code: int = 0) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": NS, "uid": uid},
+            "status": {"containerStatuses": [{"name": "mxnet", "state": {"terminated": {
+                "exitCode": code, "finishedAt": finished_at}}}]}}
+
+
+def test_a_running_job_keeps_its_exit_memory_however_many_jobs_pass_and_a_gone_job_leaves_none(
+        apiserver: APIServer, kube: Any) -> None:
+    """Issue 35: the exit memory kept 4,096 jobs (an LRU): a running job looked at again after more jobs than that
+    had its entry evicted, and its pod's next exit was taken for one seen at start, never reported. Now it is bound
+    by the job cache: every job still there keeps its entry, and a job gone (its key forgotten) leaves nothing."""
+    client = Client(ClientConfig(host=apiserver.url, qps=-1), component="exits-test", program="exits-test")
+    recorder = EventRecorder(client, "mxjob-controller").start()
+    try:
+        exits = ExitReports(recorder, "mxnet")
+        running = ObjectReference("kubeflow.org/v1", "MXJob", NS, "long", "long-uid", "1")
+        worker = {"metadata": {"name": "long-worker-0", "namespace": NS, "uid": "w0"}, "status": {}}
+        assert exits.report(f"{NS}/long", running, [worker]) == 0              # the first look
+        for i in range(5000):                                                   # more jobs than the old bound
+            other = ObjectReference("kubeflow.org/v1", "MXJob", NS, f"j{i}", f"uid-{i}", "1")
+            exits.report(f"{NS}/j{i}", other, [_exited(f"j{i}-worker-0", f"p{i}", "2026-11-28T00:00:00Z")])
+        assert exits.report(f"{NS}/long", running, [_exited("long-worker-0", "w0", "2026-11-28T01:00:00Z", 3)]) == 1
+        assert recorder.flush(DEADLINE)
+        [event] = [e for e in kube.get(f"/api/v1/namespaces/{NS}/events").body["items"]
+                   if e["reason"] == EXITED_WITH_CODE]
+        assert (event["involvedObject"]["name"], event["message"]) == (
+            "long", f"Pod: {NS}.long-worker-0 exited with code 3")
+        for i in range(5000):
+            exits.forget(f"{NS}/j{i}")                                          # deleted: reconciled as gone
+        assert len(exits) == 1
+    finally:
+        recorder.stop(5.0)
+        client.close()
 
 
 def test_an_evicted_pod_is_named_with_its_reason(h: Harness) -> None:

@@ -326,7 +326,7 @@ def managed_elsewhere(obj: dict[str, Any], ours: Collection[str]) -> str | None:
 
 # --- once per generation -----------------------------------------------------------------------------------------
 
-DEFAULT_MAX_JOBS = 4096   # jobs a per-job memory (these, the exit reports) keeps before forgetting the oldest
+DEFAULT_MAX_JOBS = 4096   # job generations OncePerGeneration keeps before forgetting the oldest
 
 
 class OncePerGeneration:

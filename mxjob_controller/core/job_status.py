@@ -62,8 +62,9 @@ restarted and exited again is reported again.
 
 The first look at a job in this process (after a start or a leader change) records what it sees without a word:
 those exits happened before this controller watched, and were reported by the one that did (training-operator
-re-emitted them on every reconcile). Memory is bounded (least recently seen jobs and pods are forgotten first; a
-forgotten job is looked at afresh, so an exit is never reported twice, at worst not at all).
+re-emitted them on every reconcile). Memory is bounded by the job cache: one entry per cached job (its cached
+pods' terminations), dropped once the job is gone; a job still cached is never forgotten, so its next exit is
+never lost.
 """
 
 from __future__ import annotations
@@ -75,10 +76,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cachetools import LRUCache
-
 from mxjob_controller.core import job_vocabulary as cond
-from mxjob_controller.core.framework import DEFAULT_MAX_JOBS, Verdict
+from mxjob_controller.core.framework import Verdict
 from mxjob_controller.core.job_vocabulary import ReplicaCounts
 from mxjob_controller.core.pods import PodFailure, termination
 from mxjob_controller.kube.field_errors import FieldError
@@ -392,7 +391,6 @@ class StatusWriter:
 # --- exit reports -------------------------------------------------------------------------------------------------
 
 EXITED_WITH_CODE = "ExitedWithCode"
-DEFAULT_MAX_PODS = 65536
 
 
 def exit_message(pod: dict[str, Any], code: int) -> str:
@@ -401,31 +399,49 @@ def exit_message(pod: dict[str, Any], code: int) -> str:
 
 
 class ExitReports:
-    """Thread-safe: reconciles of different jobs call it at once (one job is never on two threads)."""
+    """One ``ExitedWithCode`` event per container termination of a job's pods, recorded by the reconcile that first
+    sees it. The first look at a job in a process records nothing: its terminations happened before (a restarted
+    controller must not repeat them).
 
-    def __init__(self, recorder: EventRecorder, container: str, *, max_jobs: int = DEFAULT_MAX_JOBS,
-                 max_pods: int = DEFAULT_MAX_PODS) -> None:
+    What it remembers is bounded by the job cache, not by a count: per job key, the job's UID and the terminations
+    of its cached pods, replaced by each look and dropped by :meth:`forget` once the job is gone. So no job still
+    cached (a running one above all) loses its entry, and its pods' next exit is always reported; a fixed-size LRU
+    forgot a job once more others than its size were reconciled in between, and took its next exit for one seen at
+    start. Thread-safe: reconciles of different jobs call it at once (one job is never on two threads)."""
+
+    def __init__(self, recorder: EventRecorder, container: str) -> None:
         self.recorder = recorder
         self.container = container
-        self._jobs: LRUCache[str, bool] = LRUCache(maxsize=max_jobs)                  # job UIDs looked at
-        self._reported: LRUCache[str, tuple[int, str]] = LRUCache(maxsize=max_pods)   # pod UID → termination
+        # job key → (job UID, pod UID → its termination already reported)
+        self._jobs: dict[str, tuple[str, dict[str, tuple[int, str]]]] = {}
         self._lock = threading.Lock()
 
-    def report(self, job: ObjectReference, pods: Sequence[dict[str, Any]]) -> int:
+    def report(self, key: str, job: ObjectReference, pods: Sequence[dict[str, Any]]) -> int:
         """Record an event for every termination among ``pods`` (the job's, from the cache) not reported yet; how
         many were recorded."""
         fresh: list[tuple[dict[str, Any], int]] = []
         with self._lock:
-            first_look = self._jobs.get(job.uid) is None
-            self._jobs[job.uid] = True
+            seen = self._jobs.get(key)
+            first_look = seen is None or seen[0] != job.uid   # a new job of the same name is a first look too
+            reported = {} if first_look or seen is None else seen[1]
+            now: dict[str, tuple[int, str]] = {}
             for pod in pods:
                 exited = termination(pod, self.container)
                 uid = (pod.get("metadata") or {}).get("uid") or ""
-                if exited is None or not uid or self._reported.get(uid) == exited:
+                if exited is None or not uid:
                     continue
-                self._reported[uid] = exited
-                if not first_look:
+                now[uid] = exited
+                if not first_look and reported.get(uid) != exited:
                     fresh.append((pod, exited[0]))
+            self._jobs[key] = (job.uid, now)   # only cached pods: a deleted pod's entry goes with it
         for pod, code in fresh:
             self.recorder.event(job, NORMAL, EXITED_WITH_CODE, exit_message(pod, code))
         return len(fresh)
+
+    def forget(self, key: str) -> None:
+        """The job ``key`` is gone: drop what was remembered of it."""
+        with self._lock:
+            self._jobs.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._jobs)

@@ -200,13 +200,15 @@ class ReconcilerBase:
         self.finished.settled.unsettle(key)   # judged afresh: this pass settles it again if nothing is left to do
         obj = current_job(key, self.caches, self.expectations, self.status)
         if obj is None:
+            self.exits.forget(key)
             return DONE
         meta = obj.get("metadata") or {}
         extra = {"key": key, "job_namespace": meta.get("namespace"), "job_name": meta.get("name"),
                  "job_uid": meta.get("uid")}
         if self._left_alone(obj, extra):
             return DONE
-        self.exits.report(ObjectReference.of(obj, self.framework.resource.api_version, self.framework.resource.kind),
+        self.exits.report(key, ObjectReference.of(obj, self.framework.resource.api_version,
+                                                  self.framework.resource.kind),
                           self.caches.pods(meta.get("uid") or ""))
         parsed = ParsedJob(self.framework, obj)
         if parsed.spec is None:
