@@ -258,11 +258,16 @@ def test_a_status_conflict_rereads_the_job_and_counts_it_once(apiserver: APIServ
     h.create_job(mxjob("j", scheduler=1, server=1, worker=1))
     h.wait_condition(NS, "j", "Created")
     assert rule.fired == 1
-    calls = [r for r in h.apiserver.audit.records(resource="mxjobs", name="j", user_agent="mxjob-controller/")]
-    conflict = next(i for i, r in enumerate(calls) if r.code == 409)
-    # the conflict is followed by a re-read from the API (not the cache), then the write that succeeds
-    assert [(r.verb, r.code) for r in calls[conflict:conflict + 3]] == [("patch", 409), ("get", 200),
-                                                                         ("patch", 200)]
+
+    def after_the_conflict() -> list[tuple[str, int]]:
+        calls = [r for r in h.apiserver.audit.records(resource="mxjobs", name="j", user_agent="mxjob-controller/")]
+        conflict = next(i for i, r in enumerate(calls) if r.code == 409)
+        return [(r.verb, r.code) for r in calls[conflict:conflict + 3]]
+
+    # the conflict is followed by a re-read from the API (not the cache), then the write that succeeds (its audit
+    # record is appended after the answer is sent: the job may show Created a moment before it)
+    wait_for(lambda: len(after_the_conflict()) == 3, timeout=DEADLINE, what="the write after the conflict audited")
+    assert after_the_conflict() == [("patch", 409), ("get", 200), ("patch", 200)]
     wait_metric(controller.registry, "created")
     assert metric(controller.registry, "created") == 1
 

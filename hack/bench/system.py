@@ -5,8 +5,9 @@
               counts), no controller; at the default flags (no client limit: the server advertises API Priority
               and Fairness) and at --kube-api-qps 20 (the bucket a server without it gets)
 - large_job   one 1/32/256 job with 5 ms injected per API request: time until its 289 pods and services exist;
-              the controller as it ships, the controller one write at a time, and the same writes at full
-              parallelism (the floor)
+              the controller as it ships, the same with --kube-api-qps -1 (at the defaults the server's APF
+              headers lift the client limit too: both must cost the same, in time and controller CPU), the
+              controller one write at a time, and the same writes at full parallelism (the floor)
 - idle        finished and running 1/1/1 jobs over three 10 s resyncs: the controller's API writes (0 is the
               target) and CPU seconds per resync
 - idle_cpu    finished 1/1/1 jobs (300, as the issue's) cached, no API traffic (the kubelet helper stopped, the
@@ -324,8 +325,9 @@ def bench_throughput(full: bool) -> Outcome:
 
 # --- large job ----------------------------------------------------------------------------------------------
 
-def _large_run(variant: str, latency: float) -> float:
-    """Seconds from the job's creation until its pods and services all exist."""
+def _large_run(variant: str, latency: float) -> tuple[float, float]:
+    """Seconds from the job's creation until its pods and services all exist, and the controller's CPU seconds
+    meanwhile (0 for the floor, whose writes this process sends)."""
     from mxjob_controller.runtime.client import PODS, SERVICES
 
     children = sum(LARGE_SHAPE.values())
@@ -334,13 +336,17 @@ def _large_run(variant: str, latency: float) -> float:
         driver = client_for(procs.kubeconfig)
         budgeted = client_for(procs.kubeconfig, qps=-1, component="bench-floor")
         try:
+            controller = None
             if variant == "controller":
-                procs.controller(qps=None)   # the default flags
+                controller = procs.controller(qps=None)   # the default flags
+            elif variant == "controller-qps-off":
+                controller = procs.controller(qps=-1)
             elif variant == "one-at-a-time":
-                procs.controller(qps=-1, write_threads=1, slice_batch=1)
+                controller = procs.controller(qps=-1, write_threads=1, slice_batch=1)
             with informers(driver, PODS, SERVICES) as (pods, services):
                 floor = FloorDriver(budgeted, workers=1, serial=variant == "floor-serial") \
                     if variant.startswith("floor") else None
+                cpu = cpu_seconds(controller.pid) if controller is not None else 0.0
                 start = time.monotonic()
                 try:
                     submit(driver, [mxjob("large", LARGE_SHAPE)], on_created=floor.add if floor else None)
@@ -349,7 +355,8 @@ def _large_run(variant: str, latency: float) -> float:
                                RUN_TIMEOUT, every=0.01, alive=procs.procs)
                     if floor is not None and floor.errors:   # the floor does not retry: say why, do not wait
                         raise RuntimeError(f"large job, {variant}: a write failed") from floor.errors[0]
-                    return time.monotonic() - start
+                    took = time.monotonic() - start
+                    return took, (cpu_seconds(controller.pid) - cpu if controller is not None else 0.0)
                 finally:
                     if floor is not None:
                         floor.close()
@@ -365,28 +372,39 @@ def bench_large_job(full: bool) -> Outcome:
     from mxjob_controller.core.child_writes import batch_cap_for_budget
 
     latency = 0.005
-    variants = ("controller", "one-at-a-time", "floor")
+    variants = ("controller", "controller-qps-off", "one-at-a-time", "floor")
     samples: dict[str, list[float]] = {v: [] for v in variants}
+    cpu_samples: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(LARGE_REPEATS):
         for v in variants:
-            samples[v].append(_large_run(v, latency))
+            took, cpu = _large_run(v, latency)
+            samples[v].append(took)
+            cpu_samples[v].append(cpu)
     runs = {v: statistics.median(samples[v]) for v in variants}
-    ctl, serial, floor = runs["controller"], runs["one-at-a-time"], runs["floor"]
+    cpus = {v: statistics.median(cpu_samples[v]) for v in variants}
+    ctl, off, serial, floor = runs["controller"], runs["controller-qps-off"], runs["one-at-a-time"], runs["floor"]
     threads = _controller_write_threads()
     rows = [(f"1/32/256 job (289 pods + 289 services), 5 ms per request, {_budget(None)}; median of "
              f"{LARGE_REPEATS} runs", ""),
             (f"  controller as shipped ({threads} write threads, slow-start batches <= {batch_cap_for_budget(-1)})",
-             f"{ctl:.2f} s"),
+             f"{ctl:.2f} s  (controller CPU {cpus['controller']:.2f} s)"),
+            ("  controller with --kube-api-qps -1 (no client limit by flag, not by detection)",
+             f"{off:.2f} s  (controller CPU {cpus['controller-qps-off']:.2f} s)"),
             ("  controller one write at a time (write threads 1, batch 1: the Go operators)", f"{serial:.2f} s"),
             (f"  floor: the same 578 creates at full parallelism ({threads} threads), no controller",
              f"{floor:.2f} s"),
             ("  one at a time / controller", f"{serial / ctl:.1f}x"),
-            ("  controller / floor", f"{ctl / floor:.2f}")]
+            ("  controller / floor", f"{ctl / floor:.2f}"),
+            ("  default flags / --kube-api-qps -1: time, controller CPU",
+             f"{ctl / off:.2f}, {cpus['controller'] / cpus['controller-qps-off']:.2f}")]
     return Outcome(rows, inputs={"shape": "1/32/256", "latency_s": latency, "qps": None, "repeats": LARGE_REPEATS,
                                  "write_threads": threads},
                    figures={**{f"{k}_s": v for k, v in runs.items()},
-                            **{f"{k}_runs_s": samples[k] for k in variants}},
-                   ratios={"one_at_a_time_over_controller": serial / ctl, "controller_over_floor": ctl / floor},
+                            **{f"{k}_runs_s": samples[k] for k in variants},
+                            **{f"{k}_cpu_s": cpus[k] for k in variants if k != "floor"}},
+                   ratios={"one_at_a_time_over_controller": serial / ctl, "controller_over_floor": ctl / floor,
+                           "default_over_qps_off": ctl / off,
+                           "default_over_qps_off_cpu": cpus["controller"] / cpus["controller-qps-off"]},
                    targets={"large job >= 5x faster than one at a time": serial / ctl >= 5,
                             "large job <= 1.15x the parallel floor at the default flags": ctl / floor <= 1.15})
 
