@@ -148,7 +148,7 @@ class Options:
     settle: float = 30.0
     event_grace: float = 20.0
     max_controller_rss_mb: int = 2500
-    max_server_rss_mb: int = 5000
+    max_server_rss_mb: int = 800     # issue 33: local up (API server, kubelet, scheduler in one process), MiB
     keep: bool = False
     json_out: str | None = None
     verbose: bool = False

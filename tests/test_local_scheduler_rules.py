@@ -17,6 +17,7 @@ from mxjob_controller.local.scheduler.placement import (
     coscheduling_phase,
     enqueue,
     node_usage,
+    placement_view,
     plan,
     pod_requests,
     shortfalls,
@@ -82,6 +83,29 @@ def _container(**requests: str) -> dict:
 ])
 def test_effective_pod_requests(spec, expected):
     assert pod_requests(spec) == expected
+
+
+def test_the_placement_view_keeps_what_placement_reads_and_drops_the_environment():
+    sidecar = {**_container(cpu="1", memory="1Mi"), "restartPolicy": "Always", "image": "envoy",
+               "env": [{"name": "A", "value": "a"}]}
+    app = {**_container(cpu="500m", memory="1Mi", **{"nvidia.com/gpu": "1"}), "image": "mxnet",
+           "command": ["python", "train.py"], "env": [{"name": "MX_CONFIG", "value": "x" * 50_000}],
+           "volumeMounts": [{"name": "data", "mountPath": "/data"}]}
+    pod = {"metadata": {"name": "p", "uid": "u", "managedFields": [{"manager": "m"}], "labels": {"a": "b"}},
+           "spec": {"initContainers": [sidecar], "containers": [app], "overhead": {"cpu": "100m"},
+                    "nodeName": "", "schedulerName": "volcano", "priority": 7},
+           "status": {"phase": "Pending"}}
+    full_requests = pod_requests(pod["spec"])
+    view = placement_view(pod)
+    assert pod_requests(view["spec"]) == full_requests == {"cpu": F(8, 5), "memory": F(2 * MI),
+                                                           "nvidia.com/gpu": F(1)}
+    assert view["spec"]["containers"] == [{"name": "c", "resources": app["resources"]}]
+    assert view["spec"]["initContainers"] == [{"name": "c", "resources": sidecar["resources"],
+                                               "restartPolicy": "Always"}]
+    assert "managedFields" not in view["metadata"] and view["metadata"]["labels"] == {"a": "b"}
+    assert {k: view["spec"][k] for k in ("overhead", "schedulerName", "priority")} == {
+        "overhead": {"cpu": "100m"}, "schedulerName": "volcano", "priority": 7}
+    assert placement_view({"metadata": {"name": "bare"}}) == {"metadata": {"name": "bare"}}
 
 
 @pytest.mark.parametrize(("requests", "used", "pods", "reasons"), [

@@ -7,6 +7,7 @@ checked against kubernetes' own apply integration test.
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -61,6 +62,25 @@ def test_fields_v1_order_and_round_trip():
     assert fp.from_fields_v1({'k:{"protocol":"TCP","port":80}': {}, "z:x": {}}) == {('k:{"port":80,"protocol":"TCP"}',)}
     with pytest.raises(fp.FieldsV1Error):
         fp.from_fields_v1({"bad": {}})
+
+
+def test_field_set_conversions_leave_no_reference_cycles():
+    """Every write converts managed fields: garbage only the cyclic collector can free (a closure that calls itself)
+    would pile up between its collections, and between freezes (gc_policy) for longer."""
+    paths = {("f:a", "v:1"), ("f:l", 'k:{"name":"a"}', "f:x"), ("f:m",), ("f:m", "f:z")}
+    gc.collect()
+    saved = gc.get_debug()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(20):
+            assert fp.from_fields_v1(fp.to_fields_v1(paths)) == frozenset(paths)
+            assert len(fp.sorted_paths(paths)) == len(paths)
+        gc.collect()
+        ours = [o for o in gc.garbage if getattr(o, "__module__", None) == fp.__name__]
+    finally:
+        gc.set_debug(saved)
+        gc.garbage.clear()
+    assert ours == []
 
 
 def test_key_json_is_go_json():

@@ -105,6 +105,28 @@ def pod_requests(spec: Mapping[str, Any]) -> Amounts:
     return add(total, amounts(spec.get("overhead")))
 
 
+# What placement reads of a container (pod_requests); the rest (env, command, probes, mounts) can be large: a
+# distributed job's pods each carry its whole cluster spec in an env var.
+PLACEMENT_CONTAINER_FIELDS = ("name", "resources", "restartPolicy")
+
+
+def placement_view(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as the scheduler's cache keeps it (an informer transform, applied to the pod it was handed): without
+    ``metadata.managedFields`` and with only :data:`PLACEMENT_CONTAINER_FIELDS` of each container, so the cache
+    does not hold a second copy of every pod's environment beside the kubelet's in the same process."""
+    meta = pod.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    spec = pod.get("spec")
+    if isinstance(spec, dict):
+        for kind in ("containers", "initContainers"):
+            containers = spec.get(kind)
+            if isinstance(containers, list):
+                spec[kind] = [{k: c[k] for k in PLACEMENT_CONTAINER_FIELDS if k in c} if isinstance(c, dict) else c
+                              for c in containers]
+    return pod
+
+
 def is_terminal(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 

@@ -62,6 +62,7 @@ from mxjob_controller.local.scheduler.placement import (
     is_terminal,
     next_phase,
     node_usage,
+    placement_view,
     plan,
     pod_requests,
 )
@@ -201,7 +202,8 @@ class LocalScheduler:
         self._recorders: dict[str, EventRecorder] = {}
         flavors = {flavor: resource for flavor, resource in FLAVOR_RESOURCES.items()
                    if resource.group in options.podgroup_groups}
-        self._informers = [SharedInformer(client, resource, transform=drop_managed_fields)
+        self._informers = [SharedInformer(client, resource,
+                                          transform=placement_view if resource is PODS else drop_managed_fields)
                            for resource in (PODS, NODES, PRIORITY_CLASSES, *flavors.values())]
         self._pods, self._nodes, self._priorities = self._informers[:3]
         self._podgroups = dict(zip(flavors, self._informers[3:], strict=True))

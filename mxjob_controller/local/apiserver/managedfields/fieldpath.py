@@ -175,22 +175,22 @@ def with_prefix(paths: Iterable[Path], prefix: Path) -> FieldSet:
 
 def sorted_paths(paths: Iterable[Path]) -> list[Path]:
     """Paths in structured-merge-diff's iteration order (each level: members first, then children)."""
-    trie = _trie(paths)
     out: list[Path] = []
-
-    def walk(node: dict, prefix: Path) -> None:
-        order = sorted((pe for pe in node if pe != MEMBER), key=element_order)
-        for pe in order:
-            child = node[pe]
-            if not child or MEMBER in child:
-                out.append((*prefix, pe))
-        for pe in order:
-            child = node[pe]
-            if len(child) > (1 if MEMBER in child else 0):
-                walk(child, (*prefix, pe))
-
-    walk(trie, ())
+    _walk_sorted(_trie(paths), (), out)
     return out
+
+
+def _walk_sorted(node: dict, prefix: Path, out: list[Path]) -> None:
+    # a module function, not a closure: see _emit
+    order = sorted((pe for pe in node if pe != MEMBER), key=element_order)
+    for pe in order:
+        child = node[pe]
+        if not child or MEMBER in child:
+            out.append((*prefix, pe))
+    for pe in order:
+        child = node[pe]
+        if len(child) > (1 if MEMBER in child else 0):
+            _walk_sorted(child, (*prefix, pe), out)
 
 
 # --- FieldsV1 ------------------------------------------------------------------------------------------------
@@ -214,17 +214,19 @@ def _trie(paths: Iterable[Path]) -> dict:
 
 def to_fields_v1(paths: Iterable[Path]) -> dict:
     """The FieldsV1 document of a set, ordered as kube orders it."""
+    return _emit(_trie(paths))
 
-    def emit(node: dict) -> dict:
-        out: dict = {}
-        kids = [pe for pe in node if pe != MEMBER]
-        if MEMBER in node and kids:
-            out[MEMBER] = {}
-        for pe in sorted(kids, key=element_order):
-            out[pe] = emit(node[pe])
-        return out
 
-    return emit(_trie(paths))
+# The recursions below are module functions, not closures: a closure that calls itself is a reference cycle
+# (function, cell) left behind by every call, for the cyclic collector to find, on every write.
+def _emit(node: dict) -> dict:
+    out: dict = {}
+    kids = [pe for pe in node if pe != MEMBER]
+    if MEMBER in node and kids:
+        out[MEMBER] = {}
+    for pe in sorted(kids, key=element_order):
+        out[pe] = _emit(node[pe])
+    return out
 
 
 def from_fields_v1(doc: Any) -> FieldSet:
@@ -232,25 +234,26 @@ def from_fields_v1(doc: Any) -> FieldSet:
     if not isinstance(doc, dict):
         raise FieldsV1Error("expected an object")
     out: list[Path] = []
-
-    def walk(node: dict, prefix: Path) -> None:
-        for raw, child in node.items():
-            if raw == MEMBER:
-                continue
-            if len(raw) < 2 or raw[1] != ":":
-                raise FieldsV1Error(f"unexpected path element {raw!r}")
-            pe = _canonical(raw)
-            if pe is None:
-                continue  # an unknown prefix: kube skips it
-            if not isinstance(child, dict):
-                raise FieldsV1Error(f"expected an object at {raw!r}")
-            path = (*prefix, pe)
-            if not child or MEMBER in child:
-                out.append(path)
-            walk(child, path)
-
-    walk(doc, ())
+    _walk(doc, (), out)
     return frozenset(out)
+
+
+def _walk(node: dict, prefix: Path, out: list[Path]) -> None:
+    """Append to ``out`` the paths of a FieldsV1 document's ``node`` (found under ``prefix``)."""
+    for raw, child in node.items():
+        if raw == MEMBER:
+            continue
+        if len(raw) < 2 or raw[1] != ":":
+            raise FieldsV1Error(f"unexpected path element {raw!r}")
+        pe = _canonical(raw)
+        if pe is None:
+            continue  # an unknown prefix: kube skips it
+        if not isinstance(child, dict):
+            raise FieldsV1Error(f"expected an object at {raw!r}")
+        path = (*prefix, pe)
+        if not child or MEMBER in child:
+            out.append(path)
+        _walk(child, path, out)
 
 
 def _canonical(raw: str) -> str | None:
