@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 import ssl
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -139,14 +142,16 @@ def test_a_flood_from_one_user_gets_429s_while_the_admins_kubectl_answers_at_onc
     """300 clients of a non-admin user, each sending slow lists one after another on its connection without
     waiting out a 429 (300 requests outstanding all along) against global-default's single seat: every answer is
     200 or kube's 429 with Retry-After and the PF headers (no connection dropped), while the administrator's
-    ``kubectl get ns`` (exempt) answers within a second. The clients run in a process of their own, as real clients
-    do. The 2,000-client form is a benchmark figure: ``hack/apiserver_limits.py flood``."""
+    ``kubectl get ns`` (exempt) answers within a second of its time without the flood (median of 3 each: on a busy
+    machine kubectl's own start takes most of a second and varies run to run), the server's part at once. The
+    clients run in a process of their own, as real clients do, and the admin's lists start once all 300 are connected:
+    during the burst of their 300 TLS handshakes a new connection waits for the interpreter (up to 2 s on a busy
+    2-core machine), which is not what this measures. The 2,000-client form is a benchmark figure:
+    ``hack/apiserver_limits.py flood``."""
     api.faults.add(FaultRule(verb="list", resource="configmaps", user_agent="flood", latency=0.1))
     kubectl = Kubectl(api.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "cache")
-    kubectl.ok("get", "ns")  # discovery cached: the timed runs make one request
-    started = time.monotonic()
-    kubectl.ok("get", "ns")
-    unloaded = time.monotonic() - started
+    kubectl.ok("get", "ns")  # discovery cached: the timed runs make one request each
+    unflooded = _median_seconds(lambda: kubectl.ok("get", "ns"))
     answered_before = _answered(api)
     flood = subprocess.Popen(
         [sys.executable, str(ROOT / "hack" / "apiserver_limits.py"), "flood-client", api.host, str(api.port),
@@ -154,15 +159,12 @@ def test_a_flood_from_one_user_gets_429s_while_the_admins_kubectl_answers_at_onc
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert flood.stdin is not None and flood.stdout is not None
+        # every client connected (300 handshakes are a burst of their own), then the queue full
+        assert select.select([flood.stdout], [], [], 120)[0] and flood.stdout.readline().strip() == "flooding"
         wait_for(lambda: _inqueue(api) >= 50, timeout=90, what="the flood to queue")
         listed_before = len(_admin_lists(api))
-        started = time.monotonic()
-        assert "kube-system" in kubectl.ok("get", "ns")
-        admin_seconds = time.monotonic() - started
-        started = time.monotonic()
-        kubectl.ok("version", "--client")  # kubectl's own part at this load: starting, reading its files, printing
-        kubectl_alone = time.monotonic() - started
-        assert flood.poll() is None, "the flood ended before the admin's requests did"
+        flooded = _median_seconds(lambda: kubectl.ok("get", "ns"), expect="kube-system")
+        assert _inqueue(api) > 0 and flood.poll() is None, "the flood ended before the admin's requests did"
         wait_for(lambda: _answered(api) >= answered_before + 600, timeout=60, what="600 answers to the flood")
         out, _ = flood.communicate(timeout=60)  # closing its standard input ends the flood
     finally:
@@ -171,10 +173,9 @@ def test_a_flood_from_one_user_gets_429s_while_the_admins_kubectl_answers_at_onc
             flood.wait(10)
         api.faults.clear()
     result = json.loads(out.splitlines()[-1])
-    # The server answered the exempt list at once, and kubectl within a second of what kubectl alone took then
-    # (on a busy machine starting kubectl itself can take most of a second).
-    served = wait_for(lambda: _admin_lists(api)[listed_before:], timeout=30, what="its audit record")[0].elapsed
-    assert served < 0.25 and admin_seconds < 1.0 + kubectl_alone, (served, admin_seconds, kubectl_alone, unloaded)
+    wait_for(lambda: len(_admin_lists(api)) >= listed_before + 3, timeout=30, what="the 3 lists' audit records")
+    served = [r.elapsed for r in _admin_lists(api)[listed_before:]]
+    assert max(served) < 0.25 and flooded < unflooded + 1.0, (served, flooded, unflooded)
     codes = result["codes"]
     assert not result["problems"] and set(codes) == {"200", "429"}, result  # none dropped, all in kube's shape
     assert codes["429"] > 300, codes
@@ -197,6 +198,16 @@ def test_a_flood_from_one_user_gets_429s_while_the_admins_kubectl_answers_at_onc
 
 def _inqueue(api: APIServer) -> int:
     return _global_default_sum(api, "apiserver_flowcontrol_current_inqueue_requests")
+
+
+def _median_seconds(run: Callable[[], str], expect: str = "", times: int = 3) -> float:
+    seconds = []
+    for _ in range(times):
+        started = time.monotonic()
+        out = run()
+        seconds.append(time.monotonic() - started)
+        assert expect in out, out
+    return statistics.median(seconds)
 
 
 def _admin_lists(api: APIServer) -> list:
