@@ -155,8 +155,9 @@ def test_graceful_deletion_kills_the_whole_process_tree(local, tmp_path, ignores
     body = script_pod("tree", TREE.format(ignore=ignore, pids=str(pids_file)))
     body["spec"]["terminationGracePeriodSeconds"] = 1
     assert kube.post(PODS, body).ok
-    wait_for(pids_file.exists, timeout=20, what="the process tree")
-    namespace = pids_file.read_text()
+    # The file exists before its text is in it (CI read it empty and found no process): wait for the whole "pid:[n]".
+    namespace = wait_for(lambda: pids_file.exists() and pids_file.read_text().endswith("]") and pids_file.read_text(),
+                         timeout=20, what="the process tree")
     assert namespace != os.readlink("/proc/self/ns/pid"), "the container has a PID namespace of its own"
     pids = namespace_processes(namespace)
     assert len(pids) >= 4, "the sandbox's init, the container's process, its child and grandchild"

@@ -56,9 +56,17 @@ def final_line(out: str, job: str) -> str:
     return [line for line in out.splitlines() if f"default/{job} " in line][-1]
 
 
-def test_the_real_mxnet_example_trains_to_90_percent():
-    run = local_run("--logs", "--timeout", "240", str(DIGITS))
+def test_the_real_mxnet_example_trains_to_90_percent_though_a_worker_killed_once_is_restarted(tmp_path):
+    """The example as shipped (10 epochs, 90%), with worker 0 SIGKILLed once at its start: the ExitCode policy
+    restarts it and the job trains to the example's own accuracy and succeeds. (One training serves the two checks
+    that each ran one before: the example's accuracy and the restart of a killed worker.)"""
+    marker = tmp_path / "crashed-once"
+    run = local_run("--logs", "--timeout", "240", str(digits_job(tmp_path, in_tmp_path=True,
+                                                                 CRASH_ONCE_MARKER=str(marker))))
     assert run.returncode == 0, run.stdout + run.stderr
+    assert marker.exists(), "the worker never crashed"
+    crashed = run.stdout.index("[mxnet-digits-worker-0] worker 0 kills itself with SIGKILL (CRASH_ONCE_MARKER)")
+    assert "[mxnet-digits-worker-0] epoch 10 test-accuracy" in run.stdout[crashed:], "the replacement never trained"
     epochs = ACCURACY.findall(run.stdout)
     assert {w for w, _e, _a in epochs} == {"0", "1"}, run.stdout
     last = {w: float(a) for w, e, a in epochs if e == "10"}
@@ -76,18 +84,6 @@ def test_a_worker_that_exits_1_fails_the_job_and_is_named(tmp_path):
            "mxnet-digits-worker-1 exited with code 1" in run.stdout
     assert "--- pod mxnet-digits-worker-1 container mxnet exited with 1 (Error); its last lines:" in run.stdout
     assert "[mxnet-digits-worker-1] worker 1 exits 1 (FAIL_WORKER_ID)" in run.stdout
-
-
-def test_exit_code_policy_restarts_a_killed_worker_and_the_job_succeeds(tmp_path):
-    marker = tmp_path / "crashed-once"
-    job = digits_job(tmp_path, in_tmp_path=True, CRASH_ONCE_MARKER=str(marker), EPOCHS="3", MIN_ACCURACY="0.8")
-    run = local_run("--logs", "--timeout", "240", str(job))
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert marker.exists(), "the worker never crashed"
-    crashed = run.stdout.index("[mxnet-digits-worker-0] worker 0 kills itself with SIGKILL (CRASH_ONCE_MARKER)")
-    assert "[mxnet-digits-worker-0] epoch 3 test-accuracy" in run.stdout[crashed:], "the replacement never trained"
-    assert "Succeeded  Scheduler 1 succeeded · Server 1 succeeded · Worker 2 succeeded" in \
-        final_line(run.stdout, "mxnet-digits")
 
 
 def test_the_mxtune_example():

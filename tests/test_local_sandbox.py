@@ -193,12 +193,18 @@ def test_an_oom_killed_worker_is_restarted_under_exit_code(local, tmp_path):
         pytest.skip("no writable memory cgroup here")
     script = ("import os, pathlib, time\nmarker = pathlib.Path('oom-once')\n"
               "if not marker.exists():\n    marker.write_text('x')\n    blocks = []\n"
-              "    while True:\n        blocks.append(bytearray(8 << 20))\nprint('second life', flush=True)\n")
+              "    while True:\n        blocks.append(bytearray(8 << 20))\n"
+              "pathlib.Path('second-life').write_text('x')\nprint('second life', flush=True)\n")
+    # The Scheduler's success ends an MXJob (default success rule): it and the Server end once the worker lives again.
+    waits_for_the_restart = ("import pathlib, sys, time\ndeadline = time.monotonic() + 120\n"
+                             "while not pathlib.Path('second-life').exists():\n"
+                             "    if time.monotonic() > deadline:\n        sys.exit('no second life within 120 s')\n"
+                             "    time.sleep(0.1)\n")
     replica = {"replicas": 1, "restartPolicy": "ExitCode", "template": {"spec": {"containers": [
         {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", script],
          "resources": {"limits": {"memory": "200Mi"}}}]}}}
     scheduler = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
-        {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", "import time; time.sleep(3)"]}]}}}
+        {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", waits_for_the_restart]}]}}}
     job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "oom", "namespace": "default"},
            "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {"Scheduler": scheduler, "Server": scheduler,
                                                               "Worker": replica}}}
@@ -208,7 +214,7 @@ def test_an_oom_killed_worker_is_restarted_under_exit_code(local, tmp_path):
         conditions = (kube.get(MXJOBS.format(ns="default") + "/oom").body.get("status") or {}).get("conditions")
         return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions or [])
     wait_for(succeeded, timeout=90, what="the job succeeded")
-    assert (tmp_path / "oom-once").exists()
+    assert (tmp_path / "oom-once").exists() and (tmp_path / "second-life").exists()
 
     def reasons() -> set[tuple[str, str]]:
         items = kube.get("/api/v1/namespaces/default/events").body["items"]
