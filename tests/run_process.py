@@ -11,6 +11,7 @@ URLs come from the ``endpoints serving`` line (ports are picked by the OS: ``127
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -164,7 +165,14 @@ class RunProcess:
         assert self.proc is not None
         started = time.monotonic()
         self.proc.send_signal(sig)
-        code = self.wait_exit(timeout)
+        try:
+            code = self.wait_exit(timeout)
+        except subprocess.TimeoutExpired:  # stuck: its threads' stacks (SIGQUIT) say where
+            self.proc.send_signal(signal.SIGQUIT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.wait_exit(10)
+            raise AssertionError(f"no exit within {timeout:g}s of {signal.Signals(sig).name}; its output, ending "
+                                 f"with every thread's stack:\n{self.output()[-20000:]}") from None
         return code, time.monotonic() - started
 
     def kill(self) -> None:

@@ -92,6 +92,20 @@ def test_run_serves_endpoints_reconciles_and_stops_cleanly_within_10s(apiserver,
     assert not [m for m in messages if m.startswith("threads still running")], proc.output()
 
 
+def test_sigquit_prints_every_threads_stack_and_exits_as_a_go_controller_does(apiserver, kube, kubeconfig):
+    """What an operator (or a test whose controller will not stop) needs of a process that hangs: where each thread
+    is."""
+    install_mxjob_crd(apiserver)
+    with RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS]) as proc:
+        proc.wait_running()
+        proc.proc.send_signal(signal.SIGQUIT)
+        assert proc.wait_exit(30) == -signal.SIGQUIT
+    out = proc.output()
+    # the main thread waiting in the manager, and the controller's own threads (workers, informers) beside it
+    assert "Current thread" in out and "mxjob_controller/manager/process.py" in out, out[-3000:]
+    assert out.count("mxjob_controller/runtime/") >= 3, out[-3000:]
+
+
 def test_a_missing_crd_exits_1_saying_how_to_install_it(apiserver, kubeconfig):
     proc = RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS]).start()
     try:

@@ -8,11 +8,12 @@ Every flag can also be set by an environment variable named ``MXJOB_`` + the fla
 
 Exit codes: 0 after a graceful stop (SIGTERM/SIGINT); 1 when it cannot start (configuration, API server, missing
 CRD or RBAC, busy port) or lost its Lease; 2 for a bad flag value, reported on one line naming the flag. A second
-SIGTERM/SIGINT during the graceful stop exits 1 at once.
+SIGTERM/SIGINT during the graceful stop exits 1 at once. SIGQUIT prints every thread's stack and ends the process.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -242,7 +243,9 @@ def _one_of(flags: dict[str, Any], name: str, alias: str, flag: str, alias_flag:
 
 
 def _handle_signals(manager: Manager) -> None:
-    """SIGTERM/SIGINT: a graceful stop; a second one while stopping: exit 1 at once."""
+    """SIGTERM/SIGINT: a graceful stop; a second one while stopping: exit 1 at once. SIGQUIT: every thread's stack
+    on stderr, then exit, as a Go controller does: what an operator (or a test) needs of a process that hangs."""
+    faulthandler.register(signal.SIGQUIT, all_threads=True, chain=True)  # then the default: exit
     seen = threading.Event()
 
     def handle(signum: int, _frame: Any) -> None:
