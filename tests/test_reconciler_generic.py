@@ -283,7 +283,8 @@ def test_a_resync_of_a_finished_job_reconciles_nothing_and_a_change_of_it_does(g
     assert gj.kube.delete(f"/api/v1/namespaces/{NS}/pods/done-worker-0").ok   # a change of its pod: reconciled
     wait_for(lambda: gj.status(NS, "done")["aggregate"]["deleted"] == 1, timeout=DEADLINE,
              what="the deleted pod counted")
-    assert gj.reconciles(controller, done, since) >= 1
+    # the trace's record is written when the reconcile ends, after the status write seen above
+    wait_for(lambda: gj.reconciles(controller, done, since) >= 1, timeout=DEADLINE, what="the pod's change reconciled")
     wait_for(lambda: resync_reconciles_while(gj, controller, done, busy, 3) == 0, timeout=DEADLINE,
              what="settled again")
     assert gj.status(NS, "done")["phase"] == "Succeeded"
