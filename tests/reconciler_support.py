@@ -41,6 +41,15 @@ def resync_reconciles_while(h: Harness, controller: JobController, quiet: str, b
     return h.reconciles(controller, quiet, since)
 
 
+def wait_settled(h: Harness, controller: JobController, quiet: str, busy: str, confirm: int = 0) -> None:
+    """Wait until resyncs no longer reconcile the finished job ``quiet`` (the events of its end may still reconcile
+    it once or twice), then, with ``confirm``, that it stays so for that many more resyncs."""
+    wait_for(lambda: resync_reconciles_while(h, controller, quiet, busy, 3) == 0, timeout=DEADLINE,
+             what=f"resyncs that reconcile {quiet} no more")
+    if confirm:
+        assert resync_reconciles_while(h, controller, quiet, busy, confirm) == 0
+
+
 def jobs_path(namespace: str, name: str = "", plural: str = "mxjobs") -> str:
     path = f"/apis/{GROUP_VERSIONS.get(plural, 'kubeflow.org/v1')}/namespaces/{namespace}/{plural}"
     return f"{path}/{name}" if name else path

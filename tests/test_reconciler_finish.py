@@ -22,8 +22,8 @@ from tests.reconciler_support import (
     jobs_path,
     metric,
     mxjob,
-    resync_reconciles_while,
     wait_metric,
+    wait_settled,
 )
 from tests.reconciler_time import FakeTime
 from tests.support import wait_for
@@ -163,16 +163,12 @@ def test_a_resync_of_a_finished_job_reconciles_nothing_and_a_change_of_it_does(h
     h.kubelet.run(NS, "busy-worker-0")
     h.wait_condition(NS, "busy", "Running")
     done, busy = f"{NS}/done", f"{NS}/busy"
-    # The events of the job's end (its pod's, its status write's) may still reconcile it once or twice.
-    wait_for(lambda: resync_reconciles_while(h, controller, done, busy, 3) == 0, timeout=DEADLINE,
-             what="resyncs that reconcile the finished job no more")
-    assert resync_reconciles_while(h, controller, done, busy, 5) == 0
+    wait_settled(h, controller, done, busy, confirm=5)
     h.settle(controller, done)                       # its own change: reconciled
     since = time.monotonic()
     h.kubelet.run(NS, "done-worker-0", restart_count=1)   # a change of its pod: reconciled
     wait_for(lambda: h.reconciles(controller, done, since) >= 1, timeout=DEADLINE, what="the pod's change seen")
-    wait_for(lambda: resync_reconciles_while(h, controller, done, busy, 3) == 0, timeout=DEADLINE,
-             what="settled again")
+    wait_settled(h, controller, done, busy)  # and settled again
     assert "Succeeded" in h.conditions(NS, "done")
 
 

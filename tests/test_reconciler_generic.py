@@ -26,7 +26,7 @@ from tests.generic_support import (
     genericjob,
     replica,
 )
-from tests.reconciler_support import DEADLINE, jobs_path, metric, resync_reconciles_while, wait_metric
+from tests.reconciler_support import DEADLINE, jobs_path, metric, wait_metric, wait_settled
 from tests.support import Kube, Kubectl, wait_for
 
 NS = "default"
@@ -274,10 +274,7 @@ def test_a_resync_of_a_finished_job_reconciles_nothing_and_a_change_of_it_does(g
     gj.kubelet.run(NS, "busy-worker-0")
     gj.wait_phase(NS, "busy", "Running")
     done, busy = f"{NS}/done", f"{NS}/busy"
-    # The events of the job's end (its pod's, its status write's) may still reconcile it once or twice.
-    wait_for(lambda: resync_reconciles_while(gj, controller, done, busy, 3) == 0, timeout=DEADLINE,
-             what="resyncs that reconcile the finished job no more")
-    assert resync_reconciles_while(gj, controller, done, busy, 5) == 0
+    wait_settled(gj, controller, done, busy, confirm=5)
     gj.settle(controller, done)                       # its own change: reconciled
     since = time.monotonic()
     assert gj.kube.delete(f"/api/v1/namespaces/{NS}/pods/done-worker-0").ok   # a change of its pod: reconciled
@@ -285,8 +282,7 @@ def test_a_resync_of_a_finished_job_reconciles_nothing_and_a_change_of_it_does(g
              what="the deleted pod counted")
     # the trace's record is written when the reconcile ends, after the status write seen above
     wait_for(lambda: gj.reconciles(controller, done, since) >= 1, timeout=DEADLINE, what="the pod's change reconciled")
-    wait_for(lambda: resync_reconciles_while(gj, controller, done, busy, 3) == 0, timeout=DEADLINE,
-             what="settled again")
+    wait_settled(gj, controller, done, busy)  # and settled again
     assert gj.status(NS, "done")["phase"] == "Succeeded"
 
 
