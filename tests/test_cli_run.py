@@ -9,8 +9,11 @@ lifecycle of a job through separate ``local up`` and ``run`` processes is ``test
 
 from __future__ import annotations
 
+import shlex
 import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -92,14 +95,24 @@ def test_run_serves_endpoints_reconciles_and_stops_cleanly_within_10s(apiserver,
     assert not [m for m in messages if m.startswith("threads still running")], proc.output()
 
 
-def test_sigquit_prints_every_threads_stack_and_exits_as_a_go_controller_does(apiserver, kube, kubeconfig):
+@pytest.mark.parametrize("started_by", ["a-shell", "a-shell-that-ignores-sigquit"])
+def test_sigquit_prints_every_threads_stack_and_exits_as_a_go_controller_does(apiserver, kube, kubeconfig,
+                                                                            started_by):
     """What an operator (or a test whose controller will not stop) needs of a process that hangs: where each thread
-    is."""
+    is. A background job of a non-interactive shell starts with SIGQUIT ignored; Go's runtime dumps and exits anyway,
+    and so does ``run``."""
     install_mxjob_crd(apiserver)
-    with RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS]) as proc:
+    trap = "trap '' QUIT; " if started_by.endswith("ignores-sigquit") else ""
+    command = shlex.join([sys.executable, "-m", "mxjob_controller", "run", "--kubeconfig", str(kubeconfig),
+                          *LOCAL_PORTS])
+    with RunProcess([], argv=["/bin/sh", "-c", f"{trap}exec {command}"]) as proc:
         proc.wait_running()
         proc.proc.send_signal(signal.SIGQUIT)
-        assert proc.wait_exit(30) == -signal.SIGQUIT
+        try:
+            code = proc.wait_exit(30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running 30 s after SIGQUIT:\n{proc.output()[-5000:]}") from None
+        assert code == -signal.SIGQUIT, proc.output()[-5000:]
     out = proc.output()
     # the main thread waiting in the manager, and the controller's own threads (workers, informers) beside it
     assert "Current thread" in out and "mxjob_controller/manager/process.py" in out, out[-3000:]

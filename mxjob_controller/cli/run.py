@@ -244,7 +244,10 @@ def _one_of(flags: dict[str, Any], name: str, alias: str, flag: str, alias_flag:
 
 def _handle_signals(manager: Manager) -> None:
     """SIGTERM/SIGINT: a graceful stop; a second one while stopping: exit 1 at once. SIGQUIT: every thread's stack
-    on stderr, then exit, as a Go controller does: what an operator (or a test) needs of a process that hangs."""
+    on stderr, then exit, as a Go controller does: what an operator (or a test) needs of a process that hangs. A
+    SIGQUIT ignored by whoever started the process (a shell's background job) is taken back, as Go's runtime does:
+    the dump chains to the default action, and an inherited SIG_IGN would leave the process running after it."""
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     faulthandler.register(signal.SIGQUIT, all_threads=True, chain=True)  # then the default: exit
     seen = threading.Event()
 
