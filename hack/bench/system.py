@@ -36,6 +36,7 @@ from hack.bench.common import (
     informers,
     mxjob,
     percentile,
+    settle,
     submit,
     wait_until,
 )
@@ -353,6 +354,7 @@ def _large_run(variant: str, latency: float) -> tuple[float, dict[str, float]]:
                     return {"server": cpu_seconds(server.pid), "driver": time.process_time(),
                             "controller": cpu_seconds(controller.pid) if controller is not None else 0.0}
 
+                settle([server, *([controller] if controller is not None else [])])
                 before = cpu_now()
                 start = time.monotonic()
                 try:
@@ -386,8 +388,9 @@ def bench_large_job(full: bool) -> Outcome:
     variants = ("controller", "controller-qps-off", "one-at-a-time", "floor")
     samples: dict[str, list[float]] = {v: [] for v in variants}
     cpu_samples: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
-    for _ in range(LARGE_REPEATS):
-        for v in variants:
+    for round_ in range(LARGE_REPEATS):
+        # Each round starts with another variant: no variant always runs first, right after the previous round.
+        for v in variants[round_ % len(variants):] + variants[:round_ % len(variants)]:
             took, cpu = _large_run(v, latency)
             samples[v].append(took)
             cpu_samples[v].append(cpu)
