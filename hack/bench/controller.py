@@ -4,12 +4,17 @@
 
 Everything after ``--`` is the ordinary command line; the knobs only change the ``ControllerOptions`` that ``run``
 builds (``manager/controllers.py``), so the variant is the real process in every other respect.
+
+``MXJOB_BENCH_PROFILE=<file>`` in the environment (the benchmark's controllers inherit it) profiles every thread of
+the controller, each on its own CPU clock, into one pstats file written when it exits: where its CPU goes during a
+benchmark (``python -m pstats <file>``). Profiling slows it down, so the times of such a run mean nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from typing import Any
 
@@ -36,7 +41,54 @@ def main(argv: list[str]) -> None:
     from mxjob_controller.cli import main as cli_main
 
     sys.argv = ["mxjob-controller", *rest]
-    cli_main()
+    profile_to = os.environ.get("MXJOB_BENCH_PROFILE")
+    if not profile_to:
+        cli_main()
+        return
+    profiles = _profile_threads()
+    try:
+        cli_main()
+    finally:
+        _dump(profiles, profile_to)
+
+
+def _profile_threads() -> list[Any]:
+    """Every thread's CPU time by function (cProfile with each thread's own clock), the main thread's included."""
+    import cProfile
+    import threading
+    import time
+
+    profiles: list[Any] = []
+    run = threading.Thread.run
+
+    def profiled_run(self: threading.Thread) -> None:
+        prof = cProfile.Profile(time.thread_time)
+        profiles.append(prof)
+        prof.enable()
+        try:
+            run(self)
+        finally:
+            prof.disable()
+
+    threading.Thread.run = profiled_run  # type: ignore[method-assign]
+    main = cProfile.Profile(time.thread_time)
+    profiles.append(main)
+    main.enable()
+    return profiles
+
+
+def _dump(profiles: list[Any], path: str) -> None:
+    import pstats
+
+    stats = None
+    for prof in profiles:
+        try:
+            prof.disable()
+            stats = pstats.Stats(prof) if stats is None else stats.add(prof)
+        except (TypeError, ValueError):   # a thread that never ran a profiled call
+            continue
+    if stats is not None:
+        stats.dump_stats(path)
 
 
 if __name__ == "__main__":
