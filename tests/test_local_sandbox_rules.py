@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mxjob_controller.local.kubelet.cgroups import Hierarchy, Limits, candidate_hierarchies, container_limits, oom_kills
+from mxjob_controller.local.kubelet.cgroups import (
+    Hierarchy,
+    Limits,
+    candidate_hierarchies,
+    container_limits,
+    oom_kills,
+    remove_tree,
+)
 from mxjob_controller.local.kubelet.container_env import ContainerConfigError
 from mxjob_controller.local.kubelet.sandbox import NOBODY, RunAs, blocked_ancestor, mount_plan, run_as
 
@@ -114,3 +121,19 @@ def test_the_first_folder_a_user_cannot_pass():
     assert blocked_ancestor("/srv/x", nobody, fake_stat) == "/srv"
     assert blocked_ancestor("/srv/x", RunAs(65534, 65534, (50,)), fake_stat) is None   # its group may
     assert blocked_ancestor("/root/.pyenv", RunAs(0, 0), fake_stat) is None
+
+
+class _GoneWhenListed(type(Path())):
+    """A cgroup another remover takes between the look and the listing."""
+
+    def is_dir(self) -> bool:
+        return True
+
+
+def test_removing_a_cgroup_tree_another_remover_took_first_is_not_an_error(tmp_path):
+    (tmp_path / "pod-a" / "main").mkdir(parents=True)
+    (tmp_path / "pod-a" / "sidecar").mkdir()
+    remove_tree(_GoneWhenListed(tmp_path / "pod-b"))   # seen, then gone: the kubelet's close beside a pod's end
+    remove_tree(tmp_path / "pod-a")
+    assert not (tmp_path / "pod-a").exists()
+    remove_tree(tmp_path / "pod-a")   # already gone

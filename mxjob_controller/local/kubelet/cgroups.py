@@ -232,11 +232,11 @@ class CgroupTree:
 
     def remove_pod(self, uid: str) -> None:
         for root in self._roots.values():
-            _remove_tree(root / f"pod-{uid}")
+            remove_tree(root / f"pod-{uid}")
 
     def close(self) -> None:
         for root in self._roots.values():
-            _remove_tree(root)
+            remove_tree(root)
 
     def sweep_stale(self) -> None:
         """Remove the trees of ``local up`` processes that are gone (killed before they could)."""
@@ -245,7 +245,7 @@ class CgroupTree:
                 for entry in hierarchy.directory.iterdir():
                     pid = entry.name.removeprefix(_TREE_PREFIX).split("-")[0]
                     if entry.name.startswith(_TREE_PREFIX) and pid.isdigit() and not Path(f"/proc/{pid}").exists():
-                        _remove_tree(entry)
+                        remove_tree(entry)
 
     def _v2_controllers(self) -> list[str]:
         return [c for c, h in self.hierarchies.items() if h.version == 2]
@@ -324,9 +324,15 @@ def _rmdir(directory: Path, wait: float = 2.0) -> None:
             time.sleep(0.02)
 
 
-def _remove_tree(directory: Path) -> None:
-    if not directory.is_dir():
+def remove_tree(directory: Path) -> None:
+    """Remove a cgroup and every cgroup below it, deepest first. Two removers may meet (a pod's end and the
+    kubelet's close): a part the other took first is not an error."""
+    try:
+        children = [c for c in directory.iterdir() if c.is_dir()] if directory.is_dir() else None
+    except (FileNotFoundError, NotADirectoryError):
         return
-    for child in [c for c in directory.iterdir() if c.is_dir()]:
-        _remove_tree(child)
+    if children is None:
+        return
+    for child in children:
+        remove_tree(child)
     _rmdir(directory)
