@@ -5,6 +5,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
+# Python caches each module's bytecode (__pycache__/, in .venv and the checkout) unless PYTHONDONTWRITEBYTECODE is
+# set, as some shells and containers do: the tests, the demo and the benchmarks start hundreds of Python processes
+# (clusters, controllers, pod containers), and each would compile the project's modules (and MXNet's) anew.
+export PYTHONDONTWRITEBYTECODE :=
+
 .PHONY: venv monitoring-tools test-caches test lint bench bench-full chaos demo image wheel crd protobuf clean
 
 # pip is only raised when older than 23 (no index query when it is new enough); --no-compile leaves byte-compiling
