@@ -1,10 +1,10 @@
 """Tests that must run alone while the suite runs on several pytest-xdist workers (``make test``).
 
-A test marked ``exclusive`` measures what any other test's load would skew (the server's CPU per request, the
-chaos run's time targets). Every test holds a shared lock on one file of the run while it runs (setup to
-teardown); an exclusive test holds it exclusively, so it starts once the other workers' current tests have ended,
-and they start no new test until it has ended. A second lock, a turnstile every test passes through, keeps a stream
-of shared holders from starving the exclusive one (``flock`` grants a shared lock while an exclusive one waits).
+A test marked ``exclusive`` measures what any other test's load would skew (the chaos run's time targets). Every
+test holds a shared lock on one file of the run while it runs (setup to teardown); an exclusive test holds it
+exclusively, so it starts once the other workers' current tests have ended, and they start no new test until it has
+ended. A second lock, a turnstile every test passes through, keeps a stream of shared holders from starving the
+exclusive one (``flock`` grants a shared lock while an exclusive one waits).
 
 Without xdist (one process) there is nothing to wait for and no lock is taken.
 """
