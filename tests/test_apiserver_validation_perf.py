@@ -9,8 +9,8 @@ floor creates: a pod's own validation and fields regressed, not noise.
 Why a ratio and not milliseconds: the server's CPU per request moves by a factor of two or three with the machine's
 state (other processes, a VM's neighbours), and the pod and its floor, measured seconds apart in one process, move
 together. The absolute target (issue 3's 1 ms) is ``make bench``'s ``pod_write``: speed targets live with the
-benchmarks, and this suite must pass on a busy machine. For the same reason the test need not run alone (it is not
-marked ``exclusive``): the CPU read is the server process's own, and the ratio holds beside other tests' load.
+benchmarks, and this suite must pass on a busy machine. For the same reason the test need not run alone: the CPU
+read is the server process's own, and the ratio holds beside other tests' load.
 """
 
 from __future__ import annotations

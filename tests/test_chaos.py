@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-# Not exclusive: its targets hold beside four or five CPU burners (more than the other workers' tests plus the two
+# Not run alone: its targets hold beside four or five CPU burners (more than the other workers' tests plus the two
 # burners of the suite's loaded runs), so the other workers need not idle for the minute it runs.
 pytestmark = pytest.mark.slow
 
