@@ -5,57 +5,30 @@ a server with TLS, authentication and RBAC enforced, where the harness applies t
 (``manifests/install``, or the marker's ``install=`` directory) and starts its controllers as the ``mxjob-controller``
 ServiceAccount with in-cluster configuration (token, ``ca.crt``, namespace files). The test's own client and kubectl
 are the cluster's administrator either way.
-
-A test marked ``exclusive`` runs alone under pytest-xdist (tests/exclusive.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
-from tests.exclusive import MARKER, RunLock
 from tests.manifests import INSTALL_NAMESPACE
 from tests.reconciler_support import CONTROLLER_AGENT, SERVICE_ACCOUNT, Harness
 from tests.support import Kube, Kubectl
 
 ADMIN, AS_SERVICE_ACCOUNT = "admin", "as-service-account"
-_RUN_LOCK = pytest.StashKey[RunLock]()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    workerinput = getattr(config, "workerinput", None)   # set on a pytest-xdist worker only
-    if workerinput is not None:
-        config.stash[_RUN_LOCK] = RunLock(workerinput["testrunuid"])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On xdist workers, the tests that start processes first, then the rest, then the exclusive ones (a stable sort,
-    the same on every worker): a long test handed out last would leave the other workers idle at the end, and an
-    exclusive test handed out early would leave them idle while it waits for their long tests to end."""
+    """On xdist workers, the tests that start processes first, then the rest (a stable sort, the same on every
+    worker): a long test handed out last would leave the other workers idle at the end. The serial groups
+    (``xdist_group``) need nothing here: ``--dist loadgroup`` hands out the scopes with the most tests first
+    (xdist's ``--loadscope-reorder``, on by default), so the groups start before any single test, the largest first."""
     if getattr(config, "workerinput", None) is not None:
-        def rank(item: pytest.Item) -> int:
-            return 2 if item.get_closest_marker(MARKER) else 0 if item.get_closest_marker("slow") else 1
-        items.sort(key=rank)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    lock = config.stash.get(_RUN_LOCK, None)
-    if lock is not None:
-        lock.close()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
-    """Setup, call and teardown under the run's lock: shared, or exclusive for a test marked so."""
-    lock = item.config.stash.get(_RUN_LOCK, None)
-    if lock is None:
-        return (yield)
-    with lock.held(exclusive=item.get_closest_marker(MARKER) is not None):
-        return (yield)
+        items.sort(key=lambda item: 0 if item.get_closest_marker("slow") else 1)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -9,7 +9,8 @@ floor creates: a pod's own validation and fields regressed, not noise.
 Why a ratio and not milliseconds: the server's CPU per request moves by a factor of two or three with the machine's
 state (other processes, a VM's neighbours), and the pod and its floor, measured seconds apart in one process, move
 together. The absolute target (issue 3's 1 ms) is ``make bench``'s ``pod_write``: speed targets live with the
-benchmarks, and this suite must pass on a busy machine.
+benchmarks, and this suite must pass on a busy machine. For the same reason the test need not run alone: the CPU
+read is the server process's own, and the ratio holds beside other tests' load.
 """
 
 from __future__ import annotations
@@ -62,7 +63,6 @@ def cpu_seconds(pid: int) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.exclusive   # the server's CPU per request grows with the machine's load
 def test_pod_create_server_cpu_is_reported_and_not_regressed(tmp_path, capsys):
     kubeconfig = tmp_path / "kubeconfig"
     log = (tmp_path / "server.log").open("w")

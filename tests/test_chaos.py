@@ -15,13 +15,18 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.exclusive   # its time targets (first-status wait, hangs, readiness) assume the machine
+# Not run alone: its targets hold beside four or five CPU burners (more than the other workers' tests plus the two
+# burners of the suite's loaded runs), so the other workers need not idle for the minute it runs.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-SHORT_FORM = ["--seed", "11", "--jobs", "16", "--kills", "1", "--large", "200", "--duration", "30",
+# The large job's 240 children are created within the 20 s submission window (it ends about when the window does),
+# so every small job still arrives while it runs and the main phase does not wait on it after the window; the
+# large job deleted mid-creation has 60 replicas, still being created when its delete comes 3-6 s in.
+SHORT_FORM = ["--seed", "11", "--jobs", "16", "--kills", "1", "--large", "120", "--duration", "20",
               "--deadline", "60", "--malformed", "300", "--bombs", "2", "--bomb-max-nodes", "10000000",
               "--leader-jobs", "3", "--settle", "15", "--event-grace", "10"]
-BUDGET = 240.0  # seconds; the run itself takes about two minutes on 2 cores
+BUDGET = 240.0  # seconds; the run itself takes about a minute on 2 cores
 
 
 def run_chaos(tmp_path: Path) -> tuple[int, str, dict]:
