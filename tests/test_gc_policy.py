@@ -83,6 +83,8 @@ def test_a_cycle_frozen_while_alive_is_collected_after_the_thaw(monkeypatch: pyt
         ref = weakref.ref(node)
         monkeypatch.setattr(gc_policy, "_thawed", False)
         monkeypatch.setattr(gc_policy, "_thawed_at", time.monotonic())
+        # neither thaw reason holds: not the time, nor the growth (this process may have grown by then)
+        monkeypatch.setattr(gc_policy, "_walked_rss", gc_policy.resident_bytes())
         gc_policy._after_collection("stop", {"generation": 1})   # frozen while alive
         del node
         gc.collect()
