@@ -328,10 +328,8 @@ def remove_tree(directory: Path) -> None:
     """Remove a cgroup and every cgroup below it, deepest first. Two removers may meet (a pod's end and the
     kubelet's close): a part the other took first is not an error."""
     try:
-        children = [c for c in directory.iterdir() if c.is_dir()] if directory.is_dir() else None
+        children = [c for c in directory.iterdir() if c.is_dir()]
     except (FileNotFoundError, NotADirectoryError):
-        return
-    if children is None:
         return
     for child in children:
         remove_tree(child)
