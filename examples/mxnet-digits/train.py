@@ -16,7 +16,7 @@ Two switches show the controller's restart policies on a real job (the project's
   FAIL_WORKER_ID      the worker with this DMLC_WORKER_ID exits 1 at start: a permanent failure fails the job
   CRASH_ONCE_MARKER   a file path: worker 0 SIGKILLs itself (exit 137, retryable under ``ExitCode``) if the file
                       does not exist yet, after creating it; its replacement finds the file and trains
-Both act before the kvstore exists, so no other process has seen the worker yet.
+Both act before MXNet is imported (so before the kvstore exists: no other process has seen the worker yet).
 """
 
 from __future__ import annotations
@@ -26,12 +26,29 @@ import signal
 import sys
 import traceback
 
+
+def inject_faults() -> None:
+    worker_id = os.environ.get("DMLC_WORKER_ID", "")
+    if os.environ.get("FAIL_WORKER_ID") == worker_id:
+        print(f"worker {worker_id} exits 1 (FAIL_WORKER_ID)", flush=True)
+        sys.exit(1)
+    marker = os.environ.get("CRASH_ONCE_MARKER")
+    if marker and worker_id == "0" and not os.path.exists(marker):
+        with open(marker, "w") as f:
+            f.write("crashed once\n")
+        print("worker 0 kills itself with SIGKILL (CRASH_ONCE_MARKER)", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    inject_faults()   # before MXNet's import, seconds of CPU a worker that fails at start has no use for
+
 # Must stay the first third-party import: on a Scheduler or Server this import never returns, so nothing after it
 # (scikit-learn included) is loaded there.
-import mxnet as mx
-import numpy as np
-from mxnet import autograd, gluon
-from sklearn.datasets import load_digits
+import mxnet as mx  # noqa: E402
+import numpy as np  # noqa: E402
+from mxnet import autograd, gluon  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
 
 BATCH_SIZE = 32
 SEED = 42
@@ -98,21 +115,7 @@ def train(kvstore: str, epochs: int) -> float:
     return final
 
 
-def inject_faults() -> None:
-    worker_id = os.environ.get("DMLC_WORKER_ID", "")
-    if os.environ.get("FAIL_WORKER_ID") == worker_id:
-        print(f"worker {worker_id} exits 1 (FAIL_WORKER_ID)", flush=True)
-        sys.exit(1)
-    marker = os.environ.get("CRASH_ONCE_MARKER")
-    if marker and worker_id == "0" and not os.path.exists(marker):
-        with open(marker, "w") as f:
-            f.write("crashed once\n")
-        print("worker 0 kills itself with SIGKILL (CRASH_ONCE_MARKER)", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def main() -> int:
-    inject_faults()
     epochs = int(os.environ.get("EPOCHS", "10"))
     min_accuracy = float(os.environ.get("MIN_ACCURACY", "0.9"))
     final = train(os.environ.get("KVSTORE", "dist_sync"), epochs)

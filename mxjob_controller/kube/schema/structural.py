@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from mxjob_controller.kube.schema.builtin import compiler as builtin_compiler
@@ -9,14 +12,34 @@ from mxjob_controller.kube.schema.compiled import CompiledSchema
 from mxjob_controller.kube.schema.compiler import OBJECT_META, STRUCTURAL, Compiler
 from mxjob_controller.kube.schema.nodes import ObjectNode
 
+# Compiled schemas by their schema's JSON text (key order included): a CRD whose status changes is served as new
+# resource types with the same schemas, and a process may run several API servers (tests, `local up` restarted in
+# place) serving the same CRDs; compiling one of the project's CRDs costs tens of milliseconds of CPU.
+_COMPILED_MAX = 32
+_compiled: OrderedDict[str, CompiledSchema] = OrderedDict()
+_compiled_lock = threading.Lock()
+
 
 def compile_structural(schema: dict[str, Any] | None) -> CompiledSchema:
-    """Compile one CRD version's schema. Callers cache the result per CRD version (it is immutable).
+    """Compile one CRD version's schema (once per process for equal schemas: the result is immutable).
 
     The root is a resource: ``apiVersion``, ``kind`` and ``metadata`` are never pruned, and ``metadata``
     is checked and pruned as ObjectMeta (kube-apiserver decodes it into the Go type), whatever the schema
     declares for it. Without a schema every field is kept.
     """
+    key = json.dumps(schema, separators=(",", ":"))
+    with _compiled_lock:
+        compiled = _compiled.get(key)
+        if compiled is None:
+            compiled = _compiled[key] = _compile(schema)
+            if len(_compiled) > _COMPILED_MAX:
+                _compiled.popitem(last=False)
+        else:
+            _compiled.move_to_end(key)
+        return compiled
+
+
+def _compile(schema: dict[str, Any] | None) -> CompiledSchema:
     compiler = Compiler(STRUCTURAL, object_meta=lambda: builtin_compiler().definition(OBJECT_META))
     root = compiler.compile(schema) if schema else None
     if not isinstance(root, ObjectNode):
