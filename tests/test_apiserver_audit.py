@@ -4,11 +4,14 @@ queryable in-process, bounded in memory, and written as JSON lines when asked (a
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
+from mxjob_controller.local.apiserver.audit import AuditRecord
 from mxjob_controller.local.apiserver.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kube, configmap, wait_for
@@ -87,6 +90,9 @@ def test_json_lines_file(tmp_path: Path):
     assert [(r["verb"], r["resource"], r["namespace"], r["name"], r["code"], r["userAgent"]) for r in lines] == [
         ("create", "configmaps", NS, "", 201, "jsonl-tests"), ("get", "configmaps", NS, "nope", 404, "jsonl-tests")]
     assert all(isinstance(r["time"], float) and r["elapsed"] >= 0 for r in lines)
+    # Every field of a record reaches its line, camelCased as kube's audit events spell them.
+    camel = {f.name: re.sub(r"_(\w)", lambda m: m.group(1).upper(), f.name) for f in fields(AuditRecord)}
+    assert all(sorted(r) == sorted(camel.values()) for r in lines)
 
 
 def test_local_up_audit_log(tmp_path: Path):
