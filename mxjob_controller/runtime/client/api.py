@@ -1,9 +1,10 @@
 """The API client: generic verbs over any resource, plain dicts in and out, typed errors.
 
 Built on the official client's transport: the urllib3 pool manager that ``kubernetes.client.rest.RESTClientObject``
-configures from a ``kubernetes.client.Configuration`` (TLS, proxy, pool sizes, connection retries). Requests go to
-that pool manager directly, bodies encoded as compact JSON and responses JSON-decoded into dicts once, by us: no
-model object is ever built.
+configures from a ``kubernetes.client.Configuration`` (TLS, proxy, pool sizes, connection retries). Its connection
+objects make every socket; ordinary requests then go over those sockets by ``transport`` (HTTP/1.1 by hand), and
+watches, streams and anything through a proxy through the pool manager itself. Bodies are encoded as compact JSON and
+responses JSON-decoded into dicts once, by us: no model object is ever built.
 
 Guarantees (one :class:`Client` is meant to be shared by every thread of a process):
 - thread-safe: the pool manager, the token bucket and the budget keeper are; nothing else is mutable after
