@@ -23,7 +23,6 @@ Guarantees:
 from __future__ import annotations
 
 import re
-import select
 import ssl
 import threading
 from dataclasses import dataclass
@@ -89,13 +88,10 @@ class _Socket:
             self.conn.close()
 
     def dropped(self) -> bool:
-        """Whether the server closed it (or sent bytes nobody asked for) while it was idle."""
+        """Whether the server closed it (or sent bytes nobody asked for) while it was idle: urllib3's own look
+        (a readable idle socket), and for TLS the bytes already decrypted, which no poll sees."""
         sock = self.conn.sock
-        if sock is None or getattr(sock, "pending", lambda: 0)():   # TLS: decrypted bytes nobody asked for
-            return True
-        poller = select.poll()
-        poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
-        return bool(poller.poll(0))
+        return not self.conn.is_connected or bool(getattr(sock, "pending", lambda: 0)())
 
 
 class Connections:
