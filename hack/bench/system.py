@@ -92,7 +92,7 @@ class FloorDriver:
     """
 
     def __init__(self, client: Any, *, workers: int, write_threads: int | None = None,
-                 serial: bool = False, await_running: bool = False) -> None:
+                 await_running: bool = False) -> None:
         from mxjob_controller.core.child_sync import ChildSync
         from mxjob_controller.core.child_writes import WritePool
         from mxjob_controller.mxnet.framework import MXNetFramework
@@ -102,9 +102,8 @@ class FloorDriver:
         # The controller's own pod and service builders (ChildSync._pod/_service): the same bodies, byte for byte.
         self.builder = ChildSync(self.framework, None, None, None, write_timeout=60)  # type: ignore[arg-type]
         self.pool = WritePool("bench-floor-writes",
-                              1 if serial else write_threads or _controller_write_threads()).start()
+                              write_threads or _controller_write_threads()).start()
         self.workers = workers
-        self.serial = serial
         self.await_running = await_running
         self.tasks: list[Callable[[], None]] = []
         self._waiting: dict[str, Callable[[], None]] = {}   # job name -> its Running write, once its pod runs
@@ -231,6 +230,13 @@ class FloorDriver:
 CONTROLLER, OFFICIAL_FLOOR, OWN_FLOOR = "controller", "official floor", "own-client floor"
 
 
+def _floor_writes(kubeconfig: Any, official: bool, qps: float | None) -> Any:
+    """The client a floor writes with: the official one (the issue's floor), or ours with ``qps``."""
+    if official:
+        return OfficialClientWrites(kubeconfig, _controller_write_threads())
+    return client_for(kubeconfig, qps=qps, component="bench-floor")
+
+
 def _throughput_run(jobs: int, qps: float | None, threadiness: int,
                     side: str) -> tuple[float, int, int, dict[str, float]]:
     """Seconds from the first submission until every job is Running as the driver's cache sees it (the floor writes
@@ -249,11 +255,7 @@ def _throughput_run(jobs: int, qps: float | None, threadiness: int,
         procs.server(audit=True)
         procs.kubelet()
         driver = client_for(procs.kubeconfig)
-        budgeted: Any = None
-        if side == OFFICIAL_FLOOR:
-            budgeted = OfficialClientWrites(procs.kubeconfig, _controller_write_threads())
-        elif side == OWN_FLOOR:
-            budgeted = client_for(procs.kubeconfig, qps=qps, component="bench-floor")
+        budgeted = _floor_writes(procs.kubeconfig, side == OFFICIAL_FLOOR, qps) if floor else None
         try:
             if not floor:
                 procs.controller(qps=qps, threadiness=threadiness)
@@ -366,8 +368,7 @@ def _large_run(variant: str, latency: float) -> tuple[float, dict[str, float]]:
     with Procs() as procs:
         server = procs.server(f"latency={latency}")
         driver = client_for(procs.kubeconfig)
-        budgeted: Any = OfficialClientWrites(procs.kubeconfig, _controller_write_threads()) \
-            if variant == "official-floor" else client_for(procs.kubeconfig, qps=-1, component="bench-floor")
+        budgeted = _floor_writes(procs.kubeconfig, variant == "official-floor", -1)
         try:
             controller = None
             if variant == "controller":
