@@ -186,6 +186,9 @@ def test_a_graceful_stop_releases_the_lease_and_a_standby_takes_over_within_2s(a
     assert not a.elector.lost and not a.elector.running
     assert returned_at and returned_at[0] < took_over  # a's leading work ended before the lease was let go
     assert [e[0] for e in a.events] == ["new_leader", "started", "stopped"]
+    # b's gauge is set on its own thread a moment after the lease it reports (as client-go's leaderOn follows the
+    # acquire): wait for it, not for is_leader() beside it (a flake on a busy machine).
+    wait_for(lambda: b.status() == 1.0, what="b's leader gauge")
     assert a.status() == 0.0 and b.status() == 1.0
     spec = kube.get(LEASE).body["spec"]
     assert spec["holderIdentity"] == b.identity
