@@ -47,9 +47,11 @@ test:
 	elapsed=$$(( $$(date +%s) - start )); \
 	echo "make test: pytest exited $$status after $$((elapsed / 60)) min $$((elapsed % 60)) s"; exit $$status
 
-## lint: ruff over the package, tests and scripts
+## lint: ruff over the package, tests and scripts; the import contracts (pyproject.toml's [tool.importlinter]: the
+## layers, the frameworks' independence, the operator without the embedded cluster, no import circle)
 lint: $(STAMP)
 	$(BIN)/ruff check mxjob_controller tests hack
+	$(BIN)/lint-imports --no-cache
 
 ## bench: the benchmarks (hack/bench/: throughput, large job, idle, idle CPU, latency, memory, ingest, micro, scale), each
 ## against its floor, in about 8 minutes on 2 cores (scale: 3); BENCH_ARGS picks some, e.g. BENCH_ARGS='throughput large_job'

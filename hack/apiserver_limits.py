@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mxjob_controller.local.apiserver.faults import FaultRule
-from mxjob_controller.local.apiserver.flowcontrol import FLOW_SCHEMA_HEADER, PRIORITY_LEVEL_HEADER
+from mxjob_controller.local.apiserver.http.faults import FaultRule
+from mxjob_controller.local.apiserver.http.flowcontrol import FLOW_SCHEMA_HEADER, PRIORITY_LEVEL_HEADER
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 
 CMS = "/api/v1/namespaces/default/configmaps"

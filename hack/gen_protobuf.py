@@ -1,4 +1,4 @@
-"""Generate ``mxjob_controller/local/apiserver/kubeproto_tables.py`` from Kubernetes' own protobuf definitions
+"""Generate ``mxjob_controller/local/apiserver/encoding/kubeproto_tables.py`` from Kubernetes' own protobuf definitions
 (``make protobuf``); ``--check`` only reports drift.
 
 The inputs are the published ``generated.proto`` files of ``k8s.io/api``, ``k8s.io/apimachinery`` and

@@ -261,9 +261,11 @@ def walk(kubectl: Kubectl, kube: Kube, scenario: Scenario, outcome: Outcome) -> 
     wait_for(lambda: kube.get(scenario.path).status == 404, timeout=30, what="the job deleted by its TTL")
 
 
-def run_end_to_end(cli: Sequence[str], tmp_path: Path, install: str = "install") -> Outcome:
-    """The whole scenario with ``cli`` as the ``mxjob-controller`` command, ``manifests/<install>`` applied (its
-    frameworks' jobs walked, one after the other); what was observed."""
+def run_end_to_end(cli: Sequence[str], tmp_path: Path, install: str = "install",
+                   cluster_cli: Sequence[str] | None = None) -> Outcome:
+    """The whole scenario with ``cli`` as the ``mxjob-controller`` command (``cluster_cli``, when given, for
+    ``local up``: an install without the embedded cluster), ``manifests/<install>`` applied (its frameworks' jobs
+    walked, one after the other); what was observed."""
     scenarios = INSTALLS[install]
     outcome = Outcome()
     kubeconfig, audit_log = tmp_path / "kubeconfig", tmp_path / "audit.jsonl"
@@ -271,8 +273,9 @@ def run_end_to_end(cli: Sequence[str], tmp_path: Path, install: str = "install")
     faults = [arg for scenario in scenarios for arg in ("--fault", scenario.status_conflict)]
     # --no-webhooks: a cluster as the install finds it (the install's CRDs replace local up's, which would carry
     # local up's own conversion webhook).
-    up = subprocess.Popen([*cli, "local", "up", "--kubelet", "none", "--no-controller", "--no-webhooks", "--port", "0",
-                           "--kubeconfig-out", str(kubeconfig), "--audit-log", str(audit_log), *faults],
+    up = subprocess.Popen([*(cluster_cli or cli), "local", "up", "--kubelet", "none", "--no-controller",
+                           "--no-webhooks", "--port", "0", "--kubeconfig-out", str(kubeconfig),
+                           "--audit-log", str(audit_log), *faults],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
     leader = standby = None
     try:

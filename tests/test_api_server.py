@@ -146,7 +146,7 @@ def test_kubectl_get_shows_the_state_column(apiserver: APIServer, kube: Kube, ku
          "lastUpdateTime": "2024-01-01T00:00:01Z", "lastTransitionTime": "2024-01-01T00:00:01Z"}]}
     assert kube.put(f"{jobs_path('default')}/mxnet-single/status", {**current, "status": status}).status == 200
     if getattr(apiserver.rest, "table_converter", None) is None:
-        pytest.skip("the embedded server has no server-side Table printer yet (apiserver/tables.py)")
+        pytest.skip("the embedded server has no server-side Table printer yet (apiserver/encoding/tables.py)")
     lines = kubectl.ok("get", "mxjobs").splitlines()
     assert lines[0].split() == ["NAME", "STATE", "AGE"]
     assert lines[1].split()[:2] == ["mxnet-single", "Running"]

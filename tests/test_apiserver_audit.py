@@ -11,8 +11,8 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
-from mxjob_controller.local.apiserver.audit import AuditRecord
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.audit import AuditRecord
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kube, configmap, wait_for
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, watch
 
-from mxjob_controller.local.apiserver.faults import FaultRule, parse_rule
+from mxjob_controller.local.apiserver.http.faults import FaultRule, parse_rule
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kube, configmap, wait_for
 

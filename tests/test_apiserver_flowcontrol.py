@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from mxjob_controller.local.apiserver.auth.user import ANONYMOUS, AUTHENTICATED, MASTERS, SERVICE_ACCOUNTS, UserInfo
-from mxjob_controller.local.apiserver.faults import FaultRule
-from mxjob_controller.local.apiserver.flowcontrol import (
+from mxjob_controller.local.apiserver.http.faults import FaultRule
+from mxjob_controller.local.apiserver.http.flowcontrol import (
     FLOW_SCHEMA_HEADER,
     FLOW_SCHEMAS,
     PRIORITY_LEVEL_HEADER,

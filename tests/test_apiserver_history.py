@@ -12,9 +12,9 @@ import re
 import threading
 from collections.abc import Iterator
 
-from mxjob_controller.local.apiserver.memory import release_free_memory
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
-from mxjob_controller.local.apiserver.watch import DELETED, MODIFIED, Entry, Event, History, event_bytes
+from mxjob_controller.local.apiserver.storage.memory import release_free_memory
+from mxjob_controller.local.apiserver.storage.watch import DELETED, MODIFIED, Entry, Event, History, event_bytes
 from tests.support import Kube, configmap, wait_for
 
 CMS = "/api/v1/namespaces/default/configmaps"

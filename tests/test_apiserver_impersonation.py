@@ -17,7 +17,7 @@ import pytest
 
 from mxjob_controller.local.apiserver.auth.impersonation import Target, impersonated_user, requested
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.http import Headers
+from mxjob_controller.local.apiserver.http.connection import Headers
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kubectl, wait_for
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mxjob_controller.local.apiserver.json_patch import (
+from mxjob_controller.local.apiserver.patch.json_patch import (
     MAX_OPERATIONS,
     JSONPatchDecodeError,
     JSONPatchError,

@@ -11,8 +11,8 @@ import random
 import pytest
 import yaml
 
-from mxjob_controller.local.apiserver import strategic_merge
-from mxjob_controller.local.apiserver.strategic_merge import (
+from mxjob_controller.local.apiserver.patch import strategic_merge
+from mxjob_controller.local.apiserver.patch.strategic_merge import (
     PatchSchema,
     StrategicPatchError,
     apply_strategic_patch,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mxjob_controller.local.apiserver import kubeproto
+from mxjob_controller.local.apiserver.encoding import kubeproto
 from tests.crds import widget_crd
 from tests.support import Kube, configmap, pod
 

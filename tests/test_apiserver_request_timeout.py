@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kube, configmap
 

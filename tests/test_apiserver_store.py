@@ -11,7 +11,7 @@ import time
 import pytest
 
 from mxjob_controller.kube.jsoncopy import deep_copy
-from mxjob_controller.local.apiserver.store import Unserialisable
+from mxjob_controller.local.apiserver.storage.store import Unserialisable
 from tests.support import Kube, configmap
 
 CMS = "/api/v1/namespaces/default/configmaps"

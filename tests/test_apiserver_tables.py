@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from mxjob_controller.local.apiserver import jsonpath, printers
+from mxjob_controller.local.apiserver.encoding import jsonpath, printers
 from tests.crds import WIDGETS, widget, widget_crd
 from tests.support import pod, wait_for
 

@@ -1,5 +1,5 @@
-"""The built-in controllers' queue (local/apiserver/workqueue.py): the runtime's work queue semantics, plus parking
-and wait_idle, under a real worker thread."""
+"""The built-in controllers' queue (local/apiserver/controllers/workqueue.py): the runtime's work queue
+semantics, plus parking and wait_idle, under a real worker thread."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import threading
 import time
 
-from mxjob_controller.local.apiserver.workqueue import ControllerQueue, Park
+from mxjob_controller.local.apiserver.controllers.workqueue import ControllerQueue, Park
 from tests.support import wait_for
 
 

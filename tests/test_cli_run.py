@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from mxjob_controller import __version__
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from tests.gang_support import install, volcano_crd
 from tests.kubelet_sim import KubeletSim
 from tests.run_process import LOCAL_PORTS, UA_PREFIX, RunProcess, clean_env, install_crds, install_mxjob_crd, mxjob

@@ -15,7 +15,7 @@ import sys
 import pytest
 import yaml
 
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.logs import REDACTED, JSONFormatter, TextFormatter, register_secret, scrub, setup_logging
 from tests.run_process import LOCAL_PORTS, RunProcess, clean_env, install_mxjob_crd, mxjob
 from tests.support import wait_for

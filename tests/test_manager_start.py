@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.manager import controllers
 from mxjob_controller.manager.controllers import ManagedController

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from mxjob_controller.local.apiserver.audit import AuditRecord
+from mxjob_controller.local.apiserver.http.audit import AuditRecord
 from tests.manifests import INSTALL_NAMESPACE, render
 from tests.rbac import Permission, Policy, Request, ServiceAccount, audit_report
 

@@ -30,7 +30,7 @@ import pytest
 from mxjob_controller.core.job_controller import CacheSyncTimeoutError
 from mxjob_controller.frameworks import MXNET
 from mxjob_controller.kube.timefmt import now_micro, now_rfc3339
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.manager.crd_check import StartupError, frameworks_to_run
 from mxjob_controller.runtime.client import Client

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer
 from tests.reconciler_support import DEADLINE, Harness, mxjob, replica
 from tests.support import wait_for

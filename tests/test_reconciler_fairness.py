@@ -9,7 +9,7 @@ import time
 import yaml
 
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.runtime.reconcile_trace import read_trace
 from tests.reconciler_support import DEADLINE, Harness, jobs_path, mxjob
 from tests.support import Kubectl, wait_for

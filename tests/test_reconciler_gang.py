@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController, PodGroupAPIMissingError
 from mxjob_controller.runtime.client import Client, ClientConfig

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mxjob_controller.core.job_status import EXITED_WITH_CODE, ExitReports, StatusWriter
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.mxnet.controller import MXJobController
 from mxjob_controller.mxnet.framework import MXJOBS

@@ -17,8 +17,7 @@ import pytest
 import yaml
 
 from mxjob_controller.local.apiserver import errors
-from mxjob_controller.local.apiserver.faults import FaultRule
-from mxjob_controller.local.apiserver.request import JSON_PATCH, STRATEGIC_PATCH
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.runtime.client import (
     CONFIGMAPS,
     PODS,
@@ -143,10 +142,7 @@ def test_status_subresource_update_and_patch(client):
     assert patched["status"]["phase"] == "Succeeded"
 
 
-def test_json_and_strategic_patches(apiserver, client):
-    for ctype in (JSON_PATCH, STRATEGIC_PATCH):
-        if ctype not in apiserver.rest.patchers:
-            pytest.skip(f"the embedded server does not serve {ctype} yet")
+def test_json_and_strategic_patches(client):
     client.create(PODS, pod("p1", labels={"a": "1"}))
     out = client.patch(PODS, "p1", [{"op": "add", "path": "/metadata/labels/b", "value": "2"}], "default",
                        patch_type="json")

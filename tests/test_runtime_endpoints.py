@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.runtime.client import CONFIGMAPS, Client, ClientConfig
 from mxjob_controller.runtime.controller import DONE, Controller
 from mxjob_controller.runtime.endpoints import Endpoints, informers_synced, parse_bind_address

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.runtime.client import Client, ClientConfig
 from mxjob_controller.runtime.events import DEFAULT_QUEUE_BYTES, NORMAL, WARNING, EventRecorder, ObjectReference

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from mxjob_controller.kube.timefmt import rfc3339
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.manager import controllers
 from mxjob_controller.manager.settings import RunSettings

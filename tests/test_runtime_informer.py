@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.request import MERGE_PATCH, Request
 from mxjob_controller.runtime import cache_reflector
 from mxjob_controller.runtime.backoff import Backoff, BackoffPolicy

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.local.apiserver.faults import FaultRule
+from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.runtime.backoff import Backoff, BackoffPolicy
 from mxjob_controller.runtime.client import ClientConfig
 from mxjob_controller.runtime.clock import FakeClock

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mxjob_controller.local.apiserver.json_patch import apply_json_patch
+from mxjob_controller.local.apiserver.patch.json_patch import apply_json_patch
 from mxjob_controller.runtime.tls import TLSMaterial
 from mxjob_controller.webhooks import admission
 from mxjob_controller.webhooks.certs import CertificateError, CertificateFiles, SelfSignedCertificate

@@ -200,7 +200,7 @@ def bench_strategic_patch(full: bool) -> Outcome:
 def bench_slow_start(full: bool) -> Outcome:
     from prometheus_client import CollectorRegistry
 
-    from mxjob_controller.local.apiserver.faults import FaultRule
+    from mxjob_controller.local.apiserver.http.faults import FaultRule
     from mxjob_controller.local.apiserver.server import APIServer
     from mxjob_controller.mxnet.controller import ControllerOptions, MXJobController
     from mxjob_controller.mxnet.crd import mxjob_crd

@@ -1,11 +1,13 @@
 """The ``mxjob-controller`` command line (a click group; each subcommand lives in its own module).
 
 Subcommands are imported when invoked: the in-cluster ``run`` never loads the embedded cluster behind ``local``
-(half a second of start-up and its modules' memory)."""
+(half a second of start-up and its modules' memory). The controller image leaves the embedded cluster out
+(``.dockerignore``); there ``local`` says so instead of failing on an import."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 import click
 
@@ -24,8 +26,25 @@ class _LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in _SUBCOMMANDS:
-            self.add_command(getattr(importlib.import_module(_SUBCOMMANDS[cmd_name]), cmd_name))
+            module = _SUBCOMMANDS[cmd_name]
+            if importlib.util.find_spec(module) is None:
+                return _not_installed(cmd_name, module)
+            self.add_command(getattr(importlib.import_module(module), cmd_name))
         return super().get_command(ctx, cmd_name)
+
+
+def _not_installed(name: str, module: str) -> click.Command:
+    """A stand-in for a subcommand whose module this installation leaves out (the image has no embedded cluster)."""
+
+    @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                           "help_option_names": []},
+                   help=f"Not in this installation ({module} is left out).")
+    def missing() -> None:
+        raise click.UsageError(f"'{name}' is not part of this installation: {module} is left out here (the "
+                               "controller image carries the operator only). Install the mxjob-controller package "
+                               "(pip install mxjob-controller, or make venv in a checkout) to use it.")
+
+    return missing
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "MXJOB"})

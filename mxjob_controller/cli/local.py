@@ -13,9 +13,9 @@ from typing import Any
 import click
 import yaml
 
-from mxjob_controller.local.apiserver.faults import FaultRule, parse_rule
-from mxjob_controller.local.apiserver.flowcontrol import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
-from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT
+from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT
+from mxjob_controller.local.apiserver.http.faults import FaultRule, parse_rule
+from mxjob_controller.local.apiserver.http.flowcontrol import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
 from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster, packaged_crds
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
@@ -69,7 +69,7 @@ def local() -> None:
               help="Events a watch may lag behind before the server disconnects it.")
 @click.option("--fault", "faults", multiple=True, metavar="RULE", callback=lambda _c, _p, v: _parse_faults(v),
               help="Inject a fault, e.g. 'verb=list,resource=pods,code=429,retry-after=2,count=3' "
-                   "(repeatable; keys in mxjob_controller/local/apiserver/faults.py).")
+                   "(repeatable; keys in mxjob_controller/local/apiserver/http/faults.py).")
 @click.option("--fault-seed", default=0, show_default=True, type=int,
               help="Seed of the faults' random choices: the same seed reproduces the same faults.")
 @click.option("--compact-every", default=0.0, show_default=True, type=click.FloatRange(min=0),

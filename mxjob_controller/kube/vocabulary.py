@@ -24,3 +24,8 @@ TRUE, FALSE = "True", "False"
 
 JSON_MEDIA_TYPE = "application/json"
 PROTOBUF_MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
+TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"  # Go's http.Error and the health checks
+
+# --- API versions -----------------------------------------------------------------------------------------
+
+META_V1 = "meta.k8s.io/v1"  # Table, PartialObjectMetadata, the *Options kinds

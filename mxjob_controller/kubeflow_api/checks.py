@@ -12,8 +12,7 @@ from typing import Any
 
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
-
-_NEGATIVE = "must be greater than or equal to 0"  # apimachinery's IsNegativeErrorMsg
+from mxjob_controller.kube.schema.rules.common import NEGATIVE
 
 
 def is_int(value: Any) -> bool:
@@ -40,7 +39,7 @@ def bool_errors(value: Any, path: str) -> list[FieldError]:
 def non_negative_errors(value: Any, path: str) -> list[FieldError]:
     if not is_int(value):
         return [type_error(path, value, "integer")]
-    return [fe.invalid(path, value, _NEGATIVE)] if value < 0 else []
+    return [fe.invalid(path, value, NEGATIVE)] if value < 0 else []
 
 
 def enum_errors(value: Any, path: str, allowed: Iterable[str]) -> list[FieldError]:

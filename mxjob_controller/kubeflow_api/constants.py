@@ -1,5 +1,6 @@
 """The names and vocabularies every Kubeflow job kind of this project shares: the API group, the restart, clean-pod
-and success policies, ``managedBy``, the run-policy fields, the replica defaults and the condition types.
+and success policies, ``managedBy``, the run-policy fields and the replica defaults. The condition types are
+kubeflow/common's, in ``core/job_vocabulary.py`` with the rules that set them.
 
 Values match Kubeflow's Go API (training-operator ``kubeflow.org/v1``) so that existing manifests, clients and
 dashboards keep working against this controller unchanged. A kind's own names (MXJob's replica types, job modes,
@@ -8,6 +9,7 @@ container and port; TFJob's) live in its package (``mxnet/api.py``, ``tensorflow
 
 from __future__ import annotations
 
+from mxjob_controller.core.finished_jobs import CLEAN_ALL, CLEAN_NONE, CLEAN_RUNNING
 from mxjob_controller.core.pods import RESTART_NEVER
 
 GROUP = "kubeflow.org"
@@ -16,10 +18,9 @@ GROUP = "kubeflow.org"
 
 # Replica restart policies (RESTART_*) come from core/pods.py, beside failed_pod_outcome, the rule applying them.
 
-CLEAN_POD_ALL = "All"
-CLEAN_POD_RUNNING = "Running"
-CLEAN_POD_NONE = "None"
-CLEAN_POD_POLICIES = (CLEAN_POD_ALL, CLEAN_POD_RUNNING, CLEAN_POD_NONE)
+# Clean-pod policies (CLEAN_*) come from core/finished_jobs.py, beside the rule applying them; Kubeflow's kinds take
+# these three (GenericJob also takes Unfinished).
+CLEAN_POD_POLICIES = (CLEAN_ALL, CLEAN_RUNNING, CLEAN_NONE)
 
 #: ``""``: the default rules (the job is finished when the Scheduler or all Workers have completed);
 #: ``AllWorkers``: it succeeds only when every Worker has.
@@ -47,16 +48,6 @@ SCHEDULING_POLICY_FIELDS = ("minAvailable", "queue", "minResources", "priorityCl
 
 DEFAULT_REPLICAS = 1
 DEFAULT_RESTART_POLICY = RESTART_NEVER
-DEFAULT_CLEAN_POD_POLICY = CLEAN_POD_ALL
+DEFAULT_CLEAN_POD_POLICY = CLEAN_ALL
 #: Longest name a child Service (``<job>-<type>-<index>``) may have: a DNS-1035 label.
 MAX_CHILD_NAME = 63
-
-# --- status ----------------------------------------------------------------------------------------------
-
-COND_CREATED = "Created"
-COND_RUNNING = "Running"
-COND_RESTARTING = "Restarting"
-COND_SUCCEEDED = "Succeeded"
-COND_FAILED = "Failed"
-COND_SUSPENDED = "Suspended"
-CONDITION_TYPES = (COND_CREATED, COND_RUNNING, COND_RESTARTING, COND_SUCCEEDED, COND_FAILED, COND_SUSPENDED)

@@ -33,7 +33,7 @@ from mxjob_controller.kubeflow_api.constants import GROUP
 from mxjob_controller.kubeflow_api.defaults import default_container_index
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.store import Store
+from mxjob_controller.local.apiserver.storage.store import Store
 from mxjob_controller.local.apiserver.strategy import WriteContext
 from mxjob_controller.mxnet import v1alpha1
 from mxjob_controller.mxnet.api import DEFAULT_CONTAINER_NAME, DEFAULT_PORT, DEFAULT_PORT_NAME, PLURAL

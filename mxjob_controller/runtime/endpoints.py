@@ -45,6 +45,7 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from mxjob_controller.kube.vocabulary import TEXT_MEDIA_TYPE
 from mxjob_controller.runtime.clock import IDLE_WAIT
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,6 @@ TLSContext = Callable[[], ssl.SSLContext]                                 # the 
 MAX_BODY = 7 * 1024 * 1024   # bytes of a POST body: controller-runtime's webhook limit (a conversion of a list page)
 _BODY_DEADLINE = 30.0        # seconds a client may take to send a whole POST body (each read has its own timeout)
 
-TEXT = "text/plain; charset=utf-8"
 _REQUEST_TIMEOUT = 10.0                 # seconds a client may take to send its request
 _JOIN_TIMEOUT = 5.0
 
@@ -118,26 +118,26 @@ class HealthChecks:
         if subpath:  # one check alone
             check = checks.get(subpath)
             if check is None:
-                return 404, TEXT, f"{self.kind} check {subpath!r} not found\n".encode()
+                return 404, TEXT_MEDIA_TYPE, f"{self.kind} check {subpath!r} not found\n".encode()
             if self._passes(subpath, check):
-                return 200, TEXT, b"ok"
-            return 503, TEXT, f"internal server error: {self.kind} check {subpath} failed\n".encode()
+                return 200, TEXT_MEDIA_TYPE, b"ok"
+            return 503, TEXT_MEDIA_TYPE, f"internal server error: {self.kind} check {subpath} failed\n".encode()
         excluded = {name for value in query.get("exclude", []) for name in value.split(",")}
         results = [(name, self._passes(name, checks[name])) for name in sorted(checks) if name not in excluded]
         failed = [name for name, ok in results if not ok]
         if not failed and "verbose" not in query:
-            return 200, TEXT, b"ok"
+            return 200, TEXT_MEDIA_TYPE, b"ok"
         lines = [f"[+]{name} ok" if ok else f"[-]{name} failed: reason withheld" for name, ok in results]
         lines += [f"[+]{name} excluded: ok" for name in sorted(excluded & set(checks))]
         lines.append(f"{self.kind} check failed" if failed else f"{self.kind} check passed")
-        return (503 if failed else 200), TEXT, ("\n".join(lines) + "\n").encode()
+        return (503 if failed else 200), TEXT_MEDIA_TYPE, ("\n".join(lines) + "\n").encode()
 
 
 def metrics_route(registry: CollectorRegistry) -> Route:
     """``/metrics``: the Prometheus text format (0.0.4), or OpenMetrics when the Accept header asks for it."""
     def route(subpath: str, query: dict[str, list[str]], headers: Mapping[str, str]) -> Reply:
         if subpath:
-            return 404, TEXT, b"404 page not found\n"
+            return 404, TEXT_MEDIA_TYPE, b"404 page not found\n"
         encoder, content_type = choose_encoder(headers.get("accept", ""))
         return 200, content_type, encoder(registry)
     return route
@@ -180,16 +180,16 @@ class _Handler(BaseHTTPRequestHandler):
         if route is None or length is None or not length.isdigit() or int(length) > MAX_BODY:
             self.close_connection = True   # the body stays unread: the connection cannot serve another request
             if route is None:
-                self._reply(404, TEXT, b"404 page not found\n")
+                self._reply(404, TEXT_MEDIA_TYPE, b"404 page not found\n")
             elif length is None or not length.isdigit():
-                self._reply(411, TEXT, b"Content-Length required\n")
+                self._reply(411, TEXT_MEDIA_TYPE, b"Content-Length required\n")
             else:
-                self._reply(413, TEXT, b"request body too large\n")
+                self._reply(413, TEXT_MEDIA_TYPE, b"request body too large\n")
         else:
             body = self._read_body(int(length))
             if body is None:
                 self.close_connection = True
-                self._reply(408, TEXT, b"request body not received in time\n")
+                self._reply(408, TEXT_MEDIA_TYPE, b"request body not received in time\n")
                 return
             self._reply(*route(body, {k.lower(): v for k, v in self.headers.items()}))
 
@@ -244,7 +244,7 @@ class _Server(ThreadingHTTPServer):
         for prefix, route in self.routes.items():
             if path == prefix or path.startswith(prefix + "/"):
                 return route(path[len(prefix) + 1:], query, headers)
-        return 404, TEXT, b"404 page not found\n"
+        return 404, TEXT_MEDIA_TYPE, b"404 page not found\n"
 
     def get_request(self) -> tuple[Any, Any]:
         sock, address = super().get_request()

@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from mxjob_controller.core.finished_jobs import CLEAN_RUNNING
 from mxjob_controller.kube import field_errors as fe
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kubeflow_api import checks
-from mxjob_controller.kubeflow_api.constants import CLEAN_POD_RUNNING, GROUP, SUCCESS_DEFAULT, SUCCESS_POLICIES
+from mxjob_controller.kubeflow_api.constants import GROUP, SUCCESS_DEFAULT, SUCCESS_POLICIES
 from mxjob_controller.kubeflow_api.defaults import (
     default_container_index,
     default_run_policy,
@@ -89,7 +90,7 @@ DECIDING_TYPES = (CHIEF, MASTER, WORKER)
 CONTAINER = "tensorflow"
 PORT_NAME = "tfjob-port"
 PORT = 2222
-DEFAULT_CLEAN_POD_POLICY = CLEAN_POD_RUNNING
+DEFAULT_CLEAN_POD_POLICY = CLEAN_RUNNING
 
 SPECS_PATH = "spec.tfReplicaSpecs"
 RULES = ReplicaRules(SPECS_PATH, REPLICA_TYPES, CHIEF_TYPES, CONTAINER, "the TensorFlow process")

@@ -33,9 +33,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from mxjob_controller.frameworks import FRAMEWORKS, FrameworkEntry
 from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.vocabulary import JSON_MEDIA_TYPE as JSON
+from mxjob_controller.kube.vocabulary import TEXT_MEDIA_TYPE as TEXT
 from mxjob_controller.mxnet import v1alpha1
 from mxjob_controller.mxnet.crd_conversion import CONVERT_PATH
-from mxjob_controller.runtime.endpoints import TEXT, EndpointServer, PostRoute, Reply, TLSContext
+from mxjob_controller.runtime.endpoints import EndpointServer, PostRoute, Reply, TLSContext
 from mxjob_controller.runtime.registry import families_for
 from mxjob_controller.webhooks import admission, conversion
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.watch import Event, Watcher
+from mxjob_controller.local.apiserver.storage.watch import Event, Watcher
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a JSON request body
 MERGE_PATCH = "application/merge-patch+json"
@@ -93,3 +93,38 @@ class Response:
 def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
+
+@dataclass(slots=True)
+class Exchange:
+    """One request as the application sees it, and what it answered (for the audit log)."""
+
+    info: RequestInfo
+    query: dict[str, str]
+    headers: Any
+    body: bytes = b""  # what read_body() read
+    code: int = 0
+    started: float = 0.0
+    response_bytes: int = 0
+    user: Any = None  # who the server authenticated (auth.UserInfo); None when it authenticates nobody
+    impersonator: Any = None  # who authenticated, when the request acts as ``user`` (Impersonate-* headers)
+    reader: Callable[[], bytes] | None = None  # reads the body off the connection; None once read (or none)
+    response_headers: dict[str, str] = field(default_factory=dict)  # sent with whatever answers it (flow control)
+    finishers: list[Callable[[], None]] = field(default_factory=list)  # run once the application has returned
+
+    def read_body(self) -> bytes:
+        """The request's body, read from the connection on the first call. Called by whatever serves an admitted
+        request, never before the interceptors: a refused client's body is never read. Raises the 400 or 413 a
+        malformed or oversized body gets."""
+        if self.reader is not None:
+            reader, self.reader = self.reader, None
+            self.body = reader()
+        return self.body
+
+
+class EarlyResponseError(Exception):
+    """Raised by whatever serves a request to answer it with ``response`` as it is (not a JSON ``Status``: kube's
+    429 from flow control is Go's plain-text ``http.Error``)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.code)
+        self.response = response

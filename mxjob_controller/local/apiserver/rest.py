@@ -14,7 +14,7 @@ import logging
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.store import Conflict, Missing, ObjKey
+from mxjob_controller.local.apiserver.storage.store import Conflict, Missing, ObjKey
 from mxjob_controller.local.apiserver.verbs.read import ReadVerbs
 from mxjob_controller.local.apiserver.verbs.write import WriteVerbs
 
@@ -30,8 +30,24 @@ class REST(ReadVerbs, WriteVerbs):
         if req.verb not in req.rt.verbs:
             raise errors.method_not_allowed(f"{req.verb} is not supported on resources of kind "
                                             f'"{req.rt.plural}"')
-        handler = getattr(self, "_" + req.verb)
-        return handler(req)
+        match req.verb:
+            case "get":
+                return self._get(req)
+            case "list":
+                return self._list(req)
+            case "watch":
+                return self._watch(req)
+            case "create":
+                return self._create(req)
+            case "update":
+                return self._update(req)
+            case "patch":
+                return self._patch(req)
+            case "delete":
+                return self._delete(req)
+            case "deletecollection":
+                return self._deletecollection(req)
+        raise errors.method_not_allowed(f"{req.verb} is not supported")
 
     def update_status(self, rt: ResourceType, okey: ObjKey, status: dict, manager: str) -> bool:
         """A server-internal status write (controllers inside the server), retried on conflict, recorded in the

@@ -10,12 +10,13 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from mxjob_controller.local.apiserver import errors, kubeproto, observability
-from mxjob_controller.local.apiserver.discovery import Discovery
-from mxjob_controller.local.apiserver.http import Exchange
-from mxjob_controller.local.apiserver.openapi import OpenAPI
-from mxjob_controller.local.apiserver.openapi_v2 import service as openapi_v2
-from mxjob_controller.local.apiserver.request import Request, RequestInfo, Response, dumps
+from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.encoding import kubeproto
+from mxjob_controller.local.apiserver.encoding.discovery import Discovery
+from mxjob_controller.local.apiserver.encoding.openapi import OpenAPI
+from mxjob_controller.local.apiserver.encoding.openapi_v2 import service as openapi_v2
+from mxjob_controller.local.apiserver.http import observability
+from mxjob_controller.local.apiserver.request import Exchange, Request, RequestInfo, Response, dumps
 from mxjob_controller.local.apiserver.resources import Registry
 from mxjob_controller.local.apiserver.rest import REST
 

@@ -25,23 +25,29 @@ from pathlib import Path
 from typing import Any
 
 from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
-from mxjob_controller.local.apiserver import builtin, errors, patchers, tables
-from mxjob_controller.local.apiserver.audit import DEFAULT_CAPACITY, AuditLog
+from mxjob_controller.local.apiserver import builtin, errors
 from mxjob_controller.local.apiserver.auth.admission import OwnerReferencesPermissionEnforcement
 from mxjob_controller.local.apiserver.auth.authorizer import ALWAYS_ALLOW, RBAC
 from mxjob_controller.local.apiserver.auth.reviews import REVIEW_TYPES
 from mxjob_controller.local.apiserver.auth.security import Security, bootstrap_policy
-from mxjob_controller.local.apiserver.discovery import Discovery
-from mxjob_controller.local.apiserver.faults import FaultInjector
-from mxjob_controller.local.apiserver.field_manager import KUBE_APISERVER
-from mxjob_controller.local.apiserver.flowcontrol import (
+from mxjob_controller.local.apiserver.controllers.gc import GarbageCollector
+from mxjob_controller.local.apiserver.controllers.namespace import NamespaceController
+from mxjob_controller.local.apiserver.controllers.namespace_content import NamespaceContent
+from mxjob_controller.local.apiserver.controllers.token_dirs import TokenDirs
+from mxjob_controller.local.apiserver.encoding import tables
+from mxjob_controller.local.apiserver.encoding.discovery import Discovery
+from mxjob_controller.local.apiserver.encoding.openapi import OpenAPI
+from mxjob_controller.local.apiserver.http.audit import DEFAULT_CAPACITY, AuditLog
+from mxjob_controller.local.apiserver.http.connection import HEADER_TIMEOUT, IDLE_TIMEOUT, READ_TIMEOUT
+from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT
+from mxjob_controller.local.apiserver.http.faults import FaultInjector
+from mxjob_controller.local.apiserver.http.flowcontrol import (
     MAX_MUTATING_REQUESTS_INFLIGHT,
     MAX_REQUESTS_INFLIGHT,
     FlowControl,
 )
-from mxjob_controller.local.apiserver.gc import GarbageCollector
-from mxjob_controller.local.apiserver.http import HEADER_TIMEOUT, IDLE_TIMEOUT, READ_TIMEOUT
-from mxjob_controller.local.apiserver.http_server import MAX_CONNECTIONS, APIHTTPServer
+from mxjob_controller.local.apiserver.http.observability import Metrics, storage_counts, storage_sizes
+from mxjob_controller.local.apiserver.http.server import MAX_CONNECTIONS, APIHTTPServer
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.deployments import DeploymentStrategy
@@ -52,18 +58,13 @@ from mxjob_controller.local.apiserver.kinds.pods import PodStrategy, bind
 from mxjob_controller.local.apiserver.kinds.rbac import BindingStrategy, ClusterRoleStrategy, EscalationCheck
 from mxjob_controller.local.apiserver.kinds.secrets import SecretStrategy
 from mxjob_controller.local.apiserver.kinds.services import ServiceStrategy
-from mxjob_controller.local.apiserver.memory import limit_allocator
-from mxjob_controller.local.apiserver.namespace_content import NamespaceContent
-from mxjob_controller.local.apiserver.namespace_controller import NamespaceController
-from mxjob_controller.local.apiserver.observability import Metrics, storage_counts, storage_sizes
-from mxjob_controller.local.apiserver.openapi import OpenAPI
+from mxjob_controller.local.apiserver.patch.field_manager import KUBE_APISERVER
 from mxjob_controller.local.apiserver.request import Request, Response
-from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.router import Router
-from mxjob_controller.local.apiserver.store import HISTORY_AGE, HISTORY_BYTES, Missing, Store, StoreOptions
-from mxjob_controller.local.apiserver.token_dirs import TokenDirs
+from mxjob_controller.local.apiserver.storage.memory import limit_allocator
+from mxjob_controller.local.apiserver.storage.store import HISTORY_AGE, HISTORY_BYTES, Missing, Store, StoreOptions
 from mxjob_controller.local.apiserver.validation import strict_json, typed_decode
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.apiserver.webhooks import config as webhook_config
@@ -183,7 +184,6 @@ class APIServer:
         for sub in CONNECT_SUBRESOURCES:
             self.rest.subresource_creators[(builtin.PODS.storage_key, sub)] = connect
             self.rest.subresource_getters[(builtin.PODS.storage_key, sub)] = connect
-        patchers.install(self.rest)  # JSON patch and strategic merge patch
         self.rest.table_converter = tables.convert
         tables.register_printer("admissionregistration.k8s.io", "ValidatingWebhookConfiguration",
                                 webhook_config.printer())

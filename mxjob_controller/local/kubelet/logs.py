@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mxjob_controller.local.apiserver import errors
-from mxjob_controller.local.apiserver.log_options import LogOptions
+from mxjob_controller.local.apiserver.kinds.pod_log_options import LogOptions
 from mxjob_controller.local.kubelet.log_times import LogTimes, Timeline, stamped
 
 _FOLLOW_POLL = 0.1   # seconds between looks at a followed log file that has nothing new

@@ -10,16 +10,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mxjob_controller.core.job_vocabulary import FAILED, RESTARTING, RUNNING, SUCCEEDED, SUSPENDED
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kubeflow_api import checks
-from mxjob_controller.kubeflow_api.constants import (
-    COND_FAILED,
-    COND_RESTARTING,
-    COND_RUNNING,
-    COND_SUCCEEDED,
-    COND_SUSPENDED,
-    DEFAULT_REPLICAS,
-)
+from mxjob_controller.kubeflow_api.constants import DEFAULT_REPLICAS
 from mxjob_controller.kubeflow_api.replica_types import canonical_type
 from mxjob_controller.kubeflow_api.status import ReplicaCounts
 from mxjob_controller.mxnet.api import (
@@ -217,19 +211,19 @@ def _phase(conditions: list[dict[str, Any]], index_of: Mapping[str, int]) -> tup
     def true(ctype: str) -> dict[str, Any] | None:
         return next((c for c in conditions if c.get("type") == ctype and c.get("status") == "True"), None)
 
-    failed = true(COND_FAILED)
+    failed = true(FAILED)
     if failed is not None:
         message = str(failed.get("message") or "")
         if failed.get("reason") == REASON_FAILED_VALIDATION:
             return PHASE_FAILED, STATE_FAILED, INVALID_REASON_PREFIX + _alpha_paths(
                 _VALIDATION_PREFIX.sub("", message), index_of)
         return PHASE_DONE, STATE_FAILED, message
-    if true(COND_SUCCEEDED) is not None:
+    if true(SUCCEEDED) is not None:
         return PHASE_DONE, STATE_SUCCEEDED, ""
-    suspended = true(COND_SUSPENDED)
+    suspended = true(SUSPENDED)
     if suspended is not None:
         return PHASE_CREATING, STATE_UNKNOWN, str(suspended.get("message") or "")
-    if true(COND_RUNNING) is not None or true(COND_RESTARTING) is not None:
+    if true(RUNNING) is not None or true(RESTARTING) is not None:
         return PHASE_RUNNING, STATE_RUNNING, ""
     return PHASE_CREATING, STATE_RUNNING, ""
 

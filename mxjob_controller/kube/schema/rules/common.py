@@ -15,7 +15,7 @@ from mxjob_controller.kube import names
 from mxjob_controller.kube.field_errors import FieldError, child, invalid, not_supported, required
 
 PORT_RANGE = "must be between 1 and 65535, inclusive"
-NEGATIVE = "must be greater than or equal to 0"
+NEGATIVE = "must be greater than or equal to 0"  # apimachinery's IsNegativeErrorMsg
 MAX_INT32 = 2**31 - 1
 TOTAL_ANNOTATION_SIZE = 256 * 1024
 CONFIG_KEY_FORMAT = "[-._a-zA-Z0-9]+"

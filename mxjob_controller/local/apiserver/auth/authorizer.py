@@ -18,8 +18,8 @@ from mxjob_controller.local.apiserver.auth import rbac
 from mxjob_controller.local.apiserver.auth.rbac import Attributes, Decision
 from mxjob_controller.local.apiserver.auth.user import UserInfo
 from mxjob_controller.local.apiserver.request import RequestInfo
-from mxjob_controller.local.apiserver.store import Store
-from mxjob_controller.local.apiserver.watch import Event
+from mxjob_controller.local.apiserver.storage.store import Store
+from mxjob_controller.local.apiserver.storage.watch import Event
 
 ALWAYS_ALLOW = "AlwaysAllow"
 RBAC = "RBAC"

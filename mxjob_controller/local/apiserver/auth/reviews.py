@@ -21,11 +21,11 @@ from typing import Any
 from mxjob_controller.kube import field_errors
 from mxjob_controller.kube.timefmt import now_rfc3339, rfc3339
 from mxjob_controller.local.apiserver import builtin, errors
-from mxjob_controller.local.apiserver.auth import protobuf
 from mxjob_controller.local.apiserver.auth.authorizer import Authorizer
 from mxjob_controller.local.apiserver.auth.rbac import Attributes
 from mxjob_controller.local.apiserver.auth.tokens import TokenAuthenticator
 from mxjob_controller.local.apiserver.auth.user import ADMIN, UserInfo
+from mxjob_controller.local.apiserver.encoding import kubeproto
 from mxjob_controller.local.apiserver.errors import Resource
 from mxjob_controller.local.apiserver.request import Request, Response, dumps
 from mxjob_controller.local.apiserver.resources import ResourceType
@@ -57,10 +57,14 @@ def _body(req: Request) -> dict[str, Any]:
     """The request's object, from JSON or (kubectl's typed clients) protobuf."""
     kind = req.rt.kind if req.subresource is None else "TokenRequest"
     ctype = req.content_type.split(";")[0].strip().lower()
-    if ctype not in ("", "application/json", "*/*", protobuf.MEDIA_TYPE):
+    if ctype not in ("", "application/json", "*/*", kubeproto.MEDIA_TYPE):
         raise errors.unsupported_media_type(ctype)
     try:
-        obj = protobuf.decode(req.body) if ctype == protobuf.MEDIA_TYPE else strict_json.loads(req.body or b"{}")
+        obj = (kubeproto.decode_object(req.body) if ctype == kubeproto.MEDIA_TYPE
+               else strict_json.loads(req.body or b"{}"))
+    except KeyError as e:  # a kind with no protobuf message here
+        raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind}): cannot decode "
+                                 f"{e.args[0] or 'an unnamed kind'} from protobuf") from None
     except ValueError as e:
         raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind}): {e}") from None
     if not isinstance(obj, dict) or obj.get("kind") not in (None, kind):

@@ -60,8 +60,8 @@ from mxjob_controller.local.apiserver.auth.user import (
     UserInfo,
 )
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.http import Exchange
-from mxjob_controller.local.apiserver.store import Store
+from mxjob_controller.local.apiserver.request import Exchange
+from mxjob_controller.local.apiserver.storage.store import Store
 from mxjob_controller.local.files import write_atomically
 
 log = logging.getLogger(__name__)

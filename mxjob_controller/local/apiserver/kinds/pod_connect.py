@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.request import Request, Response
-from mxjob_controller.local.apiserver.store import Store
+from mxjob_controller.local.apiserver.storage.store import Store
 
 CONNECT_SUBRESOURCES = ("exec", "attach", "portforward")
 _ACTION = {"exec": "exec", "attach": "attach", "portforward": "port-forward"}

@@ -8,7 +8,7 @@ from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.builtin import PRIORITYCLASSES
 from mxjob_controller.local.apiserver.errors import Cause, Resource
-from mxjob_controller.local.apiserver.store import Conflict, Missing, Store
+from mxjob_controller.local.apiserver.storage.store import Conflict, Missing, Store
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 
 _DEFAULT_TOLERATIONS = (

@@ -25,7 +25,7 @@ from mxjob_controller.local.apiserver.auth.rbac import Attributes, aggregate_all
 from mxjob_controller.local.apiserver.auth.user import UserInfo
 from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.store import Conflict, Missing, Store
+from mxjob_controller.local.apiserver.storage.store import Conflict, Missing, Store
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 
 log = logging.getLogger(__name__)

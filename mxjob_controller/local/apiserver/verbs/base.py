@@ -11,35 +11,32 @@ from typing import Any, Protocol
 import yaml
 
 from mxjob_controller.kube import field_errors
-from mxjob_controller.kube.patch.merge import apply_merge_patch
-from mxjob_controller.local.apiserver import errors, kubeproto
-from mxjob_controller.local.apiserver.deletion import Deleter
+from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.encoding import kubeproto
 from mxjob_controller.local.apiserver.errors import Cause, StatusError
-from mxjob_controller.local.apiserver.field_manager import FieldManager
-from mxjob_controller.local.apiserver.log_options import LogOptions
-from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES, MERGE_PATCH, Request, Response, dumps
+from mxjob_controller.local.apiserver.kinds.pod_log_options import LogOptions
+from mxjob_controller.local.apiserver.patch.field_manager import FieldManager
+from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES, Request, Response, dumps
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.store import ObjKey, Store
+from mxjob_controller.local.apiserver.storage.store import ObjKey, Store
+from mxjob_controller.local.apiserver.storage.watch import Entry
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 from mxjob_controller.local.apiserver.validation import field_validation
 from mxjob_controller.local.apiserver.validation.meta import validate_object_meta
 from mxjob_controller.local.apiserver.validation.strict_json import loads_with_duplicates
 from mxjob_controller.local.apiserver.validation.yaml_body import loads_yaml
-from mxjob_controller.local.apiserver.watch import Entry
+from mxjob_controller.local.apiserver.verbs.deletion import Deleter
 from mxjob_controller.local.apiserver.webhooks.attributes import CREATE, AdmissionAttributes, write_options
 
 FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Hooks the server wires in: validation of whole objects (schema) and patch formats beyond merge patch.
+# Hooks the server wires in: validation of whole objects (schema), tables, logs, admission, conversion.
 
 SchemaValidator = Callable[[ResourceType, dict, WriteContext], tuple[list[Cause], list[str]]]
 """(rt, decoded obj, ctx) -> (causes, unknown field paths); prunes unknown fields and applies defaults in
 place. Runs before the strategy; the caller applies fieldValidation to the unknown fields."""
-
-Patcher = Callable[[ResourceType, dict, Any], dict]
-"""(rt, current object (a private copy), decoded patch) -> patched object."""
 
 TableConverter = Callable[[ResourceType, list[Entry], dict | None, str, bool], dict]
 """(rt, entries, list metadata (None for one object), includeObject (None/Metadata/Object), with column
@@ -87,12 +84,6 @@ class TypedDecode(Protocol):
 
 
 # --- what the verbs share, pure --------------------------------------------------------------------------
-
-def _merge(current: dict, patch: Any) -> dict:
-    if not isinstance(patch, dict):
-        raise errors.bad_request("a merge patch must be a JSON object")
-    return apply_merge_patch(current, patch)
-
 
 def _dedupe(causes: list[Cause]) -> list[Cause]:
     seen, out = set(), []
@@ -179,7 +170,6 @@ class VerbsBase:
         self._namespaces_key = namespaces_key
         self.schema_validator: SchemaValidator | None = None
         self.typed_decode: TypedDecode | None = None   # validation/typed_decode.py
-        self.patchers: dict[str, Patcher] = {MERGE_PATCH: lambda rt, cur, patch: _merge(cur, patch)}
         self.table_converter: TableConverter | None = None
         self.log_reader: LogReader | None = None
         self.subresource_creators: dict[tuple[str, str], SubresourceCreator] = {}  # (storage key, subresource)

@@ -10,11 +10,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mxjob_controller.kube.selectors import SelectorError, object_fields, parse_field_selector, parse_label_selector
-from mxjob_controller.local.apiserver import errors, list_options
+from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.log_options import parse_log_options
+from mxjob_controller.local.apiserver.kinds.pod_log_options import parse_log_options
 from mxjob_controller.local.apiserver.request import Request, Response, WatchStream, dumps
-from mxjob_controller.local.apiserver.store import ObjKey, TooOld
+from mxjob_controller.local.apiserver.storage import list_options
+from mxjob_controller.local.apiserver.storage.store import ObjKey, TooOld
+from mxjob_controller.local.apiserver.storage.watch import Entry, Event
 from mxjob_controller.local.apiserver.validation import strict_json
 from mxjob_controller.local.apiserver.verbs.base import (
     VerbsBase,
@@ -23,7 +25,6 @@ from mxjob_controller.local.apiserver.verbs.base import (
     parse_rv,
     wants_table,
 )
-from mxjob_controller.local.apiserver.watch import Entry, Event
 
 # --- query parameters, continue tokens, watch frames -----------------------------------------------------
 

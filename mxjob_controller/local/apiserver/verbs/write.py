@@ -9,14 +9,9 @@ from collections.abc import Callable, Sequence
 
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.local.apiserver import errors
-from mxjob_controller.local.apiserver.deletion import (
-    DeleteOptions,
-    DeleteOutcome,
-    parse_delete_options,
-    should_delete_during_update,
-)
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.field_manager import force_flag, keep_times_when_unchanged, parse_apply_body
+from mxjob_controller.local.apiserver.patch.field_manager import force_flag, keep_times_when_unchanged, parse_apply_body
+from mxjob_controller.local.apiserver.patch.patchers import PATCHERS
 from mxjob_controller.local.apiserver.request import (
     APPLY_PATCH,
     JSON_PATCH,
@@ -28,16 +23,16 @@ from mxjob_controller.local.apiserver.request import (
     dumps,
 )
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.store import Conflict, Exists, Missing
+from mxjob_controller.local.apiserver.storage.store import Conflict, Exists, Missing
+from mxjob_controller.local.apiserver.storage.watch import Entry
 from mxjob_controller.local.apiserver.validation import strict_json
-from mxjob_controller.local.apiserver.verbs.base import (
-    VerbsBase,
-    list_body,
-    parse_rv,
-    warning_header,
-    with_warnings,
+from mxjob_controller.local.apiserver.verbs.base import VerbsBase, list_body, parse_rv, warning_header, with_warnings
+from mxjob_controller.local.apiserver.verbs.deletion import (
+    DeleteOptions,
+    DeleteOutcome,
+    parse_delete_options,
+    should_delete_during_update,
 )
-from mxjob_controller.local.apiserver.watch import Entry
 from mxjob_controller.local.apiserver.webhooks.attributes import (
     CREATE,
     DELETE,
@@ -147,11 +142,11 @@ class WriteVerbs(VerbsBase):
         if ctype == APPLY_PATCH:
             return self._apply(req)
         manager = self.field_manager.manager(req.query, req.user_agent, "PatchOptions")
-        patcher = self.patchers.get(ctype)
+        patcher = PATCHERS.get(ctype)
         if patcher is None:
             raise errors.StatusError(415, "UnsupportedMediaType",
                                      f"the body of the request was in an unknown format - accepted media types "
-                                     f"include: {', '.join(sorted(self.patchers))}")
+                                     f"include: {', '.join(sorted(PATCHERS))}")
         if len(req.body) > MAX_BODY_BYTES:
             raise errors.too_large(MAX_BODY_BYTES)
         try:

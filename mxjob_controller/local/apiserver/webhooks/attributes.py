@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mxjob_controller.kube.vocabulary import META_V1
 from mxjob_controller.local.apiserver.resources import ResourceType
 
 CREATE, UPDATE, DELETE = "CREATE", "UPDATE", "DELETE"
-META_V1 = "meta.k8s.io/v1"
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ from mxjob_controller.kube.schema.builtin import REQUIRED_ELSEWHERE
 from mxjob_controller.kube.schema.compiled import CompiledSchema
 from mxjob_controller.kube.schema.compiler import BUILTIN, Compiler
 from mxjob_controller.kube.selectors import LabelSelector, SelectorError, selector_from_label_selector
-from mxjob_controller.local.apiserver import printers
+from mxjob_controller.local.apiserver.encoding import printers
 from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 from mxjob_controller.local.apiserver.webhooks.client import ClientConfig

@@ -28,7 +28,7 @@ from mxjob_controller.kube.schema.compiled import CompiledSchema
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
-from mxjob_controller.local.apiserver.store import Store
+from mxjob_controller.local.apiserver.storage.store import Store
 from mxjob_controller.local.apiserver.validation.meta import validate_annotations, validate_labels
 from mxjob_controller.local.apiserver.webhooks.client import CallError, ClientConfig, HookClient
 from mxjob_controller.local.apiserver.webhooks.config import (

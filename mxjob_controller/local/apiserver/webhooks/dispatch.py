@@ -38,7 +38,7 @@ from mxjob_controller.local.apiserver import builtin, errors
 from mxjob_controller.local.apiserver.auth.user import ADMIN, UserInfo
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
-from mxjob_controller.local.apiserver.store import Store
+from mxjob_controller.local.apiserver.storage.store import Store
 from mxjob_controller.local.apiserver.webhooks.attributes import CREATE, UPDATE, AdmissionAttributes
 from mxjob_controller.local.apiserver.webhooks.client import CallError, HookClient
 from mxjob_controller.local.apiserver.webhooks.config import Webhook, webhooks_of

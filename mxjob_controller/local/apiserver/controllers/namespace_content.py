@@ -14,12 +14,12 @@ import json
 import logging
 
 from mxjob_controller.local.apiserver import builtin
+from mxjob_controller.local.apiserver.controllers.workqueue import QueueController
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.request import Request
 from mxjob_controller.local.apiserver.rest import REST
-from mxjob_controller.local.apiserver.store import Store
-from mxjob_controller.local.apiserver.watch import DELETED, Event
-from mxjob_controller.local.apiserver.workqueue import QueueController
+from mxjob_controller.local.apiserver.storage.store import Store
+from mxjob_controller.local.apiserver.storage.watch import DELETED, Event
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from mxjob_controller.local.apiserver.http import Exchange
+from mxjob_controller.local.apiserver.request import Exchange
 
 DEFAULT_CAPACITY = 100_000
 _VERBS_WITH_SELECTORS = ("list", "watch", "deletecollection")

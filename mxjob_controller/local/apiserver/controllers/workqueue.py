@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from mxjob_controller.local.apiserver.store import Store
-from mxjob_controller.local.apiserver.watch import Event
+from mxjob_controller.local.apiserver.storage.store import Store
+from mxjob_controller.local.apiserver.storage.watch import Event
 from mxjob_controller.runtime.workqueue import (
     ItemExponentialFailureRateLimiter,
     QueueShutDownError,

@@ -37,10 +37,9 @@ from typing import Any
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.http import Exchange
-from mxjob_controller.local.apiserver.request import RequestInfo, Response, WatchStream, dumps
-from mxjob_controller.local.apiserver.store import Store
-from mxjob_controller.local.apiserver.watch import Event
+from mxjob_controller.local.apiserver.request import Exchange, RequestInfo, Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.storage.store import Store
+from mxjob_controller.local.apiserver.storage.watch import Event
 
 Match = str | tuple[str, ...] | None
 

@@ -18,15 +18,15 @@ import threading
 from collections import Counter
 
 from mxjob_controller.kube.timefmt import now_rfc3339
-from mxjob_controller.local.apiserver.deletion import BACKGROUND
+from mxjob_controller.local.apiserver.controllers.workqueue import QueueController
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.field_manager import KUBE_CONTROLLER_MANAGER, controller_manager_agent
+from mxjob_controller.local.apiserver.patch.field_manager import KUBE_CONTROLLER_MANAGER, controller_manager_agent
 from mxjob_controller.local.apiserver.request import Request
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST
-from mxjob_controller.local.apiserver.store import Store
-from mxjob_controller.local.apiserver.watch import DELETED, Event
-from mxjob_controller.local.apiserver.workqueue import QueueController
+from mxjob_controller.local.apiserver.storage.store import Store
+from mxjob_controller.local.apiserver.storage.watch import DELETED, Event
+from mxjob_controller.local.apiserver.verbs.deletion import BACKGROUND
 
 KUBERNETES_FINALIZER = "kubernetes"
 _USER_AGENT = controller_manager_agent("namespace-controller")

@@ -35,8 +35,8 @@ from typing import Any
 
 from mxjob_controller.kube.vocabulary import PROTOBUF_MEDIA_TYPE as MEDIA_TYPE
 from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.encoding.kubeproto_tables import API_VERSIONS, LISTS, MESSAGES
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.kubeproto_tables import API_VERSIONS, LISTS, MESSAGES
 from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.resources import ResourceType
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from mxjob_controller.kube import k8s_schemas
 from mxjob_controller.kube.jsoncopy import deep_copy
-from mxjob_controller.local.apiserver.gofmt import go_format
+from mxjob_controller.local.apiserver.encoding.gofmt import go_format
 
 DIRECTIVE = "$patch"
 DELETE, REPLACE, MERGE = "delete", "replace", "merge"

@@ -24,7 +24,15 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from mxjob_controller.local.apiserver.deletion import (
+from mxjob_controller.local.apiserver.controllers.workqueue import Park, QueueController
+from mxjob_controller.local.apiserver.errors import StatusError
+from mxjob_controller.local.apiserver.patch.field_manager import controller_manager_agent
+from mxjob_controller.local.apiserver.request import MERGE_PATCH, Request
+from mxjob_controller.local.apiserver.resources import Registry, ResourceType
+from mxjob_controller.local.apiserver.rest import REST
+from mxjob_controller.local.apiserver.storage.store import Store
+from mxjob_controller.local.apiserver.storage.watch import DELETED, Entry, Event
+from mxjob_controller.local.apiserver.verbs.deletion import (
     BACKGROUND,
     FOREGROUND,
     FOREGROUND_FINALIZER,
@@ -32,14 +40,6 @@ from mxjob_controller.local.apiserver.deletion import (
     ORPHAN_FINALIZER,
     DeleteOptions,
 )
-from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.field_manager import controller_manager_agent
-from mxjob_controller.local.apiserver.request import MERGE_PATCH, Request
-from mxjob_controller.local.apiserver.resources import Registry, ResourceType
-from mxjob_controller.local.apiserver.rest import REST
-from mxjob_controller.local.apiserver.store import Store
-from mxjob_controller.local.apiserver.watch import DELETED, Entry, Event
-from mxjob_controller.local.apiserver.workqueue import Park, QueueController
 
 log = logging.getLogger(__name__)
 

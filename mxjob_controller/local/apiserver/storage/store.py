@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from mxjob_controller.local.apiserver.memory import release_free_memory
-from mxjob_controller.local.apiserver.watch import (
+from mxjob_controller.local.apiserver.storage.memory import release_free_memory
+from mxjob_controller.local.apiserver.storage.watch import (
     ADDED,
     DELETED,
     MODIFIED,

@@ -29,10 +29,10 @@ from mxjob_controller.kube.timefmt import now_rfc3339, parse_time, plus_go_secon
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import Cause, StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.store import Conflict, Missing, ObjKey, Store
+from mxjob_controller.local.apiserver.storage.store import Conflict, Missing, ObjKey, Store
+from mxjob_controller.local.apiserver.storage.watch import Entry
 from mxjob_controller.local.apiserver.strategy import Strategy
 from mxjob_controller.local.apiserver.validation import strict_json
-from mxjob_controller.local.apiserver.watch import Entry
 
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"

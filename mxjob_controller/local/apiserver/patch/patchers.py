@@ -1,4 +1,5 @@
-"""The patch formats beyond merge patch, as REST patchers: JSON patch and strategic merge patch.
+"""The patch formats kube-apiserver serves besides server-side apply, by content type (``PATCHERS``, which the patch
+verb looks a request's format up in): JSON merge patch, JSON patch and strategic merge patch.
 
 Each patcher takes (resource type, a private copy of the current object, the decoded patch) and returns
 the patched object, or raises the Status kube-apiserver answers for that failure:
@@ -17,21 +18,32 @@ the patched object, or raises the Status kube-apiserver answers for that failure
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from mxjob_controller.local.apiserver import errors, strategic_merge
+from mxjob_controller.kube.patch.merge import apply_merge_patch
+from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.json_patch import (
+from mxjob_controller.local.apiserver.patch import strategic_merge
+from mxjob_controller.local.apiserver.patch.json_patch import (
     JSONPatchDecodeError,
     JSONPatchError,
     TooManyOperationsError,
     apply_json_patch,
 )
-from mxjob_controller.local.apiserver.request import JSON_PATCH, STRATEGIC_PATCH
+from mxjob_controller.local.apiserver.request import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.rest import REST
 
 log = logging.getLogger(__name__)
+
+Patcher = Callable[[ResourceType, dict, Any], dict]
+"""(rt, current object (a private copy), decoded patch) -> patched object."""
+
+
+def merge_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
+    if not isinstance(patch, dict):
+        raise errors.bad_request("a merge patch must be a JSON object")
+    return apply_merge_patch(current, patch)
 
 
 def json_patch(rt: ResourceType, current: dict, patch: Any) -> dict:
@@ -73,6 +85,9 @@ def _unprocessable(text: str) -> StatusError:
     return StatusError(422, "Invalid", "the server rejected our request due to an error in our request", {})
 
 
-def install(rest: REST) -> None:
-    rest.patchers[JSON_PATCH] = json_patch
-    rest.patchers[STRATEGIC_PATCH] = strategic_merge_patch
+#: The patch formats by content type (server-side apply is a verb of its own: ``WriteVerbs._apply``).
+PATCHERS: dict[str, Patcher] = {
+    MERGE_PATCH: merge_patch,
+    JSON_PATCH: json_patch,
+    STRATEGIC_PATCH: strategic_merge_patch,
+}

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from mxjob_controller.local.apiserver import builtin
 from mxjob_controller.local.apiserver.auth.security import Security
-from mxjob_controller.local.apiserver.store import Store
-from mxjob_controller.local.apiserver.watch import Event
-from mxjob_controller.local.apiserver.workqueue import QueueController
+from mxjob_controller.local.apiserver.controllers.workqueue import QueueController
+from mxjob_controller.local.apiserver.storage.store import Store
+from mxjob_controller.local.apiserver.storage.watch import Event
 from mxjob_controller.local.files import write_atomically
 
 Account = tuple[str, str]   # (namespace, name)

@@ -50,7 +50,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
@@ -58,8 +57,16 @@ from urllib.parse import parse_qsl, urlsplit
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES, RequestInfo, Response, WatchStream, dumps
-from mxjob_controller.local.apiserver.request_deadlines import Deadline, Deadlines
+from mxjob_controller.local.apiserver.http.deadlines import Deadline, Deadlines
+from mxjob_controller.local.apiserver.request import (
+    MAX_BODY_BYTES,
+    EarlyResponseError,
+    Exchange,
+    RequestInfo,
+    Response,
+    WatchStream,
+    dumps,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,42 +88,6 @@ _VERSION = re.compile(rb"HTTP/([0-9]{1,3})\.([0-9]{1,3})")
 # Go's net/http reads lengths as ParseUint (decimal) and chunk sizes as hex digits: no sign, no "0x", no "_".
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 _CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
-
-
-@dataclass(slots=True)
-class Exchange:
-    """One request as the application sees it, and what it answered (for the audit log)."""
-
-    info: RequestInfo
-    query: dict[str, str]
-    headers: Any
-    body: bytes = b""  # what read_body() read
-    code: int = 0
-    started: float = 0.0
-    response_bytes: int = 0
-    user: Any = None  # who the server authenticated (auth.UserInfo); None when it authenticates nobody
-    impersonator: Any = None  # who authenticated, when the request acts as ``user`` (Impersonate-* headers)
-    reader: Callable[[], bytes] | None = None  # reads the body off the connection; None once read (or none)
-    response_headers: dict[str, str] = field(default_factory=dict)  # sent with whatever answers it (flow control)
-    finishers: list[Callable[[], None]] = field(default_factory=list)  # run once the application has returned
-
-    def read_body(self) -> bytes:
-        """The request's body, read from the connection on the first call. Called by whatever serves an admitted
-        request, never before the interceptors: a refused client's body is never read. Raises the 400 or 413 a
-        malformed or oversized body gets."""
-        if self.reader is not None:
-            reader, self.reader = self.reader, None
-            self.body = reader()
-        return self.body
-
-
-class EarlyResponseError(Exception):
-    """Raised by whatever serves a request to answer it with ``response`` as it is (not a JSON ``Status``: kube's
-    429 from flow control is Go's plain-text ``http.Error``)."""
-
-    def __init__(self, response: Response) -> None:
-        super().__init__(response.code)
-        self.response = response
 
 
 Application = Callable[[Exchange], Response]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from mxjob_controller.local.apiserver.http import (
+from mxjob_controller.local.apiserver.http.connection import (
     HEADER_TIMEOUT,
     IDLE_TIMEOUT,
     LINGER_SECONDS,
@@ -23,7 +23,7 @@ from mxjob_controller.local.apiserver.http import (
     ConnectionHandler,
     Observer,
 )
-from mxjob_controller.local.apiserver.request_deadlines import REQUEST_TIMEOUT, Deadlines
+from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT, Deadlines
 
 log = logging.getLogger(__name__)
 

@@ -30,13 +30,13 @@ from typing import Any
 
 from mxjob_controller.kube import k8s_schemas
 from mxjob_controller.kube.vocabulary import JSON_MEDIA_TYPE as JSON
-from mxjob_controller.local.apiserver.openapi import OpenAPI
+from mxjob_controller.local.apiserver.encoding.openapi import REF_PREFIX as _V3_REF
+from mxjob_controller.local.apiserver.encoding.openapi import OpenAPI
 from mxjob_controller.local.apiserver.request import Response
 
 PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 _PROTOBUF_SUBTYPES = ("com.github.proto-openapi.spec.v2@v1.0+protobuf",   # what client-go asks for
                       "com.github.proto-openapi.spec.v2.v1.0+protobuf")
-_V3_REF = "#/components/schemas/"
 _V2_REF = "#/definitions/"
 _BUILTIN_PRODUCES = ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
 _CUSTOM_PRODUCES = ["application/json", "application/yaml"]

@@ -22,8 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from mxjob_controller.local.apiserver.http import Exchange
-from mxjob_controller.local.apiserver.request import Response
+from mxjob_controller.kube.vocabulary import TEXT_MEDIA_TYPE
+from mxjob_controller.local.apiserver.request import Exchange, Response
 
 _POST_START_HOOKS = (
     "start-apiserver-admission-initializer", "generic-apiserver-start-informers",
@@ -43,8 +43,7 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "readyz": ("ping", "log", "etcd", "etcd-readiness", "informer-sync",
                *(f"poststarthook/{h}" for h in _POST_START_HOOKS), "shutdown"),
 }
-_TEXT = "text/plain; charset=utf-8"
-_NOT_FOUND = Response(404, b"404 page not found\n", content_type=_TEXT,
+_NOT_FOUND = Response(404, b"404 page not found\n", content_type=TEXT_MEDIA_TYPE,
                       headers={"X-Content-Type-Options": "nosniff"})
 
 
@@ -58,9 +57,9 @@ def health(path: str, query: dict[str, str]) -> Response | None:
     if check:
         if check not in checks:
             return _NOT_FOUND
-        return Response(200, b"ok", content_type=_TEXT, headers=headers)
+        return Response(200, b"ok", content_type=TEXT_MEDIA_TYPE, headers=headers)
     if "verbose" not in query:
-        return Response(200, b"ok", content_type=_TEXT, headers=headers)
+        return Response(200, b"ok", content_type=TEXT_MEDIA_TYPE, headers=headers)
     excluded = [c for c in query.get("exclude", "").split(",") if c] if "exclude" in query else []
     lines = []
     for c in checks:
@@ -73,7 +72,7 @@ def health(path: str, query: dict[str, str]) -> Response | None:
         quoted = ",".join(f'"{e}"' for e in sorted(set(excluded)))
         lines.append(f"warn: some health checks cannot be excluded: no matches for {quoted}")
     lines.append(f"{name} check passed")
-    return Response(200, ("\n".join(lines) + "\n").encode(), content_type=_TEXT, headers=headers)
+    return Response(200, ("\n".join(lines) + "\n").encode(), content_type=TEXT_MEDIA_TYPE, headers=headers)
 
 
 # --- metrics ----------------------------------------------------------------------------------------------

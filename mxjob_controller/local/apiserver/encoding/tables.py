@@ -19,12 +19,12 @@ from typing import Any
 
 from mxjob_controller.kube.schema.compiler import OBJECT_META as _META
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
-from mxjob_controller.local.apiserver import jsonpath, printers
-from mxjob_controller.local.apiserver.gofmt import go_float
+from mxjob_controller.kube.vocabulary import META_V1
+from mxjob_controller.local.apiserver.encoding import jsonpath, printers
+from mxjob_controller.local.apiserver.encoding.gofmt import go_float
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.watch import Entry
+from mxjob_controller.local.apiserver.storage.watch import Entry
 
-TABLE_API_VERSION = "meta.k8s.io/v1"
 _EXTRA_PRINTERS: dict[tuple[str, str], printers.Printer] = {}
 
 
@@ -48,7 +48,7 @@ def convert(rt: ResourceType, entries: list[Entry], list_meta: dict | None, incl
         rows.append(row)
     meta = dict(list_meta) if list_meta is not None else \
         {"resourceVersion": str((entries[0].obj.get("metadata") or {}).get("resourceVersion", ""))} if entries else {}
-    return {"kind": "Table", "apiVersion": TABLE_API_VERSION, "metadata": meta,
+    return {"kind": "Table", "apiVersion": META_V1, "metadata": meta,
             "columnDefinitions": [c.definition() for c in columns] if with_headers else None,
             "rows": rows}
 
@@ -154,4 +154,4 @@ def _row_object(rt: ResourceType, obj: dict, include_object: str) -> dict | None
         if obj.get("apiVersion") == rt.api_version:
             return obj
         return {**obj, "apiVersion": rt.api_version}
-    return {"kind": "PartialObjectMetadata", "apiVersion": TABLE_API_VERSION, "metadata": obj.get("metadata") or {}}
+    return {"kind": "PartialObjectMetadata", "apiVersion": META_V1, "metadata": obj.get("metadata") or {}}

@@ -39,8 +39,7 @@ from mxjob_controller.local.apiserver.auth.user import (
     UNAUTHENTICATED,
     UserInfo,
 )
-from mxjob_controller.local.apiserver.http import EarlyResponseError, Exchange
-from mxjob_controller.local.apiserver.request import RequestInfo, Response
+from mxjob_controller.local.apiserver.request import EarlyResponseError, Exchange, RequestInfo, Response
 from mxjob_controller.runtime.client.budget import FLOW_SCHEMA_HEADER, PRIORITY_LEVEL_HEADER
 
 MAX_REQUESTS_INFLIGHT = 400  # kube-apiserver's --max-requests-inflight default

@@ -20,7 +20,7 @@ from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _COMMON = [_META + n for n in ("ObjectMeta", "ListMeta", "Status", "DeleteOptions", "Patch", "WatchEvent")]
-_REF_PREFIX = "#/components/schemas/"
+REF_PREFIX = "#/components/schemas/"
 
 
 def _to_v3(node: Any) -> Any:
@@ -30,7 +30,7 @@ def _to_v3(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     if isinstance(node.get("$ref"), str):  # (a property may itself be named "$ref")
-        ref = {"$ref": _REF_PREFIX + k8s_schemas.ref_name(node["$ref"])}
+        ref = {"$ref": REF_PREFIX + k8s_schemas.ref_name(node["$ref"])}
         extra = {k: _to_v3(v) for k, v in node.items() if k != "$ref"}
         return {"allOf": [ref], **extra} if extra else ref
     out: dict[str, Any] = {}
@@ -96,8 +96,8 @@ def _op(action: str, rt: ResourceType, op_id: str, schema_ref: str, *, params: l
         "x-kubernetes-group-version-kind": gvk,
     }
     if body:
-        op["requestBody"] = {"content": {ct: {"schema": {"$ref": _REF_PREFIX + (
-            _META + "Patch" if "patch" in ct else schema_ref.removeprefix(_REF_PREFIX))}} for ct in body},
+        op["requestBody"] = {"content": {ct: {"schema": {"$ref": REF_PREFIX + (
+            _META + "Patch" if "patch" in ct else schema_ref.removeprefix(REF_PREFIX))}} for ct in body},
             "required": True}
     return op
 
@@ -189,7 +189,7 @@ class OpenAPI:
                                "this representation of an object."}
         props["kind"] = {"type": "string", "description": "Kind is a string value representing the REST "
                          "resource this object represents."}
-        props["metadata"] = {"allOf": [{"$ref": _REF_PREFIX + _META + "ObjectMeta"}],
+        props["metadata"] = {"allOf": [{"$ref": REF_PREFIX + _META + "ObjectMeta"}],
                              "description": "Standard object's metadata."}
         schema["x-kubernetes-group-version-kind"] = [{"group": rt.group, "kind": rt.kind,
                                                       "version": rt.version}]
@@ -199,8 +199,8 @@ class OpenAPI:
             "description": f"{rt.kind}List is a list of {rt.kind}",
             "properties": {
                 "apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                "items": {"type": "array", "items": {"$ref": _REF_PREFIX + name}},
-                "metadata": {"allOf": [{"$ref": _REF_PREFIX + _META + "ListMeta"}]},
+                "items": {"type": "array", "items": {"$ref": REF_PREFIX + name}},
+                "metadata": {"allOf": [{"$ref": REF_PREFIX + _META + "ListMeta"}]},
             },
             "x-kubernetes-group-version-kind": [{"group": rt.group, "kind": rt.list_kind,
                                                  "version": rt.version}],
@@ -210,7 +210,7 @@ class OpenAPI:
     def _paths(self, rt: ResourceType, name: str, list_name: str) -> dict[str, Any]:
         base = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
         coll = f"{base}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"{base}/{rt.plural}"
-        ref, list_ref = _REF_PREFIX + name, _REF_PREFIX + (list_name or name)
+        ref, list_ref = REF_PREFIX + name, REF_PREFIX + (list_name or name)
         kind_id = _gv_id(rt) + rt.kind
         ns = "Namespaced" if rt.namespaced else ""
         name_param = _param("name", "path", f"name of the {rt.kind}", {"type": "string", "uniqueItems": True},
@@ -234,7 +234,7 @@ class OpenAPI:
                          params=[*_WRITE_PARAMS, _param("force", "query", "Force is going to \"force\" Apply "
                                                         "requests.", {"type": "boolean", "uniqueItems": True})],
                          body=patch_types, codes=("200", "201")),
-            "delete": _op("delete", rt, f"delete{ns}{kind_id}", _REF_PREFIX + _META + "Status",
+            "delete": _op("delete", rt, f"delete{ns}{kind_id}", REF_PREFIX + _META + "Status",
                           params=[_param("dryRun", "query", "When present, indicates that modifications "
                                          "should not be persisted."),
                                   _param("gracePeriodSeconds", "query", "The duration in seconds before the "
@@ -252,7 +252,7 @@ class OpenAPI:
             "post": _op("post", rt, f"create{ns}{kind_id}", ref, params=list(_WRITE_PARAMS),
                         body=["application/json"], codes=("200", "201", "202")),
             "delete": _op("deletecollection", rt, f"deletecollection{ns}{kind_id}",
-                          _REF_PREFIX + _META + "Status"),
+                          REF_PREFIX + _META + "Status"),
             "parameters": coll_params,
         }
         out = {coll: listing, f"{coll}/{{name}}": item}

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from mxjob_controller.kube import field_errors
 from mxjob_controller.local.apiserver import errors
-from mxjob_controller.local.apiserver.store import ObjKey, Store, TooOld
-from mxjob_controller.local.apiserver.watch import Entry
+from mxjob_controller.local.apiserver.storage.store import ObjKey, Store, TooOld
+from mxjob_controller.local.apiserver.storage.watch import Entry
 
 EXACT, NOT_OLDER_THAN = "Exact", "NotOlderThan"
 TOO_OLD = "The resourceVersion for the provided list is too old."
