@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The controller image: `make image` (needs a Docker engine). Entry point: `mxjob-controller run`; flags are the
-# container's args (see manifests/controller/deployment.yaml). tests/test_wheel.py proves the same steps without
+# container's args (see manifests/controller/deployment.yaml). tests/e2e/test_wheel.py proves the same steps without
 # Docker: build the wheel from exactly the files copied below (less what .dockerignore leaves out: the embedded
 # cluster, mxjob_controller/local/, which the operator never imports), install only that wheel into a fresh venv,
 # run it.

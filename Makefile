@@ -26,7 +26,7 @@ $(STAMP): setup.cfg pyproject.toml
 ## venv: create .venv with the package (editable), its test and lint tools, and MXNet for the real example
 venv: $(STAMP)
 
-## monitoring-tools: Prometheus and promtool for tests/test_monitoring.py (Debian's prometheus package), if missing
+## monitoring-tools: Prometheus and promtool for tests/deploy/test_monitoring.py (Debian's prometheus package), if missing
 monitoring-tools:
 	@hack/install-prometheus.sh
 

@@ -113,10 +113,11 @@ TERMINAL_EVENT = {"Succeeded": "MXJobSucceeded", "Failed": "MXJobFailed"}
 COUNTED_CONDITIONS = {"Created": "created", "Succeeded": "successful", "Failed": "failed", "Restarting": "restarted"}
 LATE_CREATE_GRACE = 2.0       # seconds after a job's deletion its creates must have stopped
 TAKEOVER_TARGET = 20.0        # lease 15 s + a candidate's retry (2 s x [1, 2.2)) + margin
-# Issue 16 asks for a first status within 5 s beside a large job on a healthy API (tests/test_reconciler_fairness.py:
-# 0.4 s). Here 15% of the controller's requests fail, watches break every 2 s and 100 jobs share its 20 requests/s:
-# the worst small job waited 2.7-5.1 s on seeds 1, 2, 3 and 5 (8.0 s on seed 4, before the reflector relisted at
-# once after a compaction). 10 s catches a regression (17.8 s before issue 16's fixes).
+# Issue 16 asks for a first status within 5 s beside a large job on a healthy API
+# (tests/core/reconciler/test_fairness.py: 0.4 s). Here 15% of the controller's requests fail, watches break every
+# 2 s and 100 jobs share its 20 requests/s: the worst small job waited 2.7-5.1 s on seeds 1, 2, 3 and 5 (8.0 s on
+# seed 4, before the reflector relisted at once after a compaction). 10 s catches a regression (17.8 s before issue
+# 16's fixes).
 FIRST_STATUS_TARGET = 10.0
 # A controller counts a transition right after its status write is answered; the harness sees the write on its watch
 # about then: a transition it saw up to this long before a scrape may still have been counted after that scrape.

@@ -1,6 +1,7 @@
 """What some tests need installed beside the project, built once and cached under ``.mxjob-local/``: a virtualenv
-with the wheel's dependencies (``tests/test_wheel.py``), the Kubeflow SDK's virtualenv with the ``kubernetes`` client
-it works with (``tests/test_sdk_client.py``) and ``@kubernetes/client-node`` (``tests/test_client_node.py``).
+with the wheel's dependencies (``tests/e2e/test_wheel.py``), the Kubeflow SDK's virtualenv with the ``kubernetes``
+client it works with (``tests/e2e/test_sdk_client.py``) and ``@kubernetes/client-node``
+(``tests/e2e/test_client_node.py``).
 
 Building them costs a minute or more each on a fresh clone, so each is kept, keyed by what it is made of (and the
 Python version for a virtualenv), and rebuilt only when that changes or its build was interrupted (no ``ready``

@@ -1,5 +1,5 @@
 """Drives the Kubeflow Training SDK (``kubeflow-training==1.8.1``) the way its users do, inside the SDK's own
-virtualenv (``tests/test_sdk_client.py`` makes it): this file imports nothing of the project.
+virtualenv (``tests/e2e/test_sdk_client.py`` makes it): this file imports nothing of the project.
 
     python sdk_driver.py KUBECONFIG NAMESPACE SCENARIO KIND=NAME...
 

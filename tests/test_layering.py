@@ -47,13 +47,16 @@ def test_the_import_contracts_hold() -> None:
 
 @pytest.mark.parametrize(("module", "planted", "broken"), [
     ("core/_probe.py", "import mxjob_controller.mxnet.api\n", "cli > local > manager"),
+    ("generic/_probe.py", "import mxjob_controller.manager.settings\n", "cli > local > manager"),
+    ("kubeflow_api/_probe.py", "from mxjob_controller import frameworks\n", "cli > local > manager"),
     ("runtime/_probe.py", "def f():\n    from mxjob_controller.local.apiserver import errors\n",
      "never imports the embedded cluster"),
     ("mxnet/_probe.py", "from mxjob_controller.tensorflow import api\n", "do not import each other"),
     ("local/apiserver/_probe.py", "from mxjob_controller.core import pods\n", "know no Kubeflow kind"),
     # kube/schema/rules/common.py imports kube.names: names importing it back is a circle
     ("kube/names.py", "import mxjob_controller.kube.schema.rules.common\n", "No import circle"),
-])
+], ids=["core-imports-a-framework", "generic-imports-the-manager", "kubeflow_api-imports-above",
+        "runtime-imports-local", "mxnet-imports-tensorflow", "apiserver-imports-core", "a-circle-in-kube"])
 def test_each_contract_breaks_on_a_planted_import(tmp_path: Path, module: str, planted: str, broken: str) -> None:
     """The contracts are not vacuous: a copy of the package with one planted import (a function-level one too)
     breaks the contract it violates. The probe goes into a copy under ``tmp_path``, never the real package, which

@@ -119,10 +119,11 @@ def local_server() -> Iterator[tuple[subprocess.Popen, str]]:
 
 
 def bench_pod_write(full: bool) -> Outcome:
-    """Issue 3's target, server CPU per pod create <= 1 ms: the workload of tests/test_apiserver_validation_perf.py
-    (whose test only guards against a regression), the best of its rounds."""
+    """Issue 3's target, server CPU per pod create <= 1 ms: the workload of
+    tests/local/apiserver/validation/test_validation_perf.py (whose test only guards against a regression), the best of
+    its rounds."""
+    from tests.local.apiserver.validation.test_validation_perf import realistic_pod as test_pod
     from tests.support import Kube
-    from tests.test_apiserver_validation_perf import realistic_pod as test_pod
 
     with local_server() as (proc, url):
         kube = Kube(url)   # one kept-alive connection, as the test's (a connection per request costs more)

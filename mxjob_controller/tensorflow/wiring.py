@@ -15,7 +15,7 @@ difference: a ``TF_CONFIG`` the user set wins; 1.9 appended its own after it, an
 - only into the first container named ``tensorflow``, appended after the user's variables (a ``TF_CONFIG`` the
   user set is left as it is); and not at all for a job of one replica in all (nothing to find).
 
-Compact JSON with Go's field order, byte for byte what 1.9 writes (tests/test_tensorflow_wiring.py holds its
+Compact JSON with Go's field order, byte for byte what 1.9 writes (tests/tensorflow/test_wiring.py holds its
 vectors).
 """
 

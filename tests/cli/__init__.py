@@ -1,0 +1,1 @@
+"""The command line (``mxjob_controller/cli/``) as a user runs it."""

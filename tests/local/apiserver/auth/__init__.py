@@ -1,0 +1,1 @@
+"""Authentication, impersonation and RBAC."""

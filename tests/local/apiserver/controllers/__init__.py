@@ -1,0 +1,1 @@
+"""The controllers inside the API server: garbage collection, namespaces, their work queue."""

@@ -1,0 +1,1 @@
+"""Protobuf, tables, discovery and OpenAPI, as kubectl and client-go read them."""

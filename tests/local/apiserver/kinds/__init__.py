@@ -1,0 +1,1 @@
+"""Each kind's own rules: the resources served, pod log options."""

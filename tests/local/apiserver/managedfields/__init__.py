@@ -1,0 +1,1 @@
+"""Field ownership as structured-merge-diff computes it, as pure tables."""

@@ -1,0 +1,1 @@
+"""Patches and field ownership: JSON, merge and strategic merge patches, server-side apply."""

@@ -1,0 +1,1 @@
+"""The store, its history, watches and list options."""

@@ -1,0 +1,1 @@
+"""Validation: field paths, unknown fields, transition rules, and its cost."""

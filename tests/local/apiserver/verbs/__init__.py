@@ -1,0 +1,1 @@
+"""The REST verbs: create, get, update, patch, delete with kube's semantics."""

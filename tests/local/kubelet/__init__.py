@@ -1,0 +1,1 @@
+"""The local kubelet on real processes, its sandbox, and their pure rules."""

@@ -1,0 +1,337 @@
+"""The pod sandbox on real processes (checked in /proc): a job editor cannot read the cluster's credentials, another
+pod's files or processes; nothing a container starts outlives its pod or ``local up`` (even killed by SIGKILL);
+``limits.memory`` ends in OOMKilled (exit 137) and ``limits.cpu`` holds; ``runAsUser``/``runAsNonRoot`` as kube
+honours them."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mxjob_controller.local.apiserver.server import ServerOptions
+from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
+from mxjob_controller.local.kubelet.options import KubeletOptions
+from tests.local_support import (
+    PID_NAMESPACE,
+    boot_seconds,
+    container_status,
+    get_pod,
+    local_cluster,
+    namespace_processes,
+    pod_path,
+    script_pod,
+    wait_phase,
+)
+from tests.run_process import clean_env
+from tests.support import Kube, Kubectl, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.geteuid() != 0 and not Path("/proc/self/ns/user").exists(),
+                                                   reason="needs namespaces")]
+
+ROOT = Path(__file__).resolve().parents[3]
+PODS = "/api/v1/namespaces/default/pods"
+MXJOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs"
+
+
+@pytest.fixture
+def local(tmp_path):
+    with local_cluster(tmp_path, controller=True) as parts:
+        yield parts
+
+
+PROBE = """
+import json, os, sys
+seen = {}
+for name, path in json.loads(sys.argv[1]).items():
+    try:
+        with open(path, "rb") as f:
+            seen[name] = f"read {len(f.read())} bytes"
+    except OSError as e:
+        seen[name] = e.strerror
+seen["processes"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+seen["uid"] = os.getuid()
+print(json.dumps(seen), flush=True)
+"""
+
+
+def test_a_job_editor_cannot_read_the_clusters_credentials_nor_other_pods(tmp_path):
+    """Issue 32's escalation: a ServiceAccount with only ``kubeflow-mxjobs-edit`` creates an MXJob whose Scheduler
+    tries the admin kubeconfig, the server's TLS folder, the kubelet's logs and another pod's files."""
+    tmp_path.chmod(0o777)
+    cluster = LocalCluster(ClusterOptions(server=ServerOptions(tls=True, bookmark_interval=0.2), threadiness=2,
+                                          kubelet_options=KubeletOptions(workdir=str(tmp_path), stop_grace=1.0)))
+    cluster.start()
+    try:
+        admin_kubeconfig = cluster.server.write_kubeconfig(tmp_path / "kubeconfig")   # in the pods' own folder
+        kubectl = Kubectl(admin_kubeconfig, tmp_path / "kubectl-cache")
+        kubectl.ok("apply", "-f", str(ROOT / "manifests" / "rbac" / "user_roles.yaml"))
+        kubectl.ok("create", "namespace", "team")
+        kubectl.ok("create", "serviceaccount", "editor", "-n", "team")
+        kubectl.ok("create", "rolebinding", "editor", "-n", "team", "--clusterrole", "kubeflow-mxjobs-edit",
+                   "--serviceaccount", "team:editor")
+        admin = Kube(cluster.server.url, token=cluster.server.admin_token, ca_file=cluster.server.ca_file)
+        editor = Kube(cluster.server.url, token=cluster.server.issue_service_account_token("team", "editor"),
+                      ca_file=cluster.server.ca_file)
+        assert editor.post("/api/v1/namespaces/team/pods", script_pod("direct", "pass", namespace="team")).status \
+            == 403
+        # A victim: another pod, with a file in its /tmp and its log on the kubelet's disk.
+        victim = script_pod("victim", "import pathlib, time; pathlib.Path('/tmp/secret').write_text('s3cret'); "
+                                      "print('victim up', flush=True); time.sleep(300)", namespace="team")
+        assert admin.post("/api/v1/namespaces/team/pods", victim).ok
+        victim_pod = wait_for(lambda: (p := admin.get("/api/v1/namespaces/team/pods/victim").body)
+                              .get("status", {}).get("phase") == "Running" and p, timeout=30, what="the victim")
+        victim_log = cluster.kubelet.logs.path(victim_pod["metadata"]["uid"], "main", 0)
+        wait_for(lambda: victim_log.exists() and "victim up" in victim_log.read_text(), timeout=20,
+                 what="the victim's log")
+        targets = {"admin kubeconfig": str(admin_kubeconfig), "CA": cluster.server.ca_file,
+                   "serving certificate": str(Path(cluster.server.ca_file).with_name("tls.crt")),
+                   "TLS key": str(Path(cluster.server.ca_file).with_name("tls.key")),
+                   "victim log": str(victim_log), "victim /tmp": "/tmp/secret",
+                   "root's home": "/root/.bash_history"}
+        replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
+            {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", PROBE, json.dumps(targets)]}]}}}
+        job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "escalate", "namespace": "team"},
+               "spec": {"jobMode": "MXTrain", "runPolicy": {"cleanPodPolicy": "None"},
+                        "mxReplicaSpecs": {"Scheduler": replica, "Server": replica, "Worker": replica}}}
+        reply = editor.post(MXJOBS.format(ns="team"), job)
+        assert reply.ok, reply.body
+        pod = wait_for(lambda: (p := admin.get("/api/v1/namespaces/team/pods/escalate-scheduler-0")).ok and
+                       p.body.get("status", {}).get("phase") in ("Succeeded", "Failed") and p.body,
+                       timeout=60, what="the scheduler's probe")
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        seen = admin.get("/api/v1/namespaces/team/pods/escalate-scheduler-0/log").body   # one line of JSON
+        assert isinstance(seen, dict), seen
+        assert seen["uid"] == 65534
+        for name in targets:
+            assert seen[name] in ("Permission denied", "No such file or directory"), (name, seen[name])
+        assert seen["processes"] == [1, 2], "only the sandbox's init and the probe itself are visible"
+        admin.close()
+        editor.close()
+    finally:
+        assert cluster.stop(20.0)
+
+
+def test_setsid_cannot_escape_the_pod(local, tmp_path):
+    _cluster, kube, _kubectl = local
+    escape = ("import os, pathlib, subprocess, sys, time\n"
+              "subprocess.Popen(['setsid', 'sleep', '1000'])\n"
+              f"pathlib.Path(os.environ['HOSTNAME']).write_text({PID_NAMESPACE})\n"
+              "time.sleep(float(sys.argv[1]))\n")
+    for name, stay in (("exits", "0.5"), ("stays", "300")):
+        pod = script_pod(name, escape)
+        pod["spec"]["containers"][0]["command"].append(stay)
+        assert kube.post(PODS, pod).ok
+    def written(name: str) -> bool:   # the file exists before its text is in it
+        return (tmp_path / name).exists() and bool((tmp_path / name).read_text())
+    wait_for(lambda: written("exits") and written("stays"), timeout=30, what="both up")
+    stays = (tmp_path / "stays").read_text()
+    assert len(namespace_processes(stays)) == 3, "init, the script and setsid's sleep"
+    both_up = boot_seconds()   # a namespace's number may go to another test's container once it is gone
+    wait_phase(kube, "exits", "Succeeded")
+    assert namespace_processes((tmp_path / "exits").read_text(), both_up) == [], "the sleep outlived its container"
+    assert kube.delete(pod_path("stays")).ok
+    wait_for(lambda: kube.get(pod_path("stays")).status == 404, timeout=30, what="the pod removed")
+    assert namespace_processes(stays, both_up) == []
+
+
+def test_local_up_killed_by_sigkill_leaves_no_container(tmp_path):
+    tmp_path.chmod(0o777)
+    kubeconfig = tmp_path / "kubeconfig"
+    up = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--port", "0", "--no-controller",
+                           "--no-webhooks", "--kubeconfig-out", str(kubeconfig)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=tmp_path)
+    try:
+        wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=60, what="local up's kubeconfig")
+        kube = Kube.from_kubeconfig(kubeconfig)
+        sleeper = f"import os, pathlib, time; pathlib.Path('ns').write_text({PID_NAMESPACE}); time.sleep(300)"
+        assert kube.post(PODS, script_pod("sleeper", sleeper)).ok
+        wait_for((tmp_path / "ns").exists, timeout=30, what="the container")
+        kube.close()
+        namespace = (tmp_path / "ns").read_text()
+        assert namespace_processes(namespace)
+    finally:
+        up.kill()
+        output = up.communicate(timeout=30)[0]
+    wait_for(lambda: namespace_processes(namespace) == [], timeout=5, what="every container process gone")
+    assert "Pod sandbox: each container in its own PID and mount namespace" in output
+    assert "memory: limits.memory enforced" in output or "memory: NOT enforced" in output
+
+
+MEMORY_LIMITED = Path("/sys/fs/cgroup/memory").is_dir() or Path("/sys/fs/cgroup/cgroup.controllers").is_file()
+
+
+def enforced(cluster: LocalCluster, controller: str) -> bool:
+    sandbox = cluster.kubelet.sandbox
+    return sandbox.cgroups is not None and controller in sandbox.cgroups.hierarchies
+
+
+HOG = "import time\nblocks = []\nfor _ in range(80):\n    blocks.append(bytearray(8 << 20))\ntime.sleep(5)\n"
+
+
+def test_over_its_memory_limit_a_container_is_oom_killed(local):
+    cluster, kube, _kubectl = local
+    if not enforced(cluster, "memory"):
+        pytest.skip("no writable memory cgroup here: local up reports it as not enforced")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    pod = script_pod("hog", HOG, container={"resources": {"limits": {"memory": "200Mi"}}})
+    assert kube.post(PODS, pod).ok
+    ended = container_status(wait_phase(kube, "hog", "Failed", timeout=60))["state"]["terminated"]
+    assert (ended["exitCode"], ended["reason"]) == (137, "OOMKilled")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 * 1024, "local up's memory grew"
+
+
+def test_an_oom_killed_worker_is_restarted_under_exit_code(local, tmp_path):
+    cluster, kube, _kubectl = local
+    if not enforced(cluster, "memory"):
+        pytest.skip("no writable memory cgroup here")
+    script = ("import os, pathlib, time\nmarker = pathlib.Path('oom-once')\n"
+              "if not marker.exists():\n    marker.write_text('x')\n    blocks = []\n"
+              "    while True:\n        blocks.append(bytearray(8 << 20))\n"
+              "pathlib.Path('second-life').write_text('x')\nprint('second life', flush=True)\n")
+    # The Scheduler's success ends an MXJob (default success rule): it and the Server end once the worker lives again.
+    waits_for_the_restart = ("import pathlib, sys, time\ndeadline = time.monotonic() + 120\n"
+                             "while not pathlib.Path('second-life').exists():\n"
+                             "    if time.monotonic() > deadline:\n        sys.exit('no second life within 120 s')\n"
+                             "    time.sleep(0.1)\n")
+    replica = {"replicas": 1, "restartPolicy": "ExitCode", "template": {"spec": {"containers": [
+        {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", script],
+         "resources": {"limits": {"memory": "200Mi"}}}]}}}
+    scheduler = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
+        {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", waits_for_the_restart]}]}}}
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "oom", "namespace": "default"},
+           "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {"Scheduler": scheduler, "Server": scheduler,
+                                                              "Worker": replica}}}
+    assert kube.post(MXJOBS.format(ns="default"), job).ok
+
+    def succeeded() -> bool:
+        conditions = (kube.get(MXJOBS.format(ns="default") + "/oom").body.get("status") or {}).get("conditions")
+        return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions or [])
+    wait_for(succeeded, timeout=90, what="the job succeeded")
+    assert (tmp_path / "oom-once").exists() and (tmp_path / "second-life").exists()
+
+    def reasons() -> set[tuple[str, str]]:
+        items = kube.get("/api/v1/namespaces/default/events").body["items"]
+        return {(e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == "oom"}
+    wait_for(lambda: ("ExitedWithCode", "Pod: default.oom-worker-0 exited with code 137") in reasons() and
+             any(r == "MXJobRestarting" for r, _m in reasons()), timeout=30, what="the 137 and the restart")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError):
+            pass
+    return total / ticks
+
+
+def test_a_cpu_limit_of_500m_holds(local, tmp_path):
+    cluster, kube, _kubectl = local
+    if not enforced(cluster, "cpu"):
+        pytest.skip("no writable cpu cgroup here")
+    spin = (f"import os, pathlib, threading\npathlib.Path('ns').write_text({PID_NAMESPACE})\n"
+            "def spin():\n    while True:\n        pass\n"
+            "for _ in range(2):\n    threading.Thread(target=spin, daemon=True).start()\nspin()\n")
+    pod = script_pod("spin", spin, container={"resources": {"limits": {"cpu": "500m"}}})
+    assert kube.post(PODS, pod).ok
+    wait_for((tmp_path / "ns").exists, timeout=30, what="the spinner")
+    pids = namespace_processes((tmp_path / "ns").read_text())
+    start_cpu, start = cpu_seconds(pids), time.monotonic()
+    time.sleep(3.0)   # a measurement window, not a wait for a condition
+    used = (cpu_seconds(pids) - start_cpu) / (time.monotonic() - start)
+    assert used <= 0.6, f"the container used {used:.2f} cores under a 500m limit"
+    assert kube.delete(pod_path("spin")).ok
+
+
+@pytest.mark.parametrize(("pod_sc", "container_sc", "message"), [
+    ({"runAsNonRoot": True}, {"runAsUser": 0},
+     'container\'s runAsUser breaks non-root policy (pod: "p_default({uid})", container: main)'),
+    ({"runAsNonRoot": True}, {}, None),                          # nobody by default: allowed
+    ({"runAsUser": 1234, "runAsGroup": 2345, "supplementalGroups": [3456]}, {}, None),
+    ({"runAsUser": 1234}, {"runAsUser": 4321, "runAsGroup": 7}, None),   # the container's own wins
+    ({}, {"allowPrivilegeEscalation": False}, None),                   # no_new_privs set
+])
+def test_security_context_as_kube_honours_it(local, pod_sc, container_sc, message):
+    _cluster, kube, _kubectl = local
+    script = ("import os, re; nnp = re.search(r'NoNewPrivs:\\s+(\\d)', open('/proc/self/status').read()).group(1); "
+              "print(nnp, os.getuid(), os.getgid(), sorted(os.getgroups()), flush=True)")
+    pod = script_pod("p", script, securityContext=pod_sc, container={"securityContext": container_sc})
+    assert kube.post(PODS, pod).ok
+    if message is not None:
+        def waiting():
+            statuses = ((get_pod(kube, "p") or {}).get("status") or {}).get("containerStatuses") or []
+            state = statuses[0]["state"].get("waiting") if statuses else None
+            return state if state and state["reason"] == "CreateContainerConfigError" else None
+        state = wait_for(waiting, timeout=30, what="CreateContainerConfigError")
+        assert state["message"] == message.format(uid=get_pod(kube, "p")["metadata"]["uid"])
+        return
+    wait_phase(kube, "p", "Succeeded")
+    nnp, uid, gid, groups = kube.get(pod_path("p") + "/log").body.split(" ", 3)
+    assert nnp == ("1" if container_sc.get("allowPrivilegeEscalation") is False else "0")
+    want_uid = container_sc.get("runAsUser", pod_sc.get("runAsUser", 65534))
+    want_gid = container_sc.get("runAsGroup", pod_sc.get("runAsGroup", 65534))
+    assert (int(uid), int(gid)) == (want_uid, want_gid)
+    assert json.loads(groups) == sorted(pod_sc.get("supplementalGroups", []))
+
+
+def test_an_image_user_of_root_is_refused_under_run_as_non_root(tmp_path):
+    """``--container-user 0``: the "image" runs as root, so ``runAsNonRoot`` without a runAsUser is kube's error."""
+    tmp_path.chmod(0o777)
+    options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
+                             kubelet_options=KubeletOptions(workdir=str(tmp_path), container_user=(0, 0)))
+    with LocalCluster(options) as cluster:
+        kube = Kube(cluster.server.url)
+        assert kube.post(PODS, script_pod("p", "pass", securityContext={"runAsNonRoot": True})).ok
+
+        def waiting():
+            statuses = ((get_pod(kube, "p") or {}).get("status") or {}).get("containerStatuses") or []
+            return statuses and statuses[0]["state"].get("waiting", {}).get("reason") == "CreateContainerConfigError" \
+                and statuses[0]["state"]["waiting"]
+        state = wait_for(waiting, timeout=30, what="CreateContainerConfigError")
+        uid = get_pod(kube, "p")["metadata"]["uid"]
+        assert state["message"] == f'container has runAsNonRoot and image will run as root (pod: "p_default({uid})", ' \
+                                   'container: main)'
+        kube.close()
+
+
+def test_the_sandbox_can_be_turned_off(tmp_path):
+    options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
+                             kubelet_options=KubeletOptions(workdir=str(tmp_path), sandbox=False))
+    with LocalCluster(options) as cluster:
+        assert cluster.kubelet.sandbox.report()[0].startswith("Pod sandbox OFF: turned off (--no-sandbox).")
+        kube = Kube(cluster.server.url)
+        assert kube.post(PODS, script_pod("p", f"import os; print({PID_NAMESPACE}, os.getuid())")).ok
+        wait_phase(kube, "p", "Succeeded")
+        assert kube.get(pod_path("p") + "/log").body.split() == [os.readlink("/proc/self/ns/pid"), str(os.getuid())]
+        events = kube.get("/api/v1/namespaces/default/events").body["items"]
+        assert [e["reason"] for e in events if e["involvedObject"]["kind"] == "Node"] == ["SandboxDisabled"]
+        kube.close()
+
+
+def test_a_pod_cannot_fork_past_its_pids_limit(tmp_path):
+    tmp_path.chmod(0o777)
+    options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
+                             kubelet_options=KubeletOptions(workdir=str(tmp_path), pod_pids_limit=20))
+    with LocalCluster(options) as cluster:
+        if not enforced(cluster, "pids"):
+            pytest.skip("no writable pids cgroup here")
+        kube = Kube(cluster.server.url)
+        fork = ("import os, sys, time\nkids = 0\ntry:\n    for _ in range(40):\n        if os.fork() == 0:\n"
+                "            time.sleep(30)\n            os._exit(0)\n        kids += 1\nexcept OSError as e:\n"
+                "    print('refused after', kids, e.strerror, flush=True)\n    sys.exit(0)\nsys.exit(1)\n")
+        assert kube.post(PODS, script_pod("forker", fork)).ok
+        wait_phase(kube, "forker", "Succeeded", timeout=60)
+        assert kube.get(pod_path("forker") + "/log").body.startswith("refused after ")
+        kube.close()
+

@@ -1,0 +1,1 @@
+"""The local scheduler: its placement rules as pure tables, and on a real cluster."""

@@ -1,0 +1,1 @@
+"""The manager (``mxjob_controller/manager/``) in-process."""

@@ -1,0 +1,1 @@
+"""Tests of ``mxjob_controller/runtime/client/``: the API client, its transport and its budget."""

@@ -1,0 +1,1 @@
+"""The operator's webhook server (``mxjob_controller/webhooks/``), and as users meet it on the local cluster."""
