@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("examples")]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-LOCAL_RUN_TESTS = ROOT / "tests" / "test_local_run.py"
+LOCAL_RUN_TESTS = ROOT / "tests" / "local" / "test_run.py"
 
 
 class Expected(NamedTuple):
