@@ -14,7 +14,7 @@ import logging
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.resources import ResourceType
-from mxjob_controller.local.apiserver.storage.store import Conflict, Missing, ObjKey
+from mxjob_controller.local.apiserver.storage.store import Conflict, Missing, ObjKey, TooLarge
 from mxjob_controller.local.apiserver.verbs.read import ReadVerbs
 from mxjob_controller.local.apiserver.verbs.write import WriteVerbs
 
@@ -30,6 +30,12 @@ class REST(ReadVerbs, WriteVerbs):
         if req.verb not in req.rt.verbs:
             raise errors.method_not_allowed(f"{req.verb} is not supported on resources of kind "
                                             f'"{req.rt.plural}"')
+        try:
+            return self._dispatch(req)
+        except TooLarge as e:   # whatever grew the object (a body, a patch, an apply): kube's answer for etcd's
+            raise errors.unclassified(e.MESSAGE) from None
+
+    def _dispatch(self, req: Request) -> Response:
         match req.verb:
             case "get":
                 return self._get(req)
@@ -69,6 +75,10 @@ class REST(ReadVerbs, WriteVerbs):
                 return True
             except (Conflict, Missing):
                 continue
+            except TooLarge:
+                log.warning("cannot write the status of %s %s: the object would pass the size limit",
+                            rt.resource.qualified, "/".join(part for part in okey if part))
+                return False
         log.warning("gave up writing the status of %s %s after %d conflicting attempts", rt.resource.qualified,
                     "/".join(part for part in okey if part), STATUS_ATTEMPTS)
         return False

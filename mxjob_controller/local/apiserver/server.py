@@ -47,7 +47,7 @@ from mxjob_controller.local.apiserver.http.flowcontrol import (
     FlowControl,
 )
 from mxjob_controller.local.apiserver.http.observability import Metrics, storage_counts, storage_sizes
-from mxjob_controller.local.apiserver.http.server import MAX_CONNECTIONS, APIHTTPServer
+from mxjob_controller.local.apiserver.http.server import MAX_CONNECTIONS, APIHTTPServer, refuse_past_share
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
 from mxjob_controller.local.apiserver.kinds.deployments import DeploymentStrategy
@@ -65,6 +65,7 @@ from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.storage.memory import limit_allocator
 from mxjob_controller.local.apiserver.storage.store import HISTORY_AGE, HISTORY_BYTES, Missing, Store, StoreOptions
+from mxjob_controller.local.apiserver.storage.watch import MAX_BACKLOG_BYTES
 from mxjob_controller.local.apiserver.validation import strict_json, typed_decode
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.apiserver.webhooks import config as webhook_config
@@ -113,6 +114,7 @@ class ServerOptions:
     history_age: float = HISTORY_AGE  # seconds (pruned on a timer as well as on writes)
     history_bytes: int = HISTORY_BYTES  # what every kind's watch history together may keep alive, encoded
     watcher_queue: int = 10_000  # events a watcher may lag behind before it is disconnected
+    watcher_bytes: int = MAX_BACKLOG_BYTES  # ... and the encoded bytes of those events (0: no bound)
     bookmark_interval: float = 60.0
     fault_seed: int = 0  # seeds every fault rule's random choices (faults.py)
     audit_capacity: int = DEFAULT_CAPACITY  # audit records kept in memory
@@ -144,7 +146,8 @@ class APIServer:
         self.registry = Registry()
         self.registry.add(*builtin.BUILTIN_TYPES, *REVIEW_TYPES)
         self.store = Store(StoreOptions(self.options.history_events, self.options.history_age,
-                                        self.options.watcher_queue, self.options.history_bytes))
+                                        self.options.watcher_queue, self.options.history_bytes,
+                                        self.options.watcher_bytes))
         self.security = Security(self.store, tls=self.options.tls, authorization=self.options.authorization_mode,
                                  host=self.options.host)
         try:
@@ -219,6 +222,7 @@ class APIServer:
                                         min(timeout / 4, 60.0) if timeout > 0 else 15.0)
         # kube's order: authentication and impersonation, flow control, authorization; a refusal goes no further.
         self.router.interceptors.append(self.security.intercept)
+        self.router.interceptors.append(refuse_past_share)   # a user's share of long-running requests
         if self.options.flow_control:
             self.router.interceptors.append(self.flow_control.intercept)
         self.router.interceptors.append(self.security.intercept_authorization)

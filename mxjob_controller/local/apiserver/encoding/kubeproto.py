@@ -37,8 +37,9 @@ from mxjob_controller.kube.vocabulary import PROTOBUF_MEDIA_TYPE as MEDIA_TYPE
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.encoding.kubeproto_tables import API_VERSIONS, LISTS, MESSAGES
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.request import Request, Response
+from mxjob_controller.local.apiserver.request import Frame, Request, Response, WatchFrame, frame_pieces
 from mxjob_controller.local.apiserver.resources import ResourceType
+from mxjob_controller.local.apiserver.storage.watch import SharedEncodings
 
 WATCH_MEDIA_TYPE = MEDIA_TYPE + ";stream=watch"
 MAGIC = b"k8s\x00"
@@ -625,9 +626,9 @@ def respond(handle: Callable[[Request], Response], req: Request) -> Response:
         return resp
     if resp.stream is not None:
         stream = resp.stream
-        stream.encode = _framed(stream.encode)
+        stream.encode = _framed(stream.encode, stream.shared)
         if stream.bookmark is not None:
-            stream.bookmark = _framed(stream.bookmark)
+            stream.bookmark = _framed(stream.bookmark, None)
         resp.content_type = WATCH_MEDIA_TYPE
         return resp
     if resp.chunks is not None:
@@ -643,11 +644,31 @@ def respond(handle: Callable[[Request], Response], req: Request) -> Response:
     return resp
 
 
-def _framed(encode: Callable[..., bytes | None]) -> Callable[..., bytes | None]:
-    def framed(*args: Any) -> bytes | None:
-        line = encode(*args)
-        return None if line is None else _watch_frame(line)
+def _framed(encode: Callable[..., Frame | None], shared: SharedEncodings | None) -> Callable[..., Frame | None]:
+    def framed(*args: Any) -> Frame | None:
+        frame = encode(*args)
+        if frame is None:
+            return None
+        if isinstance(frame, WatchFrame):
+            return _shared_watch_frame(frame, shared)
+        return _watch_frame(b"".join(frame_pieces(frame)))
     return framed
+
+
+def _shared_watch_frame(frame: WatchFrame, shared: SharedEncodings | None) -> Frame:
+    """A JSON watch frame in protobuf, its object encoded once per version for every watcher (``shared``) and
+    sent after the frame's head, not copied behind it."""
+    def make() -> bytes:
+        return encode_object(json.loads(frame.obj))
+
+    try:
+        raw = shared.get((*frame.key, "protobuf"), make) if shared is not None else make()
+    except (KeyError, TypeError, ValueError, AttributeError, binascii.Error) as e:
+        status = errors.internal(f"cannot encode the object as protobuf: {e}").status()
+        return _watch_frame(b'{"type":"ERROR","object":' + json.dumps(status).encode() + b"}")
+    inner = _tag(1, 2) + _uvarint(len(raw))   # RawExtension{raw}, whose bytes follow
+    head = _encode_scalar(1, "string", frame.type) + _tag(2, 2) + _uvarint(len(inner) + len(raw)) + inner
+    return (len(head) + len(raw)).to_bytes(4, "big") + head, raw
 
 
 def _watch_frame(line: bytes) -> bytes:

@@ -62,10 +62,12 @@ from mxjob_controller.local.apiserver.request import (
     MAX_BODY_BYTES,
     EarlyResponseError,
     Exchange,
+    Frame,
     RequestInfo,
     Response,
     WatchStream,
     dumps,
+    frame_pieces,
 )
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,8 @@ class ConnectionOwner(Protocol):
     stopping: threading.Event
 
     def set_busy(self, sock: socket.socket, busy: bool) -> None: ...
+
+    def claim_long_running(self, sock: socket.socket, user: Any) -> bool: ...
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -334,7 +338,8 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         info = RequestInfo(method=self.command, path=split.path,
                            user_agent=self.headers.get("User-Agent", ""))
-        ex = Exchange(info, query, self.headers, started=started)
+        ex = Exchange(info, query, self.headers, started=started,
+                      claim_long_running=functools.partial(self.server.claim_long_running, self.connection))
         deadline = self._request_deadline(ex)
         try:
             ex.reader = self._body_reader()   # the framing checked now; the body read when the handler wants it
@@ -547,8 +552,18 @@ class ConnectionHandler(BaseHTTPRequestHandler):
             self.wfile.write(head)
             self.wfile.write(body)
 
-    def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+    def _write_chunk(self, frame: Frame) -> None:
+        """One chunk: small frames in one send; a large one's pieces (an object's encoding that other watchers
+        share) sent as they are, never copied into a chunk of their own."""
+        pieces = frame_pieces(frame)
+        size = sum(len(p) for p in pieces)
+        if size < _SEPARATE_BODY_BYTES:
+            self.wfile.write(b"%x\r\n%s\r\n" % (size, b"".join(pieces)))
+            return
+        self.wfile.write(b"%x\r\n" % size)
+        for piece in pieces:
+            self.wfile.write(piece)
+        self.wfile.write(b"\r\n")
 
     def _stream_chunks(self, resp: Response, chunks: Iterator[bytes], headers: dict[str, str]) -> None:
         self._write_head(resp.code, resp.content_type, headers, None)

@@ -37,7 +37,7 @@ from typing import Any
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
-from mxjob_controller.local.apiserver.request import Exchange, RequestInfo, Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.request import Exchange, Frame, RequestInfo, Response, WatchStream, dumps
 from mxjob_controller.local.apiserver.storage.store import Store
 from mxjob_controller.local.apiserver.storage.watch import Event
 
@@ -311,7 +311,7 @@ def _counted(stream: WatchStream, limit: int) -> Any:
     (the client resumes from the last version it saw)."""
     sent = 0
 
-    def encode(ev: Event) -> bytes | None:
+    def encode(ev: Event) -> Frame | None:
         nonlocal sent
         if sent >= limit:
             return None

@@ -45,6 +45,7 @@ from mxjob_controller.runtime.client.budget import FLOW_SCHEMA_HEADER, PRIORITY_
 MAX_REQUESTS_INFLIGHT = 400  # kube-apiserver's --max-requests-inflight default
 MAX_MUTATING_REQUESTS_INFLIGHT = 200  # ... and --max-mutating-requests-inflight
 MAX_RETRY_AFTER = 32  # kube's dropped-requests tracker never asks for more
+TOO_MANY_REQUESTS = b"Too many requests, please try again later.\n"
 _ALL = "*"
 
 
@@ -235,6 +236,12 @@ class RetryAfter:
             self.value -= 1
 
 
+def too_many_requests(retry_after: int, headers: dict[str, str] | None = None) -> Response:
+    """kube's refusal past a share (APF's and max-in-flight's): Go's ``http.Error``, plain text, ``Retry-After``."""
+    return Response(429, TOO_MANY_REQUESTS, content_type="text/plain; charset=utf-8",
+                    headers={**(headers or {}), "Retry-After": str(retry_after), "X-Content-Type-Options": "nosniff"})
+
+
 # --- the queues ---------------------------------------------------------------------------------------------------
 
 class RequestRejectedError(Exception):
@@ -366,10 +373,7 @@ class FlowControl:
         try:
             seat = self.admit(ex.user, ex.info)
         except RequestRejectedError as e:
-            raise EarlyResponseError(Response(429, b"Too many requests, please try again later.\n",
-                                         content_type="text/plain; charset=utf-8",
-                                         headers={**self._pf_headers(e.schema), "Retry-After": str(e.retry_after),
-                                                  "X-Content-Type-Options": "nosniff"})) from None
+            raise EarlyResponseError(too_many_requests(e.retry_after, self._pf_headers(e.schema))) from None
         ex.response_headers.update(self._pf_headers(seat.schema))
         if seat.level is not None:
             ex.finishers.append(lambda: self.release(seat))

@@ -1,5 +1,6 @@
 """The embedded API server's listening socket: the accept loop, the cap on connections (each with its thread) and
-its refusal, and bounded draining on shutdown. What one connection does is :mod:`http`'s ``ConnectionHandler``."""
+its refusal, each user's share of long-running requests, and bounded draining on shutdown. What one connection
+does is :mod:`http`'s ``ConnectionHandler``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from typing import Any
 
+from mxjob_controller.local.apiserver.auth.user import UserInfo
 from mxjob_controller.local.apiserver.http.connection import (
     HEADER_TIMEOUT,
     IDLE_TIMEOUT,
@@ -24,15 +26,39 @@ from mxjob_controller.local.apiserver.http.connection import (
     Observer,
 )
 from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT, Deadlines
+from mxjob_controller.local.apiserver.http.flowcontrol import too_many_requests
+from mxjob_controller.local.apiserver.request import EarlyResponseError, Exchange
 
 log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 2048  # connections (each with its thread) at once: above the 2,000 concurrent clients APF must see
 _EVICTION_WAIT = 1.0  # how long the accept loop waits for an evicted connection's thread to end
+# A user (other than the cluster's own and system:masters) may hold at most this share of the connections in
+# long-running requests (watches, logs, exec): 256 of 2,048.
+LONG_RUNNING_SHARE = 8
+# The cluster's own components by kube's names (kube-apiserver's loopback client is system:apiserver).
+_COMPONENTS = frozenset(("system:apiserver", "system:kube-controller-manager", "system:kube-scheduler",
+                         "system:kube-proxy"))
+_NODES = "system:nodes"
 # kube's max-in-flight refusal (Go's http.Error: plain text), for a connection past the cap.
 _TOO_MANY_REQUESTS = (b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\n"
                       b"X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\nContent-Length: 43\r\n"
                       b"Connection: close\r\n\r\nToo many requests, please try again later.\n")
+
+
+def is_system(user: UserInfo | None) -> bool:
+    """Whether ``user`` is the cluster's own (its components, its nodes) or in ``system:masters``: never refused a
+    long-running request, nor a connection, for another user's share. None: the server asks nobody who they are."""
+    return user is None or user.is_master or _NODES in user.groups or user.name in _COMPONENTS
+
+
+def refuse_past_share(ex: Exchange) -> None:
+    """A router interceptor, after authentication: a long-running request of a user who holds its share of them
+    already is answered as APF answers past a share (429, ``Retry-After``), before a watcher is registered or a log
+    opened, so a refusal costs little. kube-apiserver counts watches outside max-in-flight too, and has no
+    connection cap to share; this server's threads are one per connection, so it bounds each user's share."""
+    if ex.info.long_running and ex.claim_long_running is not None and not ex.claim_long_running(ex.user):
+        raise EarlyResponseError(too_many_requests(1))
 
 
 class APIHTTPServer(ThreadingHTTPServer):
@@ -40,11 +66,15 @@ class APIHTTPServer(ThreadingHTTPServer):
 
     At most ``max_connections`` connections (threads) at once. Past that a new connection takes the place of the
     oldest one that is serving no request (idle, or still sending its headers: a client may close an idle keep-alive
-    at any time, and HTTP clients retry on one), so slow or idle clients can never lock the others out; when every
-    connection is serving a request, the new one is refused with kube's max-in-flight answer, ``429 Too many
-    requests`` with ``Retry-After: 1`` (over TLS it is closed: an answer would need a handshake the accept loop
-    cannot wait for). Accepting and refusing, rather than not accepting, keeps the refusal quick and clear instead
-    of a connect that hangs in the kernel's backlog.
+    at any time, and HTTP clients retry on one), so slow or idle clients can never lock the others out. Requests
+    that are not long-running are bounded by flow control's seats and queues and by the request timeout; a user
+    other than the cluster's own and ``system:masters`` (:func:`is_system`) may hold at most
+    ``max_connections / LONG_RUNNING_SHARE`` long-running ones (:func:`refuse_past_share`). When every connection is
+    serving a request, the new one takes the place of the oldest long-running request of the user who holds the
+    most (its client resumes, as after any watch closed by the server); only when no such request is left is it
+    refused with kube's max-in-flight answer, ``429 Too many requests`` with ``Retry-After: 1`` (over TLS it is
+    closed: an answer would need a handshake the accept loop cannot wait for). Accepting and refusing, rather than
+    not accepting, keeps the refusal quick and clear instead of a connect that hangs in the kernel's backlog.
 
     Stopping is bounded and in kube-apiserver's order: :meth:`stop_accepting`, then :meth:`drain` (watches end,
     idle keep-alives are closed, requests in progress finish and answer ``Connection: close``; whatever is still
@@ -65,6 +95,7 @@ class APIHTTPServer(ThreadingHTTPServer):
         self.read_timeout = READ_TIMEOUT  # seconds for the whole request, body included (0: no limit)
         self.idle_timeout = IDLE_TIMEOUT  # seconds an idle keep-alive connection is kept
         self.max_connections = MAX_CONNECTIONS
+        self.long_running_share = LONG_RUNNING_SHARE
         self.request_timeout = REQUEST_TIMEOUT  # seconds a request that is not long-running may take (0: any)
         self.deadlines = Deadlines()
         self.stopping = threading.Event()  # connections: finish what is in progress, take nothing new
@@ -73,6 +104,7 @@ class APIHTTPServer(ThreadingHTTPServer):
         self._wake_reader, self._wake_writer = socket.socketpair()
         self._conns: dict[socket.socket, _Connection] = {}  # oldest first
         self._conns_lock = threading.Lock()
+        self._holders: dict[str, int] = {}  # user → long-running requests it holds (is_system users uncounted)
         self._conn_ids = itertools.count(1)
         self._refused: dict[socket.socket, float] = {}  # refused connections drained until these times
         self._selector: selectors.BaseSelector | None = None
@@ -144,26 +176,39 @@ class APIHTTPServer(ThreadingHTTPServer):
             self.process_request_thread(request, client_address)
         finally:
             with self._conns_lock:
-                self._conns.pop(request, None)
+                conn = self._conns.pop(request, None)
+                if conn is not None:
+                    self._release(conn)
 
     # --- the connection cap -------------------------------------------------------------------------------
 
     def _make_room(self) -> bool:
         """Whether a new connection may have a thread: under the cap, or once the oldest connection serving no
-        request has been closed (its thread waited for, briefly). False when every connection is serving one."""
+        request, else the oldest long-running request of the user holding the most, has been closed (its thread
+        waited for, briefly). False when every connection serves a request and none is such a long-running one."""
         with self._conns_lock:
             if len(self._conns) < self.max_connections:
                 return True
-            victim = next(((sock, conn) for sock, conn in self._conns.items() if not conn.busy), None)
+            victim = next(((sock, conn) for sock, conn in self._conns.items() if not conn.busy and not conn.evicted),
+                          None) or self._heaviest_holder()
             if victim is None:
                 return False
             sock, conn = victim
-            conn.busy = True  # not picked twice
-        log.debug("%d connections: closing %s, which serves no request, for a new one", self.max_connections,
-                  conn.thread.name)
+            conn.evicted = True  # not picked twice
+        log.info("%d connections: closing %s (%s) for a new one", self.max_connections, conn.thread.name,
+                 f"a long-running request of {conn.holder}" if conn.holder else "serving no request")
         _shutdown(sock)
         conn.thread.join(_EVICTION_WAIT)
         return True
+
+    def _heaviest_holder(self) -> tuple[socket.socket, _Connection] | None:
+        """The oldest connection serving a long-running request of the user who holds the most (under the lock)."""
+        for user, _ in sorted(self._holders.items(), key=lambda item: -item[1]):
+            found = next(((sock, conn) for sock, conn in self._conns.items()
+                          if conn.holder == user and not conn.evicted), None)
+            if found is not None:
+                return found
+        return None
 
     def _refuse(self, sock: socket.socket) -> None:
         """kube's max-in-flight refusal (429, ``Retry-After: 1``), then the rest of the request drained for half a
@@ -214,10 +259,47 @@ class APIHTTPServer(ThreadingHTTPServer):
     # --- connections --------------------------------------------------------------------------------------
 
     def set_busy(self, sock: socket.socket, busy: bool) -> None:
+        """The connection starts (True) or ends serving a request; at its end, any long-running claim ends too."""
         with self._conns_lock:
             conn = self._conns.get(sock)
             if conn is not None:
                 conn.busy = busy
+                if not busy:
+                    self._release(conn)
+
+    def claim_long_running(self, sock: socket.socket, user: UserInfo | None) -> bool:
+        """Count the request ``sock`` serves as one of ``user``'s long-running requests (until it ends); False,
+        counting nothing, when the user holds its share already. The cluster's own are never counted."""
+        if is_system(user):
+            return True
+        assert user is not None
+        limit = max(1, self.max_connections // self.long_running_share)
+        with self._conns_lock:
+            conn = self._conns.get(sock)
+            if conn is None or conn.holder:
+                return True
+            held = self._holders.get(user.name, 0)
+            if held >= limit:
+                log.info("%s holds %d long-running requests, its share: refusing another", user.name, held)
+                return False
+            self._holders[user.name] = held + 1
+            conn.holder = user.name
+        return True
+
+    def long_running_held(self) -> dict[str, int]:
+        """User → the long-running requests it holds now (the cluster's own are not counted)."""
+        with self._conns_lock:
+            return dict(self._holders)
+
+    def _release(self, conn: _Connection) -> None:
+        """End ``conn``'s long-running claim, if any (under the lock)."""
+        if conn.holder:
+            left = self._holders.get(conn.holder, 1) - 1
+            if left > 0:
+                self._holders[conn.holder] = left
+            else:
+                self._holders.pop(conn.holder, None)
+            conn.holder = ""
 
     def drain(self, timeout: float) -> list[str]:
         """Let every connection end within ``timeout`` seconds; the names of the threads still running after.
@@ -254,6 +336,8 @@ class APIHTTPServer(ThreadingHTTPServer):
 class _Connection:
     thread: threading.Thread
     busy: bool = False  # serving a request (not idle, not still reading one)
+    holder: str = ""  # the user whose long-running request it serves, when counted (claim_long_running)
+    evicted: bool = False  # closed to make room for a new connection
 
 
 def _shutdown(sock: socket.socket) -> None:

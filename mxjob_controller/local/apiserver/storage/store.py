@@ -10,7 +10,8 @@ It plays etcd plus kube-apiserver's watch cache:
 - watchers registered atomically with their backlog, so none misses or duplicates an event;
 - commit hooks called in commit order (under the lock), so what they index follows the store exactly;
 - only what JSON can carry is stored: each object is encoded at commit time, and one that cannot be is refused
-  whole (:class:`Unserialisable`) before anything changes.
+  whole (:class:`Unserialisable`) before anything changes; so is one whose encoding passes etcd's request limit
+  (:class:`TooLarge`, 1.5 MiB: what kube-apiserver's etcd refuses, however the object grew: a patch, an apply).
 
 Objects are plain dicts and are never mutated once stored: readers may hand them out without copying.
 """
@@ -27,11 +28,13 @@ from mxjob_controller.local.apiserver.storage.memory import release_free_memory
 from mxjob_controller.local.apiserver.storage.watch import (
     ADDED,
     DELETED,
+    MAX_BACKLOG_BYTES,
     MODIFIED,
     Entry,
     Event,
     History,
     Matcher,
+    SharedEncodings,
     Watcher,
     encode_json,
     event_bytes,
@@ -59,6 +62,18 @@ class Unserialisable(ValueError):  # noqa: N818
     """A write of an object JSON cannot encode (a date, NaN, ...): refused, the store is unchanged."""
 
 
+class TooLarge(Exception):  # noqa: N818
+    """A write of an object whose encoding passes the store's limit: refused, the store is unchanged. kube-apiserver
+    answers etcd's refusal as an error it has no Status for: 500, ``etcdserver: request is too large``."""
+
+    MESSAGE = "etcdserver: request is too large"
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(self.MESSAGE)
+        self.size = size
+        self.limit = limit
+
+
 class TooOld(Exception):  # noqa: N818
     """A resourceVersion older than the retained history."""
 
@@ -73,6 +88,7 @@ HISTORY_BYTES = 64 << 20  # what every kind's history together may keep alive, e
 RELEASE_AFTER = 16 << 20  # bytes freed before the pruner hands free memory back to the system
 RELEASE_EVERY = 30.0      # seconds: and at least this often (answers and requests are freed too, not only history)
 PRUNE_EVERY = 5.0         # seconds between prunings, at most
+MAX_OBJECT_BYTES = 1572864  # etcd's default --max-request-bytes (1.5 MiB), which kube-apiserver's writes must pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +97,8 @@ class StoreOptions:
     history_age: float = HISTORY_AGE     # seconds; 0 keeps events until the count or bytes bound drops them
     watcher_queue: int = 10_000          # events a watcher may lag behind before it is disconnected
     history_bytes: int = HISTORY_BYTES   # across kinds (event_bytes); 0: no bound
+    watcher_bytes: int = MAX_BACKLOG_BYTES  # encoded bytes of live events a watcher may lag behind; 0: no bound
+    max_object_bytes: int = MAX_OBJECT_BYTES  # an object's encoded size, at most (TooLarge past it); 0: no bound
 
 
 CommitHook = Callable[[str, Event], None]
@@ -100,6 +118,7 @@ class Store:
         self._freed = 0                           # bytes dropped since free memory was last handed back
         self._pruner: threading.Thread | None = None
         self._pruning_stops = threading.Event()
+        self.encodings = SharedEncodings()   # the forms of objects that watch frames share
 
     # --- reads ----------------------------------------------------------------------------------------
 
@@ -207,6 +226,10 @@ class Store:
             raw = encode_json(obj)
         except (TypeError, ValueError) as e:
             raise Unserialisable(f"cannot store {key} object: {e}") from e
+        limit = self.options.max_object_bytes
+        if limit and len(raw) + len(key) > limit:   # etcd counts the key with the value
+            log.info("refusing a %s object of %d bytes: over the %d-byte limit", key, len(raw), limit)
+            raise TooLarge(len(raw), limit)
         self._rv = rv
         return Entry(obj, rv, raw)
 
@@ -276,7 +299,7 @@ class Store:
         ``since`` N: every retained change after N, then live ones; TooOld if history no longer reaches N.
         """
         with self._lock:
-            w = Watcher(key, matcher, self.options.watcher_queue)
+            w = Watcher(key, matcher, self.options.watcher_queue, self.options.watcher_bytes)
             if since is None:
                 backlog = [Event(ADDED, e.rv, e, None, now())
                            for k, e in sorted(self._objects.get(key, {}).items())
@@ -287,7 +310,7 @@ class Store:
                     raise TooOld(since, hist.oldest_available())
                 backlog = hist.since(since)
             for ev in backlog:
-                if not w.offer(ev):
+                if not w.offer(ev, initial=True):
                     break
             if not w.closed.is_set():
                 self._watchers.setdefault(key, set()).add(w)

@@ -3,8 +3,12 @@
 Guarantees:
 - Events of one storage key reach a watcher in resourceVersion order, with none skipped: the watcher is
   registered and its backlog (history after the requested version) queued under the store's lock.
-- A watcher that falls too far behind is closed rather than allowed to block writers (kube-apiserver does
-  the same); its client resumes from the last version it saw.
+- A watcher that falls too far behind (by events, or by the bytes of the events queued since it started) is
+  closed rather than allowed to block writers or hold memory (kube-apiserver closes a slow watcher too); its
+  client resumes from the last version it saw. What a watch starts with (the current objects, or the history it
+  resumes from) is not counted: those are alive already, as kube's watch cache sends its init events apart.
+- An object's encodings other than its stored JSON (protobuf, another version, a Table) are made once per
+  version and form and shared by every watcher (:class:`SharedEncodings`), within a bound of bytes.
 - A resume from a version older than the retained history is refused (410 Expired).
 """
 
@@ -14,8 +18,8 @@ import json
 import queue
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from mxjob_controller.kube.vocabulary import ADDED, DELETED, MODIFIED
@@ -118,30 +122,38 @@ class History:
 Matcher = Callable[[dict], bool]
 
 
+MAX_BACKLOG_BYTES = 16 << 20  # the encoded bytes of live events a watcher may have queued (ten objects at etcd's limit)
+SHARED_ENCODINGS_BYTES = 64 << 20  # the shared encodings kept, all watchers together
+
+
 class Watcher:
     """One watch request's queue. Writers ``offer`` under the store lock; the HTTP thread ``next``s.
 
     An event that neither the new nor the previous state of its object matches is dropped at ``offer``: a filtered
     watcher (a controller's pods of one operator) is not woken for the objects of others. The queue is the C
     ``SimpleQueue``: a writer offers to every watcher of a kind under the store's lock, so each offer must cost
-    little."""
+    little. The backlog's bytes are two counters, each written by one side (the writer adds under the store's
+    lock, the reader counts what it took), so neither needs a lock of its own."""
 
     _ids = iter(range(1, 1 << 62))
 
-    def __init__(self, key: str, matcher: Matcher, max_queue: int) -> None:
+    def __init__(self, key: str, matcher: Matcher, max_queue: int, max_bytes: int = MAX_BACKLOG_BYTES) -> None:
         self.id = next(self._ids)
         self.key = key
         self.matcher = matcher
         self.max_queue = max_queue
-        self._queue: queue.SimpleQueue[Event | None] = queue.SimpleQueue()  # None: wake up, closed
+        self.max_bytes = max_bytes
+        self._queue: queue.SimpleQueue[tuple[Event, int] | None] = queue.SimpleQueue()  # None: wake up, closed
+        self._bytes_in = 0  # encoded bytes of the live events queued, ever (writers, under the store's lock)
+        self._bytes_out = 0  # ... and of those taken (the reader)
         self.closed = threading.Event()
         self.overflowed = False
         self.close_reason = ""
         self.events_sent = 0
 
-    def offer(self, event: Event) -> bool:
+    def offer(self, event: Event, initial: bool = False) -> bool:
         """Queue ``event`` if it concerns this watcher; returns False (and closes) when the watcher is too far
-        behind."""
+        behind. ``initial``: part of what the watch starts with, which the byte budget does not count."""
         if self.closed.is_set():
             return False
         if not self._concerns(event):
@@ -150,8 +162,18 @@ class Watcher:
             self.overflowed = True
             self.close("watcher too slow: its queue of events is full")
             return False
-        self._queue.put(event)
+        size = 0 if initial else len(event.entry.raw)
+        if size and self.max_bytes and self.backlog_bytes() + size > self.max_bytes:
+            self.overflowed = True
+            self.close(f"watcher too slow: its backlog of events is over {self.max_bytes} bytes")
+            return False
+        self._bytes_in += size
+        self._queue.put((event, size))
         return True
+
+    def backlog_bytes(self) -> int:
+        """The encoded bytes of the live events queued and not yet taken."""
+        return self._bytes_in - self._bytes_out
 
     def _concerns(self, event: Event) -> bool:
         """Whether :meth:`translate` could send anything for ``event`` (a matcher that fails says yes: the HTTP
@@ -165,9 +187,14 @@ class Watcher:
     def next(self, timeout: float) -> Event | None:
         """The next event, or None after ``timeout`` seconds or as soon as the watcher is closed."""
         try:
-            return self._queue.get(timeout=timeout)
+            item = self._queue.get(timeout=timeout)
         except queue.Empty:
             return None
+        if item is None:
+            return None
+        event, size = item
+        self._bytes_out += size
+        return event
 
     def pending(self) -> bool:
         return not self._queue.empty()
@@ -195,6 +222,45 @@ class Watcher:
                 return DELETED, event.entry
             return None
         return (event.type, event.entry) if new_match else None
+
+
+class SharedEncodings:
+    """The encodings of stored objects that watchers share (a protobuf form, another version, a Table), each made
+    once per object version and form (``key``), the most recently used kept up to ``max_bytes`` in all.
+
+    Made outside the lock (a conversion may call a webhook): two watchers asking at once may both make one, and the
+    first kept is what both send. An encoding larger than the bound is made for each asker and kept by none."""
+
+    def __init__(self, max_bytes: int = SHARED_ENCODINGS_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[Hashable, bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, make: Callable[[], bytes]) -> bytes:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+                return value
+        value = make()
+        if len(value) > self.max_bytes:
+            return value
+        with self._lock:
+            kept = self._items.get(key)
+            if kept is not None:
+                return kept
+            self._items[key] = value
+            self._bytes += len(value)
+            while self._bytes > self.max_bytes:
+                _, dropped = self._items.popitem(last=False)
+                self._bytes -= len(dropped)
+        return value
+
+    def size(self) -> tuple[int, int]:
+        """(encodings kept, their bytes)."""
+        with self._lock:
+            return len(self._items), self._bytes
 
 
 def now() -> float:

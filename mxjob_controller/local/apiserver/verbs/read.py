@@ -13,7 +13,7 @@ from mxjob_controller.kube.selectors import SelectorError, object_fields, parse_
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.kinds.pod_log_options import parse_log_options
-from mxjob_controller.local.apiserver.request import Request, Response, WatchStream, dumps
+from mxjob_controller.local.apiserver.request import Frame, Request, Response, WatchFrame, WatchStream, dumps
 from mxjob_controller.local.apiserver.storage import list_options
 from mxjob_controller.local.apiserver.storage.store import ObjKey, TooOld
 from mxjob_controller.local.apiserver.storage.watch import Entry, Event
@@ -162,24 +162,34 @@ class ReadVerbs(VerbsBase):
         except TooOld as e:
             return Response(200, b"", stream=None, chunks=iter([_error_frame(errors.expired(str(e)))]))
 
-        def encode(ev: Event) -> bytes | None:
+        shared = self.store.encodings
+
+        def encode(ev: Event) -> Frame | None:
+            """The event's frame: the object's encoding at the watch's version (or its Table) made once per
+            version and shared by every watcher asking for the same form (``store.encodings``)."""
             translated = watcher.translate(ev) if not failed[0] else None
             if translated is None:
                 return None
             etype, entry = translated
+            key: tuple = (entry.rv, rt.api_version)
             try:
-                entry = self._served(rt, [entry])[0]
+                if entry.obj.get("apiVersion") == rt.api_version:
+                    obj = entry.raw
+                else:
+                    obj = shared.get(key, lambda: self._served(rt, [entry])[0].raw)
+                if table:
+                    converter = self.table_converter
+                    assert converter is not None
+                    with_headers = not headers_sent[0]
+                    key = (*key, "table", include_object, with_headers)
+                    obj = shared.get(key, lambda: dumps(converter(rt, [self._served(rt, [entry])[0]], None,
+                                                                  include_object, with_headers)))
+                    headers_sent[0] = True
             except StatusError as e:  # kube's watch ends with an ERROR event (an internal error) when decoding fails
                 failed[0] = True
                 watcher.close("conversion failed")
                 return _error_frame(errors.internal(e.message))
-            if table:
-                assert self.table_converter is not None
-                obj = dumps(self.table_converter(rt, [entry], None, include_object, not headers_sent[0]))
-                headers_sent[0] = True
-            else:
-                obj = entry.raw
-            return b'{"type":"' + etype.encode() + b'","object":' + obj + b"}\n"
+            return WatchFrame(etype, obj, key)
 
         bookmark = None
         if _flag(req.query, "allowWatchBookmarks"):
@@ -192,7 +202,7 @@ class ReadVerbs(VerbsBase):
                     "metadata": {"resourceVersion": str(brv)}}}) + b"\n"
 
         return Response(200, stream=WatchStream(watcher, encode, bookmark, timeout,
-                                                lambda: self.store.stop_watch(watcher)))
+                                                lambda: self.store.stop_watch(watcher), shared))
 
     def _log(self, req: Request) -> Response:
         options = parse_log_options(req.query, req.name or "", time.time())  # kube checks them before the pod
