@@ -32,6 +32,7 @@ from mxjob_controller.local.apiserver.managedfields import managers, schema, typ
 from mxjob_controller.local.apiserver.managedfields.fieldpath import EMPTY, FieldSet
 from mxjob_controller.local.apiserver.managedfields.managers import APPLY, UPDATE, Entry, Managers
 from mxjob_controller.local.apiserver.resources import ResourceType
+from mxjob_controller.local.apiserver.validation.yaml_body import loads_yaml
 
 MAX_MANAGER_BYTES = 128
 KUBE_APISERVER = "kube-apiserver"   # the manager of the server's own writes (a CRD's status)
@@ -189,9 +190,9 @@ class FieldManager:
 
 def parse_apply_body(body: bytes, rt: ResourceType) -> dict:
     """The applied configuration: YAML (or JSON), of exactly this resource's kind, without managed fields."""
-    try:
-        config = yaml.safe_load(body.decode("utf-8")) if body else None
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
+    try:   # the limits of every YAML body (aliases, depth, expansion): a small body must not build a huge object
+        config = loads_yaml(body) if body else None
+    except (yaml.YAMLError, ValueError) as e:   # UnicodeDecodeError is a ValueError
         raise errors.bad_request(f"error decoding YAML: {e}") from None
     if not isinstance(config, dict):
         raise errors.bad_request("error decoding YAML: the applied configuration must be an object")

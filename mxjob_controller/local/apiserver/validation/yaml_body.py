@@ -14,7 +14,14 @@ once more than 100 of the decoded nodes (and 1,000 in all) came through aliases,
 99% (up to 400,000 nodes decoded, falling to 10% at 4,000,000): ``yaml: document contains excessive
 aliasing``. A "billion laughs" of a few hundred bytes is refused after a few thousand nodes, unexpanded. An
 anchor used inside itself is refused too (``yaml: anchor 'a' value contains itself``). Nesting, aliases
-expanded, is limited to the JSON limit (:data:`strict_json.MAX_DEPTH`; go-yaml's is 10,000).
+expanded, is limited to the JSON limit (:data:`strict_json.MAX_DEPTH`; go-yaml's is 10,000). One limit go-yaml
+lacks: the text of the scalars, aliases expanded, may not pass the request body limit (3 MiB), since a body of
+long strings each aliased a hundred times passes go-yaml's ratio and would be built in memory whole before the
+stored-object limit refuses it (``yaml: document expands past 3145728 bytes``).
+
+Every YAML body is read by these rules: a resource's body and a server-side apply's. The text is scanned and
+parsed by libyaml (PyYAML's C parser: the pure-Python one cost ~8 µs of CPU per byte); the nodes are composed
+here, where the limits are counted, and constructed by PyYAML's safe constructor.
 """
 
 from __future__ import annotations
@@ -26,7 +33,12 @@ import math
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.cyaml import CParser
+from yaml.resolver import Resolver
 
+from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES
 from mxjob_controller.local.apiserver.validation.strict_json import MAX_DEPTH
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
@@ -46,22 +58,22 @@ def _allowed_alias_ratio(decoded: int) -> float:
     return 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
 
 
-class KubeYAMLLoader(yaml.SafeLoader):
-    """The safe loader without the timestamp resolver, with go-yaml's reading of binary and sets, and its
-    limits on aliases and depth.
+class _LimitedComposer(Composer):
+    """PyYAML's composer, counting what the expansion of aliases would cost and refusing before it is paid.
 
     PyYAML builds an alias as a reference to the anchored node: composing is linear, the expansion comes
     later, when the result is copied into JSON data. So the composer counts what the expansion would cost,
-    from each node's expanded size and depth (kept per node, an alias adds its target's), and refuses
-    before anything is expanded.
+    from each node's expanded size, depth and scalar bytes (kept per node, an alias adds its target's), and
+    refuses before anything is expanded.
     """
 
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self._shapes: dict[yaml.Node, tuple[int, int]] = {}  # each composed node: (nodes, depth) expanded
+    def __init__(self) -> None:
+        super().__init__()
+        self._shapes: dict[yaml.Node, tuple[int, int, int]] = {}  # each node: (nodes, depth, scalar bytes) expanded
         self._level = 0  # collections open around the node being composed
         self._decoded = 0  # go-yaml's decodeCount: every node, each alias's expansion included
         self._aliased = 0  # go-yaml's aliasCount: the nodes that came through an alias
+        self._bytes = 0  # the scalars' text, aliases expanded
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         event = self.peek_event()
@@ -80,47 +92,67 @@ class KubeYAMLLoader(yaml.SafeLoader):
             self._level -= 1
         self._decoded += 1
         self._check_aliasing()
-        self._shapes[node] = self._shape(node)
+        shape = self._shapes[node] = self._shape(node)
+        if not collection:
+            self._add_bytes(shape[2])
         return node
 
     def _count_alias(self, event: yaml.AliasEvent, target: yaml.Node) -> None:
         shape = self._shapes.get(target)
         if shape is None:  # still being composed: the alias is inside its own anchor
             raise YAMLLimitError(f"yaml: anchor '{event.anchor}' value contains itself")
-        nodes, depth = shape
+        nodes, depth, size = shape
         self._decoded += 1 + nodes
         self._aliased += nodes
         self._check_aliasing()
         if self._level + depth > MAX_DEPTH:
             raise YAMLLimitError(f"yaml: line {event.start_mark.line + 1}: exceeded max depth of {MAX_DEPTH}")
+        self._add_bytes(size)
 
     def _check_aliasing(self) -> None:
         if (self._aliased > 100 and self._decoded > 1000
                 and self._aliased / self._decoded > _allowed_alias_ratio(self._decoded)):
             raise YAMLLimitError("yaml: document contains excessive aliasing")
 
-    def _shape(self, node: yaml.Node) -> tuple[int, int]:
+    def _add_bytes(self, size: int) -> None:
+        self._bytes += size
+        if self._bytes > MAX_BODY_BYTES:
+            raise YAMLLimitError(f"yaml: document expands past {MAX_BODY_BYTES} bytes")
+
+    def _shape(self, node: yaml.Node) -> tuple[int, int, int]:
         if isinstance(node, yaml.MappingNode):
             children = [child for pair in node.value for child in pair]
         elif isinstance(node, yaml.SequenceNode):
             children = node.value
         else:
-            return 1, 0
+            return 1, 0, len(node.value)
         shapes = [self._shapes[child] for child in children]
-        return 1 + sum(n for n, _ in shapes), 1 + max((d for _, d in shapes), default=0)
+        return (1 + sum(n for n, _, _ in shapes), 1 + max((d for _, d, _ in shapes), default=0),
+                sum(b for _, _, b in shapes))
+
+
+class KubeYAMLLoader(_LimitedComposer, CParser, SafeConstructor, Resolver):
+    """libyaml's parser, the limited composer, the safe constructor without the timestamp resolver, and go-yaml's
+    reading of binary and sets."""
+
+    def __init__(self, stream: Any) -> None:
+        CParser.__init__(self, stream)
+        _LimitedComposer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
 
 
 KubeYAMLLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    for first, resolvers in Resolver.yaml_implicit_resolvers.items()
 }
 
 
-def _scalar_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+def _scalar_text(loader: SafeConstructor, node: yaml.Node) -> str:
     return str(loader.construct_scalar(node))
 
 
-def _binary_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+def _binary_text(loader: SafeConstructor, node: yaml.Node) -> str:
     text = str(loader.construct_scalar(node))
     try:
         return base64.decodebytes(text.encode("ascii")).decode("utf-8", "replace")
@@ -129,7 +161,7 @@ def _binary_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
                                                 node.start_mark) from e
 
 
-def _set_as_map(loader: yaml.SafeLoader, node: yaml.Node) -> dict:
+def _set_as_map(loader: SafeConstructor, node: yaml.Node) -> dict:
     return dict.fromkeys(loader.construct_mapping(node))
 
 
