@@ -16,12 +16,12 @@ resolve to the node being built, so compiling never loops.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mxjob_controller.kube import go_regexp
 from mxjob_controller.kube.k8s_schemas import ref_name
 from mxjob_controller.kube.schema.formats import NUMBER_RANGES, STRING_FORMATS
 from mxjob_controller.kube.schema.nodes import (
@@ -226,9 +226,9 @@ class Compiler:
         pattern = schema.get("pattern")
         if isinstance(pattern, str):
             try:
-                node.pattern = re.compile(pattern)
+                node.pattern = go_regexp.compile(pattern)   # RE2: Go's syntax, linear time
                 node.pattern_text = pattern
-            except re.error:
+            except go_regexp.GoRegexpError:
                 node.pattern = None  # kube-apiserver refuses such a CRD; nothing sensible to check here
         fmt = schema.get("format")
         if isinstance(fmt, str):

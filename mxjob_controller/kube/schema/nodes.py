@@ -15,10 +15,10 @@ are themselves walked; leaves (scalars without constraints) are type-checked inl
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mxjob_controller.kube import go_regexp
 from mxjob_controller.kube.field_errors import FieldError, child_prefix
 from mxjob_controller.kube.field_errors import child as child_path
 from mxjob_controller.kube.schema.formats import parse_quantity
@@ -184,7 +184,7 @@ class ScalarNode(Node):
         self.multiple_of: float | int | None = None
         self.min_length: int | None = None
         self.max_length: int | None = None
-        self.pattern: re.Pattern[str] | None = None
+        self.pattern: go_regexp.Regexp | None = None
         self.pattern_text = ""
         self.fmt = ""
         self.fmt_check: Callable[[str], bool] | None = None

@@ -1,4 +1,5 @@
-"""Custom resources: a CRD version's ``openAPIV3Schema`` compiled for pruning, defaulting and validation."""
+"""Custom resources: a CRD version's ``openAPIV3Schema`` compiled for pruning, defaulting and validation, and the
+checks kube's CRD validation makes of it that this project mirrors (:func:`pattern_errors`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from mxjob_controller.kube import go_regexp
+from mxjob_controller.kube.field_errors import FieldError, invalid
 from mxjob_controller.kube.schema.builtin import compiler as builtin_compiler
 from mxjob_controller.kube.schema.compiled import CompiledSchema
 from mxjob_controller.kube.schema.compiler import OBJECT_META, STRUCTURAL, Compiler
@@ -48,3 +51,41 @@ def _compile(schema: dict[str, Any] | None) -> CompiledSchema:
     compiler.make_resource(root, require_type_meta=False)
     root.finish()
     return CompiledSchema(root, sort_unknown=True)
+
+
+# The keywords of a schema whose values are schemas (kube's JSONSchemaProps walk), by how they hold them.
+_ONE_SCHEMA = ("not", "additionalProperties", "additionalItems")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
+_SCHEMA_MAPS = ("properties", "patternProperties", "definitions", "dependencies")
+
+
+def pattern_errors(schema: Any, path: str) -> list[FieldError]:
+    """Every ``pattern`` in ``schema`` (at ``path``) that Go's ``regexp`` refuses, as kube's CRD validation
+    reports it: ``<path>.pattern: Invalid value: "<pattern>": must be a valid regular expression, but isn't:
+    error parsing regexp: ...``."""
+    found: list[FieldError] = []
+    stack = [(schema, path)]
+    while stack:
+        node, where = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and pattern:
+            try:
+                go_regexp.compile(pattern)
+            except go_regexp.GoRegexpError as e:
+                found.append(invalid(f"{where}.pattern", pattern,
+                                     f"must be a valid regular expression, but isn't: {e}"))
+        items = node.get("items")
+        if isinstance(items, list):
+            stack += [(item, f"{where}.items[{i}]") for i, item in enumerate(items)]
+        elif items is not None:
+            stack.append((items, f"{where}.items"))
+        stack += [(node.get(k), f"{where}.{k}") for k in _ONE_SCHEMA if isinstance(node.get(k), dict)]
+        for k in _SCHEMA_LISTS:
+            if isinstance(node.get(k), list):
+                stack += [(sub, f"{where}.{k}[{i}]") for i, sub in enumerate(node[k])]
+        for k in _SCHEMA_MAPS:
+            if isinstance(node.get(k), dict):
+                stack += [(sub, f"{where}.{k}[{name}]") for name, sub in node[k].items()]
+    return sorted(found, key=lambda e: e.field)

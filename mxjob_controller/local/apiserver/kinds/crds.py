@@ -1,4 +1,5 @@
-"""CustomResourceDefinitions: defaults, structural checks, and serving the kinds they define.
+"""CustomResourceDefinitions: defaults, structural checks (a ``pattern`` must be Go's ``regexp``: RE2), and serving
+the kinds they define.
 
 Creating or updating a CRD changes what the server serves at once (every served version, converted between
 as its ``spec.conversion`` says: ``webhooks/conversion.py``) and then records ``NamesAccepted`` and
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mxjob_controller.kube.schema.structural import pattern_errors
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
@@ -93,6 +95,9 @@ class CRDStrategy(Strategy):
             causes.append(Cause("spec.versions", "FieldValueInvalid", "Invalid value: "
                                 f"{[v.get('name') for v in versions if isinstance(v, dict)]}: must have "
                                 "exactly one version marked as storage version"))
+        for i, version in enumerate(versions):   # kube compiles each pattern with Go's regexp: RE2 must take it
+            schema = ((version.get("schema") or {}) if isinstance(version, dict) else {}).get("openAPIV3Schema")
+            causes.extend(pattern_errors(schema, f"spec.versions[{i}].schema.openAPIV3Schema"))
         causes.extend(validate_conversion(spec, (old.get("spec") or {}) if old is not None else None))
         if old is not None:
             old_spec = old.get("spec") or {}
