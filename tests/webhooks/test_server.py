@@ -393,3 +393,26 @@ def test_run_serves_the_webhooks_with_the_mounted_certificate(apiserver, kubecon
             assert proc.stop()[0] == 0
     finally:
         material.close()
+
+
+def test_a_review_of_many_bad_fields_gets_a_bounded_denial(server, certificate):
+    """Anyone who reaches the webhook port may post a review (webhooks do not authenticate the API server): 40,000
+    bad env names in a 1.7 MB review were a 30 MB denial. The message and causes are bounded (64 KiB each), the
+    first causes kept and a last one saying how many more there were."""
+    job = mxjob("many")
+    container = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": f"bad name {i}=", "value": "v"} for i in range(40_000)]
+    body = json.dumps(admission_review(job)).encode()
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, timeout=60,
+                                       context=trusting(certificate.material.ca_pem))
+    try:
+        conn.request("POST", MXJOB_PATH, body, {"Content-Type": "application/json"})
+        answer = conn.getresponse().read()
+    finally:
+        conn.close()
+    assert len(answer) < 256 * 1024, f"a {len(body)}-byte review got a {len(answer)}-byte answer"
+    denial = json.loads(answer)["response"]["status"]
+    causes = denial["details"]["causes"]
+    assert causes[0]["field"].endswith(".env[0].name")
+    assert causes[-1]["message"].endswith("more errors not listed") and causes[-1]["field"] == ""
+    assert "truncated" in denial["message"]

@@ -6,8 +6,10 @@ send, so ``kubernetes.client.ApiException`` and ``kubectl`` report it identicall
 Long values are shortened (:func:`clip`), where kube-apiserver echoes them whole: apimachinery's
 ``field.Error`` prints a bad value in full, so a 2.9 MB invalid name comes back four times over in one 422.
 Here a name, a field path or a value longer than :data:`MAX_VALUE_CHARS` keeps its first characters and says
-how long it was, each cause's message is kept under :data:`MAX_CAUSE_CHARS`, and any Status message under
-:data:`MAX_MESSAGE_CHARS`. The model is kube's own shortening of what it cannot show whole (the request body
+how long it was, each cause's message is kept under :data:`MAX_CAUSE_CHARS`, any Status message under
+:data:`MAX_MESSAGE_CHARS`, and the causes listed in ``details`` under 64 KiB in all
+(``field_errors.status_causes``: the first ones, and a last saying how many more there were): 10,000 bad ports in
+a 550 KB pod were a 7 MB answer. The model is kube's own shortening of what it cannot show whole (the request body
 in a decode error, ``summarizeData``: its first 30 bytes and `` ...``; warnings: 256 runes each past 4 KiB).
 Anything kube could answer for a valid-length value (a name is at most 253 characters) is unchanged.
 """
@@ -18,13 +20,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mxjob_controller.kube.field_errors import MAX_VALUE_CHARS, FieldError, aggregate, clip
+from mxjob_controller.kube.field_errors import (
+    MAX_MESSAGE_CHARS,
+    MAX_VALUE_CHARS,
+    FieldError,
+    aggregate,
+    clip,
+    status_causes,
+)
 
 #: One field error of an Invalid status (``metav1.StatusCause``): the same type every validator returns.
 Cause = FieldError
 
 MAX_CAUSE_CHARS = 8 * 1024  # one cause's message: room for a clipped value and any detail (an enum's values)
-MAX_MESSAGE_CHARS = 64 * 1024  # a whole Status message, however many causes it lists
 
 
 @dataclass(slots=True)
@@ -105,7 +113,7 @@ def invalid(res: Resource, name: str, causes: Iterable[Cause]) -> StatusError:
     if res.group:
         details["group"] = res.group
     details["kind"] = res.kind
-    details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]
+    details["causes"] = status_causes(causes)
     kind = f"{res.kind}.{res.group}" if res.group else res.kind
     return StatusError(422, "Invalid", f'{kind} "{name}" is invalid: {summary}', details)
 

@@ -184,3 +184,39 @@ def test_a_catastrophic_pattern_answers_in_under_50_ms_of_server_cpu(kube):
     assert reply.status == 422
     assert reply.body["details"]["causes"][0]["message"].endswith("spec.name in body should match '^(a+)+$'")
     assert spent < 0.050, f"{spent * 1000:.1f} ms of CPU"
+
+
+# --- error answers: bounded ---------------------------------------------------------------------------------------
+
+def test_a_300_kb_request_gets_a_bounded_error_answer(apiserver):
+    """A pod of 300 KB with 5,000 bad ports: each cause is small, but there were 5,000 of them, in the details and
+    again in the message. Unfixed the answer was tens of times the request; it is now under 256 KiB."""
+    ports = [{"containerPort": -1, "name": "X_" * 10} for _ in range(5_000)]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "i", "ports": ports}]}}
+    body = json.dumps(pod).encode()
+    assert len(body) < 320_000
+    with socket.create_connection((apiserver.host, apiserver.port), timeout=60) as s:
+        s.sendall(f"POST /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        answer = b""
+        while chunk := s.recv(1 << 16):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 422 ")
+    assert len(answer) < 256 * 1024, f"a {len(body)}-byte request got a {len(answer)}-byte answer"
+    status = json.loads(answer.partition(b"\r\n\r\n")[2])
+    causes = status["details"]["causes"]
+    assert causes[0]["field"].startswith("spec.containers[0].ports[0].")
+    assert causes[-1]["message"].endswith("more errors not listed")
+
+
+def test_warnings_are_bounded_as_kubes_recorder_bounds_them(kube):
+    """30,000 unknown fields with fieldValidation=Warn: one warning each, which no client could read as one
+    header. As kube's recorder: past 4 Ki runes in all, each is cut to 256 runes and they stop at 4 Ki."""
+    fields = ",".join(f'"unknown{i}":1' for i in range(30_000))
+    raw = ('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"warned"},' + fields + "}").encode()
+    reply = kube.request("POST", CMS, raw_body=raw, query={"fieldValidation": "Warn"})
+    assert reply.status == 201
+    warning = reply.headers["warning"]
+    assert 0 < len(warning) < 8 * 1024
+    assert warning.startswith('299 - "unknown field \\"unknown0\\""')

@@ -142,9 +142,24 @@ def include_object_policy(query: Mapping[str, str]) -> str:
     return value or "Metadata"
 
 
+WARNING_TOTAL_RUNES = 4 * 1024  # kube's warning recorder: the warnings' text in all, before it truncates
+WARNING_ITEM_RUNES = 256  # ... each warning's, once it truncates
+
+
 def warning_header(warnings: Sequence[str]) -> str:
-    """kube's ``Warning`` header: one ``299 - "<text>"`` per warning."""
-    return ", ".join(f"299 - {json.dumps(w)}" for w in warnings)
+    """kube's ``Warning`` header: one ``299 - "<text>"`` per warning, bounded as kube's recorder bounds it: past
+    4 Ki runes in all, each warning is cut to 256 runes and warnings stop where the total would pass 4 Ki (a
+    request with 30,000 unknown fields and ``fieldValidation=Warn`` would otherwise get a header no client reads)."""
+    kept = list(warnings)
+    if sum(len(w) for w in kept) > WARNING_TOTAL_RUNES:
+        kept, total = [], 0
+        for warning in warnings:
+            cut = warning[:WARNING_ITEM_RUNES]
+            if total + len(cut) > WARNING_TOTAL_RUNES:
+                break
+            kept.append(cut)
+            total += len(cut)
+    return ", ".join(f"299 - {json.dumps(w)}" for w in kept)
 
 
 def with_warnings(hook: WebhookAdmission, attrs: AdmissionAttributes, warnings: list[str]) -> None:
