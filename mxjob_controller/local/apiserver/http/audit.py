@@ -6,7 +6,8 @@ user the server authenticated (empty when it authenticates nobody, or refused th
 impersonated another user (``kubectl --as``), that user (kube's ``impersonatedUser``), the response
 code, and the server time spent (for a watch: how long the stream was open). Never a credential. Records are kept in
 memory, the newest ``capacity`` of them, and queried with :meth:`AuditLog.records`; with a path they are also
-appended to a file as JSON lines, one object per request, flushed as written.
+appended to a file as JSON lines, one object per request, flushed as written. The file is its owner's only (0600,
+as kube-apiserver writes its audit log): it names every user and what they did.
 
 The HTTP layer calls :meth:`AuditLog.observe` after every exchange (``APIHTTPServer.observers``); requests the
 server makes to itself (garbage collector, namespace controller) are not HTTP and are not recorded.
@@ -15,6 +16,7 @@ server makes to itself (garbage collector, namespace controller) are not HTTP an
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -88,7 +90,7 @@ class AuditLog:
             self._records.append(record)
             if self.path is not None:
                 if self._file is None:
-                    self._file = self.path.open("a", encoding="utf-8")
+                    self._file = _open_private(self.path)
                 self._file.write(json.dumps(record.to_json(), separators=(",", ":")) + "\n")
                 self._file.flush()
 
@@ -117,3 +119,15 @@ class AuditLog:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+
+
+def _open_private(path: Path) -> IO[str]:
+    """``path`` opened for appending, readable and writable by its owner only: created 0600, and one that exists
+    already (an older run's, made 0644) made 0600 too."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "a", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -5,8 +5,12 @@
   storage answers it from etcd's); N older than that history is etcd's compaction: 410 ``Expired``, "The
   resourceVersion for the provided list is too old."; N newer than the store is the watch cache's "Too large
   resource version" (504, cause ``ResourceVersionTooLarge``).
-- Otherwise (unset, ``NotOlderThan``, or ``resourceVersion`` alone) the current list, which is never older than
-  any version the server handed out.
+- ``NotOlderThan`` (or a ``resourceVersion`` alone, which kube reads the same way) with N other than "0": the
+  current list, never older than any version the server handed out; N must be a version (400 otherwise, as for
+  ``Exact``). One deviation, kept because this server promises never to answer a list with a 5xx: for an N the
+  store never reached, kube's watch cache waits 3 s and answers "Too large resource version" (504); here the
+  current list (the store is never behind itself: no client was handed such an N). Unset, or "0" (``Any``): the
+  current list.
 """
 
 from __future__ import annotations
@@ -45,22 +49,39 @@ def validate(query: Mapping[str, str]) -> None:
 
 def exact_list(store: Store, key: str, namespace: str | None,
                query: Mapping[str, str]) -> tuple[list[tuple[ObjKey, Entry]], int] | None:
-    """(items, rv) of an ``Exact`` list; None when the list is not one."""
+    """(items, rv) of an ``Exact`` list; None when the list is not one (then :func:`check_not_older_than`)."""
     if query.get("resourceVersionMatch", "") != EXACT:
+        check_not_older_than(query)
         return None
+    rv = _parse(query.get("resourceVersion", ""))
+    _check_reached(store, rv)
+    try:
+        return store.list_at(key, rv, namespace), rv
+    except TooOld as e:
+        raise errors.expired(TOO_OLD) from e
+
+
+def check_not_older_than(query: Mapping[str, str]) -> None:
+    """A ``NotOlderThan`` list (explicit, or a ``resourceVersion`` alone): its version must be one."""
     text = query.get("resourceVersion", "")
+    if text not in ("", "0") and query.get("resourceVersionMatch", "") in ("", NOT_OLDER_THAN):
+        _parse(text)
+
+
+def _parse(text: str) -> int:
     try:
         rv = int(text)
         if rv < 0:
             raise ValueError(text)
     except ValueError as e:
         raise errors.bad_request(f'invalid resource version "{text}"') from e
+    return rv
+
+
+def _check_reached(store: Store, rv: int) -> None:
+    """An ``Exact`` list's version must be one the store reached (the watch cache's "Too large resource version")."""
     current = store.resource_version
     if rv > current:
         raise errors.StatusError(504, "Timeout", f"Too large resource version: {rv}, current: {current}", {
             "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
             "retryAfterSeconds": 1})
-    try:
-        return store.list_at(key, rv, namespace), rv
-    except TooOld as e:
-        raise errors.expired(TOO_OLD) from e

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import subprocess
 import sys
 import time
 from dataclasses import fields
 from pathlib import Path
+
+import pytest
 
 from mxjob_controller.local.apiserver.http.audit import AuditRecord
 from mxjob_controller.local.apiserver.http.faults import FaultRule
@@ -93,6 +96,24 @@ def test_json_lines_file(tmp_path: Path):
     # Every field of a record reaches its line, camelCased as kube's audit events spell them.
     camel = {f.name: re.sub(r"_(\w)", lambda m: m.group(1).upper(), f.name) for f in fields(AuditRecord)}
     assert all(sorted(r) == sorted(camel.values()) for r in lines)
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_the_audit_log_is_its_owners_only(tmp_path: Path, existing: bool):
+    """It names every user and what they did: created 0600 as kube-apiserver's (it was 0644), and a log an older
+    run left readable by others is made 0600 before anything more is written to it."""
+    path = tmp_path / "audit.jsonl"
+    if existing:
+        path.write_text("")
+        path.chmod(0o644)
+    with APIServer(ServerOptions(audit_log=str(path))) as server:
+        kube = Kube(server.url, user_agent="mode-tests")
+        try:
+            kube.get(f"{CMS}/nope")
+        finally:
+            kube.close()
+        wait_for(lambda: path.stat().st_size > 0, timeout=10, what="a record written")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 def test_local_up_audit_log(tmp_path: Path):
