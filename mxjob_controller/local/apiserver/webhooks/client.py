@@ -8,7 +8,9 @@ REST client, configured by ``k8s.io/apiserver/pkg/util/webhook``).
 - A Service is reached as kube-apiserver reaches it (``ResolveCluster``): it must exist and, unless it is an
   ExternalName, serve the port; where to connect comes from :attr:`HookClient.service_resolver`, since this server
   has no cluster network. Unset, or answering None, it is kube's ``service "<name>" not found``.
-- Every step (connect, handshake, send, each read) is bounded by the call's deadline.
+- Every step (connect, handshake, send, the answer's headers and body) is bounded by the call's deadline, however
+  the webhook paces its bytes: each read waits at most what is left of it (a webhook trickling its headers a byte
+  at a time cannot hold the request past its timeout); the answer's body is at most :data:`MAX_RESPONSE_BYTES`.
 - Connections are kept alive, as Go's transport keeps them: at most 2 idle per (address, name, CA bundle), each for
   at most 90 s. A kept connection the webhook closed meanwhile is replaced by a new one, once, without the call
   failing. (A TLS handshake per call would weigh on every admitted write.)
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import io
 import ipaddress
 import json
 import logging
@@ -327,14 +330,13 @@ class HookClient:
         try:
             tls.settimeout(_left(deadline))
             tls.sendall(head + body)
-            tls.settimeout(_left(deadline))
-            resp = http.client.HTTPResponse(tls, method="POST")  # http.client only parses the answer
+            # http.client only parses the answer, read through a reader that keeps the deadline on every recv
+            resp = http.client.HTTPResponse(_DeadlineSocket(tls, deadline), method="POST")  # type: ignore[arg-type]
             try:
                 resp.begin()
                 begun = True
                 chunks, size = [], 0
                 while True:
-                    tls.settimeout(_left(deadline))
                     chunk = resp.read1(65536)
                     if not chunk:
                         break
@@ -358,6 +360,33 @@ class HookClient:
             raise _Failure("read: connection reset by peer") from None
         except (http.client.HTTPException, OSError) as e:
             raise _Failure(f"net/http: {e}") from None
+
+
+class _DeadlineSocket:
+    """``tls`` as http.client reads an answer from it (``makefile``): each recv waits at most what is left of
+    ``deadline``, and TimeoutError once it has passed (a socket timeout alone is per recv: a webhook sending a
+    byte just before each one ran out would hold the call for as long as it liked)."""
+
+    def __init__(self, tls: ssl.SSLSocket, deadline: float) -> None:
+        self._tls = tls
+        self._deadline = deadline
+
+    def makefile(self, mode: str = "rb") -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineRaw(self._tls, self._deadline), 65536)
+
+
+class _DeadlineRaw(io.RawIOBase):
+    def __init__(self, tls: ssl.SSLSocket, deadline: float) -> None:
+        super().__init__()
+        self._tls = tls
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        self._tls.settimeout(_left(self._deadline))
+        return self._tls.recv_into(buffer)
 
 
 class _StaleConnectionError(Exception):
