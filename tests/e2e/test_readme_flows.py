@@ -219,6 +219,7 @@ def test_local_run_flow(tmp_path):
         assert job in done.stdout, done.stdout
 
 
+@pytest.mark.integration
 def test_readme_local_up_quick_start(tmp_path):
     """``local up`` (HTTPS by default) in one shell, the kubectl block in another, the kubeconfig as written."""
     up_block, kubectl_block = blocks(LOCAL_UP)
