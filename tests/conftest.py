@@ -119,6 +119,14 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("as_service_account"):
+        if "security" not in metafunc.fixturenames:   # a module's own server_options: the marker would do nothing
+            raise pytest.UsageError(f"{metafunc.definition.nodeid} is marked as_service_account but its server "
+                                    "does not come from the shared server_options fixture")
+        metafunc.parametrize("security", [ADMIN, AS_SERVICE_ACCOUNT], indirect=True)
+
+
 @pytest.fixture
 def security(request: pytest.FixtureRequest) -> str:
     """Who the controller is: the administrator on a server that enforces nothing (the default), or, for tests
