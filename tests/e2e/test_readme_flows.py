@@ -41,6 +41,7 @@ IN_CLUSTER = ("docs/local-cluster.md", "### Run the controller as in a pod")
 SWEEP = ("docs/local-cluster.md", "## Run a sweep on this machine: capacity, queues and gangs")
 RUN = ("docs/operations.md", "## `mxjob-controller run`")
 SDK = ("docs/local-cluster.md", "## From Python: the Kubeflow Training SDK")
+CHAOS = ("docs/reliability.md", "## The chaos run: `make chaos`")
 
 # (file, heading) → the test here that runs the section's sh blocks, and how many it expects there.
 RUN_HERE = {
@@ -50,6 +51,7 @@ RUN_HERE = {
     IN_CLUSTER: ("test_readme_in_cluster_flow", 1),
     SWEEP: ("test_sweep_flow", 1),
     RUN: ("test_run_against_local_up", 1),
+    CHAOS: ("test_chaos_help_knows_every_flag_the_chaos_lines_use", 1),
 }
 # (file, heading, language) → the test module that reads and runs that block (it names the file and the heading).
 READ_ELSEWHERE = {
@@ -310,3 +312,19 @@ def test_run_against_local_up(tmp_path):
         stop_group(shell)                       # the server, as kill %1 stops it
         wait_for(lambda: not group_alive(shell.pid), timeout=30, what="every process of the flow stopped")
     assert not kubeconfig.exists(), log.read_text()
+
+
+
+@pytest.mark.integration
+def test_chaos_help_knows_every_flag_the_chaos_lines_use(tmp_path):
+    """The help block runs; the long and short chaos runs (not run here: minutes of both cores) use only flags it
+    lists, so the lines stay runnable as written."""
+    (help_block,) = blocks(CHAOS)
+    work = checkout_like(tmp_path)
+    (work / "hack").symlink_to(ROOT / "hack")
+    usage = run_to_end(help_block, work, timeout=60).stdout
+    marked = [b.text for b in doc_blocks(CHAOS[0]) if b.heading == CHAOS[1] and b.not_run is not None]
+    flags = {f for text in marked for line in text.splitlines() if "chaos" in line
+             for f in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", line.split("#")[0])}
+    assert {"--seed", "--jobs", "--kills", "--large", "--duration", "--malformed"} <= flags, flags
+    assert not {f for f in flags if f not in usage}, usage
