@@ -1,6 +1,6 @@
 """The embedded API server's listening socket: the accept loop, the cap on connections (each with its thread) and
 its refusal, each user's share of long-running requests, and bounded draining on shutdown. What one connection
-does is :mod:`http`'s ``ConnectionHandler``."""
+does is ``connection.py``'s ``ConnectionHandler``."""
 
 from __future__ import annotations
 
