@@ -12,11 +12,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from mxjob_controller.local.apiserver.builtin import PODS
 from mxjob_controller.local.apiserver.http.server import LONG_RUNNING_SHARE
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import wait_for
 
+pytestmark = pytest.mark.integration
 TEAM_PODS = "/api/v1/namespaces/team/pods"
 
 

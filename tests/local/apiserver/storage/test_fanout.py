@@ -18,6 +18,8 @@ import termios
 import time
 from pathlib import Path
 
+import pytest
+
 from mxjob_controller.local.apiserver.builtin import PODS
 from mxjob_controller.local.apiserver.encoding.kubeproto import MEDIA_TYPE, read_watch_frames
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
@@ -81,6 +83,7 @@ def _big_pod(name: str, fill: str, size: int) -> dict:
     return obj
 
 
+@pytest.mark.integration
 def test_100_stalled_watchers_and_large_pod_events_grow_the_server_by_under_100_mb():
     """100 watchers that never read, then 2.8 MB of pod events (a 1.4 MB pod created and deleted: a pod of 2.8 MB
     is itself over the stored-object limit now): the server's RSS grows by ≤ 100 MB while every watcher is being
@@ -117,6 +120,7 @@ def test_100_stalled_watchers_and_large_pod_events_grow_the_server_by_under_100_
         proc.wait(30)
 
 
+@pytest.mark.integration
 def test_a_watcher_over_its_byte_budget_is_closed_and_its_client_resumes():
     """A watcher whose client stalls is closed once its backlog passes its byte budget (as kube closes a slow
     watcher); its client, reading again, sees the stream end and resumes from the last version it saw, missing
@@ -219,6 +223,7 @@ def test_shared_encodings_are_made_once_and_bounded():
     assert len(shared.get(("huge",), lambda: make(5000))) == 5000 and shared.size()[1] <= 1000
 
 
+@pytest.mark.integration
 def test_protobuf_and_json_watchers_get_the_same_events_encoded_once_per_form(apiserver, kube):
     """Ten protobuf and ten JSON watchers of one pod: each gets the event, and the protobuf form of the object
     is made once, shared by the ten."""
