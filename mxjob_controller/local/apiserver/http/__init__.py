@@ -9,7 +9,10 @@ Guarantees (each module states its own in full):
   ``--request-timeout`` 504 for a handler that runs late (``deadlines.py``); the accept loop caps connections and
   drains them on shutdown (``server.py``).
 - Fairness before work: API Priority and Fairness classifies each request after authentication and answers 429
-  past a level's share (``flowcontrol.py``).
+  past a level's share (``flowcontrol.py``); long-running requests, which take no seat, are bounded per user (the
+  cluster's own and ``system:masters`` exempt), and at the connection cap the heaviest user's oldest one gives
+  way, so the administrator always gets in (``server.py``).
+- A watch event's object is sent as its one shared encoding, never copied per watcher (``connection.py``).
 - Every answered request is observable: one audit record (``audit.py``), the server's metrics and health checks
   (``observability.py``); faults are injected only where a test or ``--fault`` asks (``faults.py``).
 
