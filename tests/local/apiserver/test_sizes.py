@@ -220,3 +220,19 @@ def test_warnings_are_bounded_as_kubes_recorder_bounds_them(kube):
     warning = reply.headers["warning"]
     assert 0 < len(warning) < 8 * 1024
     assert warning.startswith('299 - "unknown field \\"unknown0\\""')
+
+
+def test_a_json_apply_body_is_read_as_json(apiserver, kube):
+    """kubectl sends its server-side applies as JSON: read by the JSON decoder, not composed node by node as YAML
+    (about 4 µs of CPU per byte for such a body), and its numbers as go-yaml reads them (1.5e3 is a number)."""
+    assert kube.post(CRDS, _gadget_crd()).status == 201
+    spec = {"items": [{"name": f"item-{i}", "port": 8000 + i, "weight": 1.5e3} for i in range(20000)]}
+    body = json.dumps({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "applied"},
+                       "spec": spec}).encode()
+    started = time.process_time()
+    code, reply = _send(apiserver, "PATCH", f"{GADGETS}/applied?fieldManager=kubectl", APPLY, body)
+    spent = time.process_time() - started
+    assert code == 201, reply
+    assert reply["spec"]["items"][0] == {"name": "item-0", "port": 8000, "weight": 1500.0}
+    print(f"{spent / len(body) * 1e6:.2f} µs of CPU per byte")
+    assert spent / len(body) < 1e-6   # the whole apply, managed fields included

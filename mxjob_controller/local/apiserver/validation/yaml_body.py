@@ -39,6 +39,7 @@ from yaml.cyaml import CParser
 from yaml.resolver import Resolver
 
 from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES
+from mxjob_controller.local.apiserver.validation import strict_json
 from mxjob_controller.local.apiserver.validation.strict_json import MAX_DEPTH
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
@@ -171,7 +172,17 @@ KubeYAMLLoader.add_constructor("tag:yaml.org,2002:set", _set_as_map)
 
 
 def loads_yaml(body: bytes) -> Any:
-    """The body as JSON data. Raises ``yaml.YAMLError`` for bad YAML, ValueError for what JSON cannot carry."""
+    """The body as JSON data. Raises ``yaml.YAMLError`` for bad YAML, ValueError for what JSON cannot carry.
+
+    A body that is JSON (kubectl sends its server-side applies so) is read as JSON: JSON is YAML, and the C decoder
+    takes it some 200 times faster than composing its nodes; its numbers are also read as go-yaml reads them
+    (``1.5e3`` a number, where PyYAML's YAML 1.1 resolver keeps such a float a string). Anything else, or JSON that
+    the strict decoder refuses (NaN, past the depth limit), is read as YAML."""
+    if body.lstrip()[:1] == b"{":
+        try:
+            return strict_json.loads(body)
+        except ValueError:   # not JSON after all (a YAML flow mapping, say): YAML decides
+            pass
     return _as_json(yaml.load(body, Loader=KubeYAMLLoader))
 
 
