@@ -105,6 +105,7 @@ class APIHTTPServer(ThreadingHTTPServer):
         self._conns: dict[socket.socket, _Connection] = {}  # oldest first
         self._conns_lock = threading.Lock()
         self._holders: dict[str, int] = {}  # user → long-running requests it holds (is_system users uncounted)
+        self._refusing: set[str] = set()  # users refused since they last held less than their share (logged once)
         self._conn_ids = itertools.count(1)
         self._refused: dict[socket.socket, float] = {}  # refused connections drained until these times
         self._selector: selectors.BaseSelector | None = None
@@ -195,8 +196,12 @@ class APIHTTPServer(ThreadingHTTPServer):
                 return False
             sock, conn = victim
             conn.evicted = True  # not picked twice
-        log.info("%d connections: closing %s (%s) for a new one", self.max_connections, conn.thread.name,
-                 f"a long-running request of {conn.holder}" if conn.holder else "serving no request")
+        if conn.holder:   # a client's watch ends: worth a line (idle ones go all the time under slow clients)
+            log.info("%d connections: closing %s, a long-running request of %s, the user holding the most, for a "
+                     "new one", self.max_connections, conn.thread.name, conn.holder)
+        else:
+            log.debug("%d connections: closing %s, which serves no request, for a new one", self.max_connections,
+                      conn.thread.name)
         _shutdown(sock)
         conn.thread.join(_EVICTION_WAIT)
         return True
@@ -280,7 +285,9 @@ class APIHTTPServer(ThreadingHTTPServer):
                 return True
             held = self._holders.get(user.name, 0)
             if held >= limit:
-                log.info("%s holds %d long-running requests, its share: refusing another", user.name, held)
+                if user.name not in self._refusing:   # once per spell at the share, not once per refusal
+                    self._refusing.add(user.name)
+                    log.info("%s holds %d long-running requests, its share: refusing more (429)", user.name, held)
                 return False
             self._holders[user.name] = held + 1
             conn.holder = user.name
@@ -299,6 +306,7 @@ class APIHTTPServer(ThreadingHTTPServer):
                 self._holders[conn.holder] = left
             else:
                 self._holders.pop(conn.holder, None)
+            self._refusing.discard(conn.holder)
             conn.holder = ""
 
     def drain(self, timeout: float) -> list[str]:
