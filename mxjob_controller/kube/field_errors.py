@@ -130,15 +130,20 @@ def aggregate(errors: Iterable[FieldError]) -> str:
 
 
 def status_causes(errors: Iterable[FieldError], limit: int = MAX_CAUSES_CHARS) -> list[dict[str, str]]:
-    """The ``details.causes`` of a Status: the first errors, up to ``limit`` characters in all, then one cause
-    saying how many were left out (as :func:`clip` says how much of a message was)."""
-    errors = list(errors)
-    listed: list[dict[str, str]] = []
+    """The ``details.causes`` of a Status for ``errors``, bounded by :func:`bounded_causes`."""
+    return bounded_causes([{"reason": e.reason, "message": e.message, "field": e.field} for e in errors], limit)
+
+
+def bounded_causes(causes: list[Any], limit: int = MAX_CAUSES_CHARS) -> list[Any]:
+    """A Status's causes (``metav1.StatusCause`` objects, as any webhook may answer them too): the first ones, up to
+    ``limit`` characters of their values in all, then one cause saying how many were left out (as :func:`clip`
+    says how much of a message was)."""
+    listed: list[Any] = []
     total = 0
-    for i, e in enumerate(errors):
-        total += len(e.reason) + len(e.message) + len(e.field)
+    for i, cause in enumerate(causes):
+        total += sum(len(str(v)) for v in cause.values()) if isinstance(cause, dict) else len(str(cause))
         if total > limit:
-            listed.append({"reason": "", "message": f"{len(errors) - i} more errors not listed", "field": ""})
+            listed.append({"reason": "", "message": f"{len(causes) - i} more errors not listed", "field": ""})
             break
-        listed.append({"reason": e.reason, "message": e.message, "field": e.field})
+        listed.append(cause)
     return listed

@@ -7,11 +7,12 @@ Long values are shortened (:func:`clip`), where kube-apiserver echoes them whole
 ``field.Error`` prints a bad value in full, so a 2.9 MB invalid name comes back four times over in one 422.
 Here a name, a field path or a value longer than :data:`MAX_VALUE_CHARS` keeps its first characters and says
 how long it was, each cause's message is kept under :data:`MAX_CAUSE_CHARS`, any Status message under
-:data:`MAX_MESSAGE_CHARS`, and the causes listed in ``details`` under 64 KiB in all
-(``field_errors.status_causes``: the first ones, and a last saying how many more there were): 10,000 bad ports in
-a 550 KB pod were a 7 MB answer. The model is kube's own shortening of what it cannot show whole (the request body
-in a decode error, ``summarizeData``: its first 30 bytes and `` ...``; warnings: 256 runes each past 4 KiB).
-Anything kube could answer for a valid-length value (a name is at most 253 characters) is unchanged.
+:data:`MAX_MESSAGE_CHARS`, and the causes listed in ``details`` under 64 KiB in all, whoever listed them (a
+validator, a webhook's denial): the first ones, and a last saying how many more there were
+(``field_errors.bounded_causes``); 10,000 bad ports in a 550 KB pod were a 7 MB answer. The model is kube's own
+shortening of what it cannot show whole (the request body in a decode error, ``summarizeData``: its first 30
+bytes and `` ...``; warnings: 256 runes each past 4 KiB). Anything kube could answer for a valid-length value (a
+name is at most 253 characters) is unchanged.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from mxjob_controller.kube.field_errors import (
     MAX_VALUE_CHARS,
     FieldError,
     aggregate,
+    bounded_causes,
     clip,
-    status_causes,
 )
 
 #: One field error of an Invalid status (``metav1.StatusCause``): the same type every validator returns.
@@ -59,7 +60,9 @@ class StatusError(Exception):
         if not self.reason:  # metav1.Status omits an empty reason (StatusReasonUnknown)
             del body["reason"]
         if self.details is not None:
-            body["details"] = self.details
+            causes = self.details.get("causes")   # bounded whoever listed them (a validator, a webhook's denial)
+            body["details"] = {**self.details, "causes": bounded_causes(causes)} if isinstance(causes, list) \
+                else self.details
         return body
 
 
@@ -113,7 +116,7 @@ def invalid(res: Resource, name: str, causes: Iterable[Cause]) -> StatusError:
     if res.group:
         details["group"] = res.group
     details["kind"] = res.kind
-    details["causes"] = status_causes(causes)
+    details["causes"] = [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes]
     kind = f"{res.kind}.{res.group}" if res.group else res.kind
     return StatusError(422, "Invalid", f'{kind} "{name}" is invalid: {summary}', details)
 

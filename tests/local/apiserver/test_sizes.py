@@ -17,6 +17,7 @@ import yaml
 
 from tests.local.apiserver.test_bad_input import GADGETS, _gadget_crd
 from tests.support import configmap
+from tests.webhook_support import WebhookServer, deny, validating_configuration
 
 CMS = "/api/v1/namespaces/default/configmaps"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -236,3 +237,21 @@ def test_a_json_apply_body_is_read_as_json(apiserver, kube):
     assert reply["spec"]["items"][0] == {"name": "item-0", "port": 8000, "weight": 1500.0}
     print(f"{spent / len(body) * 1e6:.2f} µs of CPU per byte")
     assert spent / len(body) < 1e-6   # the whole apply, managed fields included
+
+
+def test_a_webhooks_denial_with_a_flood_of_causes_reaches_the_client_bounded(kube):
+    """A webhook's denial is passed on as kube passes it (its message, reason and details), its causes bounded as
+    the server's own: 100,000 causes from the webhook are not 6 MB sent back to the client."""
+    with WebhookServer() as hooks:
+        causes = [{"reason": "FieldValueInvalid", "message": f"bad {i}", "field": f"data.k{i}"} for i in range(100_000)]
+        hooks.answer("/validate", deny("no", code=422, reason="Invalid", details={"causes": causes}))
+        config = validating_configuration("check.example.com", hooks.url("/validate"), hooks.ca_bundle,
+                                          rules=[{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                                  "resources": ["configmaps"]}])
+        assert kube.post("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", config).status == 201
+        reply = kube.post(CMS, configmap("denied"))
+    assert reply.status == 422 and reply.body["message"] == 'admission webhook "check.example.com" denied the ' \
+                                                            "request: no"
+    listed = reply.body["details"]["causes"]
+    assert listed[0] == causes[0] and listed[-1]["message"].endswith("more errors not listed")
+    assert len(json.dumps(reply.body)) < 256 * 1024
