@@ -11,6 +11,7 @@ import pytest
 from mxjob_controller.core.failure_policy import (
     DEFAULT_CRASH_LOOP,
     CrashLoopBackoff,
+    PolicyOutcome,
     ReplicaRecord,
     ReplicaSlot,
     RestartPlan,
@@ -23,9 +24,13 @@ from mxjob_controller.core.failure_policy import (
     read_history,
     with_lost_replicas,
 )
+from mxjob_controller.core.framework import Verdict
+from mxjob_controller.core.job_status import next_status
 from mxjob_controller.core.pods import PodFailure, ReplicaState
 from mxjob_controller.kube.timefmt import rfc3339
 from mxjob_controller.kubeflow_api.run_policy import RunPolicy
+from mxjob_controller.kubeflow_api.status import ReplicaCounts
+from mxjob_controller.mxnet.api import with_mxjob_replica_counts
 from tests.core.bodies import NOW, T0, evicted, worker
 
 
@@ -201,3 +206,43 @@ def test_lost_replicas_join_their_types_failures() -> None:
     assert states["Worker"].failures == (lost,)
 
 
+
+
+# --- one evaluation per pass -----------------------------------------------------------------------------
+
+def evaluated(pods: dict[int, dict[str, Any] | None], policy: str, status: dict[str, Any], now: float,
+              run_policy: RunPolicy) -> PolicyOutcome:
+    slots = [ReplicaSlot("Worker", i, policy, pods.get(i)) for i in range(max(pods) + 1)]
+    return evaluate(job_name="j", run_policy=run_policy, slots=slots, status=status, now=now, container="mxnet")
+
+
+LATE = T0 + 0.4   # a pass's clock is not on a whole second; the status stores whole seconds
+STARTED = {"startTime": NOW}
+RESTARTED = {"startTime": NOW, "restartCount": 1,
+             "replicaHistory": {"worker-0": {"podUID": "uid-0", "started": True, "restarts": 1}}}
+
+
+@pytest.mark.parametrize(("pods", "policy", "status", "run_policy"), [
+    ({0: worker()}, "Never", {}, RunPolicy(active_deadline_seconds=60)),             # a new job: its deadline
+    ({0: worker()}, "Never", STARTED, RunPolicy(active_deadline_seconds=60)),
+    ({0: worker(phase="Pending")}, "Never", {}, RunPolicy()),
+    ({0: worker(phase="Failed", exit_code=137)}, "ExitCode", STARTED, RunPolicy()),  # restarted at once
+    ({0: worker(phase="Failed", exit_code=137)}, "ExitCode", RESTARTED, RunPolicy(active_deadline_seconds=60)),
+    ({0: worker(phase="Unknown")}, "Never", STARTED, RunPolicy()),                    # its timeout
+    ({0: worker(phase="Unknown")}, "Never",
+     {"startTime": NOW, "replicaHistory": {"worker-0": {"podUID": "uid-0", "unknownSince": rfc3339(T0 - 300)}}},
+     RunPolicy()),                                                                     # timed out: due, grace 0
+    ({0: worker(restarts=2), 1: None}, "OnFailure", STARTED, RunPolicy(backoff_limit=5)),
+    ({0: worker(uid="new"), 1: evicted(1)}, "ExitCode", RESTARTED, RunPolicy()),
+])
+def test_an_evaluation_on_the_status_it_wrote_is_a_fixed_point(pods: dict, policy: str, status: dict[str, Any],
+                                                               run_policy: RunPolicy) -> None:
+    """Why the reconciler acts on a pass's one evaluation after its write: evaluated again on the status that
+    write stored, the policy deletes the same pods and looks again at the same time."""
+    first = evaluated(pods, policy, status, LATE, run_policy)
+    stored = next_status(status, kind="MXJob", name="j", counts={"Worker": ReplicaCounts(active=1)},
+                         verdict=Verdict(running=True), now=rfc3339(LATE), render_counts=with_mxjob_replica_counts,
+                         job_failure=first.job_failure, fields=first.plan.status_fields())
+    again = evaluated(pods, policy, stored, LATE, run_policy)
+    assert (again.plan.due, again.wake_at, again.plan.history, again.plan.restart_count, again.job_failure) == (
+        first.plan.due, first.wake_at, first.plan.history, first.plan.restart_count, first.job_failure)
