@@ -13,6 +13,7 @@ from mxjob_controller.core.pods import (
     FailedPodOutcome,
     PodFailure,
     count_pods,
+    exit_code,
     failed_pod_outcome,
     failure_of,
     is_retryable_exit,
@@ -81,6 +82,16 @@ def test_a_replica_state_counts_a_failed_pod_and_fails_by_its_policy(policy: str
 ])
 def test_a_termination_is_its_exit_code_and_finish_time(obj: dict, expected: tuple[int, str] | None) -> None:
     assert termination(obj, "mxnet") == expected
+
+
+def test_the_container_that_failed_speaks_for_a_pod_when_the_framework_names_none() -> None:
+    failed = {"status": {"containerStatuses": [
+        {"name": "aux", "state": {"terminated": {"exitCode": 0}}},
+        {"name": "trainer", "state": {"terminated": {"exitCode": 3}}}]}}
+    assert exit_code(failed, "") == 3 and exit_code(failed, "aux") == 0
+    done = {"status": {"containerStatuses": [{"name": "a", "state": {"running": {}}},
+                                             {"name": "b", "state": {"terminated": {"exitCode": 0}}}]}}
+    assert exit_code(done, "") == 0 and exit_code({"status": {}}, "") is None
 
 
 def test_replica_state_names_the_indices_that_completed() -> None:
