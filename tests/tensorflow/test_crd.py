@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from mxjob_controller.kube.k8s_schemas import schema_version
@@ -52,6 +53,7 @@ def test_the_schema_is_structural_and_keeps_both_shapes() -> None:
         "replicaHistory"}
 
 
+@pytest.mark.integration
 def test_kubernetes_validate_strict_accepts_the_committed_crd(tmp_path: Path) -> None:
     path = ROOT / "manifests" / "crd" / "kubeflow.org_tfjobs.yaml"
     assert yaml.safe_load(path.read_text()) == tfjob_crd()
