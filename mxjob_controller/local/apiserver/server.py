@@ -235,6 +235,7 @@ class APIServer:
         self.metrics = Metrics(storage_counts(self.store, self.registry),   # /metrics (observability.py)
                                storage_sizes(self.store, self.registry))
         self.metrics.sources.append(self.flow_control.metrics)
+        self.metrics.sources.append(self.pod_security.metrics.render)
         self.router.non_resource_handlers["/metrics"] = lambda ex: self.metrics.render()
         self._http: APIHTTPServer | None = None
         self._thread: threading.Thread | None = None

@@ -17,9 +17,12 @@ runs it): the Pod Security Standards (``pod_security.py``) applied to what a nam
   ``namespace`` or ``runtimeClass``) and ``.../error``, as kube's audit annotations.
 - Exemptions (``PodSecurityConfiguration.exemptions``): requests by an exempt user, in an exempt namespace, or of a
   pod with an exempt runtime class pass unevaluated.
+- Metrics: kube's ``pod_security_evaluations_total``, ``..._exemptions_total`` and ``..._errors_total``
+  (``pod_security_metrics.py``), counted as the plugin decides.
 
 PodSecurity is a validating admission plugin: the verbs call it after the object's own validation and before
-the validating webhooks (kube's order). Pure but for the two lookups it is given (the namespace, its pods).
+the validating webhooks (kube's order). Pure but for the two lookups it is given (the namespace, its pods) and the
+counters it keeps.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any, Protocol
 from mxjob_controller.kube.field_errors import FieldError, aggregate
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.auth.pod_security_evaluator import (
+    SERVER_MINOR,
     Evaluator,
     Forbidden,
     forbidden_detail,
@@ -52,6 +56,7 @@ from mxjob_controller.local.apiserver.auth.pod_security_labels import (
     compare_levels,
     policy_to_evaluate,
 )
+from mxjob_controller.local.apiserver.auth.pod_security_metrics import PodSecurityMetrics
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
 
@@ -162,6 +167,7 @@ class PodSecurity:
         self._pods = pods
         self.evaluator = evaluator or Evaluator()
         self._clock = clock
+        self.metrics = PodSecurityMetrics(SERVER_MINOR)
 
     def __call__(self, attrs: AdmissionAttributes, warnings: list[str], annotations: dict[str, str]) -> None:
         """Add the warnings and (prefixed) audit annotations; raise the refusal, if any."""
@@ -186,12 +192,15 @@ class PodSecurity:
     # --- exemptions -------------------------------------------------------------------------------------------
 
     def _exemption(self, attrs: AdmissionAttributes) -> Decision | None:
-        if attrs.namespace and attrs.namespace in self.config.namespaces:
-            return Decision(annotations={"exempt": "namespace"})
         user = getattr(attrs.user, "name", "") or ""
-        if user and user in self.config.usernames:
-            return Decision(annotations={"exempt": "user"})
-        return None
+        if attrs.namespace and attrs.namespace in self.config.namespaces:
+            reason = "namespace"
+        elif user and user in self.config.usernames:
+            reason = "user"
+        else:
+            return None
+        self.metrics.exemption(attrs)
+        return Decision(annotations={"exempt": reason})
 
     def _runtime_class_exempt(self, spec: Mapping[str, Any]) -> bool:
         runtime_class = spec.get("runtimeClassName")
@@ -212,10 +221,12 @@ class PodSecurity:
             return exempt
         found = self._policy(attrs.namespace)
         if found is None:
+            self.metrics.error(True, attrs)
             refusal = errors.internal(f'failed to lookup namespace "{attrs.namespace}"')
             return Decision(refusal, annotations={"error": f"{refusal.message}: not found"})
         policy, policy_errors = found
         if not policy_errors and policy.fully_privileged:
+            self.metrics.evaluation("allow", policy.enforce, "enforce", attrs)
             return Decision(annotations={"enforce-policy": str(LevelVersion(PRIVILEGED))})
         if attrs.operation == UPDATE and isinstance(attrs.old, dict) and not significant_pod_update(attrs.obj,
                                                                                                      attrs.old):
@@ -232,6 +243,7 @@ class PodSecurity:
             return exempt
         found = self._policy(attrs.namespace)
         if found is None:   # never refused: a template is only warned and audited about
+            self.metrics.error(True, attrs)
             return Decision(annotations={"error": f'failed to lookup namespace "{attrs.namespace}": not found'})
         policy, policy_errors = found
         if not policy_errors and policy.warn.level == PRIVILEGED and policy.audit.level == PRIVILEGED:
@@ -246,9 +258,11 @@ class PodSecurity:
                  meta: Mapping[str, Any], spec: Mapping[str, Any], *, enforce: bool) -> Decision:
         """kube's ``EvaluatePod``: enforce (pods only), audit and warn, each level evaluated once."""
         if self._runtime_class_exempt(spec):
+            self.metrics.exemption(attrs)
             return Decision(annotations={"exempt": "runtimeClass"})
         decision = Decision()
         if policy_errors:
+            self.metrics.error(False, attrs)
             decision.annotations["error"] = f"Failed to parse policy: {aggregate(policy_errors)}"
         results: dict[LevelVersion, list[Forbidden]] = {}
 
@@ -260,17 +274,20 @@ class PodSecurity:
         if enforce:
             decision.annotations["enforce-policy"] = str(policy.enforce)
             refused = result(policy.enforce)
+            self.metrics.evaluation("deny" if refused else "allow", policy.enforce, "enforce", attrs)
             if refused:
                 decision.refusal = errors.admission_forbidden(
                     attrs.rt.resource, attrs.name,
                     f'violates PodSecurity "{policy.enforce}": {forbidden_detail(refused)}')
         audited = result(policy.audit)
         if audited:
+            self.metrics.evaluation("deny", policy.audit, "audit", attrs)
             decision.annotations["audit-violations"] = \
                 f'would violate PodSecurity "{policy.audit}": {forbidden_detail(audited)}'
         if decision.refusal is None:   # no warnings on a request refused anyway
             warned = result(policy.warn)
             if warned:
+                self.metrics.evaluation("deny", policy.warn, "warn", attrs)
                 decision.warnings.append(f'would violate PodSecurity "{policy.warn}": {forbidden_detail(warned)}')
         return decision
 

@@ -109,15 +109,14 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def _server_minor() -> int:
-    return int(KUBE_VERSION.split(".")[1])
+SERVER_MINOR = int(KUBE_VERSION.split(".")[1])   # the policy version ``latest`` is, on this server
 
 
 class Evaluator:
     """The checks of a level at a version, in kube's order; ``emulation`` caps the versions evaluated (the server's
     own minor by default; None: the newest check's)."""
 
-    def __init__(self, checks: tuple[Check, ...] = CHECKS, emulation: int | None = _server_minor()) -> None:
+    def __init__(self, checks: tuple[Check, ...] = CHECKS, emulation: int | None = SERVER_MINOR) -> None:
         newest = max(v.minimum for c in checks for v in c.versions)
         self.max_minor = newest if emulation is None else min(newest, emulation)
         ordered = sorted((c for c in checks if c.level == BASELINE), key=lambda c: c.id) + \

@@ -439,3 +439,41 @@ def test_with_enforce_keeps_the_rest():
     assert with_enforce(config, BASELINE) == PodSecurityConfiguration(
         Policy(LevelVersion(BASELINE, 30), LevelVersion(RESTRICTED), LevelVersion(BASELINE)),
         namespaces=frozenset({"x"}))
+
+
+# --- metrics ---------------------------------------------------------------------------------------------------
+
+def test_metrics_count_as_kubes_recorder():
+    plugin = plugin_for_cases()
+    plugin.admit(Attrs(CREATE, PODS, PRIVILEGED_POD, namespace="restricted-ns"))      # enforce deny, audit deny
+    plugin.admit(Attrs(CREATE, PODS, BASELINE_POD, namespace="baseline-ns"))          # enforce allow
+    plugin.admit(Attrs(CREATE, PODS, PRIVILEGED_POD, namespace="implicit-ns"))        # privileged short-circuit
+    plugin.admit(Attrs(CREATE, PODS, PRIVILEGED_POD, namespace="baseline-warn-ns"))   # enforce allow, warn deny
+    plugin.admit(Attrs(CREATE, PODS, PRIVILEGED_POD, namespace="exempt-ns"))          # exempt
+    plugin.admit(Attrs(CREATE, PODS, BASELINE_POD, namespace="invalid-ns"))           # a label error
+    plugin.admit(Attrs(UPDATE, DEPLOYMENTS, as_deployment(PRIVILEGED_POD), as_deployment(PRIVILEGED_POD),
+                       namespace="missing-ns"))                                        # a fatal error
+    m = plugin.metrics
+    evaluations = "pod_security_evaluations_total"
+    assert m.value(evaluations, decision="deny", mode="enforce") == 2   # restricted-ns, invalid-ns (restricted)
+    assert m.value(evaluations, decision="allow", mode="enforce") == 3
+    assert m.value(evaluations, decision="allow", mode="enforce", policy_level="privileged") == 2
+    assert m.value(evaluations, decision="deny", mode="audit") == 1
+    assert m.value(evaluations, decision="deny", mode="warn", policy_level="baseline") == 1
+    assert m.value("pod_security_exemptions_total", resource="pod") == 1
+    assert m.value("pod_security_errors_total", fatal="false") == 1
+    assert m.value("pod_security_errors_total", fatal="true", resource="controller", request_operation="update") == 1
+    lines = m.render()
+    assert "# TYPE pod_security_evaluations_total counter" in lines
+    assert ('pod_security_evaluations_total{decision="deny",policy_level="restricted",policy_version="latest",'
+            'mode="enforce",request_operation="create",resource="pod",subresource=""} 2') in lines
+
+
+def test_metrics_version_label():
+    plugin = plugin_for_cases()
+    attrs = Attrs(CREATE, PODS, BASELINE_POD)
+    for lv in (LevelVersion(BASELINE, 30), LevelVersion(BASELINE, 40), LevelVersion(PRIVILEGED, 20)):
+        plugin.metrics.evaluation("allow", lv, "enforce", attrs)
+    versions = [line.split('policy_version="')[1].split('"')[0] for line in plugin.metrics.render()
+                if line.startswith("pod_security_evaluations_total{")]
+    assert sorted(versions) == ["future", "latest", "v1.30"]

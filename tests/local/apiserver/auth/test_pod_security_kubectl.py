@@ -205,6 +205,24 @@ def test_exempt_users_and_namespaces(cluster):
 REPLICA = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {
     "securityContext": {"runAsUser": 0},
     "containers": [{"name": "mxnet", "image": "mxnet/python", "securityContext": {"privileged": True}}]}}}
+def test_metrics_count_the_refusals(cluster):
+    server, kubectl, _ = cluster
+    kubectl.ok("create", "namespace", "counted")
+    kubectl.ok("label", "ns", "counted", "pod-security.kubernetes.io/enforce=baseline")
+    admin = Kube.of(server)
+    try:
+        def denials() -> int:
+            text = admin.get("/metrics").body
+            return sum(int(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(
+                'pod_security_evaluations_total{decision="deny",policy_level="baseline",policy_version="latest",'
+                'mode="enforce",request_operation="create",resource="pod",subresource=""}'))
+        before = denials()
+        assert kubectl.run("create", "-f", "-", input=pod_yaml("priv", "counted", privileged=True)).returncode == 1
+        assert denials() == before + 1
+    finally:
+        admin.close()
+
+
 MXJOB = yaml.safe_dump({"apiVersion": "kubeflow.org/v1", "kind": "MXJob",
                         "metadata": {"name": "escalate", "namespace": "team"},
                         "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {
