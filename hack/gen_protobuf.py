@@ -25,7 +25,7 @@ from pathlib import Path
 import click
 
 ROOT = Path(__file__).resolve().parent.parent
-OUTPUT = ROOT / "mxjob_controller" / "local" / "apiserver" / "kubeproto_tables.py"
+OUTPUT = ROOT / "mxjob_controller" / "local" / "apiserver" / "encoding" / "kubeproto_tables.py"
 API_TAG = APIMACHINERY_TAG = APIEXTENSIONS_TAG = "v0.32.9"
 DEFAULT_API_GIT = "/work/.mirror/kubernetes+api/repo"
 DEFAULT_APIMACHINERY_GIT = "/work/.mirror/kubernetes+apimachinery/repo"
