@@ -20,6 +20,8 @@ from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
 from tests.support import Kube, Kubectl, wait_for
 
+pytestmark = pytest.mark.integration   # the server and kubectl; the local cluster and local up ones are slow
+
 ROOT = Path(__file__).resolve().parents[4]
 ROOT_DETAIL = ('allowPrivilegeEscalation != false (container "main" must set securityContext.allowPrivilegeEscalation'
                '=false), unrestricted capabilities (container "main" must set securityContext.capabilities.drop='
@@ -234,6 +236,7 @@ MXJOB = yaml.safe_dump({"apiVersion": "kubeflow.org/v1", "kind": "MXJob",
                             "Scheduler": REPLICA, "Server": REPLICA, "Worker": REPLICA}}})
 
 
+@pytest.mark.slow
 def test_an_mxjobs_pods_are_checked_like_any(tmp_path: Path):
     """The job-edit role may create MXJobs, not pods; where the namespace enforces baseline, the controller's create
     of a pod adding capabilities is refused and the job's FailedCreatePod event carries kube's PodSecurity text."""
@@ -266,6 +269,7 @@ def test_an_mxjobs_pods_are_checked_like_any(tmp_path: Path):
         assert cluster.stop(20.0)
 
 
+@pytest.mark.slow
 def test_local_up_pod_security_applies_cluster_wide(tmp_path: Path):
     kubeconfig = tmp_path / "kubeconfig"
     proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "up", "--kubelet", "none",
@@ -291,6 +295,7 @@ def test_local_up_pod_security_applies_cluster_wide(tmp_path: Path):
         proc.communicate(timeout=30)
 
 
+@pytest.mark.slow
 def test_local_up_refuses_a_bad_admission_configuration(tmp_path: Path):
     config = tmp_path / "admission.yaml"
     config.write_text("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"
