@@ -231,6 +231,10 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         click.echo(f"Embedded Kubernetes API server listening on {cluster.server.url}"
                    + (f" (authorization: {cluster.server.options.authorization_mode})"
                       if cluster.server.admin_token else ""))
+        defaults = pod_security_config.defaults
+        if not defaults.fully_privileged:
+            click.echo(f"Pod Security: a namespace without pod-security.kubernetes.io labels enforces "
+                       f"{defaults.enforce}, audits {defaults.audit}, warns {defaults.warn}")
         if cluster.kubelet is not None:
             for line in cluster.kubelet.sandbox.report():
                 click.echo(line)

@@ -292,7 +292,9 @@ def test_local_up_pod_security_applies_cluster_wide(tmp_path: Path):
         assert kubectl.run("create", "-f", "-", input=pod_yaml("priv", "any", net_raw=True)).returncode == 0
     finally:
         proc.terminate()
-        proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=30)
+    assert ("Pod Security: a namespace without pod-security.kubernetes.io labels enforces baseline:latest, audits "
+            "privileged:latest, warns privileged:latest\n") in out
 
 
 @pytest.mark.slow
