@@ -383,7 +383,8 @@ class VerbsBase:
         attrs = AdmissionAttributes(operation, req.rt, req.subresource or "", name, namespace, obj, old, ctx.dry_run,
                                     write_options(kind, req.query, ctx.dry_run), req.user)
         if self.validating_plugins:
-            plugin_attrs = attrs if requested_name is None else replace(attrs, name=requested_name)
+            plugin_attrs = attrs if requested_name is None else replace(
+                attrs, name=requested_name, namespace=self._admission_namespace(req, requested_name))
             for plugin in self.validating_plugins:
                 with_warnings(functools.partial(plugin, annotations=ctx.audit_annotations), plugin_attrs,
                               ctx.warnings)
@@ -391,7 +392,8 @@ class VerbsBase:
             with_warnings(hook, attrs, ctx.warnings)
 
     def _admission_namespace(self, req: Request, name: str) -> str:
-        """The request's namespace as kube's request info has it: a namespace's own name for its update and delete."""
+        """The request's namespace as kube's admission attributes have it: a namespace's own name for a namespace
+        (its create too: kube's create handler takes it from the object)."""
         if req.rt.namespaced:
             return req.namespace or ""
-        return name if req.rt.storage_key == self._namespaces_key and req.verb != "create" else ""
+        return name if req.rt.storage_key == self._namespaces_key else ""

@@ -191,10 +191,14 @@ def test_audit_records_carry_kubes_annotations(cluster):
 
 def test_exempt_users_and_namespaces(cluster):
     server, kubectl, _ = cluster
-    kubectl.ok("create", "namespace", "exempt")
+    created = kubectl.run("create", "-f", "-", input=yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "exempt", "labels": {"pod-security.kubernetes.io/audit": "baseline"}}}))
+    assert warnings(created.stderr) == ['namespace "exempt" is exempt from Pod Security, and the policy '
+                                        "(audit=baseline:latest) will be ignored"]
     labelled = kubectl.run("label", "ns", "exempt", "pod-security.kubernetes.io/enforce=restricted")
     assert warnings(labelled.stderr) == ['namespace "exempt" is exempt from Pod Security, and the policy '
-                                         "(enforce=restricted:latest) will be ignored"]
+                                         "(enforce=restricted:latest, audit=baseline:latest) will be ignored"]
     assert kubectl.run("create", "-f", "-", input=pod_yaml("root", "exempt", root=True)).returncode == 0
     kubectl.ok("create", "namespace", "strict")
     kubectl.ok("label", "ns", "strict", "pod-security.kubernetes.io/enforce=restricted")
