@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -212,10 +213,6 @@ def test_exempt_users_and_namespaces(cluster):
         {"pod-security.kubernetes.io/exempt": "user"}]
 
 
-REPLICA = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {
-    "securityContext": {"runAsUser": 0},
-    "containers": [{"name": "mxnet", "image": "mxnet/python",
-                    "securityContext": {"capabilities": {"add": ["NET_RAW", "SYS_ADMIN"]}}}]}}}
 def test_metrics_count_the_refusals(cluster):
     server, kubectl, _ = cluster
     kubectl.ok("create", "namespace", "counted")
@@ -234,41 +231,56 @@ def test_metrics_count_the_refusals(cluster):
         admin.close()
 
 
-MXJOB = yaml.safe_dump({"apiVersion": "kubeflow.org/v1", "kind": "MXJob",
-                        "metadata": {"name": "escalate", "namespace": "team"},
-                        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {
-                            "Scheduler": REPLICA, "Server": REPLICA, "Worker": REPLICA}}})
+def mxjob(namespace: str, **security_context: Any) -> str:
+    """An MXJob whose every replica runs as root, its container with ``security_context``."""
+    replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {
+        "securityContext": {"runAsUser": 0},
+        "containers": [{"name": "mxnet", "image": "mxnet/python", "securityContext": security_context}]}}}
+    return yaml.safe_dump({"apiVersion": "kubeflow.org/v1", "kind": "MXJob",
+                           "metadata": {"name": "escalate", "namespace": namespace},
+                           "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {
+                               "Scheduler": replica, "Server": replica, "Worker": replica}}})
 
 
 @pytest.mark.slow
 def test_an_mxjobs_pods_are_checked_like_any(tmp_path: Path):
-    """The job-edit role may create MXJobs, not pods; where the namespace enforces baseline, the controller's create
-    of a pod adding capabilities is refused and the job's FailedCreatePod event carries kube's PodSecurity text."""
+    """The job-edit role may create MXJobs, not pods. Where the namespace enforces baseline, the controller's create
+    of a pod adding capabilities is refused; where it enforces restricted, so is a root pod; the job's
+    FailedCreatePod event carries kube's PodSecurity text."""
     cluster = LocalCluster(ClusterOptions(server=ServerOptions(tls=True), kubelet=False, threadiness=1))
     cluster.start()
     try:
         admin = Kubectl(cluster.server.write_kubeconfig(tmp_path / "admin"), tmp_path / "cache")
         admin.ok("apply", "-f", str(ROOT / "manifests" / "rbac" / "user_roles.yaml"))
-        admin.ok("create", "namespace", "team")
-        admin.ok("label", "ns", "team", "pod-security.kubernetes.io/enforce=baseline")
-        admin.ok("create", "rolebinding", "editor", "-n", "team", "--clusterrole", "kubeflow-mxjobs-edit",
-                 "--user", "editor")
         editor = Kubectl(cluster.server.write_kubeconfig(tmp_path / "editor",
                                                           token=cluster.server.issue_user_token("editor")),
                          tmp_path / "cache")
-        assert editor.run("auth", "can-i", "create", "pods", "-n", "team").stdout.strip() == "no"
-        editor.ok("create", "-f", "-", input=MXJOB)
+        for namespace, level in (("team", "baseline"), ("strict", "restricted")):
+            admin.ok("create", "namespace", namespace)
+            admin.ok("label", "ns", namespace, f"pod-security.kubernetes.io/enforce={level}")
+            admin.ok("create", "rolebinding", "editor", "-n", namespace, "--clusterrole", "kubeflow-mxjobs-edit",
+                     "--user", "editor")
+            assert editor.run("auth", "can-i", "create", "pods", "-n", namespace).stdout.strip() == "no"
+        editor.ok("create", "-f", "-", input=mxjob("team", capabilities={"add": ["NET_RAW", "SYS_ADMIN"]}))
+        editor.ok("create", "-f", "-", input=mxjob("strict", allowPrivilegeEscalation=False,
+                                                   capabilities={"drop": ["ALL"]},
+                                                   seccompProfile={"type": "RuntimeDefault"}))
 
-        def refusal() -> str | None:
-            events = admin.json("get", "events", "-n", "team")["items"]
+        def refusal(namespace: str) -> str | None:
+            events = admin.json("get", "events", "-n", namespace)["items"]
             return next((e["message"] for e in events if e.get("reason") == "FailedCreatePod"
                          and e["involvedObject"]["name"] == "escalate"), None)
-        message = wait_for(refusal, timeout=60, what="the FailedCreatePod event")
-        prefix, _, rest = message.partition(" is forbidden: ")
-        assert prefix in [f'Error creating: pods "escalate-{t}-0"' for t in ("scheduler", "server", "worker")]
-        assert rest == ('violates PodSecurity "baseline:latest": non-default capabilities (container "mxnet" must not '
-                        'include "NET_RAW", "SYS_ADMIN" in securityContext.capabilities.add)')
-        assert admin.json("get", "pods", "-n", "team")["items"] == []
+        for namespace, violation in (
+                ("team", 'violates PodSecurity "baseline:latest": non-default capabilities (container "mxnet" must '
+                         'not include "NET_RAW", "SYS_ADMIN" in securityContext.capabilities.add)'),
+                ("strict", 'violates PodSecurity "restricted:latest": runAsNonRoot != true (pod or container '
+                           '"mxnet" must set securityContext.runAsNonRoot=true), runAsUser=0 (pod must not set '
+                           "runAsUser=0)")):
+            message = wait_for(lambda ns=namespace: refusal(ns), timeout=60, what=f"{namespace}'s FailedCreatePod")
+            prefix, _, rest = message.partition(" is forbidden: ")
+            assert prefix in [f'Error creating: pods "escalate-{t}-0"' for t in ("scheduler", "server", "worker")]
+            assert rest == violation
+            assert admin.json("get", "pods", "-n", namespace)["items"] == []
     finally:
         assert cluster.stop(20.0)
 
