@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mxjob_controller.kube.field_errors import FieldError, aggregate
+from mxjob_controller.kube.vocabulary import CREATE, UPDATE
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.auth.pod_security_evaluator import (
     SERVER_MINOR,
@@ -59,8 +60,6 @@ from mxjob_controller.local.apiserver.auth.pod_security_labels import (
 from mxjob_controller.local.apiserver.auth.pod_security_metrics import PodSecurityMetrics
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.resources import ResourceType
-
-CREATE, UPDATE = "CREATE", "UPDATE"   # the operations of webhooks/attributes.py's AdmissionAttributes
 
 NAMESPACE_MAX_PODS = 3000        # kube's defaultNamespaceMaxPodsToCheck
 NAMESPACE_POD_CHECK_SECONDS = 1.0  # kube's defaultNamespacePodCheckTimeout
