@@ -42,6 +42,7 @@ SWEEP = ("docs/local-cluster.md", "## Run a sweep on this machine: capacity, que
 RUN = ("docs/operations.md", "## `mxjob-controller run`")
 SDK = ("docs/local-cluster.md", "## From Python: the Kubeflow Training SDK")
 CHAOS = ("docs/reliability.md", "## The chaos run: `make chaos`")
+POD_SECURITY = ("docs/local-cluster.md", "## Pod Security Admission")
 
 # (file, heading) → the test here that runs the section's sh blocks, and how many it expects there.
 RUN_HERE = {
@@ -52,6 +53,7 @@ RUN_HERE = {
     SWEEP: ("test_sweep_flow", 1),
     RUN: ("test_run_against_local_up", 1),
     CHAOS: ("test_chaos_help_knows_every_flag_the_chaos_lines_use", 1),
+    POD_SECURITY: ("test_pod_security_flow", 1),
 }
 # (file, heading, language) → the test module that reads and runs that block (it names the file and the heading).
 READ_ELSEWHERE = {
@@ -328,3 +330,24 @@ def test_chaos_help_knows_every_flag_the_chaos_lines_use(tmp_path):
              for f in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", line.split("#")[0])}
     assert {"--seed", "--jobs", "--kills", "--large", "--duration", "--malformed"} <= flags, flags
     assert not {f for f in flags if f not in usage}, usage
+
+
+@pytest.mark.integration
+def test_pod_security_flow(tmp_path):
+    """The labels and kubectl runs of the Pod Security section against ``local up``: what they print (stdout and
+    stderr together, as a terminal shows them) is the ``text`` block that follows, line for line."""
+    (flow,) = blocks(POD_SECURITY)
+    shown = next(b.text for b in doc_blocks(POD_SECURITY[0]) if b.heading == POD_SECURITY[1] and b.lang == "text")
+    work = checkout_like(tmp_path)
+    kubeconfig = work / ".mxjob-local" / "kubeconfig"
+    up = start(".venv/bin/mxjob-controller local up --port 0 --kubelet none --no-controller --no-crds "
+               "--kubeconfig-out .mxjob-local/kubeconfig", work, tmp_path / "up.log")
+    try:
+        wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=60, what="local up's kubeconfig")
+        assert up.poll() is None, (tmp_path / "up.log").read_text()
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", flow], cwd=work, env=shell_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stdout
+        assert done.stdout == shown
+    finally:
+        stop_group(up, signal.SIGINT)

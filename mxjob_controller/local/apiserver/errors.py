@@ -183,6 +183,16 @@ def forbidden(res: Resource, name: str, why: str) -> StatusError:
     return StatusError(403, "Forbidden", f'{res.qualified} "{name}" is forbidden: {why}', _details(res, name))
 
 
+def admission_forbidden(res: Resource, name: str, why: str) -> StatusError:
+    """An admission plugin's refusal (``admission.NewForbidden``): as :func:`forbidden`, but a create under
+    ``generateName`` (no name yet, as admission sees it) reads ``pods is forbidden: <why>``, without a name."""
+    if name:
+        return forbidden(res, name, why)
+    details: dict[str, Any] = {"group": res.group} if res.group else {}
+    details["kind"] = res.plural
+    return StatusError(403, "Forbidden", f"{res.qualified} is forbidden: {why}", details)
+
+
 def path_not_found(path: str) -> StatusError:
     return StatusError(404, "NotFound", "the server could not find the requested resource",
                        {"causes": [{"reason": "UnexpectedServerResponse", "message": f"404 page not found: {path}"}]})

@@ -67,6 +67,8 @@ class Request:
     accept: str = ""
     user_agent: str = ""
     user: Any = None  # the authenticated caller (auth.UserInfo), for the review APIs; None: nobody was asked
+    # What admission adds to the request's audit record (kube's audit annotations): the Exchange's own dict.
+    audit_annotations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,7 @@ class Exchange:
     reader: Callable[[], bytes] | None = None  # reads the body off the connection; None once read (or none)
     response_headers: dict[str, str] = field(default_factory=dict)  # sent with whatever answers it (flow control)
     finishers: list[Callable[[], None]] = field(default_factory=list)  # run once the application has returned
+    audit_annotations: dict[str, str] = field(default_factory=dict)  # admission's, for the audit record
     # Set by the HTTP layer: marks its connection as serving a long-running request of this user until the exchange
     # ends; False when the user holds its share of long-running requests already (http/server.py).
     claim_long_running: Callable[[Any], bool] | None = None
