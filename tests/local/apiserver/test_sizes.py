@@ -184,6 +184,7 @@ def test_a_catastrophic_pattern_answers_in_under_50_ms_of_server_cpu(kube):
     spent = time.process_time() - started
     assert reply.status == 422
     assert reply.body["details"]["causes"][0]["message"].endswith("spec.name in body should match '^(a+)+$'")
+    print(f"{spent * 1000:.1f} ms of CPU")
     assert spent < 0.050, f"{spent * 1000:.1f} ms of CPU"
 
 
