@@ -22,13 +22,21 @@ from pathlib import Path
 import pytest
 
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
-from tests.manifests import INSTALL_NAMESPACE
+from tests.manifests import INSTALL_NAMESPACE, render_all
 from tests.reconciler_support import CONTROLLER_AGENT, SERVICE_ACCOUNT, Harness
 from tests.support import Kube, Kubectl
 
 ADMIN, AS_SERVICE_ACCOUNT = "admin", "as-service-account"
 #: Fixtures that stand up the embedded API server (directly or through the harness): a test using one is no unit test.
 SERVER_FIXTURES = frozenset({"apiserver", "server_options", "kube", "kubeconfig", "kubectl", "h"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The kustomize renderings the manifest tests read, made once before any test (and before xdist's workers
+    start): rendering runs ``kubectl kustomize``, a process, which the unit tests that read them may not start."""
+    if getattr(session.config, "workerinput", None) is None:
+        render_all()
 
 
 def is_unit(item: pytest.Item) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import fcntl
 import functools
@@ -52,6 +53,13 @@ def render_text(directory: str) -> str:
         partial.write_text(done.stdout)
         partial.replace(rendered)
         return done.stdout
+
+
+def render_all() -> None:
+    """Every kustomization rendered into the on-disk cache (4 at a time), before any test runs: the tests that read
+    the renderings are unit tests, which may start no process (tests/conftest.py), so a cold cache is filled here."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="kustomize") as pool:
+        list(pool.map(render_text, kustomizations()))
 
 
 @functools.cache
