@@ -490,7 +490,7 @@ class OpenAPIV2:
 
     def serve(self, headers: Any) -> Response:
         accept = headers.get("Accept", "") or "*/*"
-        for media_type in _accepted(accept):
+        for media_type in accepted_media_types(accept):
             major, _, minor = media_type.partition("/")
             if major not in ("application", "*"):
                 continue
@@ -507,11 +507,11 @@ class OpenAPIV2:
                 del out["Last-Modified"]
                 return Response(304, b"", headers=out)
             body = spec.json if content_type == JSON else spec.proto()
-            return Response(200, body, content_type=content_type, headers=out)
+            return Response(200, body, content_type=content_type, headers=out, encoder_newline=False)
         return Response(406, b"", content_type="text/plain; charset=utf-8", headers={"Vary": "Accept"})
 
 
-def _accepted(accept: str) -> list[str]:
+def accepted_media_types(accept: str) -> list[str]:
     """The media types of an Accept header, best first (by q, then as listed), as goautoneg orders them."""
     clauses: list[tuple[float, int, str]] = []
     for i, part in enumerate(accept.split(",")):
