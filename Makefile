@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # (clusters, controllers, pod containers), and each would compile the project's modules (and MXNet's) anew.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: venv monitoring-tools test-caches test lint bench bench-full chaos demo image wheel crd protobuf clean
+.PHONY: venv monitoring-tools test-caches test test-unit test-fast lint bench bench-full chaos demo image wheel crd protobuf clean
 
 # pip is only raised when older than 23 (no index query when it is new enough); --no-compile leaves byte-compiling
 # to the first import, so only what runs is compiled (SciPy and scikit-learn hold thousands of modules the tests never load).
@@ -36,16 +36,26 @@ monitoring-tools:
 test-caches:
 	-$(PYTHON) -m tests.cached_builds
 
-## test: lint, then the whole test suite (what CI runs) on PYTEST_WORKERS pytest-xdist workers (0: one process);
-## the last line says how long pytest took (pytest's own summary, "N passed in ...", stays its last pytest line)
+## test: lint, then the whole test suite (what CI runs) on PYTEST_WORKERS pytest-xdist workers (0: one process),
+## with the 25 slowest tests listed; the last line says how long pytest took (pytest's own summary, "N passed in ...",
+## stays its last pytest line). pytest's cache is on: after a run, PYTEST_ARGS=--lf re-runs what failed.
 PYTEST_WORKERS ?= 3
 test:
 	@$(MAKE) --no-print-directory -j3 $(STAMP) monitoring-tools test-caches   # the installs side by side
 	@$(MAKE) --no-print-directory lint
 	@start=$$(date +%s); \
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); status=$$?; \
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS); status=$$?; \
 	elapsed=$$(( $$(date +%s) - start )); \
 	echo "make test: pytest exited $$status after $$((elapsed / 60)) min $$((elapsed % 60)) s"; exit $$status
+
+## test-unit: the inner loop: every test that needs no server and starts no process (marked unit at collection,
+## checked as it runs: tests/conftest.py), under a minute on 2 cores
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -q -m unit -n 2 $(PYTEST_ARGS)
+
+## test-fast: everything but the slow end-to-end tests (-m "not slow": no wheel, SDK, chaos or real MXNet jobs)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 ## lint: ruff over the package, tests and scripts; the import contracts (pyproject.toml's [tool.importlinter]: the
 ## layers, the frameworks' independence, the operator without the embedded cluster, no import circle)

@@ -5,10 +5,17 @@ a server with TLS, authentication and RBAC enforced, where the harness applies t
 (``manifests/install``, or the marker's ``install=`` directory) and starts its controllers as the ``mxjob-controller``
 ServiceAccount with in-cluster configuration (token, ``ca.crt``, namespace files). The test's own client and kubectl
 are the cluster's administrator either way.
+
+Every test that starts no process and no embedded API server is marked ``unit`` at collection (``make test-unit``,
+the inner loop): one not marked ``slow`` or ``integration`` whose fixtures (all of them, however deep) include none of
+``SERVER_FIXTURES``. The mark is checked, not trusted: a ``unit`` test that starts an API server or a process fails
+(in every run, ``make test`` included), so a test that does either must say so with ``integration`` (or ``slow``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,15 +27,96 @@ from tests.reconciler_support import CONTROLLER_AGENT, SERVICE_ACCOUNT, Harness
 from tests.support import Kube, Kubectl
 
 ADMIN, AS_SERVICE_ACCOUNT = "admin", "as-service-account"
+#: Fixtures that stand up the embedded API server (directly or through the harness): a test using one is no unit test.
+SERVER_FIXTURES = frozenset({"apiserver", "server_options", "kube", "kubeconfig", "kubectl", "h"})
+
+
+def is_unit(item: pytest.Item) -> bool:
+    return not (item.get_closest_marker("slow") or item.get_closest_marker("integration")
+                or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On xdist workers, the tests that start processes first, then the rest (a stable sort, the same on every
-    worker): a long test handed out last would leave the other workers idle at the end. The serial groups
+    """Marks the unit tests (see the module's docstring). On xdist workers, the tests that start processes first,
+    then the rest (a stable sort, the same on every worker): a long test handed out last would leave the other
+    workers idle at the end. The serial groups
     (``xdist_group``) need nothing here: ``--dist loadgroup`` hands out the scopes with the most tests first
     (xdist's ``--loadscope-reorder``, on by default), so the groups start before any single test, the largest first."""
+    for item in items:
+        if is_unit(item):
+            item.add_marker(pytest.mark.unit)
     if getattr(config, "workerinput", None) is not None:
         items.sort(key=lambda item: 0 if item.get_closest_marker("slow") else 1)
+
+
+class UnitTestEscapeError(AssertionError):
+    """A test marked ``unit`` started an API server or a process, or uses a fixture that did."""
+
+
+class _Starts:
+    """Counts the embedded API servers and processes this test process starts, refusing them while a unit test is
+    set up or runs, and remembers the fixtures that started one: a unit test using such a fixture fails even when
+    another test built it first (so the verdict does not depend on the order tests run in)."""
+
+    count = 0
+    unit: pytest.Item | None = None
+    by_fixtures: set[object] = set()
+
+    @classmethod
+    def wrap(cls, owner: type, name: str, what: str) -> None:
+        original = getattr(owner, name)
+
+        def counted(*args: object, **kwargs: object) -> object:
+            if cls.unit is not None:
+                raise UnitTestEscapeError(f"{cls.unit.nodeid} is marked unit (no server fixture) but starts {what}: "
+                                          "mark it integration (or slow)")
+            cls.count += 1
+            return original(*args, **kwargs)
+
+        setattr(owner, name, counted)
+
+
+_Starts.wrap(APIServer, "start", "the embedded API server")
+_Starts.wrap(subprocess.Popen, "__init__", "a process")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest) -> Iterator[object]:
+    before = _Starts.count
+    try:
+        return (yield)
+    finally:
+        if _Starts.count != before:
+            _Starts.by_fixtures.add(fixturedef)
+
+
+@contextlib.contextmanager
+def _as_unit(item: pytest.Item) -> Iterator[None]:
+    _Starts.unit = item if item.get_closest_marker("unit") is not None else None
+    try:
+        yield
+    finally:
+        _Starts.unit = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    with _as_unit(item):
+        result = yield
+    if item.get_closest_marker("unit") is not None:
+        definitions = getattr(item, "_fixtureinfo", None)
+        used = [name for name, defs in (definitions.name2fixturedefs.items() if definitions else ())
+                if any(d in _Starts.by_fixtures for d in defs)]
+        if used:
+            raise UnitTestEscapeError(f"{item.nodeid} is marked unit but uses {', '.join(sorted(used))}, which "
+                                      "started the embedded API server or a process: mark it integration (or slow)")
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _as_unit(item):
+        return (yield)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

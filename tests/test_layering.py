@@ -39,6 +39,7 @@ def broken_contracts(report: str) -> list[str]:
     return [name for name, verdict in re.findall(r"(.+?) (KEPT|BROKEN) ?", summary) if verdict == "BROKEN"]
 
 
+@pytest.mark.integration
 def test_the_import_contracts_hold() -> None:
     done = lint_imports(PACKAGE.parent)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -57,6 +58,7 @@ def test_the_import_contracts_hold() -> None:
     ("kube/names.py", "import mxjob_controller.kube.schema.rules.common\n", "No import circle"),
 ], ids=["core-imports-a-framework", "generic-imports-the-manager", "kubeflow_api-imports-above",
         "runtime-imports-local", "mxnet-imports-tensorflow", "apiserver-imports-core", "a-circle-in-kube"])
+@pytest.mark.integration
 def test_each_contract_breaks_on_a_planted_import(tmp_path: Path, module: str, planted: str, broken: str) -> None:
     """The contracts are not vacuous: a copy of the package with one planted import (a function-level one too)
     breaks the contract it violates. The probe goes into a copy under ``tmp_path``, never the real package, which
@@ -70,6 +72,7 @@ def test_each_contract_breaks_on_a_planted_import(tmp_path: Path, module: str, p
     assert any(broken in name for name in broken_contracts(done.stdout)), done.stdout
 
 
+@pytest.mark.integration
 def test_the_operator_loads_nothing_of_the_embedded_cluster() -> None:
     """At run time too (a contract reads the source; this imports it): what ``mxjob-controller run``, the webhook
     server and the manager load holds no ``mxjob_controller.local`` module."""

@@ -33,6 +33,7 @@ def wait_ready(proc: subprocess.Popen, kubeconfig: Path) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.integration
 def test_local_up_serves_kubectl_and_stops_cleanly(tmp_path, sig):
     proc, kubeconfig = start_local_up(tmp_path)
     try:
@@ -58,6 +59,7 @@ def test_local_up_serves_kubectl_and_stops_cleanly(tmp_path, sig):
     assert not kubeconfig.exists(), "the kubeconfig of a stopped server is removed"
 
 
+@pytest.mark.integration
 def test_local_up_no_crds(tmp_path):
     """Also kube's flow-control and request-timeout flags: 40 + 9 seats give global-default 4 (49 · 20 / 245), and
     a list slower than the request timeout gets kubectl's 504 error; and ``--gpus``: the node advertises those."""
@@ -80,6 +82,7 @@ def test_local_up_no_crds(tmp_path):
     assert "GPUs: nvidia.com/gpu 2 (devices 1,3), each container given its own" in out
 
 
+@pytest.mark.integration
 def test_local_up_reports_a_busy_port(tmp_path):
     first, kubeconfig = start_local_up(tmp_path)
     try:
@@ -96,6 +99,7 @@ def test_local_up_reports_a_busy_port(tmp_path):
         first.communicate(timeout=15)
 
 
+@pytest.mark.integration
 def test_local_up_tls_runs_a_job_with_every_part_authenticated(tmp_path):
     """``--tls`` (the default, still accepted): HTTPS with the CA in the kubeconfig and an administrator's token,
     RBAC enforced; the embedded controller and kubelet are users of their own (in system:masters) and run a job to
@@ -125,6 +129,7 @@ def test_local_up_tls_runs_a_job_with_every_part_authenticated(tmp_path):
     assert user["token"] not in out + err
 
 
+@pytest.mark.integration
 def test_local_up_kubelet_none_leaves_mxjob_port_9091_and_the_services_on_it(tmp_path):
     """``--kubelet none``: no process will bind a job's ports, so none is rewritten (the job-port admission runs
     only with ``--kubelet process``): an MXJob keeps ``mxjob-port: 9091`` as written, a type without the port
@@ -170,6 +175,7 @@ def test_local_up_kubelet_none_leaves_mxjob_port_9091_and_the_services_on_it(tmp
     assert proc.returncode == 0, err
 
 
+@pytest.mark.integration
 def test_local_up_tls_on_every_address_gives_clients_the_loopback_address(tmp_path):
     """``--host 0.0.0.0 --tls``: the kubeconfig names 127.0.0.1 (in the serving certificate), not 0.0.0.0 (in no
     certificate, and no destination), and kubectl verifies the server there."""
@@ -187,6 +193,7 @@ def test_local_up_tls_on_every_address_gives_clients_the_loopback_address(tmp_pa
     assert f"listening on {server}" in out
 
 
+@pytest.mark.integration
 def test_local_up_insecure_http_serves_plain_http_without_credentials(tmp_path):
     """``--insecure-http``: plain HTTP as before TLS became the default; no CA, no token, everything allowed."""
     proc, kubeconfig = start_local_up(tmp_path, "--insecure-http", "--no-controller", "--kubelet", "none")

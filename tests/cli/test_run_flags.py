@@ -245,6 +245,7 @@ def run_command(*args: str) -> subprocess.CompletedProcess:
                           timeout=60, env=clean_env(), check=False)
 
 
+@pytest.mark.integration
 def test_the_process_exits_2_with_one_line():
     for args in (["--threadiness", "0"], ["--bogus"], ["--resync-period=1y"]):
         done = run_command(*args)
@@ -255,6 +256,7 @@ def test_the_process_exits_2_with_one_line():
     assert "--threadiness" in run_command("--threadiness", "0").stderr
 
 
+@pytest.mark.integration
 def test_the_deprecation_warning_is_printed_by_the_process(tmp_path):
     missing = tmp_path / "nope"
     done = run_command("--controller-threads", "2", "--kubeconfig", str(missing))
@@ -265,6 +267,7 @@ def test_the_deprecation_warning_is_printed_by_the_process(tmp_path):
     assert f"kubeconfig {missing} does not exist" in done.stderr
 
 
+@pytest.mark.integration
 def test_version():
     for args in (["run", "--version"], ["--version"]):
         done = subprocess.run([sys.executable, "-m", "mxjob_controller", *args], capture_output=True, text=True,
@@ -310,6 +313,7 @@ def test_bind_address_type_reuses_the_endpoints_parser():
     assert flag_types.BindAddress().convert("[::1]:8080", None, None) == "[::1]:8080"
 
 
+@pytest.mark.integration
 def test_run_does_not_load_the_embedded_cluster():
     """The in-cluster controller's start-up: ``run`` (looked up as the command line does) imports nothing of
     ``mxjob_controller.local``, while ``local`` is still there to be found."""

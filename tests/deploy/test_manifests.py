@@ -172,6 +172,7 @@ def test_the_metrics_service_and_service_monitor_find_the_pods():
     assert find(docs, "PrometheusRule", "mxjob-controller")["spec"]["groups"]
 
 
+@pytest.mark.integration
 def test_another_namespace_carries_the_bindings_along(tmp_path):
     """A user overlay that moves the install elsewhere moves the bindings' subjects with it."""
     overlay = tmp_path / "mine"

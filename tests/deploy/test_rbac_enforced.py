@@ -41,6 +41,9 @@ from tests.rbac import Permission, Policy, ServiceAccount
 from tests.reconciler_support import CONTROLLER_AGENT, SERVICE_ACCOUNT, Harness, jobs_path, mxjob
 from tests.support import Kube, wait_for
 
+# Each test starts the embedded API server or a process of its own (no server fixture).
+pytestmark = pytest.mark.integration
+
 NS = "default"
 JOB = "j"
 TIMEOUT = 20.0

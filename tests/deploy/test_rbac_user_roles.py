@@ -15,6 +15,9 @@ from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.manifests import MANIFESTS
 from tests.support import Kubectl
 
+# Each test starts the embedded API server or a process of its own (no server fixture).
+pytestmark = pytest.mark.integration
+
 NS, OTHER_NS = "team-a", "team-b"
 USERS = {"alice": "kubeflow-admin", "bob": "kubeflow-edit", "carol": "kubeflow-view", "dave": None}
 JOBS = {"mxjobs": "kubeflow.org", "tfjobs": "kubeflow.org", "genericjobs": "batch.tensorstack.dev"}   # → API group

@@ -26,7 +26,7 @@ from tests.support import Kubectl, wait_for
 
 DRIVER = ROOT / "tests" / "js" / "client_node.mjs"
 
-pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")]
 
 
 @pytest.fixture(scope="session")

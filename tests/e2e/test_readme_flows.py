@@ -70,6 +70,7 @@ def test_readme_has_the_flows_this_module_runs():
     assert "local up" in blocks[0] and "kubectl create" in blocks[1] and "mxjob-controller run" in blocks[2]
 
 
+@pytest.mark.integration
 def test_readme_local_up_quick_start(tmp_path):
     """``local up`` (HTTPS by default) in one shell, the kubectl block in another, the kubeconfig as written."""
     up_block, kubectl_block, _ = readme_blocks()

@@ -64,6 +64,7 @@ def test_committed_files_match_the_generator() -> None:
         assert path.read_text() == content, f"{rel} is out of date: run `make crd`"
 
 
+@pytest.mark.integration
 def test_gen_crd_check_reports_no_drift() -> None:
     proc = subprocess.run([sys.executable, "hack/gen_crd.py", "--check"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, check=False)
@@ -92,12 +93,14 @@ def _kubernetes_validate(path: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.integration
 def test_kubernetes_validate_strict_accepts_it() -> None:
     proc = _kubernetes_validate(ROOT / MANIFEST_PATH)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "passed" in proc.stdout + proc.stderr
 
 
+@pytest.mark.integration
 def test_kubernetes_validate_strict_would_catch_a_stray_keyword(tmp_path: Path) -> None:
     """The check above can fail: a keyword a CRD does not accept (as Kubernetes' schemas carry) is refused."""
     crd = mxjob_crd()

@@ -249,6 +249,7 @@ def test_the_schema_is_structural_and_keeps_both_shapes() -> None:
         "replicaHistory"}
 
 
+@pytest.mark.integration
 def test_kubernetes_validate_strict_accepts_the_committed_crd(tmp_path: Path) -> None:
     path = ROOT / "manifests" / "crd" / "kubeflow.org_tfjobs.yaml"
     assert yaml.safe_load(path.read_text()) == tfjob_crd()

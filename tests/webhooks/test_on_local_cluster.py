@@ -22,6 +22,9 @@ from mxjob_controller.mxnet import v1alpha1
 from tests.local_support import local_cluster
 from tests.support import Kube, Kubectl, wait_for
 
+# Each test starts the embedded API server or a process of its own (no server fixture).
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 INVALID = Path(__file__).resolve().parents[1] / "data" / "invalid-jobs.yaml"
 SEED = ROOT / "examples" / "v1alpha1" / "mx_job_dist.yaml"

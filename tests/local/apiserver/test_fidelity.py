@@ -12,6 +12,9 @@ import pytest
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kube, Kubectl
 
+# Each test starts the embedded API server or a process of its own (no server fixture).
+pytestmark = pytest.mark.integration
+
 PODS = "/api/v1/namespaces/default/pods"
 
 

@@ -20,6 +20,9 @@ from mxjob_controller.local.apiserver.validation.strict_json import MAX_DEPTH
 from tests.local.apiserver.test_bad_input import GADGETS, _exchange, _gadget_crd, _post_yaml
 from tests.support import configmap
 
+# Each test starts the embedded API server or a process of its own (no server fixture).
+pytestmark = pytest.mark.integration
+
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
 STRATEGIC = "application/strategic-merge-patch+json"

@@ -194,6 +194,7 @@ def fake_nvidia_smi(folder: Path, script: str) -> str:
     return str(folder)
 
 
+@pytest.mark.integration
 def test_auto_detection_runs_nvidia_smi(tmp_path, monkeypatch):
     cat = shutil.which("cat")
     assert cat

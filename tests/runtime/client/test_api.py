@@ -89,6 +89,7 @@ def client(apiserver):
 
 # --- importing is light -----------------------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_import_does_not_load_the_generated_models():
     code = ("import sys, time, resource\n"
             "t = time.perf_counter()\n"

@@ -93,6 +93,7 @@ def _start(flow_control: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture,
     (True, {"kube_api_qps": 7.0, "kube_api_burst": 9}, (7.0, 9),
      "explicit --kube-api-qps 7 --kube-api-burst 9: token bucket qps=7, burst=9"),
 ], ids=["apf-default", "old-server-default", "apf-off", "apf-explicit-bucket"])
+@pytest.mark.integration
 def test_the_budget_in_force_and_why_are_in_the_start_up_line(flow_control, settings, bucket, why, tmp_path, caplog):
     """The default: none where the server sends PF headers, the 20/30 bucket where it does not; the flags win over
     what the server says. The informers' client has the same budget; the slow-start batches are sized to it; the
@@ -114,6 +115,7 @@ def test_the_budget_in_force_and_why_are_in_the_start_up_line(flow_control, sett
 
 # --- on reconnect -----------------------------------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_the_server_is_asked_again_after_the_connection_was_lost():
     """A server with APF goes away; another, without it, comes back on the same address: the first request after
     the lost connection finds no PF headers, and the token bucket applies from then on, to the informers' client
@@ -144,6 +146,7 @@ def test_the_server_is_asked_again_after_the_connection_was_lost():
 
 # --- 429 from the server's flow control -------------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_a_create_refused_by_flow_control_is_retried_after_retry_after_and_counted():
     """Ten seats in all leave global-default one, and a queue wait of a quarter of the 4 s request timeout. A slow
     list holds that seat for 3 s: the create queued behind it is refused (429, Retry-After 1), waited for, sent

@@ -18,9 +18,9 @@ Off by default: every request is then the administrator and everything is allowe
    "system:serviceaccount:kubeflow:mxjob-controller" cannot create resource "pods" in API group "" in the namespace
    "default"``.
 
-The filters are ``Router.interceptors``, which run before a request's body is read (``http.py``), in
+The filters are ``Router.interceptors``, which run before a request's body is read (``http/connection.py``), in
 kube-apiserver's order: authentication and impersonation (:meth:`Security.intercept`), flow control
-(``flowcontrol.py``), authorization (:meth:`Security.intercept_authorization`). So a 401 and an impersonation's
+(``http/flowcontrol.py``), authorization (:meth:`Security.intercept_authorization`). So a 401 and an impersonation's
 403 carry no ``X-Kubernetes-PF-*`` headers and an authorization's 403 does, as kube's answers. A refused request
 reaches neither fault injection nor a handler, and its body is never read (kube refuses a
 forbidden request before it knows whether the resource exists). With RBAC the server starts with kube's bootstrap

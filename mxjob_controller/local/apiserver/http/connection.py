@@ -95,7 +95,7 @@ Observer = Callable[[Exchange, float], None]
 
 
 class ConnectionOwner(Protocol):
-    """What a connection's handler needs of the server that accepted it (``http_server.APIHTTPServer``)."""
+    """What a connection's handler needs of the server that accepted it (``server.APIHTTPServer``)."""
 
     app: Application
     observers: list[Observer]

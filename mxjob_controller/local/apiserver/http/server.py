@@ -1,5 +1,5 @@
 """The embedded API server's listening socket: the accept loop, the cap on connections (each with its thread) and
-its refusal, and bounded draining on shutdown. What one connection does is :mod:`http`'s ``ConnectionHandler``."""
+its refusal, and bounded draining on shutdown. What one connection does is ``connection.py``'s ``ConnectionHandler``."""
 
 from __future__ import annotations
 

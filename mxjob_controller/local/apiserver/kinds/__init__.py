@@ -1,1 +1,7 @@
-"""Kind-specific strategies: defaults and server-set fields for the built-in kinds that have them."""
+"""Each kind's own rules, as kube-apiserver's registry strategies hold them: defaults, server-set fields, what may
+change on update, and subresources (a pod's binding, log and connect; a CRD serving its kinds).
+
+Guarantees: a kind without a strategy here gets the shared rules (``custom_resources.py`` over ``strategy.py``);
+the built-in kinds the server serves are described once, in ``builtin.py`` at the package's root; a strategy is a
+function of the objects and the write's context, and reaches the store only through the verbs that call it.
+"""

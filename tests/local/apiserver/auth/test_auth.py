@@ -128,6 +128,7 @@ def test_plain_http_to_the_tls_port_gets_go_s_answer(apiserver: APIServer):
     assert answer.endswith(b"Client sent an HTTP request to an HTTPS server.\n")
 
 
+@pytest.mark.integration
 def test_the_key_material_lives_in_a_private_directory_removed_at_stop():
     server = APIServer(ServerOptions(tls=True)).start()
     tls = server.security.tls
@@ -150,6 +151,7 @@ def test_a_server_that_fails_to_build_leaves_no_key_material(monkeypatch, tmp_pa
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.integration
 def test_a_process_that_exits_without_stopping_its_server_leaves_no_key_material(tmp_path: Path):
     script = ("import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
               "from mxjob_controller.local.apiserver.server import APIServer, ServerOptions\n"
@@ -163,6 +165,7 @@ def test_a_process_that_exits_without_stopping_its_server_leaves_no_key_material
 
 
 @pytest.mark.parametrize(("bound", "client"), [("0.0.0.0", "127.0.0.1"), ("::", "::1")])
+@pytest.mark.integration
 def test_bound_to_every_address_clients_get_the_loopback_address_the_certificate_names(bound: str, client: str,
                                                                                         tmp_path: Path):
     with APIServer(ServerOptions(host=bound, tls=True)) as server:
@@ -207,6 +210,7 @@ def test_without_a_token_a_request_is_anonymous_and_rbac_decides(apiserver: APIS
     assert [(r.user, r.code) for r in records] == [("system:anonymous", 403)]
 
 
+@pytest.mark.integration
 def test_under_always_allow_there_is_no_anonymous_user(tmp_path: Path):
     """As kube-apiserver resets --anonymous-auth under AlwaysAllow (anonymous would be allowed everything)."""
     with APIServer(ServerOptions(tls=True, authorization="AlwaysAllow")) as server:
@@ -551,6 +555,7 @@ def test_the_audit_log_names_the_user(apiserver: APIServer, kubectl: Kubectl):
     assert apiserver.audit.records(user="kubernetes-admin"), "kubectl applied the policy"
 
 
+@pytest.mark.integration
 def test_without_tls_or_rbac_every_request_is_the_administrator(tmp_path: Path):
     server = APIServer(ServerOptions()).start()
     try:
@@ -565,6 +570,7 @@ def test_without_tls_or_rbac_every_request_is_the_administrator(tmp_path: Path):
         server.stop()
 
 
+@pytest.mark.integration
 def test_rbac_without_tls_enforces_over_plain_http(tmp_path: Path):
     server = APIServer(ServerOptions(authorization="RBAC")).start()
     try:
@@ -723,6 +729,7 @@ def test_the_garbage_collector_s_fields_may_change_on_a_binding_its_writer_could
     assert alice.put(path, {**current, "metadata": {**current["metadata"], "labels": {"a": "b"}}}).status == 403
 
 
+@pytest.mark.integration
 def test_without_rbac_nothing_is_checked(tmp_path: Path):
     with APIServer(ServerOptions(tls=True, authorization="AlwaysAllow")) as server, _as(server, "alice") as alice:
         assert alice.post(f"{RBAC_API}/clusterrolebindings",

@@ -116,6 +116,7 @@ def rows(output: str) -> set[str]:
 
 # --- what the impersonated user may do -----------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_an_administrator_gets_the_impersonated_service_account_s_answer(cluster):
     server, admin, _bob = cluster
     assert "db-password" in admin.ok("get", "secrets", "-n", "team"), "the administrator's own view"
@@ -138,6 +139,7 @@ def test_an_administrator_gets_the_impersonated_service_account_s_answer(cluster
     assert plain and plain[0].to_json()["impersonatedUser"] == "", "requests without --as impersonate nobody"
 
 
+@pytest.mark.integration
 def test_impersonating_needs_the_impersonate_verb_on_each_part(cluster):
     server, _admin, bob = cluster
     cases = [
@@ -170,6 +172,7 @@ def test_impersonating_needs_the_impersonate_verb_on_each_part(cluster):
     assert records[0].impersonated_user == "", "refused before anyone was impersonated"
 
 
+@pytest.mark.integration
 def test_the_refusal_is_kube_s_status(cluster):
     server, _admin, _bob = cluster
     status, body = send(server, "/api/v1/namespaces/team/secrets", [("Impersonate-User", "dave")],
@@ -183,6 +186,7 @@ def test_the_refusal_is_kube_s_status(cluster):
 
 # --- the review APIs answer for the impersonated user ---------------------------------------------------------
 
+@pytest.mark.integration
 def test_kubectl_auth_whoami_as(cluster):
     _server, admin, _bob = cluster
     assert "kubernetes-admin" in admin.ok("auth", "whoami")
@@ -204,6 +208,7 @@ def test_kubectl_auth_whoami_as(cluster):
     assert 'User "system:anonymous" cannot list resource "namespaces"' in anonymous.stderr
 
 
+@pytest.mark.integration
 def test_extras_are_impersonated_with_their_keys_unescaped(cluster):
     server, _admin, _bob = cluster
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
@@ -217,6 +222,7 @@ def test_extras_are_impersonated_with_their_keys_unescaped(cluster):
                                                     "bad%zz": ["kept"]}}
 
 
+@pytest.mark.integration
 def test_kubectl_auth_can_i_as(cluster):
     _server, admin, _bob = cluster
     assert admin.run("auth", "can-i", "list", "secrets", "-n", "team", f"--as={CAROL}").stdout.strip() == "no"
@@ -238,6 +244,7 @@ def test_kubectl_auth_can_i_as(cluster):
     ([("Impersonate-Uid", "u")], "[{UID  u  authentication.k8s.io/v1  }]"),
     ([("Impersonate-Extra-Scopes", "x")], "[{UserExtra  x  authentication.k8s.io/v1  scopes}]"),
 ])
+@pytest.mark.integration
 def test_groups_extras_or_a_uid_without_a_user_are_kube_s_500(cluster, headers, listed):
     server, _admin, _bob = cluster
     status, body = send(server, "/api/v1/namespaces", headers)

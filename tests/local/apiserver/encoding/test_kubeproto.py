@@ -210,6 +210,7 @@ def test_codec_round_trips_the_well_known_types():
                     and "MXJOB_K8S_PROTO_SOURCES" not in os.environ,
                     reason="no git clones of kubernetes/api, apimachinery, apiextensions-apiserver and kube-aggregator "
                            "to generate from")
+@pytest.mark.integration
 def test_the_tables_are_what_the_generator_writes():
     import importlib.util
 

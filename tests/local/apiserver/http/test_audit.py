@@ -11,10 +11,15 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
 from mxjob_controller.local.apiserver.http.audit import AuditRecord
 from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from tests.support import Kube, configmap, wait_for
+
+# Each test starts the embedded API server or a process of its own (no server fixture).
+pytestmark = pytest.mark.integration
 
 NS = "default"
 CMS = f"/api/v1/namespaces/{NS}/configmaps"

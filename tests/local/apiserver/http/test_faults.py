@@ -161,6 +161,7 @@ def _chaos_run(seed: int) -> tuple[list[int], list[tuple]]:
         return codes, [(e.rule, e.match, e.action) for e in server.faults.events()]
 
 
+@pytest.mark.integration
 def test_the_same_seed_reproduces_the_same_faults():
     codes_a, events_a = _chaos_run(seed=7)
     codes_b, events_b = _chaos_run(seed=7)
@@ -220,6 +221,7 @@ def test_compaction_makes_the_next_resume_410(apiserver, kube):
     assert [(f["type"], f["object"]["code"]) for f in frames] == [("ERROR", 410)]
 
 
+@pytest.mark.integration
 def test_compact_every_forgets_history_on_a_timer_until_the_server_stops():
     with APIServer() as server:
         kube = Kube(server.url)
@@ -237,6 +239,7 @@ def test_compact_every_forgets_history_on_a_timer_until_the_server_stops():
 
 # --- slow watchers ----------------------------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_a_watcher_that_stops_reading_is_disconnected_not_waited_for():
     with APIServer(ServerOptions(watcher_queue=16)) as server:
         kube = Kube(server.url)

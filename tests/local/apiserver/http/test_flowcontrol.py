@@ -124,6 +124,7 @@ def _get(api: APIServer, path: str, token: str | None, agent: str = "flowcontrol
         conn.close()
 
 
+@pytest.mark.integration
 def test_pf_headers_name_the_schema_and_level_on_every_answer(api):
     flood = api.issue_user_token("flood")
     for path, token, schema, level in [
@@ -138,6 +139,7 @@ def test_pf_headers_name_the_schema_and_level_on_every_answer(api):
         assert headers[PRIORITY_LEVEL_HEADER.lower()] == LEVEL_UIDS[level]
 
 
+@pytest.mark.integration
 def test_a_flood_from_one_user_gets_429s_while_the_admins_kubectl_answers_at_once(api, tmp_path):
     """300 clients of a non-admin user, each sending slow lists one after another on its connection without
     waiting out a 429 (300 requests outstanding all along) against global-default's single seat: every answer is
@@ -251,6 +253,7 @@ def _forbidden(message: str, kind: str, name: str = "") -> dict:
             "reason": "Forbidden", "details": {**({"name": name} if name else {}), "kind": kind}, "code": 403}
 
 
+@pytest.mark.integration
 def test_refusals_carry_the_pf_headers_where_kubes_filter_chain_puts_them(api):
     """kube's chain is authentication → impersonation → flow control → authorization: a 401 and an impersonation's
     403 are answered before classification (no PF headers), an authorization's 403 after it (the headers of the

@@ -12,6 +12,8 @@ import re
 import threading
 from collections.abc import Iterator
 
+import pytest
+
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.apiserver.storage.memory import release_free_memory
 from mxjob_controller.local.apiserver.storage.watch import DELETED, MODIFIED, Entry, Event, History, event_bytes
@@ -68,6 +70,7 @@ def test_what_an_event_keeps_alive_is_counted_once():
     assert (history.bytes, history.compacted_rv) == (61, 2)
 
 
+@pytest.mark.integration
 def test_the_history_is_bounded_by_bytes_across_kinds_oldest_first():
     bound = 6 * VALUE
     with started(history_bytes=bound) as (server, kube):
@@ -87,8 +90,12 @@ def test_the_history_is_bounded_by_bytes_across_kinds_oldest_first():
         assert [e["type"] for e in resumed][:2] == ["MODIFIED", "MODIFIED"], "what is kept still resumes"
 
 
+@pytest.mark.integration
 def test_a_quiet_kind_s_history_is_pruned_on_a_timer_and_a_deleted_object_s_goes_with_it():
     with started(history_age=1.0) as (server, kube):
+        # The baseline once the server's own start-up writes have settled (each namespace's ServiceAccount and
+        # ConfigMap come from its controllers a moment after start): read before, those writes landed after it.
+        assert server.wait_idle()
         baseline = metric(kube, "apiserver_storage_size_bytes", storage_cluster_id="embedded")
         created = kube.post(CMS, big("big", "a")).body["metadata"]["resourceVersion"]
         for fill in "bcd":
@@ -109,6 +116,7 @@ def pruners() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "apiserver-history-pruner"]
 
 
+@pytest.mark.integration
 def test_the_pruner_runs_with_its_server_and_hands_free_memory_back():
     before = len(pruners())
     with started():

@@ -28,6 +28,9 @@ from tests.webhook_support import (
     validating_configuration,
 )
 
+# Each test starts the embedded API server or a process of its own (no server fixture).
+pytestmark = pytest.mark.integration
+
 VWC = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 CM = "/api/v1/namespaces/default/configmaps"
 NAMESPACES = "/api/v1/namespaces"
