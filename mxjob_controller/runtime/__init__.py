@@ -12,8 +12,9 @@ Guarantees (each module states its own in full):
 - Expectations (``expectations.py``) gate a reconcile until the cache has seen the writes it made, so a lagging cache
   never causes duplicate children.
 - Events (``events.py``, ``event_correlator.py``, ``event_sink.py``) as client-go's recorder writes them, correlated
-  and rate-limited as it does, queued and written by their own threads; leader election on a Lease (``leaderelection.py``); the operator's
-  HTTP endpoints (``endpoints.py``: metrics, health) and controller metrics with controller-runtime's names.
+  and rate-limited as it does, queued and written by their own threads; leader election on a Lease
+  (``leaderelection.py``); the operator's HTTP endpoints (``endpoints.py``: metrics, health) and controller metrics
+  with controller-runtime's names.
 
 Every thread here is named and stops within its join timeout; nothing imports the job-controller core above it.
 """
