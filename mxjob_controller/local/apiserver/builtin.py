@@ -100,7 +100,8 @@ CRONJOBS = ResourceType("batch", "v1", "cronjobs", "cronjob", "CronJob", short_n
 # autoscaling/v2 is stored (and preferred); v1 is served by conversion (kinds/conversions.py).
 _HPA = {"namespaced": True, "short_names": ("hpa",), "categories": ("all",), "status_subresource": True}
 HPAS_V2 = ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "horizontalpodautoscaler",
-                       "HorizontalPodAutoscaler", initial_status={"desiredReplicas": 0}, **_HPA)
+                       "HorizontalPodAutoscaler", initial_status={"desiredReplicas": 0, "currentMetrics": None},
+                       **_HPA)   # currentMetrics has no omitempty in v2: Go writes null
 HPAS_V1 = ResourceType("autoscaling", "v1", "horizontalpodautoscalers", "horizontalpodautoscaler",
                        "HorizontalPodAutoscaler", storage_version="v2",
                        initial_status={"currentReplicas": 0, "desiredReplicas": 0}, **_HPA)

@@ -53,7 +53,7 @@ from mxjob_controller.local.apiserver.kinds import flowcontrol as flowcontrol_ob
 from mxjob_controller.local.apiserver.kinds.certificates import CSRStrategy
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
-from mxjob_controller.local.apiserver.kinds.defaults import DEFAULTERS, DefaultingStrategy
+from mxjob_controller.local.apiserver.kinds.defaults import DEFAULTERS, DefaultingStrategy, PersistentVolumeStrategy
 from mxjob_controller.local.apiserver.kinds.deployments import DeploymentStrategy
 from mxjob_controller.local.apiserver.kinds.limitranges import LimitRangeStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
@@ -183,6 +183,7 @@ class APIServer:
             builtin.JOBS.storage_key: workloads.JobStrategy(),
             builtin.CRONJOBS.storage_key: workloads.CronJobStrategy(),
             builtin.CSRS.storage_key: CSRStrategy(),
+            builtin.PVS.storage_key: PersistentVolumeStrategy(),
         })
         self.rest = REST(self.store, strategies, CustomResourceStrategy())
         self.rest.virtual_creators.update(self.security.reviews.creators())

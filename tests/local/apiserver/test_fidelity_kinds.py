@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mxjob_controller.kube.timefmt import parse_time
 from mxjob_controller.local.apiserver.encoding import kubeproto
 from mxjob_controller.local.apiserver.server import APIServer
 from mxjob_controller.runtime.client.budget import FLOW_SCHEMA_HEADER
@@ -22,6 +23,21 @@ SELECTOR = {"matchLabels": {"app": "a"}}
 
 def obj(api_version: str, kind: str, name: str = "x", **fields: Any) -> dict:
     return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, **fields}
+
+
+class _AnyTime:
+    """Equal to any RFC 3339 time (a field kube sets to now)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and parse_time(other) is not None
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "<any RFC 3339 time>"
+
+
+ANY_TIME = _AnyTime()
 
 
 def path(api_version: str, plural: str, namespaced: bool = True) -> str:
@@ -102,7 +118,8 @@ DEFAULTS = [
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3}),
      "horizontalpodautoscalers",
      {"spec.minReplicas": 1, "spec.metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
-         "type": "Utilization", "averageUtilization": 80}}}], "status": {"desiredReplicas": 0}}),
+         "type": "Utilization", "averageUtilization": 80}}}],
+      "status": {"desiredReplicas": 0, "currentMetrics": None}}),   # v2's currentMetrics: no omitempty
     (obj("networking.k8s.io/v1", "Ingress", spec={"defaultBackend": {"service": {"name": "s", "port": {
         "number": 80}}}}), "ingresses", {"status": {"loadBalancer": {}}}),
 ]
@@ -125,7 +142,8 @@ def test_defaults_are_kubes(kube: Kube, body: dict, plural: str, expected: dict)
      {"reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}),
     (obj("v1", "PersistentVolume", spec={"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
                                          "hostPath": {"path": "/tmp/pv"}}), "persistentvolumes",
-     {"spec.persistentVolumeReclaimPolicy": "Retain", "spec.volumeMode": "Filesystem", "status.phase": "Pending"}),
+     {"spec.persistentVolumeReclaimPolicy": "Retain", "spec.volumeMode": "Filesystem", "status.phase": "Pending",
+      "status.lastPhaseTransitionTime": ANY_TIME}),
     (obj("storage.k8s.io/v1", "CSIDriver", spec={}), "csidrivers",
      {"spec": {"attachRequired": True, "podInfoOnMount": False, "storageCapacity": False,
                "fsGroupPolicy": "ReadWriteOnceWithFSType", "requiresRepublish": False, "seLinuxMount": False,
@@ -385,3 +403,14 @@ def test_flowschemas_are_what_flow_control_runs(kube: Kube) -> None:
     catch_all = kube.get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/catch-all").body
     assert catch_all["spec"]["matchingPrecedence"] == 10000
     assert catch_all["spec"]["priorityLevelConfiguration"] == {"name": "catch-all"}
+
+
+def test_a_creators_managed_fields_follow_gos_zero_object(kube: Kube) -> None:
+    """kube compares a create with the Go zero object: a value struct (a DaemonSet's ``updateStrategy``) is in it,
+    so its creator owns no ``.`` of it; a pointer (``rollingUpdate``) is not, so it does."""
+    created = kube.post(path("apps/v1", "daemonsets"), obj("apps/v1", "DaemonSet", "d", spec={
+        "selector": SELECTOR, "template": TEMPLATE, "updateStrategy": {"type": "RollingUpdate"}})).body
+    [entry] = created["metadata"]["managedFields"]
+    strategy = entry["fieldsV1"]["f:spec"]["f:updateStrategy"]
+    assert "." not in strategy and "." in strategy["f:rollingUpdate"]
+    assert set(strategy) == {"f:type", "f:rollingUpdate"}

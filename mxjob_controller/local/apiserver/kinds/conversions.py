@@ -118,8 +118,7 @@ def hpa_to_v2(obj: dict) -> dict:
             current.append({"type": "Resource", "resource": {"name": "cpu", "current": {
                 "averageUtilization": utilization}}})
         current.extend(_take(annotations, _HPA_CURRENT) or [])
-        if current:
-            status["currentMetrics"] = current
+        status["currentMetrics"] = current or None   # no omitempty in v2
         conditions = _take(annotations, _HPA_CONDITIONS)
         if conditions:
             status["conditions"] = conditions

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 
 Defaulter = Callable[[dict], None]
@@ -177,6 +178,17 @@ class DefaultingStrategy(Strategy):
 
     def default(self, obj: dict, ctx: WriteContext) -> None:
         self._defaulter(obj)
+
+
+class PersistentVolumeStrategy(DefaultingStrategy):
+    """``persistentvolumeStrategy.PrepareForCreate``: Pending since now (``lastPhaseTransitionTime``, GA in 1.31)."""
+
+    def __init__(self) -> None:
+        super().__init__(persistent_volume)
+
+    def prepare_create(self, obj: dict, ctx: WriteContext) -> None:
+        super().prepare_create(obj, ctx)
+        obj["status"] = {"phase": "Pending", "lastPhaseTransitionTime": now_rfc3339()}
 
 
 #: storage key → the kind's defaults.
