@@ -414,3 +414,24 @@ def test_a_creators_managed_fields_follow_gos_zero_object(kube: Kube) -> None:
     strategy = entry["fieldsV1"]["f:spec"]["f:updateStrategy"]
     assert "." not in strategy and "." in strategy["f:rollingUpdate"]
     assert set(strategy) == {"f:type", "f:rollingUpdate"}
+
+
+@pytest.mark.parametrize(("body", "plural", "causes"), [
+    # ValidateJobSpec: a Job's pods end (the template's defaulted Always is refused, in kube's words)
+    (obj("batch/v1", "Job", spec={"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}),
+     "jobs", {"spec.template.spec.restartPolicy": 'Required value: valid values: "OnFailure", "Never"'}),
+    (obj("batch/v1", "Job", spec={"parallelism": -1, "template": {"spec": {
+        "containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}}),
+     "jobs", {"spec.parallelism": "Invalid value: -1: must be greater than or equal to 0"}),
+    # ValidateReplicaSetSpec / ValidateStatefulSetSpec: the selector matches the template, pods always restart
+    (obj("apps/v1", "ReplicaSet", spec={"selector": {"matchLabels": {"app": "b"}}, "template": TEMPLATE}),
+     "replicasets", {"spec.template.metadata.labels":   # (a map shown as JSON, as for Deployments: kube's is %#v)
+                     'Invalid value: {"app":"a"}: `selector` does not match template `labels`'}),
+    (obj("apps/v1", "StatefulSet", spec={"selector": SELECTOR, "serviceName": "s", "template": {
+        **TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "Never"}}}),
+     "statefulsets", {"spec.template.spec.restartPolicy": 'Unsupported value: "Never": supported values: "Always"'}),
+])
+def test_workload_rules_are_kubes(kube: Kube, body: dict, plural: str, causes: dict) -> None:
+    reply = kube.post(path(body["apiVersion"], plural), body)
+    assert reply.status == 422, reply.body
+    assert {c["field"]: c["message"] for c in reply.body["details"]["causes"]} == causes
