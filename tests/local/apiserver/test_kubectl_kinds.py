@@ -7,6 +7,7 @@ subresource of Deployments, ReplicaSets, StatefulSets, RCs and CRDs that declare
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import yaml
@@ -207,3 +208,89 @@ def test_rollout_history(kubectl: Kubectl, kube: Kube) -> None:
                                                                   ["2", "set image agent:2"]]
     assert kubectl.ok("get", "controllerrevisions").splitlines()[1].split()[:3] == [
         "agent-1", "daemonset.apps/agent", "1"]
+
+
+def _spec_template() -> dict:
+    return {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+
+
+#: (collection URL, one object, kubectl's resource name, the header kubectl prints: kube 1.32's printers)
+PRINTED = [
+    ("/api/v1/persistentvolumes", {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+                                   "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                            "hostPath": {"path": "/tmp/pv1"}}},
+     "pv", ["NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS",
+            "VOLUMEATTRIBUTESCLASS", "REASON", "AGE"], ["pv1", "1Gi", "RWO", "Retain", "Pending", "", "", "<unset>"]),
+    ("/api/v1/namespaces/default/endpoints", {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "e"},
+                                              "subsets": [{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}],
+                                                           "ports": [{"port": 80}]}]},
+     "endpoints", ["NAME", "ENDPOINTS", "AGE"], ["e", "10.0.0.1:80,10.0.0.2:80"]),
+    ("/api/v1/namespaces/default/podtemplates", {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"},
+                                                 "template": _spec_template()},
+     "podtemplates", ["NAME", "CONTAINERS", "IMAGES", "POD LABELS"], ["t", "c", "nginx", "app=a"]),
+    ("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "s"},
+        "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]},
+     "endpointslices", ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"], ["s", "IPv4", "80", "10.0.0.1"]),
+    ("/apis/networking.k8s.io/v1/namespaces/default/ingresses", {
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "i"},
+        "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example.com"}]}},
+     "ingresses", ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"], ["i", "nginx", "a.example.com", "", "80"]),
+    ("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies", {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "n"},
+        "spec": {"podSelector": {"matchLabels": {"app": "a"}}}},
+     "networkpolicies", ["NAME", "POD-SELECTOR", "AGE"], ["n", "app=a"]),
+    ("/apis/networking.k8s.io/v1/ingressclasses", {
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": {"name": "nginx"},
+        "spec": {"controller": "k8s.io/ingress-nginx"}},
+     "ingressclasses", ["NAME", "CONTROLLER", "PARAMETERS", "AGE"], ["nginx", "k8s.io/ingress-nginx", "<none>"]),
+    ("/apis/storage.k8s.io/v1/volumeattachments", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "va"},
+        "spec": {"attacher": "csi.example.com", "nodeName": "local", "source": {"persistentVolumeName": "pv1"}}},
+     "volumeattachments", ["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"],
+     ["va", "csi.example.com", "pv1", "local", "false"]),
+    ("/apis/storage.k8s.io/v1/csinodes", {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                                         "metadata": {"name": "local"}, "spec": {"drivers": []}},
+     "csinodes", ["NAME", "DRIVERS", "AGE"], ["local", "0"]),
+    ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "m"}, "webhooks": []},
+     "mutatingwebhookconfigurations", ["NAME", "WEBHOOKS", "AGE"], ["m", "0"]),
+    ("/apis/apiregistration.k8s.io/v1/apiservices", {
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1.example.com"},
+        "spec": {"group": "example.com", "version": "v1", "groupPriorityMinimum": 100, "versionPriority": 10,
+                 "service": {"namespace": "ex", "name": "api"}}},
+     "apiservices", ["NAME", "SERVICE", "AVAILABLE", "AGE"], ["v1.example.com", "ex/api", "Unknown"]),
+    ("/apis/apps/v1/namespaces/default/daemonsets", {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": _spec_template()}},
+     "daemonsets", ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"],
+     ["d", "0", "0", "0", "0", "0", "<none>"]),
+    ("/apis/apps/v1/namespaces/default/statefulsets", {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "serviceName": "s", "template": _spec_template()}},
+     "statefulsets", ["NAME", "READY", "AGE"], ["s", "0/1"]),
+    ("/api/v1/namespaces/default/replicationcontrollers", {
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "r"},
+        "spec": {"replicas": 2, "template": _spec_template()}},
+     "replicationcontrollers", ["NAME", "DESIRED", "CURRENT", "READY", "AGE"], ["r", "2", "0", "0"]),
+    ("/apis/events.k8s.io/v1/namespaces/default/events", {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "ev"},
+        "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "me/ctl", "reportingInstance": "me-1",
+        "action": "Sync", "reason": "Synced", "note": "all good", "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}},
+     "events.v1.events.k8s.io", ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+     [None, "Normal", "Synced", "pod/p", "all good"]),
+]
+
+
+def test_kubectl_get_prints_kubes_columns_for_each_kind(kube: Kube, kubectl: Kubectl) -> None:
+    for url, body, resource, header, cells in PRINTED:
+        reply = kube.post(url, body)
+        assert reply.status == 201, (resource, reply.body)
+        lines = kubectl.ok("get", resource).splitlines()
+        starts = [m.start() for m in re.finditer(r"(?<!\S)\S+(?: \S+)*(?=\s{2,}|$)", lines[0])]
+        assert re.split(r"\s{2,}", lines[0].strip()) == header, resource
+        row = [lines[1][a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+        assert [c for c, want in zip(row, cells, strict=False) if want is not None] == \
+            [want for want in cells if want is not None], (resource, row)
