@@ -125,15 +125,20 @@ DEFAULTS = [
 ]
 
 
+def assert_fields(got: dict, expected: dict[str, Any]) -> None:
+    """Each dotted path of ``expected`` holds its value in ``got``."""
+    for dotted, value in expected.items():
+        node: Any = got
+        for key in dotted.split("."):
+            node = node[key]
+        assert node == value, dotted
+
+
 @pytest.mark.parametrize(("body", "plural", "expected"), DEFAULTS, ids=[d[0]["kind"] for d in DEFAULTS])
 def test_defaults_are_kubes(kube: Kube, body: dict, plural: str, expected: dict) -> None:
     created = kube.post(path(body["apiVersion"], plural), body)
     assert created.status == 201, created.body
-    for dotted, value in expected.items():
-        node: Any = created.body
-        for key in dotted.split("."):
-            node = node[key]
-        assert node == value, dotted
+    assert_fields(created.body, expected)
     assert kube.get(f"{path(body['apiVersion'], plural)}/x").body == created.body
 
 
@@ -157,11 +162,7 @@ def test_defaults_are_kubes(kube: Kube, body: dict, plural: str, expected: dict)
 def test_defaults_of_cluster_scoped_kinds(kube: Kube, body: dict, plural: str, expected: dict) -> None:
     created = kube.post(path(body["apiVersion"], plural, namespaced=False), body)
     assert created.status == 201, created.body
-    for dotted, value in expected.items():
-        node: Any = created.body
-        for key in dotted.split("."):
-            node = node[key]
-        assert node == value, dotted
+    assert_fields(created.body, expected)
 
 
 def test_a_job_gets_kubes_generated_selector_and_defaults(kube: Kube) -> None:
