@@ -220,3 +220,19 @@ def test_openapi_v3_caching_and_redirect(apiserver: APIServer) -> None:
 def test_expires_is_go_rfc1123_a_year_on() -> None:
     assert expires(datetime.datetime(2026, 12, 1, 23, 5, 9, tzinfo=datetime.UTC)) == "Wed, 01 Dec 2027 23:05:09 UTC"
     assert expires(datetime.datetime(2028, 2, 29, 0, 0, 0, tzinfo=datetime.UTC)) == "Thu, 01 Mar 2029 00:00:00 UTC"
+
+
+def test_openapi_v3_has_the_scale_paths_and_no_namespace_collection_delete(apiserver: APIServer) -> None:
+    """kube's installer publishes what it routes: ``…/{name}/scale`` with an autoscaling/v1 Scale, and no DELETE on
+    the namespaces collection."""
+    _, _, apps = raw(apiserver, "GET", "/openapi/v3/apis/apps/v1")
+    doc = json.loads(apps)
+    scale = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"]
+    assert set(scale) == {"get", "put", "patch", "parameters"}
+    assert scale["get"]["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"}
+    assert "io.k8s.api.autoscaling.v1.Scale" in doc["components"]["schemas"]
+    assert not any(p.startswith("/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}/scale") for p in doc["paths"])
+    _, _, core = raw(apiserver, "GET", "/openapi/v3/api/v1")
+    namespaces = json.loads(core)["paths"]["/api/v1/namespaces"]
+    assert "delete" not in namespaces and "get" in namespaces

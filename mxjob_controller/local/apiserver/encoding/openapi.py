@@ -59,6 +59,9 @@ def _builtin_schema(name: str) -> dict[str, Any]:
     return _to_v3(k8s_schemas.definitions()[name])
 
 
+_SCALE = "io.k8s.api.autoscaling.v1.Scale"
+
+
 def _crd_group_prefix(group: str) -> str:
     """kube names CRD schemas by the reversed group: ``kubeflow.org`` → ``org.kubeflow``."""
     return ".".join(reversed(group.split(".")))
@@ -174,6 +177,8 @@ class OpenAPI:
                 builtin_roots += [n for n in (name, list_name) if n]
             if name:
                 paths.update(self._paths(rt, name, list_name))
+            if rt.scale is not None and _SCALE not in builtin_roots:
+                builtin_roots.append(_SCALE)
         defs = k8s_schemas.definitions()
         for n in k8s_schemas.reachable(builtin_roots, defs):
             schemas[n] = _builtin_schema(n)
@@ -255,6 +260,8 @@ class OpenAPI:
                           REF_PREFIX + _META + "Status"),
             "parameters": coll_params,
         }
+        if "deletecollection" not in rt.verbs:   # namespaces: kube's storage has no collection DELETE
+            del listing["delete"]
         out = {coll: listing, f"{coll}/{{name}}": item}
         if rt.status_subresource:
             out[f"{coll}/{{name}}/status"] = {
@@ -262,6 +269,16 @@ class OpenAPI:
                 "put": _op("put", rt, f"replace{ns}{kind_id}Status", ref, params=list(_WRITE_PARAMS),
                            body=["application/json"], codes=("200", "201")),
                 "patch": _op("patch", rt, f"patch{ns}{kind_id}Status", ref, params=list(_WRITE_PARAMS),
+                             body=patch_types, codes=("200", "201")),
+                "parameters": [*path_params, _PRETTY],
+            }
+        if rt.scale is not None:   # an autoscaling/v1 Scale (verbs/scale.py)
+            scale = REF_PREFIX + _SCALE
+            out[f"{coll}/{{name}}/scale"] = {
+                "get": _op("get", rt, f"read{ns}{kind_id}Scale", scale),
+                "put": _op("put", rt, f"replace{ns}{kind_id}Scale", scale, params=list(_WRITE_PARAMS),
+                           body=["application/json"], codes=("200", "201")),
+                "patch": _op("patch", rt, f"patch{ns}{kind_id}Scale", scale, params=list(_WRITE_PARAMS),
                              body=patch_types, codes=("200", "201")),
                 "parameters": [*path_params, _PRETTY],
             }
