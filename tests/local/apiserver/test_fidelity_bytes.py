@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from mxjob_controller.local.apiserver.encoding import kubeproto
 from mxjob_controller.local.apiserver.encoding.openapi_v3 import expires
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.kinds.pod_log_options import LogOptions
@@ -210,11 +211,60 @@ def test_openapi_v3_caching_and_redirect(apiserver: APIServer) -> None:
     assert moved == f'<a href="{url}">Moved Permanently</a>.\n\n'.encode()
     status, headers, _ = raw(apiserver, "GET", "/openapi/v3/apis/apps/v1")
     assert status == 200 and headers["cache-control"] == ["no-cache, private"] and "expires" not in headers
-    status, _, _ = raw(apiserver, "GET", url, headers={
-        "Accept": "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"})
-    assert status == 406   # protobuf only: not encoded here (docs/local-cluster.md), never JSON in its place
+    status, _, _ = raw(apiserver, "GET", url, headers={"Accept": "text/html"})
+    assert status == 406
     status, _, _ = raw(apiserver, "GET", url, headers={"If-None-Match": f'"{url.rsplit("=", 1)[1]}"'})
     assert status == 304
+
+
+PROTOBUF_V3 = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+
+
+def _fields(data: bytes) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for number, _wire, value in kubeproto.iter_fields(data):
+        out.setdefault(number, []).append(value)
+    return out
+
+
+def _named(entries: list[bytes]) -> dict[str, bytes]:
+    """gnostic's Named* messages (name 1, value 2) as a dict."""
+    return {_fields(e)[1][0].decode(): _fields(e).get(2, [b""])[0] for e in entries}
+
+
+def test_openapi_v3_as_gnostic_protobuf(apiserver: APIServer) -> None:
+    """kube-openapi's handler3 answers the protobuf Accept with gnostic's ``openapi.v3.Document`` (same Etag)."""
+    _, _, index = raw(apiserver, "GET", "/openapi/v3")
+    url = json.loads(index)["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    _, json_headers, body = raw(apiserver, "GET", url)
+    status, headers, data = raw(apiserver, "GET", url, headers={"Accept": PROTOBUF_V3})
+    assert (status, headers["content-type"], headers["etag"]) == (200, [PROTOBUF_V3], json_headers["etag"])
+    assert headers["cache-control"] == ["public, immutable"] and headers["vary"] == ["Accept"]
+    doc = json.loads(body)
+    document = _fields(data)
+    assert document[1] == [b"3.0.0"]
+    info = _fields(document[2][0])
+    assert (info[1], info[6]) == ([doc["info"]["title"].encode()], [doc["info"]["version"].encode()])
+    paths = _named(_fields(document[4][0])[1])
+    assert list(paths) == list(doc["paths"])
+    # a list operation: its operationId, and its 200 response's schema a Reference to the list kind
+    listing = _fields(_fields(paths["/apis/apps/v1/namespaces/{namespace}/deployments"])[4][0])
+    assert listing[5] == [b"listAppsV1NamespacedDeployment"]
+    responses = _named(_fields(listing[8][0])[2])
+    media = _named(_fields(_fields(_fields(responses["200"])[1][0])[3][0])[1])
+    reference = _fields(_fields(_fields(media["application/json"])[1][0])[2][0])
+    assert reference[1] == [b"#/components/schemas/io.k8s.api.apps.v1.DeploymentList"]
+    # a schema: its type, description and properties
+    schemas = _named(_fields(_fields(document[5][0])[1][0])[1])
+    assert list(schemas) == list(doc["components"]["schemas"])
+    deployment = _fields(_fields(schemas["io.k8s.api.apps.v1.Deployment"])[1][0])
+    assert deployment[25] == [b"object"]
+    assert deployment[34] == [doc["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"]["description"].encode()]
+    assert set(_named(_fields(deployment[31][0])[1])) == {"apiVersion", "kind", "metadata", "spec", "status"}
+    # JSON first when both are accepted, as kube-openapi lists them
+    assert raw(apiserver, "GET", url, headers={"Accept": f"{PROTOBUF_V3}, application/json"})[1][
+        "content-type"] == [PROTOBUF_V3]
+    assert raw(apiserver, "GET", url, headers={"Accept": "*/*"})[1]["content-type"] == ["application/json"]
 
 
 def test_expires_is_go_rfc1123_a_year_on() -> None:
