@@ -10,8 +10,10 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mxjob_controller.kube.schema.rules.workloads import APPS as _APPS
 from mxjob_controller.kube.timefmt import parse_time
 from mxjob_controller.local.apiserver.encoding.printers import (
+    _CORE,
     Cells,
     Column,
     Conditions,
@@ -34,7 +36,7 @@ from mxjob_controller.local.apiserver.encoding.printers import (
     since,
 )
 
-_CORE, _APPS, _BATCH = "io.k8s.api.core.v1.", "io.k8s.api.apps.v1.", "io.k8s.api.batch.v1."
+_BATCH = "io.k8s.api.batch.v1."
 _CONTAINERS = "Names of each container in the template."
 _IMAGES = "Images referenced by each container in the template."
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mxjob_controller.kube.selectors import SelectorError, object_fields, parse_field_selector, parse_label_selector
-from mxjob_controller.kube.vocabulary import BOOKMARK
+from mxjob_controller.kube.vocabulary import BOOKMARK, META_V1
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.kinds.pod_log_options import parse_log_options
@@ -44,7 +44,7 @@ def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
         raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None
 
 
-_CONTINUE_VERSION = "meta.k8s.io/v1"
+_CONTINUE_VERSION = META_V1   # a continue token's "v"
 _BASE64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
