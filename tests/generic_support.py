@@ -76,3 +76,22 @@ class GenericHarness(Harness):
 
 
 T9K_PODGROUPS = "/apis/scheduler.tensorstack.dev/v1beta1/namespaces/{namespace}/podgroups"
+
+
+# --- T9k's keras tutorial: a hand-built TF_CONFIG -------------------------------------------------------------
+
+KERAS_TF_CONFIG = ('{"cluster":{"worker":["$(service.worker[0].host):$(service.port[http])","$(service.worker[1].host)'
+                   ':$(service.port[http])","$(service.worker[2].host):$(service.port[http])","$(service.worker[3].'
+                   'host):$(service.port[http])"]},"task":{"type":"$(type)","index":$(rank)}}')
+KERAS_NAME = "keras-mnist-genericjob"
+KERAS_CLUSTER = {"worker": [f"{KERAS_NAME}-worker-{i}:2222" for i in range(4)]}
+
+
+def keras() -> dict[str, Any]:
+    """T9k's keras tutorial job: four workers, each given the whole cluster in a TF_CONFIG of variables."""
+    return genericjob(KERAS_NAME, "default",
+                      replica("worker", 4, policy="OnFailure", limit=100,
+                              command=["python", "keras_mnist_genericjob.py", "--log_dir", "log"],
+                              env=[{"name": "TF_CONFIG", "value": KERAS_TF_CONFIG}]),
+                      successRules=[{"worker": [0]}], failureRules=[{"worker": [i]} for i in range(4)],
+                      service={"ports": [{"name": "http", "port": 2222}]}, cleanUpPolicy="Unfinished")

@@ -13,6 +13,13 @@ from typing import Any
 import click
 import yaml
 
+from mxjob_controller.local.apiserver.auth.pod_security_admission import PodSecurityConfiguration
+from mxjob_controller.local.apiserver.auth.pod_security_config import (
+    ConfigError,
+    load_admission_configuration,
+    with_enforce,
+)
+from mxjob_controller.local.apiserver.auth.pod_security_labels import LEVELS
 from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.apiserver.http.faults import FaultRule, parse_rule
 from mxjob_controller.local.apiserver.http.flowcontrol import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
@@ -44,7 +51,32 @@ _GANG_HELP = ("Gang-schedule every job (a PodGroup each; runPolicy.schedulingPol
               "'volcano' (Volcano's PodGroups, scheduling.volcano.sh) or a scheduler-plugins scheduler name "
               "(coscheduling's PodGroups, scheduling.x-k8s.io); the local scheduler acts as that scheduler, binding "
               "a job's pods only all together. [default: off]")
+_POD_SECURITY_HELP = ("The Pod Security Standard every namespace enforces unless its "
+                      "pod-security.kubernetes.io/enforce label says otherwise (kube's PodSecurity admission "
+                      "defaults.enforce): privileged (kube's default: nothing refused), baseline (no host namespaces, "
+                      "privileged containers, hostPath volumes, added capabilities...) or restricted (baseline, and "
+                      "non-root, allowPrivilegeEscalation=false, capabilities drop ALL, a seccomp profile). "
+                      "[default: privileged, or the --admission-control-config-file's]")
+_ADMISSION_CONFIG_HELP = ("kube-apiserver's AdmissionConfiguration file: its PodSecurity plugin's "
+                          "PodSecurityConfiguration sets the defaults of every mode and the exempt usernames, "
+                          "namespaces and runtime classes (--pod-security overrides its defaults.enforce).")
 __all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
+
+
+def pod_security_options(f: Any) -> Any:
+    """``--pod-security`` and ``--admission-control-config-file``, shared by ``local up`` and ``local run``."""
+    f = click.option("--admission-control-config-file", "admission_config", default=None,
+                     type=click.Path(dir_okay=False, exists=True), help=_ADMISSION_CONFIG_HELP)(f)
+    return click.option("--pod-security", "pod_security", default=None, type=click.Choice(LEVELS),
+                        help=_POD_SECURITY_HELP)(f)
+
+
+def _pod_security(level: str | None, admission_config: str | None) -> PodSecurityConfiguration:
+    try:
+        config = load_admission_configuration(admission_config) if admission_config else PodSecurityConfiguration()
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--admission-control-config-file") from None
+    return with_enforce(config, level)
 
 
 @click.group()
@@ -142,6 +174,7 @@ def local() -> None:
 @click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
               help=_CAPACITY_HELP)
 @click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
+@pod_security_options
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, request_timeout: float, max_requests_inflight: int,
@@ -149,7 +182,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None, sandbox: bool,
        pod_max_pids: int, container_user: tuple[int, int] | None, gpus: tuple[str, ...] | None,
-       flow_control: bool, capacity: dict[str, str], gang_scheduler_name: str | None) -> None:
+       flow_control: bool, capacity: dict[str, str], gang_scheduler_name: str | None, pod_security: str | None,
+       admission_config: str | None) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
     MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
     machine."""
@@ -160,6 +194,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     if service_account is not None and not tls:
         raise click.UsageError("--serviceaccount needs TLS (drop --insecure-http): in-cluster clients speak HTTPS "
                                "only")
+    pod_security_config = _pod_security(pod_security, admission_config)
     setup_logging(log_level, json_log_format)
     stop = threading.Event()
     for sig in STOP_SIGNALS:
@@ -169,7 +204,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                              fault_seed=fault_seed, audit_log=audit_log, tls=tls, request_timeout=request_timeout,
                              max_requests_inflight=max_requests_inflight,
                              max_mutating_requests_inflight=max_mutating_requests_inflight, flow_control=flow_control,
-                             authorization=_AUTHORIZATION[authorization.lower()] if authorization else None),
+                             authorization=_AUTHORIZATION[authorization.lower()] if authorization else None,
+                             pod_security=pod_security_config),
         crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, webhooks=webhooks and not no_crds,
         threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
         job_ports=job_ports,
@@ -195,6 +231,10 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         click.echo(f"Embedded Kubernetes API server listening on {cluster.server.url}"
                    + (f" (authorization: {cluster.server.options.authorization_mode})"
                       if cluster.server.admin_token else ""))
+        defaults = pod_security_config.defaults
+        if not defaults.fully_privileged:
+            click.echo(f"Pod Security: a namespace without pod-security.kubernetes.io labels enforces "
+                       f"{defaults.enforce}, audits {defaults.audit}, warns {defaults.warn}")
         if cluster.kubelet is not None:
             for line in cluster.kubelet.sandbox.report():
                 click.echo(line)
@@ -300,9 +340,11 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
 @click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
               help=_CAPACITY_HELP)
 @click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
+@pod_security_options
 def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
               threadiness: int, log_level: str, sandbox: bool, tls: bool, gpus: tuple[str, ...] | None,
-              capacity: dict[str, str], gang_scheduler_name: str | None) -> None:
+              capacity: dict[str, str], gang_scheduler_name: str | None, pod_security: str | None,
+              admission_config: str | None) -> None:
     """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
     for them.
 
@@ -311,12 +353,14 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubecon
     from mxjob_controller.local import run as local_run  # noqa: PLC0415  (only this command needs it)
 
     docs = _read_documents(files)
+    pod_security_config = _pod_security(pod_security, admission_config)
     setup_logging(log_level, False)
     interrupt = threading.Event()
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: interrupt.set())
     cluster = LocalCluster(ClusterOptions(
-        server=ServerOptions(tls=tls), threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
+        server=ServerOptions(tls=tls, pod_security=pod_security_config), threadiness=threadiness,
+        gang_scheduler_name=gang_scheduler_name,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,
                                        sandbox=sandbox, gpus=_node_gpus(gpus), capacity=capacity)))
     try:

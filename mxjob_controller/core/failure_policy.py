@@ -3,10 +3,12 @@ crash-loop back-off of each index, ``backoffLimit`` and ``activeDeadlineSeconds`
 and ``backoff_utils.go`` hold the same rules). Which failed pod restarts and which fails the job is decided in one
 place, :func:`~mxjob_controller.core.pods.failed_pod_outcome`.
 
-The reconciler evaluates it twice per pass: on the status it read, to compute the status to write, and on the
-status the server stored, to act on what that write recorded (delete the pods whose restart is due) and to know
-when to look again (the next restart, an Unknown pod's timeout, the deadline), which it asks of the work queue as a
-delayed requeue. Both evaluations agree because the first one's records make the second a fixed point.
+The reconciler evaluates it once per pass, on the status it read: the outcome gives the status to write, and,
+once that status is stored, what to act on (delete the pods whose restart is due) and when to look again (the next
+restart, an Unknown pod's timeout, the deadline), which it asks of the work queue as a delayed requeue. That reuse
+is sound because the outcome's records make an evaluation on the status it wrote a fixed point: the same pods to
+delete, the same time to look again (every time it computes is one the status stores, in whole seconds). Only a
+write that stored something else is evaluated again, on what was stored.
 
 Which failure wins when several hold at once: a failed replica (its message names the pods), then success, then
 the backoff limit, then the deadline.
@@ -423,11 +425,13 @@ class PolicyOutcome:
 
 def evaluate(*, job_name: str, run_policy: RunPolicySpec, slots: Iterable[ReplicaSlot],
              status: Mapping[str, Any] | None, now: float, container: str) -> PolicyOutcome:
-    """The failure policy of a running job at ``now``; a job without ``startTime`` starts now (its first status
-    write sets it)."""
+    """The failure policy of a running job at ``now``; a job without ``startTime`` starts now, at the whole second
+    its first status write stores (so the deadline is the one every later evaluation reads)."""
     plan = plan_restarts(job_name=job_name, slots=slots, status=status, now=now, container=container)
     start = parse_time((status or {}).get("startTime"))
-    deadline = deadline_at(now if start is None else start, run_policy.active_deadline_seconds)
+    if start is None:
+        start = parse_time(rfc3339(now))
+    deadline = deadline_at(start, run_policy.active_deadline_seconds)
     failure = ""
     if past_backoff_limit(plan.restart_count, run_policy.backoff_limit):
         failure = backoff_limit_message(job_name)

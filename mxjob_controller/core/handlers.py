@@ -48,7 +48,7 @@ Kept for pods only (``status``): ``phase``, ``reason``, ``message``, ``startTime
 ``reconciler``). Nothing of ``spec``, ``annotations``, ``managedFields``, ``conditions`` or ``lastState`` is read.
 Services keep no ``spec`` or ``status``.
 
-A new reader of a cached field must add it here: ``tests/core/test_handlers_cache.py`` checks that a reconcile over
+A new reader of a cached field must add it here: ``tests/core/test_handlers.py`` checks that a reconcile over
 transformed objects decides as it does over whole ones, and this table is the list to extend.
 """
 

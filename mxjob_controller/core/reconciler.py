@@ -29,8 +29,11 @@ A failed write re-raises after the status is written, so the controller requeues
 name requeues it after ``blocked_retry`` seconds (the object holding the name is not watched).
 
 Hot path: a pass parses its job once (:class:`ParsedJob`; again only for a job re-read after a write conflict) and
-computes the status once (the status that decides whether to create pods is the one written, unless a name was
-blocked meanwhile); the failure policy judges with the exact time, the status stores whole seconds.
+decides once, as kube's ``syncJob``: children classified, failure policy evaluated, status computed, in one
+:class:`Decision` (the status that decides whether to create pods is the one written, unless a name was blocked
+meanwhile). After a write that stored what it computed, the restarts and the next due time come from that decision
+(the evaluation on the stored status would be a fixed point: core/failure_policy.py); only a write that stored
+something else is evaluated again. The failure policy judges with the exact time, the status stores whole seconds.
 """
 
 from __future__ import annotations
@@ -115,6 +118,38 @@ class ParsedJob:
             self.job = job
             self.spec, self.errors = self.framework.parse(job)
         return self.spec
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A pass's decision: the job's status, and the failure policy it records (None: a suspended job's)."""
+
+    status: dict[str, Any]
+    policy: PolicyOutcome | None = None
+
+
+class Decisions:
+    """A status write's ``desired``: the decision for each job it is asked about (as cached, or re-read after a
+    conflict; the one made for ``known`` reused), the last one kept to act on after the write. One reconcile's."""
+
+    __slots__ = ("_decide", "_known", "last")
+
+    def __init__(self, decide: Callable[[dict[str, Any]], Decision | None],
+                 known: tuple[dict[str, Any], Decision | None] | None = None) -> None:
+        self._decide = decide
+        self._known = known
+        self.last: Decision | None = None
+
+    def __call__(self, job: dict[str, Any]) -> dict[str, Any] | None:
+        known = self._known
+        decision = known[1] if known is not None and job is known[0] else self._decide(job)
+        self.last = decision
+        return None if decision is None else decision.status
+
+    def policy_stored(self, write: StatusWrite) -> PolicyOutcome | None:
+        """The failure policy of the status ``write`` stored if it is the one last decided, else None."""
+        last = self.last
+        return last.policy if last is not None and write.after == last.status else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,27 +311,24 @@ class JobReconciler(ReconcilerBase):
         gang = self.gang.sync(ctx) if self.gang is not None else None
         pods, services = self.caches.pods(ctx.uid), self.caches.services(ctx.uid)
         now = self.wall()
-        expected = self._desired(parsed, pods, None, now, obj)   # None: names found blocked before stay so
-
-        def desired(job: dict[str, Any]) -> dict[str, Any] | None:
-            if job is obj:
-                return expected   # computed above from the same object, pods and time
-            return self._desired(parsed, pods, None, now, job)
-
+        decisions = Decisions(functools.partial(self._decide, parsed, pods, None, now),   # None: blocked names stay
+                              known=(obj, self._decide(parsed, pods, None, now, obj)))   # decided once, here
         # The status goes first: a new job shows Created at once, and a large one its counts after every slice.
-        write = self.status.update(obj, desired, extra)
+        write = self.status.update(obj, decisions, extra)
         if write is not None and write.written:
             self._record(ctx, write, ())
         ending = write is None or cond.is_finished(write.after.get("conditions"))   # then nothing is created
         synced = self.children.sync(ctx, pods, services, create=(gang is None or not gang.holds_pods) and not ending,
                                     within=self._slice(ctx))
         if write is not None and (synced.blocked or names_blocked(write.after)):   # the Created message names them
-            blocked_write = self.status.update(write.job, functools.partial(self._desired, parsed, pods,
-                                                                            synced.blocked, now), extra)
-            if blocked_write is not None and blocked_write.written:
-                self._record(ctx, blocked_write, synced.blocked)
-            write = blocked_write or write
-        result = self._after_write(ctx, parsed, write, pods, services, now, extra)
+            blocked = Decisions(functools.partial(self._decide, parsed, pods, synced.blocked, now))
+            blocked_write = self.status.update(write.job, blocked, extra)
+            if blocked_write is not None:
+                if blocked_write.written:
+                    self._record(ctx, blocked_write, synced.blocked)
+                write, decisions = blocked_write, blocked
+        policy = decisions.policy_stored(write) if write is not None else None
+        result = self._after_write(ctx, parsed, write, pods, services, now, extra, policy)
         if synced.error is not None:
             result = soonest(result, after_failed_write(synced.error, synced.done, self.options.retry_after_progress,
                                                          extra))
@@ -321,8 +353,8 @@ class JobReconciler(ReconcilerBase):
                 self.gang.release(ctx, finished=False)
             except Exception as e:   # the status is written all the same; the job is retried
                 error = error or e
-        desired = functools.partial(self._desired, parsed, (), (), self.wall())
-        write = self.status.update(ctx.obj, desired, extra)
+        write = self.status.update(ctx.obj, Decisions(functools.partial(self._decide, parsed, (), (), self.wall())),
+                                   extra)
         if write is not None and write.written:
             self._record(ctx, write, ())
         if error is not None and error is deleted.error:
@@ -333,11 +365,11 @@ class JobReconciler(ReconcilerBase):
 
     # --- status ---------------------------------------------------------------------------------------------------
 
-    def _desired(self, parsed: ParsedJob, pods: Sequence[dict[str, Any]],
-                 blocked: Sequence[tuple[str, str]] | None, at: float, job: dict[str, Any]) -> dict[str, Any] | None:
-        """The status ``job`` (as cached, or as re-read after a conflict) should have at ``at`` (Unix time); None
-        if it must not be written (invalid or finished by now). ``blocked`` None: keep the names the ``Created``
-        message gives."""
+    def _decide(self, parsed: ParsedJob, pods: Sequence[dict[str, Any]],
+                blocked: Sequence[tuple[str, str]] | None, at: float, job: dict[str, Any]) -> Decision | None:
+        """The status ``job`` (as cached, or as re-read after a conflict) should have at ``at`` (Unix time), with
+        the failure policy it records; None if it must not be written (invalid or finished by now). ``blocked``
+        None: keep the names the ``Created`` message gives."""
         spec = parsed.of(job)
         now = rfc3339(at)   # what the status says; the failure policy judges with the exact time
         kind = self.framework.resource.kind
@@ -346,9 +378,9 @@ class JobReconciler(ReconcilerBase):
             return None
         types = self.framework.replica_types(spec)
         if spec.run_policy.suspend:   # its pods go on purpose: their absence is no replica lost (forget_pods)
-            return forget_pods(suspend.suspended_status(old, kind=kind, name=spec.name, types=types, now=now,
-                                                        counts=self.framework.replica_counts(old),
-                                                        render_counts=self.framework.with_replica_counts))
+            return Decision(forget_pods(suspend.suspended_status(old, kind=kind, name=spec.name, types=types, now=now,
+                                                                 counts=self.framework.replica_counts(old),
+                                                                 render_counts=self.framework.with_replica_counts)))
         old = suspend.resumed_status(old, kind=kind, name=spec.name, now=now)
         children = classify(pods, spec.uid, spec.name, {t: spec.replicas[t].replicas for t in types})
         states = {t: replica_state(dict(children.by_type[t].kept), t, spec.replicas[t].restart_policy,
@@ -356,13 +388,16 @@ class JobReconciler(ReconcilerBase):
         policy = self._policy(spec, children, old, at)
         plan = policy.plan
         verdict = self.framework.decide(spec, with_lost_replicas(states, plan.vanished))
-        return next_status(old, kind=self.framework.resource.kind, name=spec.name,
-                           counts={t: state.counts for t, state in states.items()}, verdict=verdict, now=now,
-                           render_counts=self.framework.with_replica_counts,
-                           blocked=None if blocked is None else [f'{kind.lower()} "{name}"' for kind, name in blocked],
-                           job_failure=policy.job_failure,
-                           restarting=restarting_message(kind, spec.name, plan.new_restarts) if plan.restarting else "",
-                           fields=plan.status_fields())
+        status = next_status(old, kind=self.framework.resource.kind, name=spec.name,
+                             counts={t: state.counts for t, state in states.items()}, verdict=verdict, now=now,
+                             render_counts=self.framework.with_replica_counts,
+                             blocked=None if blocked is None else [f'{kind.lower()} "{name}"'
+                                                                   for kind, name in blocked],
+                             job_failure=policy.job_failure,
+                             restarting=restarting_message(kind, spec.name, plan.new_restarts) if plan.restarting
+                             else "",
+                             fields=plan.status_fields())
+        return Decision(status, policy)
 
     # --- failure policy, finished and invalid jobs (issue 9) ------------------------------------------------------
 
@@ -375,9 +410,9 @@ class JobReconciler(ReconcilerBase):
 
     def _after_write(self, ctx: JobContext, parsed: ParsedJob, write: StatusWrite | None,
                      pods: Sequence[dict[str, Any]], services: Sequence[dict[str, Any]], now: float,
-                     extra: dict[str, Any]) -> Result:
-        """Act on the status as stored: clean up a job it finished, or carry out the restarts it recorded; then
-        a delayed requeue for the next due time."""
+                     extra: dict[str, Any], policy: PolicyOutcome | None = None) -> Result:
+        """Act on the status as stored (``policy``: its failure policy if the pass decided it, None: evaluated here):
+        clean up a job it finished, or carry out the restarts it recorded; then a delayed requeue for the next due."""
         spec = parsed.spec   # of the job the write was computed from (re-read after a conflict, maybe)
         if write is None or spec is None:
             return DONE   # gone, invalid or finished meanwhile: its own event brings it back
@@ -385,9 +420,10 @@ class JobReconciler(ReconcilerBase):
         if cond.is_finished(write.after.get("conditions")):
             return self.finished.handle(stored, pods, services, extra, self._slice(stored), self.options.next_slice,
                                         self.options.retry_after_progress)
-        types = self.framework.replica_types(spec)
-        children = classify(pods, spec.uid, spec.name, {t: spec.replicas[t].replicas for t in types})
-        policy = self._policy(spec, children, write.after, now)
+        if policy is None:
+            types = self.framework.replica_types(spec)
+            children = classify(pods, spec.uid, spec.name, {t: spec.replicas[t].replicas for t in types})
+            policy = self._policy(spec, children, write.after, now)
         error = delete_due(stored, self.children.control, self.children.pool, policy.plan.due,
                            timeout=self.options.write_timeout).error
         if error is not None:

@@ -16,6 +16,10 @@ ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOO
 POD_PENDING, POD_RUNNING, POD_SUCCEEDED = "Pending", "Running", "Succeeded"
 POD_FAILED, POD_UNKNOWN = "Failed", "Unknown"
 
+# --- admission operations (admission.k8s.io AdmissionRequest.operation) ---------------------------------
+
+CREATE, UPDATE, DELETE = "CREATE", "UPDATE", "DELETE"
+
 # --- condition statuses (every API's Condition.status) --------------------------------------------------
 
 TRUE, FALSE = "True", "False"

@@ -11,7 +11,8 @@ and, for a job whose pods wait for room (the local scheduler holds back what doe
 position among the waiting jobs (the scheduler's order: priority, then age) and the scheduler's reason. A pod that
 could not fit even the empty node (it asks for more CPU, memory or GPUs than the machine offers) would wait for
 ever, as on a cluster without an autoscaler: ``local run`` fails at once instead, naming the pod, what it asks for and
-what the node has.
+what the node has. So does a job whose pod Pod Security Admission refused (``--pod-security``, or the namespace's
+labels): the controller would retry the create for ever; the job fails with kube's ``violates PodSecurity`` text.
 With ``logs``, every container's output is streamed, each line prefixed by its pod. Output and, when a job fails, the
 last lines of each failed container are read from the kubelet's files, which outlive the pods that the job's
 cleanPodPolicy removes: a container that ran and ended between two looks at the API is shown all the same.
@@ -36,7 +37,16 @@ from mxjob_controller.frameworks import FRAMEWORKS
 from mxjob_controller.local.cluster import LocalCluster
 from mxjob_controller.local.kubelet.logs import Instance, LogStore, tail_lines
 from mxjob_controller.local.scheduler.placement import amounts, pod_requests, shortfalls
-from mxjob_controller.runtime.client import NAMESPACES, PODS, AlreadyExists, ApiError, Client, KubeError, Resource
+from mxjob_controller.runtime.client import (
+    EVENTS,
+    NAMESPACES,
+    PODS,
+    AlreadyExists,
+    ApiError,
+    Client,
+    KubeError,
+    Resource,
+)
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +198,7 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
             waiting = _waiting_pods(client, {job.namespace for job in jobs})
             _add_queue(states, waiting)
             _fail_what_never_fits(states, waiting, kubelet.allocatable if kubelet is not None else None)
+            _fail_what_pod_security_refuses(client, states, jobs)
             elapsed = time.monotonic() - start
             lines = {key: f"{key}  {state['summary']}" for key, state in states.items()}
             if options.interactive:
@@ -271,6 +282,26 @@ def _fail_what_never_fits(states: dict[str, dict[str, str]], waiting: Sequence[d
         state["state"], state["summary"] = "Failed", f"{'Failed':<10} pod {meta.get('name')} can never fit this node"
         state["message"] = (f"pod {meta.get('name')} can never be scheduled on this machine: it asks for {why}; "
                             "`local run --capacity` declares a larger node")
+
+
+def _fail_what_pod_security_refuses(client: Client, states: dict[str, dict[str, str]], jobs: Sequence[Job]) -> None:
+    """Mark Failed the jobs whose pod create PodSecurity refused (their ``FailedCreatePod`` event says so): no retry
+    can succeed while the namespace's policy stands."""
+    for job in jobs:
+        state = states.get(job.key)
+        if state is None or state["state"] in ("Succeeded", "Failed") or not state.get("uid"):
+            continue
+        try:
+            events = client.list_all(EVENTS, job.namespace,
+                                     field_selector=f"involvedObject.uid={state['uid']},reason=FailedCreatePod")
+        except KubeError:
+            continue   # asked again next turn
+        refused = next((str(e.get("message") or "") for e in events.get("items") or []
+                        if "violates PodSecurity" in str(e.get("message") or "")), None)
+        if refused is not None:
+            state["state"], state["summary"] = "Failed", f"{'Failed':<10} a pod refused by PodSecurity"
+            state["message"] = (f"{refused.removeprefix('Error creating: ')} (the namespace's "
+                                "pod-security.kubernetes.io labels or `local run --pod-security` set the level)")
 
 
 def _waiting_pods(client: Client, namespaces: set[str]) -> list[dict[str, Any]]:

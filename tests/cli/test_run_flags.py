@@ -1,6 +1,7 @@
 """``mxjob-controller run``'s flags: defaults, one environment variable per flag (named explicitly), the Go
 operators' deprecated aliases, Go syntax for booleans and durations, one-line errors naming the flag (exit 2), the
-Lease namespace fallback chain, and ``--version``.
+Lease namespace fallback chain, and ``--version``. (The flag types alone: test_flag_types.py; the fallback chain
+alone: tests/manager/test_settings.py.)
 
 Parsing is tested through the real click command (``make_context``) and ``build_settings``; exit codes and the
 one-line rule through the real process.
@@ -13,16 +14,13 @@ import os
 import subprocess
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
 import click
 import pytest
 
 from mxjob_controller import __version__
-from mxjob_controller.cli import flag_types
-from mxjob_controller.cli.flag_types import parse_go_duration
 from mxjob_controller.cli.run import FlagError, build_settings
-from mxjob_controller.manager.settings import RunSettings, lease_namespace
+from mxjob_controller.manager.settings import RunSettings
 from tests.run_process import clean_env
 
 
@@ -159,24 +157,6 @@ def test_frameworks_default_to_none_named_and_repeat_split_and_dedupe():
         "tensorflow", "mxnet")
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("0", 0.0), ("12h", 43200.0), ("1h30m", 5400.0), ("90s", 90.0), ("1.5h", 5400.0), ("500ms", 0.5),
-    ("2h45m10.5s", 9910.5), ("+5m", 300.0), ("1us", 1e-6), ("1µs", 1e-6), (".5s", 0.5),
-])
-def test_durations_parse_as_go_does(text, seconds):
-    assert parse_go_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize(("text", "message"), [
-    ("30", 'time: missing unit in duration "30"'), ("", 'time: invalid duration ""'),
-    ("5d", 'time: unknown unit "d" in duration "5d"'), ("h", 'time: invalid duration "h"'),
-    ("1h-5m", 'time: unknown unit "h-" in duration "1h-5m"'),
-])
-def test_bad_durations_get_go_s_message(text, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
-        parse_go_duration(text)
-
-
 def test_deprecated_aliases_work_and_warn():
     assert settings("--controller-threads", "3").threadiness == 3
     assert deprecations("--controller-threads", "3") == ["--controller-threads is deprecated: use --threadiness"]
@@ -275,19 +255,6 @@ def test_version():
         assert (done.returncode, done.stdout) == (0, f"mxjob-controller, version {__version__}\n")
 
 
-def test_lease_namespace_falls_back_in_order(tmp_path: Path):
-    sa = tmp_path / "sa"
-    sa.mkdir()
-    assert lease_namespace("flagged", {"POD_NAMESPACE": "pod-ns"}, str(sa)) == \
-        ("flagged", "--leader-election-namespace")
-    assert lease_namespace(None, {"POD_NAMESPACE": "pod-ns"}, str(sa)) == ("pod-ns", "$POD_NAMESPACE")
-    assert lease_namespace(None, {}, str(sa)) == ("default", "the default")
-    (sa / "namespace").write_text("from-sa\n")
-    assert lease_namespace(None, {}, str(sa)) == ("from-sa", str(sa / "namespace"))
-    assert lease_namespace(None, {"POD_NAMESPACE": " "}, str(sa))[0] == "from-sa"
-    assert lease_namespace("", {"POD_NAMESPACE": "pod-ns"}, str(sa))[0] == "pod-ns"
-
-
 def test_the_command_uses_the_fallback_chain(monkeypatch, tmp_path):
     sa = tmp_path / "sa"
     sa.mkdir()
@@ -307,10 +274,6 @@ def test_the_service_account_directory_variable_is_read_when_the_settings_are_bu
         (sa / "namespace").write_text(f"ns-{name}")
         monkeypatch.setenv("MXJOB_SERVICE_ACCOUNT_DIR", str(sa))
         assert settings().leader_election_namespace == f"ns-{name}"
-
-
-def test_bind_address_type_reuses_the_endpoints_parser():
-    assert flag_types.BindAddress().convert("[::1]:8080", None, None) == "[::1]:8080"
 
 
 @pytest.mark.integration

@@ -1,21 +1,29 @@
-"""Slow-start batches on the bounded write pool: doubling batch sizes, parallel within a batch, a stop at the
-first failing batch, a bound on concurrency, named threads, timeouts and a clean stop."""
+"""The child writes (core/child_writes.py): slow-start batches on the bounded write pool (doubling batch sizes,
+parallel within a batch, a stop at the first failing batch, a bound on concurrency, named threads, timeouts and a
+clean stop), and the pod and service bodies the core creates (pure functions, table-tested)."""
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from mxjob_controller.core import job_vocabulary as lb
 from mxjob_controller.core.child_writes import (
     PoolStoppedError,
     Slice,
     WritePool,
     batch_cap_for_budget,
+    build_pod,
+    build_service,
+    pod_restart_policy,
     slow_start,
     slow_start_lanes,
 )
+from mxjob_controller.core.job_vocabulary import controller_reference
+from tests.core.bodies import UID, ref
 
 
 @pytest.fixture
@@ -174,3 +182,37 @@ def test_the_batch_cap_is_what_the_client_budget_sends_in_a_second_and_a_half(qp
     """A batch holds its job's worker until it is answered: at 20 req/s no more than 32 (1.6 s of the budget);
     without a client limit 128, so a 1/32/256 job needs 5 steady rounds, not 18."""
     assert batch_cap_for_budget(qps) == cap
+
+
+# --- bodies ----------------------------------------------------------------------------------------------
+
+TEMPLATE = {"metadata": {"labels": {"team": "a", lb.REPLICA_TYPE: "bogus"}, "annotations": {"note": "x"},
+                         "finalizers": ["example.com/keep"], "name": "ignored", "namespace": "ignored"},
+            "spec": {"restartPolicy": "Always", "containers": [{"name": "mxnet", "image": "i"}]}}
+
+
+@pytest.mark.parametrize(("replica_policy", "pod_policy"), [
+    ("Never", "Never"), ("OnFailure", "OnFailure"), ("Always", "Always"), ("ExitCode", "Never")])
+def test_pod_restart_policy(replica_policy: str, pod_policy: str) -> None:
+    assert pod_restart_policy(replica_policy) == pod_policy
+
+
+def test_a_pod_copies_its_template_and_controller_keys_win() -> None:
+    template = copy.deepcopy(TEMPLATE)
+    labels = lb.replica_labels("op", "g", "j", "Worker", 0)
+    owner = controller_reference("kubeflow.org/v1", "MXJob", "j", UID)
+    pod = build_pod(template, name="j-worker-0", namespace="ns", labels=labels, owner=owner,
+                    restart_policy="ExitCode")
+    assert pod["metadata"] == {"name": "j-worker-0", "namespace": "ns", "labels": {"team": "a", **labels},
+                               "annotations": {"note": "x"}, "finalizers": ["example.com/keep"],
+                               "ownerReferences": [owner]}
+    assert pod["spec"]["restartPolicy"] == "Never" and pod["spec"]["containers"] == TEMPLATE["spec"]["containers"]
+    assert template == TEMPLATE
+
+
+def test_a_service_is_headless_and_selects_its_pod() -> None:
+    selector = lb.service_selector("op", "j", "Worker", 2)
+    svc = build_service(name="j-worker-2", namespace="ns", labels={"a": "b"}, selector=selector,
+                        owner=ref(), ports=[{"name": "mxjob-port", "port": 9091}])
+    assert svc["spec"] == {"clusterIP": "None", "selector": selector, "ports": [{"name": "mxjob-port", "port": 9091}]}
+    assert svc["metadata"]["ownerReferences"] == [ref()] and svc["metadata"]["labels"] == {"a": "b"}

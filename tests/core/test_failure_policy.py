@@ -1,6 +1,6 @@
-"""The failure policy's pure functions, table-tested: exit-code classification, the crash-loop back-off schedule,
-``backoffLimit``, deadline and TTL arithmetic, cleanup selection, the restart plan (with its records as a fixed
-point) and the status of an invalid job."""
+"""The failure policy's pure functions (core/failure_policy.py), table-tested: the crash-loop back-off schedule,
+``backoffLimit``, deadline arithmetic, the restart plan (with its records as a fixed point) and the policy as a
+whole."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from mxjob_controller.core.failure_policy import (
     DEFAULT_CRASH_LOOP,
     CrashLoopBackoff,
+    PolicyOutcome,
     ReplicaRecord,
     ReplicaSlot,
     RestartPlan,
@@ -23,55 +24,14 @@ from mxjob_controller.core.failure_policy import (
     read_history,
     with_lost_replicas,
 )
-from mxjob_controller.core.finished_jobs import TTLAction, cleanup_plan, ttl_decision
 from mxjob_controller.core.framework import Verdict
-from mxjob_controller.core.job_status import (
-    aggregate,
-    failed_validation,
-    invalid_status,
-    next_status,
-    without_validation_failure,
-)
-from mxjob_controller.core.pods import (
-    FAIL_JOB,
-    RESTART,
-    FailedPodOutcome,
-    PodFailure,
-    ReplicaState,
-    failed_pod_outcome,
-    is_retryable_exit,
-    replica_state,
-)
-from mxjob_controller.kube import field_errors as fe
-from mxjob_controller.kube.timefmt import parse_time, rfc3339
+from mxjob_controller.core.job_status import next_status
+from mxjob_controller.core.pods import PodFailure, ReplicaState
+from mxjob_controller.kube.timefmt import rfc3339
 from mxjob_controller.kubeflow_api.run_policy import RunPolicy
 from mxjob_controller.kubeflow_api.status import ReplicaCounts
 from mxjob_controller.mxnet.api import with_mxjob_replica_counts
-
-T0 = 1_700_000_000.0   # a whole second, as status times are
-NOW = rfc3339(T0)
-
-
-def pod(index: int = 0, phase: str = "Running", *, uid: str = "", exit_code: int | None = None,
-        restarts: int = 0, started: float | None = None, finished: float | None = None,
-        deleting: bool = False) -> dict[str, Any]:
-    """A worker pod of job ``j`` as the API server sends it."""
-    body: dict[str, Any] = {"metadata": {"name": f"j-worker-{index}", "uid": uid or f"uid-{index}"},
-                            "status": {"phase": phase}}
-    if deleting:
-        body["metadata"]["deletionTimestamp"] = NOW
-    state: dict[str, Any] = {"running": {}}
-    if exit_code is not None:
-        state = {"terminated": {"exitCode": exit_code, "reason": "Error",
-                                "startedAt": rfc3339(started if started is not None else T0),
-                                "finishedAt": rfc3339(finished if finished is not None else T0)}}
-    body["status"]["containerStatuses"] = [{"name": "mxnet", "restartCount": restarts, "state": state}]
-    return body
-
-
-def evicted(index: int = 0, uid: str = "") -> dict[str, Any]:
-    return {"metadata": {"name": f"j-worker-{index}", "uid": uid or f"uid-{index}"},
-            "status": {"phase": "Failed", "reason": "Evicted", "message": "low on memory"}}
+from tests.core.bodies import NOW, T0, evicted, worker
 
 
 def plan(pods: dict[int, dict[str, Any] | None], policy: str = "ExitCode", status: dict | None = None,
@@ -83,46 +43,6 @@ def plan(pods: dict[int, dict[str, Any] | None], policy: str = "ExitCode", statu
 
 def status_of(p: RestartPlan) -> dict[str, Any]:
     return {k: v for k, v in p.status_fields().items() if v is not None}
-
-
-# --- exit codes ------------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("code", [130, 137, 138, 143, None])
-def test_retryable_exits(code: int | None) -> None:
-    assert is_retryable_exit(code)
-
-
-@pytest.mark.parametrize("code", [1, 2, 126, 127, 128, 139, 129, 200, 255, 0])
-def test_permanent_exits_include_128_and_139(code: int) -> None:
-    assert not is_retryable_exit(code)
-
-
-@pytest.mark.parametrize(("policy", "obj", "fails"), [
-    ("ExitCode", pod(phase="Failed", exit_code=1), True),
-    ("ExitCode", pod(phase="Failed", exit_code=139), True),
-    ("ExitCode", pod(phase="Failed", exit_code=137), False),
-    ("ExitCode", evicted(), False),
-    ("Never", pod(phase="Failed", exit_code=137), True),
-    ("Never", evicted(), True),
-    ("OnFailure", pod(phase="Failed", exit_code=1), False),
-    ("Always", evicted(), False),
-    ("Never", pod(phase="Running"), False),
-])
-def test_which_failed_pods_fail_the_job(policy: str, obj: dict, fails: bool) -> None:
-    assert bool(replica_state({0: obj}, "worker", policy, "mxnet").failures) is fails
-
-
-@pytest.mark.parametrize(("policy", "obj", "outcome"), [
-    ("ExitCode", pod(phase="Failed", exit_code=1), FAIL_JOB),
-    ("ExitCode", pod(phase="Failed", exit_code=137), RESTART),
-    ("ExitCode", evicted(), RESTART),
-    ("Never", evicted(), FAIL_JOB),
-    ("OnFailure", pod(phase="Failed", exit_code=1), RESTART),
-    ("Always", evicted(), RESTART),
-])
-def test_one_decision_restarts_a_failed_pod_or_fails_the_job(policy: str, obj: dict,
-                                                              outcome: FailedPodOutcome) -> None:
-    assert failed_pod_outcome(policy, obj, "mxnet") is outcome
 
 
 # --- crash-loop back-off and backoffLimit ----------------------------------------------------------------
@@ -147,74 +67,30 @@ def test_past_backoff_limit(restarts: int, limit: int | None, past: bool) -> Non
     assert past_backoff_limit(restarts, limit) is past
 
 
-# --- deadline and TTL ------------------------------------------------------------------------------------
+# --- deadline ------------------------------------------------------------------------------------
 
 def test_deadline_arithmetic() -> None:
     assert deadline_at(None, 2) is None and deadline_at(T0, None) is None
     assert deadline_at(T0, 2) == T0 + 2 and deadline_at(T0, 0) == T0
 
 
-@pytest.mark.parametrize(("now", "completion", "ttl", "suspended", "action", "wait", "skewed"), [
-    (T0, T0, None, False, TTLAction.KEEP, 0.0, False),               # unset: never
-    (T0 + 99, T0, 2, True, TTLAction.KEEP, 0.0, False),              # suspended: not applied
-    (T0, None, 2, False, TTLAction.SET_COMPLETION_TIME, 2.0, False),  # #170: set, never dereferenced
-    (T0, T0, 0, False, TTLAction.DELETE, 0.0, False),                # 0: at once
-    (T0 + 0.5, T0, 2, False, TTLAction.WAIT, 1.5, False),
-    (T0 + 2, T0, 2, False, TTLAction.DELETE, 0.0, False),
-    (T0, T0 + 30, 2, False, TTLAction.WAIT, 32.0, True),             # clock skew: deferred, with a warning
-])
-def test_ttl_decisions(now: float, completion: float | None, ttl: int | None, suspended: bool, action: TTLAction,
-                       wait: float, skewed: bool) -> None:
-    decision = ttl_decision(now, completion, ttl, suspended)
-    assert (decision.action, decision.wait, decision.skewed) == (action, wait, skewed)
-
-
-# --- cleanup ---------------------------------------------------------------------------------------------
-
-def children_1_4_2(phase: str) -> tuple[list[dict], list[dict]]:
-    names = ["j-scheduler-0", "j-server-0", "j-server-1", *(f"j-worker-{i}" for i in range(4))]
-    return ([{"metadata": {"name": n}, "status": {"phase": phase}} for n in names],
-            [{"metadata": {"name": n}} for n in names])
-
-
-@pytest.mark.parametrize(("policy", "phase", "deleted"), [
-    ("All", "Running", 7), ("Running", "Running", 7), ("Running", "Succeeded", 0), ("None", "Succeeded", 0),
-    ("All", "Succeeded", 7), ("Running", "Pending", 7), ("Running", "Failed", 0), ("None", "Running", 0),
-])
-def test_upstreams_cleanup_table(policy: str, phase: str, deleted: int) -> None:
-    pods, services = children_1_4_2(phase)
-    plan_ = cleanup_plan(policy, pods, services)
-    assert (len(plan_.pods), len(plan_.services)) == (deleted, deleted)
-
-
-def test_cleanup_skips_what_is_going_and_takes_the_services_of_pods_gone() -> None:
-    pods = [{"metadata": {"name": "a", "deletionTimestamp": NOW}, "status": {"phase": "Running"}},
-            {"metadata": {"name": "b"}, "status": {"phase": "Succeeded"}},
-            {"metadata": {"name": "c"}, "status": {"phase": "Running"}}]
-    services = [{"metadata": {"name": n}} for n in ("a", "b", "c", "d")]
-    running = cleanup_plan("Running", pods, services)
-    assert [p["metadata"]["name"] for p in running.pods] == ["c"]
-    assert [s["metadata"]["name"] for s in running.services] == ["a", "c", "d"]
-    assert not cleanup_plan("All", [pods[0]], [])   # already being deleted: nothing to do, no API call
-
-
 # --- restarts --------------------------------------------------------------------------------------------
 
 def test_a_retryable_exit_restarts_at_once_and_is_counted_once() -> None:
-    first = plan({0: pod(phase="Failed", exit_code=137)})
+    first = plan({0: worker(phase="Failed", exit_code=137)})
     assert [f.exit_code for f in first.new_restarts] == [137]
     assert first.restart_count == 1 and first.restarting and first.wake_at is None
     assert [d.pod["metadata"]["uid"] for d in first.due] == ["uid-0"] and not first.due[0].force
     assert first.history == {"worker-0": ReplicaRecord(pod_uid="uid-0", restarts=1, next_restart_time=NOW,
                                                        restarting=True)}
-    again = plan({0: pod(phase="Failed", exit_code=137)}, status=status_of(first), now=T0 + 1)
+    again = plan({0: worker(phase="Failed", exit_code=137)}, status=status_of(first), now=T0 + 1)
     assert again.history == first.history and again.restart_count == 1 and not again.new_restarts
     assert len(again.due) == 1   # still due (the deletion failed, or is not seen yet): not counted twice
 
 
 @pytest.mark.parametrize("code", [1, 2, 126, 127, 128, 139])
 def test_a_permanent_exit_is_not_restarted(code: int) -> None:
-    p = plan({0: pod(phase="Failed", exit_code=code)})
+    p = plan({0: worker(phase="Failed", exit_code=code)})
     assert not p.new_restarts and not p.due and p.restart_count == 0 and p.history == {}
 
 
@@ -224,61 +100,62 @@ def test_an_evicted_pod_is_restarted_under_exit_code() -> None:
 
 
 def test_restarts_of_one_index_back_off_and_the_replacement_running_ends_the_restart() -> None:
-    first = plan({0: pod(phase="Failed", exit_code=137, uid="a")})
+    first = plan({0: worker(phase="Failed", exit_code=137, uid="a")})
     gone = plan({0: None}, status=status_of(first), now=T0 + 1)            # deleted: waiting for the new pod
     assert gone.restarting and gone.history["worker-0"].restarts == 1
-    pending = plan({0: pod(phase="Pending", uid="b")}, status=status_of(gone), now=T0 + 2)
+    pending = plan({0: worker(phase="Pending", uid="b")}, status=status_of(gone), now=T0 + 2)
     assert pending.restarting and pending.history["worker-0"].pod_uid == "b"
-    running = plan({0: pod(uid="b")}, status=status_of(pending), now=T0 + 3)
+    running = plan({0: worker(uid="b")}, status=status_of(pending), now=T0 + 3)
     assert not running.restarting and running.history["worker-0"] == ReplicaRecord(pod_uid="b", started=True,
                                                                                    restarts=1)
-    second = plan({0: pod(phase="Failed", exit_code=143, uid="b")}, status=status_of(running), now=T0 + 4)
+    second = plan({0: worker(phase="Failed", exit_code=143, uid="b")}, status=status_of(running), now=T0 + 4)
     assert second.restart_count == 2 and not second.due and second.wake_at == T0 + 14
     assert second.history["worker-0"].next_restart_time == rfc3339(T0 + 14)
-    assert plan({0: pod(phase="Failed", exit_code=143, uid="b")}, status=status_of(second), now=T0 + 13.9).due == ()
-    assert len(plan({0: pod(phase="Failed", exit_code=143, uid="b")}, status=status_of(second), now=T0 + 14).due) == 1
+    again = worker(phase="Failed", exit_code=143, uid="b")
+    assert plan({0: again}, status=status_of(second), now=T0 + 13.9).due == ()
+    assert len(plan({0: again}, status=status_of(second), now=T0 + 14).due) == 1
 
 
 def test_a_pod_that_ran_ten_minutes_restarts_without_waiting() -> None:
     status = {"restartCount": 5, "replicaHistory": {"worker-0": {"podUID": "z", "started": True, "restarts": 5}}}
-    long_run = pod(phase="Failed", exit_code=137, started=T0 - 600, finished=T0)
+    long_run = worker(phase="Failed", exit_code=137, started=T0 - 600, finished=T0)
     assert plan({0: long_run}, status=status).due                                  # step reset: delay 0
-    short_run = pod(phase="Failed", exit_code=137, started=T0 - 60, finished=T0)
+    short_run = worker(phase="Failed", exit_code=137, started=T0 - 60, finished=T0)
     p = plan({0: short_run}, status=status)
     assert not p.due and p.wake_at == T0 + 160 and p.history["worker-0"].restarts == 6   # the 6th: 160 s
 
 
 def test_a_delay_never_ends_early_on_a_fractional_clock() -> None:
-    p = plan({0: pod(phase="Failed", exit_code=137)},
+    p = plan({0: worker(phase="Failed", exit_code=137)},
              status={"replicaHistory": {"worker-0": {"podUID": "old", "restarts": 1}}}, now=T0 + 0.4)
     assert p.history["worker-0"].next_restart_time == rfc3339(T0 + 11)
 
 
 def test_under_never_a_pod_gone_after_it_ran_is_lost_and_one_gone_before_is_recreated() -> None:
-    ran = plan({0: pod()}, policy="Never")
+    ran = plan({0: worker()}, policy="Never")
     assert ran.history == {"worker-0": ReplicaRecord(pod_uid="uid-0", started=True)}
     lost = plan({0: None}, policy="Never", status=status_of(ran))
     assert [(f.pod, f.reason) for f in lost.vanished] == [("j-worker-0", "Deleted")]
-    assert plan({0: pod(uid="other", phase="Pending")}, policy="Never", status=status_of(ran)).vanished
-    pending = plan({0: pod(phase="Pending")}, policy="Never")
+    assert plan({0: worker(uid="other", phase="Pending")}, policy="Never", status=status_of(ran)).vanished
+    pending = plan({0: worker(phase="Pending")}, policy="Never")
     assert pending.history == {} and not plan({0: None}, policy="Never", status=status_of(pending)).vanished
     for policy in ("OnFailure", "Always", "ExitCode"):
-        ran = plan({0: pod()}, policy=policy)
+        ran = plan({0: worker()}, policy=policy)
         assert not plan({0: None}, policy=policy, status=status_of(ran)).vanished
 
 
 def test_container_restarts_are_counted_by_their_increase() -> None:
     assert container_restarts({"status": {"initContainerStatuses": [{"restartCount": 2}],
                                           "containerStatuses": [{"restartCount": 1}, {"restartCount": 3}]}}) == 6
-    four = plan({i: pod(i, restarts=1) for i in range(4)}, policy="OnFailure")
+    four = plan({i: worker(i, restarts=1) for i in range(4)}, policy="OnFailure")
     assert four.restart_count == 4
-    same = plan({i: pod(i, restarts=1) for i in range(4)}, policy="OnFailure", status=status_of(four))
+    same = plan({i: worker(i, restarts=1) for i in range(4)}, policy="OnFailure", status=status_of(four))
     assert same.restart_count == 4 and same.history == four.history
-    bumped = plan({0: pod(0, restarts=3)}, policy="OnFailure", status=status_of(four), replicas=1)
+    bumped = plan({0: worker(0, restarts=3)}, policy="OnFailure", status=status_of(four), replicas=1)
     assert bumped.restart_count == 6
-    replaced = plan({0: pod(0, restarts=1, uid="new")}, policy="OnFailure", status=status_of(bumped), replicas=1)
+    replaced = plan({0: worker(0, restarts=1, uid="new")}, policy="OnFailure", status=status_of(bumped), replicas=1)
     assert replaced.restart_count == 7 and replaced.history["worker-0"].pod_uid == "new"
-    assert plan({0: pod(restarts=5)}, policy="Never").restart_count == 0   # not the kubelet's under Never
+    assert plan({0: worker(restarts=5)}, policy="Never").restart_count == 0   # not the kubelet's under Never
 
 
 def test_an_onfailure_pod_that_failed_anyway_is_restarted_by_the_controller() -> None:
@@ -287,14 +164,14 @@ def test_an_onfailure_pod_that_failed_anyway_is_restarted_by_the_controller() ->
 
 
 def test_a_pod_unknown_for_five_minutes_is_restarted_with_grace_zero() -> None:
-    seen = plan({0: pod(phase="Unknown")}, policy="Never")
+    seen = plan({0: worker(phase="Unknown")}, policy="Never")
     assert seen.history["worker-0"].unknown_since == NOW and seen.wake_at == T0 + 300 and not seen.due
-    later = plan({0: pod(phase="Unknown")}, policy="Never", status=status_of(seen), now=T0 + 299)
+    later = plan({0: worker(phase="Unknown")}, policy="Never", status=status_of(seen), now=T0 + 299)
     assert not later.due and later.history == seen.history
-    due = plan({0: pod(phase="Unknown")}, policy="Never", status=status_of(seen), now=T0 + 300)
+    due = plan({0: worker(phase="Unknown")}, policy="Never", status=status_of(seen), now=T0 + 300)
     assert [d.force for d in due.due] == [True] and due.restart_count == 1 and due.restarting
     assert due.new_restarts[0].reason == "Unknown"
-    back = plan({0: pod()}, policy="Never", status=status_of(seen), now=T0 + 10)
+    back = plan({0: worker()}, policy="Never", status=status_of(seen), now=T0 + 10)
     assert back.history["worker-0"].unknown_since == ""   # it came back: the clock starts again next time
     gone = plan({0: None}, policy="Never", status=status_of(due), now=T0 + 301)
     assert not gone.vanished and gone.restarting          # our own deletion is no lost replica
@@ -311,7 +188,7 @@ def test_records_of_indices_the_job_no_longer_has_are_dropped_and_bad_records_re
 # --- the policy as a whole -------------------------------------------------------------------------------
 
 def test_the_backoff_limit_comes_before_the_deadline_and_a_job_without_start_time_starts_now() -> None:
-    slots = [ReplicaSlot("Worker", 0, "OnFailure", pod(restarts=2))]
+    slots = [ReplicaSlot("Worker", 0, "OnFailure", worker(restarts=2))]
     both = evaluate(job_name="j", run_policy=RunPolicy(backoff_limit=2, active_deadline_seconds=1), slots=slots,
                     status={"startTime": rfc3339(T0 - 10)}, now=T0, container="mxnet")
     assert both.job_failure == "Job j has failed because it has reached the specified backoff limit"
@@ -329,55 +206,43 @@ def test_lost_replicas_join_their_types_failures() -> None:
     assert states["Worker"].failures == (lost,)
 
 
-# --- invalid jobs ----------------------------------------------------------------------------------------
-
-ERRORS = [fe.required("spec.mxReplicaSpecs.Worker.template.spec.containers[0].image"),
-          fe.invalid("spec.mxReplicaSpecs.Scheduler.replicas", 2, "must be 1")]
 
 
-def test_errors_are_aggregated_as_kubernetes_prints_them() -> None:
-    assert aggregate(ERRORS[:1]) == "spec.mxReplicaSpecs.Worker.template.spec.containers[0].image: Required value"
-    assert aggregate(ERRORS) == ("[spec.mxReplicaSpecs.Worker.template.spec.containers[0].image: Required value, "
-                                 "spec.mxReplicaSpecs.Scheduler.replicas: Invalid value: 2: must be 1]")
+# --- one evaluation per pass -----------------------------------------------------------------------------
+
+def evaluated(pods: dict[int, dict[str, Any] | None], policy: str, status: dict[str, Any], now: float,
+              run_policy: RunPolicy) -> PolicyOutcome:
+    slots = [ReplicaSlot("Worker", i, policy, pods.get(i)) for i in range(max(pods) + 1)]
+    return evaluate(job_name="j", run_policy=run_policy, slots=slots, status=status, now=now, container="mxnet")
 
 
-def test_an_invalid_job_fails_once_its_message_follows_the_errors_and_a_fix_undoes_it() -> None:
-    first = invalid_status(None, kind="MXJob", name="j", errors=ERRORS, now=NOW)
-    assert first is not None and failed_validation(first, "MXJob")
-    [failed] = first["conditions"]
-    assert (failed["type"], failed["reason"]) == ("Failed", "MXJobFailedValidation")
-    assert failed["message"] == f"MXJob j failed validation because {aggregate(ERRORS)}"
-    assert first["completionTime"] == NOW
-    later = rfc3339(T0 + 60)
-    assert invalid_status(first, kind="MXJob", name="j", errors=ERRORS, now=later) == first   # no rewrite
-    other = invalid_status(first, kind="MXJob", name="j", errors=ERRORS[:1], now=later)
-    assert other is not None and other["conditions"][0]["lastUpdateTime"] == later
-    assert other["conditions"][0]["lastTransitionTime"] == NOW and other["completionTime"] == NOW
-    assert without_validation_failure(other, "MXJob") == {"conditions": [], "lastReconcileTime": later}
-    succeeded = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "MXJobSucceeded"}]}
-    assert invalid_status(succeeded, kind="MXJob", name="j", errors=ERRORS, now=NOW) is None
-    assert without_validation_failure(succeeded, "MXJob") == succeeded
-    assert parse_time(first["completionTime"]) == T0
+LATE = T0 + 0.4   # a pass's clock is not on a whole second; the status stores whole seconds
+STARTED = {"startTime": NOW}
+RESTARTED = {"startTime": NOW, "restartCount": 1,
+             "replicaHistory": {"worker-0": {"podUID": "uid-0", "started": True, "restarts": 1}}}
 
 
-# --- the status the policy writes ------------------------------------------------------------------------
-
-def test_restarting_holds_running_off_and_a_job_failure_finishes_the_job() -> None:
-    def status(old: dict, **policy: Any) -> dict[str, Any]:
-        running = policy.pop("running", True)
-        return next_status(old, kind="MXJob", name="j", counts={"Worker": ReplicaCounts(active=1)},
-                           verdict=Verdict(running=running), now=NOW, render_counts=with_mxjob_replica_counts, **policy)
-
-    running = status({})
-    assert [c["type"] for c in running["conditions"]] == ["Created", "Running"]
-    restarting = status(running, restarting="MXJob j is restarting.", fields={"restartCount": 1})
-    assert [(c["type"], c["reason"]) for c in restarting["conditions"]] == [("Created", "MXJobCreated"),
-                                                                             ("Restarting", "MXJobRestarting")]
-    assert restarting["restartCount"] == 1
-    back = status(restarting, fields={"restartCount": 1, "replicaHistory": None})
-    assert [c["type"] for c in back["conditions"]] == ["Created", "Running"] and "replicaHistory" not in back
-    failed = status(back, job_failure="Job j has failed because it has reached the specified backoff limit")
-    assert [(c["type"], c["status"]) for c in failed["conditions"]] == [
-        ("Created", "True"), ("Running", "False"), ("Failed", "True")]
-    assert failed["completionTime"] == NOW
-    assert status(failed, restarting="again") == failed   # finished: frozen
+@pytest.mark.parametrize(("pods", "policy", "status", "run_policy"), [
+    ({0: worker()}, "Never", {}, RunPolicy(active_deadline_seconds=60)),             # a new job: its deadline
+    ({0: worker()}, "Never", STARTED, RunPolicy(active_deadline_seconds=60)),
+    ({0: worker(phase="Pending")}, "Never", {}, RunPolicy()),
+    ({0: worker(phase="Failed", exit_code=137)}, "ExitCode", STARTED, RunPolicy()),  # restarted at once
+    ({0: worker(phase="Failed", exit_code=137)}, "ExitCode", RESTARTED, RunPolicy(active_deadline_seconds=60)),
+    ({0: worker(phase="Unknown")}, "Never", STARTED, RunPolicy()),                    # its timeout
+    ({0: worker(phase="Unknown")}, "Never",
+     {"startTime": NOW, "replicaHistory": {"worker-0": {"podUID": "uid-0", "unknownSince": rfc3339(T0 - 300)}}},
+     RunPolicy()),                                                                     # timed out: due, grace 0
+    ({0: worker(restarts=2), 1: None}, "OnFailure", STARTED, RunPolicy(backoff_limit=5)),
+    ({0: worker(uid="new"), 1: evicted(1)}, "ExitCode", RESTARTED, RunPolicy()),
+])
+def test_an_evaluation_on_the_status_it_wrote_is_a_fixed_point(pods: dict, policy: str, status: dict[str, Any],
+                                                               run_policy: RunPolicy) -> None:
+    """Why the reconciler acts on a pass's one evaluation after its write: evaluated again on the status that
+    write stored, the policy deletes the same pods and looks again at the same time."""
+    first = evaluated(pods, policy, status, LATE, run_policy)
+    stored = next_status(status, kind="MXJob", name="j", counts={"Worker": ReplicaCounts(active=1)},
+                         verdict=Verdict(running=True), now=rfc3339(LATE), render_counts=with_mxjob_replica_counts,
+                         job_failure=first.job_failure, fields=first.plan.status_fields())
+    again = evaluated(pods, policy, stored, LATE, run_policy)
+    assert (again.plan.due, again.wake_at, again.plan.history, again.plan.restart_count, again.job_failure) == (
+        first.plan.due, first.wake_at, first.plan.history, first.plan.restart_count, first.job_failure)

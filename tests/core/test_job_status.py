@@ -1,77 +1,28 @@
-"""Reading pods (counts, failures, terminations) and computing the job status to write: pure functions."""
+"""Computing the job status to write (core/job_status.py), table-tested: conditions, counts and times from the
+framework's verdict, the failure policy's fields and messages, and the status of an invalid job."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-import pytest
-
 from mxjob_controller.core.framework import Verdict
-from mxjob_controller.core.job_status import failure_message, next_status
-from mxjob_controller.core.pods import PodFailure, count_pods, failure_of, replica_state, termination
+from mxjob_controller.core.job_status import (
+    aggregate,
+    failed_validation,
+    failure_message,
+    invalid_status,
+    next_status,
+    without_validation_failure,
+)
+from mxjob_controller.core.pods import PodFailure
+from mxjob_controller.kube import field_errors as fe
+from mxjob_controller.kube.timefmt import parse_time, rfc3339
 from mxjob_controller.kubeflow_api.status import ReplicaCounts
 from mxjob_controller.mxnet.api import with_mxjob_replica_counts
 
 NOW, LATER = "2024-01-01T00:00:00Z", "2024-01-01T01:00:00Z"
-
-
-def pod(name: str = "j-worker-0", phase: str = "Pending", *, exit_code: int | None = None, exit_reason: str = "",
-        container: str = "mxnet", deleting: bool = False, finished_at: str = NOW, **status: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"metadata": {"name": name}, "status": {"phase": phase, **status}}
-    if deleting:
-        body["metadata"]["deletionTimestamp"] = NOW
-    if exit_code is not None:
-        body["status"]["containerStatuses"] = [{"name": container, "state": {"terminated": {
-            "exitCode": exit_code, "reason": exit_reason, "finishedAt": finished_at}}}]
-    return body
-
-
-# --- pods ------------------------------------------------------------------------------------------------
-
-def test_counts_follow_training_operator() -> None:
-    pods = [pod(phase="Running"), pod(phase="Running", deleting=True), pod(phase="Succeeded"), pod(phase="Failed"),
-            pod(phase="Pending"), pod(phase="Unknown"), {"metadata": {"name": "no-status"}}]
-    assert count_pods(pods) == ReplicaCounts(active=1, succeeded=1, failed=2)
-
-
-@pytest.mark.parametrize(("obj", "expected"), [
-    (pod(phase="Failed", exit_code=137, exit_reason="OOMKilled"),
-     PodFailure("j-worker-0", "Worker", 0, 137, "OOMKilled")),
-    (pod(phase="Failed", exit_code=3, exit_reason="Error", container="sidecar"),
-     PodFailure("j-worker-0", "Worker", 0, 3, "Error")),
-    (pod(phase="Failed", reason="Evicted", message="low memory"),
-     PodFailure("j-worker-0", "Worker", 0, None, "Evicted", "low memory")),
-])
-def test_failure_of_names_the_exit_code_and_reason(obj: dict, expected: PodFailure) -> None:
-    assert failure_of(obj, "Worker", 0, "mxnet") == expected
-
-
-def test_failure_descriptions() -> None:
-    assert PodFailure("p", "Worker", 0, 137, "OOMKilled").describe() == "p exited with code 137 (OOMKilled)"
-    assert PodFailure("p", "Worker", 0, 1, "").describe() == "p exited with code 1"
-    assert PodFailure("p", "Worker", 0, None, "Evicted", "low").describe() == "p failed (Evicted: low)"
-    assert PodFailure("p", "Worker", 0, None, "").describe() == "p failed"
-
-
-@pytest.mark.parametrize(("policy", "fails"), [("Never", True), ("ExitCode", True), ("OnFailure", False),
-                                               ("Always", False)])
-def test_which_failed_pods_fail_the_job(policy: str, fails: bool) -> None:
-    state = replica_state({0: pod(phase="Failed", exit_code=1), 1: pod("j-worker-1", "Running")}, "Worker", policy,
-                          "mxnet")
-    assert state.counts == ReplicaCounts(active=1, failed=1)
-    assert bool(state.failures) is fails
-
-
-@pytest.mark.parametrize(("obj", "expected"), [
-    (pod(phase="Running"), None),
-    (pod(phase="Failed", exit_code=137), (137, NOW)),
-    (pod(phase="Succeeded", exit_code=0), (0, NOW)),
-    (pod(phase="Failed", exit_code=1, finished_at=LATER), (1, LATER)),       # exited again: another termination
-    (pod(phase="Failed", exit_code=2, container="sidecar"), None),           # not the framework's container
-])
-def test_a_termination_is_its_exit_code_and_finish_time(obj: dict, expected: tuple[int, str] | None) -> None:
-    assert termination(obj, "mxnet") == expected
+T0 = 1_704_067_200.0   # NOW as Unix time
 
 
 # --- the status ------------------------------------------------------------------------------------------
@@ -157,74 +108,55 @@ def test_the_old_status_is_not_modified() -> None:
     assert old == snapshot
 
 
-def test_replica_state_names_the_indices_that_completed() -> None:
-    """Succeeded with the framework's container exited 0: what TensorFlow's worker-0 rule reads."""
-    pods = {0: pod("j-worker-0", "Succeeded", exit_code=0), 1: pod("j-worker-1", "Running"),
-            2: pod("j-worker-2", "Failed", exit_code=1), 3: pod("j-worker-3", "Succeeded", exit_code=0,
-                                                              container="sidecar")}
-    assert replica_state(pods, "Worker", "Never", "mxnet").completed == frozenset({0})
+# --- invalid jobs ----------------------------------------------------------------------------------------
+
+ERRORS = [fe.required("spec.mxReplicaSpecs.Worker.template.spec.containers[0].image"),
+          fe.invalid("spec.mxReplicaSpecs.Scheduler.replicas", 2, "must be 1")]
 
 
-def test_two_frameworks_count_their_jobs_on_one_registry() -> None:
-    from prometheus_client import CollectorRegistry
-
-    from mxjob_controller.core.metrics import JobMetrics
-
-    registry = CollectorRegistry()
-    mx, tf = JobMetrics(registry, "mxnet"), JobMetrics(registry, "tensorflow")   # no duplicate-series error
-    mx.transitions("ns", ["Created"])
-    tf.transitions("ns", ["Created", "Succeeded"])
-    tf.deleted("ns")
-
-    def value(what: str, framework: str) -> float | None:
-        return registry.get_sample_value(f"training_operator_jobs_{what}_total",
-                                         {"job_namespace": "ns", "framework": framework})
-    assert (value("created", "mxnet"), value("created", "tensorflow")) == (1.0, 1.0)
-    assert (value("successful", "tensorflow"), value("successful", "mxnet"), value("deleted", "tensorflow")) == (
-        1.0, None, 1.0)
+def test_errors_are_aggregated_as_kubernetes_prints_them() -> None:
+    assert aggregate(ERRORS[:1]) == "spec.mxReplicaSpecs.Worker.template.spec.containers[0].image: Required value"
+    assert aggregate(ERRORS) == ("[spec.mxReplicaSpecs.Worker.template.spec.containers[0].image: Required value, "
+                                 "spec.mxReplicaSpecs.Scheduler.replicas: Invalid value: 2: must be 1]")
 
 
-def _job(namespace: str, created: str, *true_conditions: str) -> dict[str, Any]:
-    return {"metadata": {"namespace": namespace, "creationTimestamp": created},
-            "status": {"conditions": [{"type": c, "status": "True"} for c in true_conditions]}}
+def test_an_invalid_job_fails_once_its_message_follows_the_errors_and_a_fix_undoes_it() -> None:
+    first = invalid_status(None, kind="MXJob", name="j", errors=ERRORS, now=NOW)
+    assert first is not None and failed_validation(first, "MXJob")
+    [failed] = first["conditions"]
+    assert (failed["type"], failed["reason"]) == ("Failed", "MXJobFailedValidation")
+    assert failed["message"] == f"MXJob j failed validation because {aggregate(ERRORS)}"
+    assert first["completionTime"] == NOW
+    later = rfc3339(T0 + 60)
+    assert invalid_status(first, kind="MXJob", name="j", errors=ERRORS, now=later) == first   # no rewrite
+    other = invalid_status(first, kind="MXJob", name="j", errors=ERRORS[:1], now=later)
+    assert other is not None and other["conditions"][0]["lastUpdateTime"] == later
+    assert other["conditions"][0]["lastTransitionTime"] == NOW and other["completionTime"] == NOW
+    assert without_validation_failure(other, "MXJob") == {"conditions": [], "lastReconcileTime": later}
+    succeeded = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "MXJobSucceeded"}]}
+    assert invalid_status(succeeded, kind="MXJob", name="j", errors=ERRORS, now=NOW) is None
+    assert without_validation_failure(succeeded, "MXJob") == succeeded
+    assert parse_time(first["completionTime"]) == T0
 
 
-@pytest.mark.parametrize(("conditions", "state"), [
-    ((), "Created"), (("Created",), "Created"), (("Created", "Running"), "Running"),
-    (("Created", "Restarting"), "Restarting"), (("Created", "Suspended"), "Suspended"),
-    (("Created", "Running", "Succeeded"), "Succeeded"), (("Created", "Suspended", "Failed"), "Failed"),
-])
-def test_a_job_is_counted_under_one_state(conditions: tuple[str, ...], state: str) -> None:
-    from mxjob_controller.core.metrics import job_state
-    assert job_state(_job("a", "2026-01-01T00:00:00Z", *conditions)) == state
+# --- the status the policy writes ------------------------------------------------------------------------
 
+def test_restarting_holds_running_off_and_a_job_failure_finishes_the_job() -> None:
+    def status(old: dict, **policy: Any) -> dict[str, Any]:
+        running = policy.pop("running", True)
+        return next_status(old, kind="MXJob", name="j", counts={"Worker": ReplicaCounts(active=1)},
+                           verdict=Verdict(running=running), now=NOW, render_counts=with_mxjob_replica_counts, **policy)
 
-def test_the_oldest_waiting_job_is_the_oldest_neither_running_suspended_nor_finished() -> None:
-    from mxjob_controller.core.metrics import summarise
-    from mxjob_controller.kube.timefmt import parse_time
-
-    now = parse_time("2026-01-01T01:00:00Z")
-    jobs = [_job("a", "2026-01-01T00:00:00Z", "Created", "Running"),      # older, but running
-            _job("a", "2026-01-01T00:10:00Z", "Created", "Suspended"),    # older, but suspended
-            _job("b", "2026-01-01T00:30:00Z", "Created"),                 # the oldest waiting: 30 min
-            _job("b", "2026-01-01T00:50:00Z")]                            # not acknowledged yet: waiting too
-    counts, oldest = summarise(jobs, now)
-    assert counts == {("a", "Running"): 1, ("a", "Suspended"): 1, ("b", "Created"): 2}
-    assert oldest == 1800.0
-    assert summarise([], now) == ({}, 0.0)
-
-
-def test_the_state_gauges_are_read_from_each_frameworks_cache_at_scrape_time() -> None:
-    from mxjob_controller.core.metrics import JobStateCollector
-    from mxjob_controller.runtime.registry import families_for, new_registry
-
-    registry, cache = new_registry(), [_job("a", "2026-01-01T00:00:00Z", "Created")]
-    collector = families_for(JobStateCollector, registry)
-    assert families_for(JobStateCollector, registry) is collector      # one per registry: no duplicate series
-    collector.add("mxnet", lambda: cache)
-    collector.add("tensorflow", list)
-    labels = {"framework": "mxnet", "job_namespace": "a", "state": "Created"}
-    assert registry.get_sample_value("mxjob_controller_jobs", labels) == 1.0
-    cache.append(_job("a", "2026-01-01T00:00:00Z", "Created", "Running"))     # seen at the next scrape
-    assert registry.get_sample_value("mxjob_controller_jobs", {**labels, "state": "Running"}) == 1.0
-    assert registry.get_sample_value("mxjob_controller_oldest_waiting_job_seconds", {"framework": "tensorflow"}) == 0
+    running = status({})
+    assert [c["type"] for c in running["conditions"]] == ["Created", "Running"]
+    restarting = status(running, restarting="MXJob j is restarting.", fields={"restartCount": 1})
+    assert [(c["type"], c["reason"]) for c in restarting["conditions"]] == [("Created", "MXJobCreated"),
+                                                                             ("Restarting", "MXJobRestarting")]
+    assert restarting["restartCount"] == 1
+    back = status(restarting, fields={"restartCount": 1, "replicaHistory": None})
+    assert [c["type"] for c in back["conditions"]] == ["Created", "Running"] and "replicaHistory" not in back
+    failed = status(back, job_failure="Job j has failed because it has reached the specified backoff limit")
+    assert [(c["type"], c["status"]) for c in failed["conditions"]] == [
+        ("Created", "True"), ("Running", "False"), ("Failed", "True")]
+    assert failed["completionTime"] == NOW
+    assert status(failed, restarting="again") == failed   # finished: frozen

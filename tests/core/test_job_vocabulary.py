@@ -1,4 +1,5 @@
-"""Job conditions as pure functions, table-tested against kubeflow/common's rules and the fixes we add."""
+"""The job vocabulary (core/job_vocabulary.py) as pure functions, table-tested: conditions against kubeflow/common's
+rules and the fixes we add, children's names and labels, and ownership by the controller reference."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import pytest
 
 from mxjob_controller.core import job_vocabulary as c
+from tests.core.bodies import UID, child, ref
 
 T0, T1 = "2024-01-01T00:00:00Z", "2024-01-01T00:05:00Z"
 
@@ -104,3 +106,55 @@ def test_queries() -> None:
     assert c.is_true(conditions, "Failed") and not c.is_true(conditions, "Running")
     assert c.is_finished(conditions) and not c.is_finished(conditions[:2]) and not c.is_finished(None)
     assert c.find(conditions, "Suspended") is None
+
+
+# --- names and labels ------------------------------------------------------------------------------------
+
+def test_child_names() -> None:
+    assert c.child_name("j", "Worker", 3) == "j-worker-3"
+    assert c.child_name("a/b", "TunerServer", 0) == "a-b-tunerserver-0"
+
+
+def test_replica_labels_carry_new_and_legacy_keys_and_the_master_role() -> None:
+    assert c.replica_labels("mxjob-controller", "kubeflow.org", "j", "Server", 1, master=True) == {
+        "training.kubeflow.org/operator-name": "mxjob-controller", "training.kubeflow.org/job-name": "j",
+        "training.kubeflow.org/replica-type": "server", "training.kubeflow.org/replica-index": "1",
+        "training.kubeflow.org/job-role": "master", "group-name": "kubeflow.org", "job-name": "j",
+        "replica-type": "server", "replica-index": "1"}
+    assert c.JOB_ROLE not in c.replica_labels("op", "g", "j", "Worker", 0)
+
+
+@pytest.mark.parametrize(("labels", "expected"), [
+    ({c.REPLICA_TYPE: "worker", c.REPLICA_INDEX: "2"}, ("worker", 2)),
+    ({c.LEGACY_REPLICA_TYPE: "Worker", c.LEGACY_REPLICA_INDEX: "0"}, ("worker", 0)),
+    ({c.REPLICA_TYPE: "server", c.REPLICA_INDEX: "1", c.LEGACY_REPLICA_TYPE: "worker",
+      c.LEGACY_REPLICA_INDEX: "5"}, ("server", 1)),
+    ({c.REPLICA_TYPE: "worker"}, None),
+    ({c.REPLICA_TYPE: "worker", c.REPLICA_INDEX: "-1"}, None),
+    ({c.REPLICA_TYPE: "worker", c.REPLICA_INDEX: "one"}, None),
+    ({c.REPLICA_TYPE: "worker", c.REPLICA_INDEX: "\u0661"}, None),   # a digit, but not an ASCII one
+    ({}, None), (None, None),
+])
+def test_replica_of(labels: dict | None, expected: tuple | None) -> None:
+    assert c.replica_of(labels) == expected
+
+
+def test_selectors_are_disjoint() -> None:
+    assert c.owned_selector("mxjob-controller") == "training.kubeflow.org/operator-name=mxjob-controller"
+    assert c.legacy_selector("kubeflow.org") == "group-name=kubeflow.org,!training.kubeflow.org/operator-name"
+    assert c.needs_adoption({"group-name": "kubeflow.org"}) and not c.needs_adoption({c.OPERATOR_NAME: "x"})
+    assert c.missing_labels({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == {"b": "3", "c": "4"}
+
+
+# --- ownership -------------------------------------------------------------------------------------------
+
+def test_only_the_controller_reference_counts() -> None:
+    owned = child("p", "worker", "0")
+    assert c.controller_uid(owned) == UID and c.is_controlled_by(owned, UID)
+    not_controller = child("p", "worker", "0", owner=ref(controller=False))
+    assert c.controller_uid(not_controller) is None and not c.is_controlled_by(not_controller, UID)
+    assert not c.is_controlled_by(owned, "") and not c.is_controlled_by(owned, "other")
+    assert c.controller_reference("kubeflow.org/v1", "MXJob", "j", UID) == {
+        "apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": "j", "uid": UID, "controller": True,
+        "blockOwnerDeletion": True}
+    assert (c.api_group("kubeflow.org/v1"), c.api_group("v1")) == ("kubeflow.org", "")

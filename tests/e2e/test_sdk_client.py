@@ -169,8 +169,9 @@ def test_delete_job_removes_the_jobs(flows, sdk_python, cluster):
 
 
 def readme_snippet() -> str:
-    """The Python block of README's SDK section."""
-    text = (ROOT / "README.md").read_text()
+    """The Python block of the SDK section of the local-cluster guide (tests/e2e/test_readme_flows.py holds every
+    document's blocks to being run somewhere)."""
+    text = (ROOT / "docs/local-cluster.md").read_text()
     section = text[text.index("## From Python: the Kubeflow Training SDK"):]
     return section[section.index("```python\n") + len("```python\n"):section.index("\n```", section.index("```python"))]
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from mxjob_controller.core.pods import exit_code
 from mxjob_controller.generic.api import GenericJobView
 from mxjob_controller.generic.status import (
     aggregate_of,
@@ -469,16 +468,6 @@ def test_pods_still_terminating_after_the_pause_do_not_make_a_resumed_job_runnin
         p["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:05Z"
     resumed = step(paused, dataclasses.replace(job, resumed=True), terminating, "T3")
     assert resumed["phase"] == "Resuming", "the old pods are on their way out: nothing runs yet"
-
-
-def test_the_container_that_failed_speaks_for_a_pod_when_the_framework_names_none() -> None:
-    failed = {"status": {"containerStatuses": [
-        {"name": "aux", "state": {"terminated": {"exitCode": 0}}},
-        {"name": "trainer", "state": {"terminated": {"exitCode": 3}}}]}}
-    assert exit_code(failed, "") == 3 and exit_code(failed, "aux") == 0
-    done = {"status": {"containerStatuses": [{"name": "a", "state": {"running": {}}},
-                                             {"name": "b", "state": {"terminated": {"exitCode": 0}}}]}}
-    assert exit_code(done, "") == 0 and exit_code({"status": {}}, "") is None
 
 
 def test_pause_while_resuming_pauses_again() -> None:

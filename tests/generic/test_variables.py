@@ -1,6 +1,7 @@
 """GenericJob's ``$(…)`` variables (pure): what each reference becomes for one replica, what is left literal
 (unknown names, ``$$`` escapes, references that cannot be resolved), why an unresolvable reference is refused,
-where in a pod spec they are looked for, and T9k's keras tutorial's hand-built TF_CONFIG rendered for every rank."""
+where in a pod spec they are looked for, and T9k's keras tutorial's hand-built TF_CONFIG rendered (its pods:
+tests/generic/test_wiring.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from mxjob_controller.generic.variables import (
     substitute,
     substitute_pod_spec,
 )
-from mxjob_controller.generic.wiring import wired_template
-from tests.generic_support import genericjob, replica, view
+from tests.generic_support import KERAS_CLUSTER, KERAS_TF_CONFIG, genericjob, keras, replica, view
 
 PORTS = {"http": 2222, "grpc": 50051}
 WORKER_2 = Scope("job", {"worker": 4, "ps": 1}, PORTS, "worker", 2)
@@ -172,22 +172,6 @@ def test_substitute_pod_spec_without_containers_or_fields_is_a_no_op() -> None:
 
 # --- T9k's keras tutorial: a hand-built TF_CONFIG -------------------------------------------------------------
 
-KERAS_TF_CONFIG = ('{"cluster":{"worker":["$(service.worker[0].host):$(service.port[http])","$(service.worker[1].host)'
-                   ':$(service.port[http])","$(service.worker[2].host):$(service.port[http])","$(service.worker[3].'
-                   'host):$(service.port[http])"]},"task":{"type":"$(type)","index":$(rank)}}')
-KERAS_NAME = "keras-mnist-genericjob"
-KERAS_CLUSTER = {"worker": [f"{KERAS_NAME}-worker-{i}:2222" for i in range(4)]}
-
-
-def keras() -> dict[str, Any]:
-    return genericjob(KERAS_NAME, "default",
-                      replica("worker", 4, policy="OnFailure", limit=100,
-                              command=["python", "keras_mnist_genericjob.py", "--log_dir", "log"],
-                              env=[{"name": "TF_CONFIG", "value": KERAS_TF_CONFIG}]),
-                      successRules=[{"worker": [0]}], failureRules=[{"worker": [i]} for i in range(4)],
-                      service={"ports": [{"name": "http", "port": 2222}]}, cleanUpPolicy="Unfinished")
-
-
 def test_the_keras_tf_config_renders_to_valid_json_for_rank_2_of_4() -> None:
     job = view(keras())
     text = substitute(KERAS_TF_CONFIG, job.variables("worker", 2))
@@ -196,15 +180,6 @@ def test_the_keras_tf_config_renders_to_valid_json_for_rank_2_of_4() -> None:
         '"keras-mnist-genericjob-worker-2:2222","keras-mnist-genericjob-worker-3:2222"]},'
         '"task":{"type":"worker","index":2}}')
     assert json.loads(text) == {"cluster": KERAS_CLUSTER, "task": {"type": "worker", "index": 2}}
-
-
-@pytest.mark.parametrize("rank", [0, 1, 2, 3])
-def test_every_keras_pod_gets_its_own_tf_config(rank: int) -> None:
-    template = wired_template(view(keras()), "worker", rank)
-    (env,) = template["spec"]["containers"][0]["env"]
-    assert env["name"] == "TF_CONFIG"
-    assert json.loads(env["value"]) == {"cluster": KERAS_CLUSTER, "task": {"type": "worker", "index": rank}}
-    assert template["spec"]["containers"][0]["command"] == ["python", "keras_mnist_genericjob.py", "--log_dir", "log"]
 
 
 def test_the_view_scope_is_the_jobs() -> None:

@@ -1,18 +1,20 @@
 """A GenericJob replica's pod template (pure): debug mode (the first container sleeps, its args cleared, init
 containers skipped per type), resume overrides only after a pause, variables substituted everywhere (the
-overrides' too), T9k's labels, and the T9k scheduler's name and labels only while its PodGroups are served."""
+overrides' too), T9k's labels, the T9k scheduler's name and labels only while its PodGroups are served, and T9k's
+keras tutorial's TF_CONFIG, each worker's own."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from typing import Any
 
 import pytest
 
 from mxjob_controller.generic.api import GenericJobView
 from mxjob_controller.generic.wiring import wired_template
-from tests.generic_support import genericjob, replica, view
+from tests.generic_support import KERAS_CLUSTER, genericjob, keras, replica, view
 
 INIT = [{"name": "init", "image": "busybox", "command": ["sh", "-c", "echo $(type) $(rank)"]}]
 T9K_LABELS = {"tensorstack.dev/component": "genericjob", "tensorstack.dev/component-type": "user"}
@@ -245,3 +247,12 @@ def test_a_template_scheduler_name_is_replaced_only_when_the_t9k_scheduler_is_us
     assert wired_template(view(body), "worker", 0)["spec"]["schedulerName"] == "custom"
     job = dataclasses.replace(view(body), scheduler_name="t9k-scheduler")
     assert wired_template(job, "worker", 0)["spec"]["schedulerName"] == "t9k-scheduler"
+
+
+@pytest.mark.parametrize("rank", [0, 1, 2, 3])
+def test_every_keras_pod_gets_its_own_tf_config(rank: int) -> None:
+    template = wired_template(view(keras()), "worker", rank)
+    (env,) = template["spec"]["containers"][0]["env"]
+    assert env["name"] == "TF_CONFIG"
+    assert json.loads(env["value"]) == {"cluster": KERAS_CLUSTER, "task": {"type": "worker", "index": rank}}
+    assert template["spec"]["containers"][0]["command"] == ["python", "keras_mnist_genericjob.py", "--log_dir", "log"]

@@ -299,7 +299,7 @@ def example_jobs() -> list[tuple[str, dict]]:
         if path.suffix in (".yaml", ".json"):
             doc = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
             if doc.get("kind") == "MXJob" and doc.get("apiVersion") != "kubeflow.org/v1alpha1":
-                out.append((str(path.relative_to(EXAMPLES)), doc))   # v1alpha1: tests/mxnet/test_v1alpha1.py
+                out.append((str(path.relative_to(EXAMPLES)), doc))   # v1alpha1: tests/mxnet/v1alpha1/
     return out
 
 

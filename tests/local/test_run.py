@@ -303,6 +303,19 @@ def test_a_container_without_a_command_fails_its_job_in_seconds_saying_why():
     assert 'no command specified for container "tensorflow": images are not run locally' in run.stderr
 
 
+def test_pod_security_restricted_fails_a_job_whose_pods_it_refuses_saying_why():
+    """``--pod-security restricted``: the example's pods set no securityContext, so each create is refused; the
+    controller would retry for ever, ``local run`` fails the job at once with kube's PodSecurity text."""
+    run = local_run("--pod-security", "restricted", "--timeout", "120", str(DIGITS))
+    assert run.returncode == 1, run.stdout + run.stderr
+    failed = (r'^default/mxnet-digits failed: pods "mxnet-digits-(scheduler|server|worker)-0" is forbidden: violates '
+              r'PodSecurity "restricted:latest": allowPrivilegeEscalation != false \(container "mxnet" must set '
+              r"securityContext.allowPrivilegeEscalation=false\), .* \(the namespace's pod-security.kubernetes.io "
+              r"labels or `local run --pod-security` set the level\)$")
+    assert re.search(failed, run.stdout, re.M), run.stdout
+    assert "Failed     a pod refused by PodSecurity" in run.stdout
+
+
 def test_timeout_exits_124_and_stops_everything(tmp_path):
     started = time.monotonic()
     run = local_run("--timeout", "4", str(sleeper_job(tmp_path)))

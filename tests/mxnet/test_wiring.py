@@ -4,27 +4,11 @@ the DMLC_* variables of 1/1/1, 1/2/2 and worker-only jobs, custom ports and TVM 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
-from mxjob_controller.core.framework import per_job
-from mxjob_controller.mxnet.api import JobView, parse_job
-from mxjob_controller.mxnet.framework import MXNetFramework
 from mxjob_controller.mxnet.wiring import dmlc_env, wired_template, with_env
-
-
-def replica(replicas: int, **extra: Any) -> dict[str, Any]:
-    container = {"name": "mxnet", "image": "mxjob/test:1", **extra.pop("container", {})}
-    return {"replicas": replicas, "template": {"spec": {"containers": [container]}, **extra}}
-
-
-def view(specs: dict[str, Any], name: str = "j", **spec: Any) -> JobView:
-    job, errors = parse_job({"apiVersion": "kubeflow.org/v1", "kind": "MXJob",
-                             "metadata": {"name": name, "namespace": "ns", "uid": "u"},
-                             "spec": {"mxReplicaSpecs": specs, **spec}})
-    assert job is not None, errors
-    return job
+from tests.mxnet_support import replica, view
 
 
 def env_dict(env: list[dict[str, str]]) -> dict[str, str]:
@@ -110,31 +94,3 @@ def test_every_container_is_wired_and_the_view_is_untouched() -> None:
     template = wired_template(job, "Worker", 0)
     assert all(env_dict(c["env"])["DMLC_ROLE"] == "worker" for c in template["spec"]["containers"])
     assert "env" not in job.replicas["Worker"].pod_template()["spec"]["containers"][0]
-
-
-def test_the_adapter() -> None:
-    framework = MXNetFramework()
-    job = view({"Scheduler": replica(1), "Server": replica(2), "Worker": replica(1)})
-    assert list(framework.replica_types(job)) == ["Scheduler", "Server", "Worker"]
-    assert [framework.is_master(job, t, 0) for t in ("Scheduler", "Server", "Worker")] == [False, True, False]
-    assert framework.service_ports(job, "Server") == [{"name": "mxjob-port", "port": 9091}]
-    assert (framework.resource.api_version, framework.resource.kind, framework.operator_name) == (
-        "kubeflow.org/v1", "MXJob", "mxjob-controller")
-
-
-def test_per_job_computes_once_per_parsed_job_and_arguments() -> None:
-    calls: list[tuple[int, str]] = []
-
-    @per_job
-    def shared(job: object, suffix: str = "") -> list[str]:
-        calls.append((id(job), suffix))
-        return [suffix]
-
-    first, second = object(), object()
-    assert shared(first) is shared(first) and shared(first, "x") is shared(first, "x")
-    assert shared(second) is not shared(first)
-    assert calls == [(id(first), ""), (id(first), "x"), (id(second), "")]
-    for _ in range(40):   # bounded: the first job is forgotten, then computed again
-        shared(object())
-    shared(first)
-    assert calls[-1] == (id(first), "")

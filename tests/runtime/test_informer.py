@@ -1,7 +1,8 @@
 """Shared informers against the embedded API server over HTTP: the cache converges to the server's exact state
 and handlers see every change, across dropped watches, compactions (410), injected 5xx/429s and shortened
 streams; missed deletions arrive as tombstones; selectors and namespaces are honoured by the server; resyncs,
-late handlers, failing handlers, transforms, indexes, the factory, and clean stops."""
+late handlers, failing handlers, transforms, indexes, the factory, and clean stops. (The store's own indexes:
+test_cache_store.py; controller references: test_cache_keys.py; the back-off: test_backoff.py.)"""
 
 from __future__ import annotations
 
@@ -18,17 +19,15 @@ import pytest
 from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.request import MERGE_PATCH, Request
 from mxjob_controller.runtime import cache_reflector
-from mxjob_controller.runtime.backoff import Backoff, BackoffPolicy
+from mxjob_controller.runtime.backoff import BackoffPolicy
 from mxjob_controller.runtime.cache_keys import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
-    controller_ref,
     controller_uid_index,
     label_index,
     object_key,
 )
-from mxjob_controller.runtime.cache_store import Indexer
 from mxjob_controller.runtime.client import CONFIGMAPS, NAMESPACES, PODS, Client, ClientConfig, Resource
 from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 from mxjob_controller.runtime.informer_factory import SharedInformerFactory
@@ -568,58 +567,3 @@ def test_factory_shares_one_informer_per_scope_and_stops_cleanly(apiserver, clie
 
 
 # --- pieces -----------------------------------------------------------------------------------------------
-
-def test_indexer_keeps_indexes_consistent():
-    store = Indexer(indexers={"job": label_index("job")})
-    a = {"metadata": {"name": "a", "namespace": "n", "labels": {"job": "x"}}}
-    store.upsert(a)
-    store.upsert({"metadata": {"name": "b", "namespace": "n", "labels": {"job": "x"}}})
-    assert sorted(store.index_keys("job", "x")) == ["n/a", "n/b"]
-    store.upsert({"metadata": {"name": "a", "namespace": "n", "labels": {"job": "y"}}})
-    assert store.index_keys("job", "x") == ["n/b"] and store.index_keys("job", "y") == ["n/a"]
-    assert store.delete("n/b") is not None and store.index_keys("job", "x") == []
-
-    def broken(obj: dict) -> list[str]:
-        raise ValueError("bad index function")
-
-    with pytest.raises(ValueError, match="bad index function"):
-        store.add_indexers({"bad": broken})
-    assert "bad" not in store.indexers() and store.index_keys("job", "y") == ["n/a"]
-    store.add_indexers({"ok": label_index("job")})
-    with pytest.raises(ValueError, match="another function"):
-        store.add_indexers({"ok": label_index("other")})
-    store.replace([a])
-    assert store.keys() == ["n/a"] and store.by_index("ok", "x") == [a]
-
-
-def test_only_a_controller_reference_that_is_boolean_true_controls():
-    """kube decodes ``controller`` as a bool: "true" or 1 is not a controller. The cache's index and the core's
-    ownership checks read the reference through one function, so they cannot disagree."""
-    def owned(controller: object, uid: str = "u1") -> dict:
-        return {"metadata": {"name": "p", "namespace": "n",
-                             "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "u0"},
-                                                 {"apiVersion": "v1", "kind": "X", "name": "y", "uid": uid,
-                                                  "controller": controller}]}}
-
-    assert controller_uid_index(owned(True)) == ["u1"] and controller_ref(owned(True))["name"] == "y"
-    for not_true in ("true", 1, "yes", None, False):
-        assert controller_uid_index(owned(not_true)) == [], not_true
-        assert controller_ref(owned(not_true)) is None
-    assert controller_uid_index({"metadata": {"name": "p"}}) == []
-
-    from mxjob_controller.core import job_vocabulary as ownership
-    assert ownership.controller_ref is controller_ref
-    assert ownership.is_controlled_by(owned(True), "u1") and not ownership.is_controlled_by(owned("true"), "u1")
-
-
-def test_backoff_doubles_with_jitter_caps_and_resets():
-    now = [0.0]
-    backoff = Backoff(BackoffPolicy(), rng=random.Random(1), now=lambda: now[0])
-    bases = [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0]
-    for base in bases:
-        now[0] += 1
-        delay = backoff.next_delay()
-        assert base <= delay <= 2 * base
-    assert backoff.next_delay(retry_after=90) == 90
-    now[0] += 121                                  # two quiet minutes: start over
-    assert 0.8 <= backoff.next_delay() <= 1.6

@@ -1,22 +1,14 @@
 """The TFJob API (pure): defaults, validation naming every bad field, the two shapes of run policy merged field by
-field, the status shape, the names and labels the framework gives children, and the generated CRD (structural,
-strict-valid, both shapes kept by the schema)."""
+field, and the status shape. (The framework's names and labels: test_framework.py; the CRD: test_crd.py.)"""
 
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from mxjob_controller.core.job_vocabulary import ReplicaCounts, replica_labels
-from mxjob_controller.frameworks import FRAMEWORKS
-from mxjob_controller.kube.k8s_schemas import schema_version
-from mxjob_controller.kubeflow_api.crd_schema import structural_problems
+from mxjob_controller.core.job_vocabulary import ReplicaCounts
 from mxjob_controller.tensorflow.api import (
     apply_defaults,
     parse_tfjob,
@@ -24,11 +16,7 @@ from mxjob_controller.tensorflow.api import (
     validate_tfjob,
     with_tfjob_replica_counts,
 )
-from mxjob_controller.tensorflow.crd import tfjob_crd
-from mxjob_controller.tensorflow.framework import TensorFlowFramework
-from tests.tensorflow_support import ROOT, create_body, replica, tfjob, update_body, view
-
-KUBERNETES_VALIDATE = Path(sys.executable).parent / "kubernetes-validate"
+from tests.tensorflow_support import create_body, replica, tfjob, update_body, view
 
 
 def errors(body: dict[str, Any]) -> list[str]:
@@ -179,86 +167,3 @@ def test_counts_go_to_replica_statuses_under_the_canonical_keys_only() -> None:
     assert tfjob_replica_counts({"replicaStatuses": {"Ps": {"active": 1}, "Worker": {"succeeded": 2}}}) == {
         "PS": ReplicaCounts(1), "Worker": ReplicaCounts(0, 2)}
     assert tfjob_replica_counts(update_body()["status"]) == {"PS": ReplicaCounts(1), "Worker": ReplicaCounts(1)}
-
-
-# --- names and labels: training-operator 1.9's for TFJobs -----------------------------------------------------
-
-def test_the_framework_names_things_as_training_operator_does_for_tfjobs() -> None:
-    framework = TensorFlowFramework()
-    assert (framework.operator_name, framework.framework_name, framework.resource.kind,
-            framework.resource.plural, framework.default_container) == (
-        "tfjob-controller", "tensorflow", "TFJob", "tfjobs", "tensorflow")
-    labels = replica_labels(framework.operator_name, framework.group_label, "dist", "PS", 1)
-    assert labels == {"training.kubeflow.org/operator-name": "tfjob-controller",
-                      "training.kubeflow.org/job-name": "dist", "training.kubeflow.org/replica-type": "ps",
-                      "training.kubeflow.org/replica-index": "1"}, "exactly 1.9's labels: no legacy ones"
-    assert FRAMEWORKS["tensorflow"].framework().operator_name == "tfjob-controller"
-
-
-@pytest.mark.parametrize(("body", "masters"), [
-    (tfjob(chief=1, ps=1, worker=2), {("Chief", 0)}),
-    (tfjob(master=1, worker=2), {("Master", 0)}),
-    (tfjob(ps=2, worker=2), {("Worker", 0)}),
-])
-def test_job_role_master_goes_to_the_chief_else_worker_0(body: dict, masters: set) -> None:
-    job = view(body)
-    framework = TensorFlowFramework()
-    found = {(t, i) for t, r in job.replicas.items() for i in range(r.replicas) if framework.is_master(job, t, i)}
-    assert found == masters
-
-
-def test_services_expose_every_named_port_of_the_tensorflow_container() -> None:
-    body = tfjob(worker=1)
-    body["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["ports"] = [
-        {"name": "debug", "containerPort": 6006}, {"containerPort": 7000}]
-    assert TensorFlowFramework().service_ports(view(body), "Worker") == [
-        {"name": "debug", "port": 6006}, {"name": "tfjob-port", "port": 2222}]
-
-
-# --- the CRD --------------------------------------------------------------------------------------------------
-
-def schema() -> dict[str, Any]:
-    [version] = tfjob_crd()["spec"]["versions"]
-    return version["schema"]["openAPIV3Schema"]
-
-
-def test_the_crd_names_version_and_columns() -> None:
-    crd = tfjob_crd()
-    assert crd["metadata"]["name"] == "tfjobs.kubeflow.org"
-    assert crd["spec"]["names"] == {"kind": "TFJob", "listKind": "TFJobList", "plural": "tfjobs",
-                                    "singular": "tfjob", "shortNames": ["tfjob"]}
-    [version] = crd["spec"]["versions"]
-    assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
-    assert version["subresources"] == {"status": {}}
-    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["State", "Age"]
-    assert version["additionalPrinterColumns"][0]["jsonPath"] == ".status.conditions[-1:].type"
-
-
-def test_the_schema_is_structural_and_keeps_both_shapes() -> None:
-    assert structural_problems(schema()) == []
-    spec = schema()["properties"]["spec"]
-    assert spec["required"] == ["tfReplicaSpecs"]
-    assert {"runPolicy", "successPolicy", "enableDynamicWorker", "backoffLimit", "ttlSecondsAfterFinished",
-            "activeDeadlineSeconds", "cleanPodPolicy", "schedulingPolicy"} <= set(spec["properties"])
-    replica_spec = spec["properties"]["tfReplicaSpecs"]["additionalProperties"]
-    assert set(replica_spec["properties"]) == {"replicas", "restartPolicy", "template"}
-    assert "(default)" in spec["properties"]["cleanPodPolicy"]["description"]
-    assert "Running (default)" in spec["properties"]["runPolicy"]["properties"]["cleanPodPolicy"]["description"]
-    assert set(schema()["properties"]["status"]["properties"]) == {
-        "conditions", "replicaStatuses", "startTime", "completionTime", "lastReconcileTime", "restartCount",
-        "replicaHistory"}
-
-
-@pytest.mark.integration
-def test_kubernetes_validate_strict_accepts_the_committed_crd(tmp_path: Path) -> None:
-    path = ROOT / "manifests" / "crd" / "kubeflow.org_tfjobs.yaml"
-    assert yaml.safe_load(path.read_text()) == tfjob_crd()
-    proc = subprocess.run([str(KUBERNETES_VALIDATE), "--strict", "-k", schema_version(), str(path)],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    bad = tfjob_crd()
-    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-patch-strategy"] = "m"
-    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
-    proc = subprocess.run([str(KUBERNETES_VALIDATE), "--strict", "-k", schema_version(), str(tmp_path / "bad.yaml")],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode != 0, "the check can fail"

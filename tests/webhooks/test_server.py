@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 from mxjob_controller.local.apiserver.patch.json_patch import apply_json_patch
 from mxjob_controller.runtime.tls import TLSMaterial
 from mxjob_controller.webhooks import admission
-from mxjob_controller.webhooks.certs import CertificateError, CertificateFiles, SelfSignedCertificate
+from mxjob_controller.webhooks.certs import CertificateFiles, SelfSignedCertificate
 from mxjob_controller.webhooks.server import CONVERT_PATH, WebhookServer, job_kinds, mutate_path, validate_path
 from tests.generic_support import genericjob, replica
 from tests.reconciler_support import mxjob
@@ -317,11 +317,6 @@ def test_one_bad_object_fails_the_whole_batch_with_a_message_never_a_500(server,
 
 
 # --- certificates ---------------------------------------------------------------------------------------------
-
-def test_missing_certificate_files_say_what_to_mount(tmp_path):
-    with pytest.raises(CertificateError, match=r"no tls\.crt and no tls\.key in .*: mount the webhook's TLS Secret"):
-        CertificateFiles(tmp_path).load()
-
 
 def test_a_renewed_certificate_is_served_from_the_next_connection_on(tmp_path, certificate):
     first, second = TLSMaterial("127.0.0.1"), TLSMaterial("127.0.0.1")

@@ -186,6 +186,16 @@ def no_route() -> StatusError:
     return StatusError(404, "NotFound", "the server could not find the requested resource", {})
 
 
+def admission_forbidden(res: Resource, name: str, why: str) -> StatusError:
+    """An admission plugin's refusal (``admission.NewForbidden``): as :func:`forbidden`, but a create under
+    ``generateName`` (no name yet, as admission sees it) reads ``pods is forbidden: <why>``, without a name."""
+    if name:
+        return forbidden(res, name, why)
+    details: dict[str, Any] = {"group": res.group} if res.group else {}
+    details["kind"] = res.plural
+    return StatusError(403, "Forbidden", f"{res.qualified} is forbidden: {why}", details)
+
+
 def too_many_requests(retry_after: int, message: str = "") -> StatusError:
     return StatusError(429, "TooManyRequests",
                        message or "Too many requests, please try again later.",

@@ -67,6 +67,8 @@ class Request:
     accept: str = ""
     user_agent: str = ""
     user: Any = None  # the authenticated caller (auth.UserInfo), for the review APIs; None: nobody was asked
+    # What admission adds to the request's audit record (kube's audit annotations): the Exchange's own dict.
+    audit_annotations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -120,6 +122,7 @@ class Exchange:
     reader: Callable[[], bytes] | None = None  # reads the body off the connection; None once read (or none)
     response_headers: dict[str, str] = field(default_factory=dict)  # sent with whatever answers it (flow control)
     finishers: list[Callable[[], None]] = field(default_factory=list)  # run once the application has returned
+    audit_annotations: dict[str, str] = field(default_factory=dict)  # admission's, for the audit record
 
     def read_body(self) -> bytes:
         """The request's body, read from the connection on the first call. Called by whatever serves an admitted

@@ -164,7 +164,8 @@ class Router:
                       name=(info.name or None) if info.verb != "watch" else None,
                       subresource=info.subresource or None, query=query,
                       content_type=ex.headers.get("Content-Type", "") or "", body=ex.read_body(),
-                      accept=ex.headers.get("Accept", "") or "", user_agent=info.user_agent, user=ex.user)
+                      accept=ex.headers.get("Accept", "") or "", user_agent=info.user_agent, user=ex.user,
+                      audit_annotations=ex.audit_annotations)
         return kubeproto.respond(self._rest.handle, req)
 
 

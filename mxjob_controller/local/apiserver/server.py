@@ -20,7 +20,7 @@ import logging
 import platform
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from mxjob_controller.kube.k8s_schemas import KUBE_VERSION
 from mxjob_controller.local.apiserver import builtin, errors
 from mxjob_controller.local.apiserver.auth.admission import OwnerReferencesPermissionEnforcement
 from mxjob_controller.local.apiserver.auth.authorizer import ALWAYS_ALLOW, RBAC
+from mxjob_controller.local.apiserver.auth.pod_security_admission import PodSecurity, PodSecurityConfiguration
 from mxjob_controller.local.apiserver.auth.reviews import REVIEW_TYPES
 from mxjob_controller.local.apiserver.auth.security import Security, bootstrap_policy
 from mxjob_controller.local.apiserver.controllers.gc import GarbageCollector
@@ -136,6 +137,9 @@ class ServerOptions:
     # kube's --authorization-mode: "AlwaysAllow" or "RBAC"; None: RBAC with TLS, else AlwaysAllow. Either TLS or
     # RBAC turns authentication on (bearer tokens; without one, system:anonymous under RBAC, 401 under AlwaysAllow).
     authorization: str | None = None
+    # kube's PodSecurity admission configuration (auth/pod_security_admission.py): the defaults of a namespace that
+    # sets no pod-security.kubernetes.io labels, and who is exempt. kube's default: privileged, nobody exempt.
+    pod_security: PodSecurityConfiguration = field(default_factory=PodSecurityConfiguration)
 
     @property
     def authorization_mode(self) -> str:
@@ -195,6 +199,9 @@ class APIServer:
             # As hardened clusters (OpenShift) run it: auth/admission.py.
             self.rest.validating_admission.append(
                 OwnerReferencesPermissionEnforcement(self.security.authorizer, self.registry))
+        # kube's validating admission plugins, after validation and before the webhooks: PodSecurity.
+        self.pod_security = PodSecurity(self.options.pod_security, self._namespace, self._pods)
+        self.rest.validating_plugins.append(self.pod_security)
         self.rest.lookup = self._lookup
         self.rest.subresource_creators[(builtin.PODS.storage_key, "binding")] = self._bind
         connect = PodConnect(self.store, builtin.PODS.storage_key)   # exec, attach, port-forward: kinds/pod_connect.py
@@ -246,6 +253,7 @@ class APIServer:
         self.metrics = Metrics(storage_counts(self.store, self.registry),   # /metrics (observability.py)
                                storage_sizes(self.store, self.registry))
         self.metrics.sources.append(self.flow_control.metrics)
+        self.metrics.sources.append(self.pod_security.metrics.render)
         self.router.non_resource_handlers["/metrics"] = lambda ex: self.metrics.render()
         self._http: APIHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -462,6 +470,12 @@ class APIServer:
             return None
         entry = self.store.get(rt.storage_key, (namespace if rt.namespaced else "", name))
         return entry.obj if entry else None
+
+    def _namespace(self, name: str) -> dict | None:
+        return self._lookup(builtin.NAMESPACES.storage_key, "", name)
+
+    def _pods(self, namespace: str) -> list[dict]:
+        return [entry.obj for _, entry in self.store.list(builtin.PODS.storage_key, namespace)[0]]
 
     def _lookup(self, storage_key: str, namespace: str, name: str) -> dict | None:
         entry = self.store.get(storage_key, (namespace, name))

@@ -34,6 +34,7 @@ class WriteContext:
     # Set by the server: read access to other objects (e.g. a pod's service account), and the node name.
     lookup: Callable[[str, str, str], dict | None] | None = None
     user: Any = None   # the authenticated caller (auth.UserInfo); None for the server's own writes
+    audit_annotations: dict[str, str] = field(default_factory=dict)   # admission's, for the audit record
 
 
 class Strategy:

@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from mxjob_controller.core import reconciler
+from mxjob_controller.core.failure_policy import evaluate
+from mxjob_controller.core.reconciler import JobReconciler
 from mxjob_controller.kube.timefmt import rfc3339
 from tests.reconciler_support import DEADLINE, Harness, metric, mxjob, wait_metric
 from tests.reconciler_time import FakeTime
@@ -41,6 +44,41 @@ def history(h: Harness, job: str) -> dict[str, Any]:
 
 def true_conditions(h: Harness, job: str) -> list[str]:
     return [t for t, c in h.conditions(NS, job).items() if c["status"] == "True"]
+
+
+# --- one decision per pass -------------------------------------------------------------------------------
+
+def test_each_pass_evaluates_the_failure_policy_once_and_acts_on_it_after_its_write(
+        h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As kube's syncJob computes once and writes once: the restart the status records is carried out, and the
+    deadline requeued, from the pass's own evaluation, not from a second one on the stored status."""
+    evaluations, passes = [], []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        evaluations.append(1)
+        return evaluate(*args, **kwargs)
+
+    def sync(self: JobReconciler, *args: Any, **kwargs: Any) -> Any:
+        passes.append(1)
+        return real_sync(self, *args, **kwargs)
+
+    real_sync = JobReconciler._sync
+    monkeypatch.setattr(reconciler, "evaluate", counted)
+    monkeypatch.setattr(JobReconciler, "_sync", sync)
+    controller = h.start()
+    h.create_job(mxjob("j", scheduler=0, server=0, worker=2, restart_policy="ExitCode",
+                       runPolicy={"activeDeadlineSeconds": 3600}))
+    h.wait_children(NS, "j", 2)
+    h.run_all(NS, "j")
+    h.wait_condition(NS, "j", "Running")
+    old = uid_of(h, "j-worker-1")
+    h.kubelet.fail(NS, "j-worker-1", exit_code=137, reason="OOMKilled")
+    wait_replaced(h, "j-worker-1", old)   # deleted by the pass that recorded the restart, then recreated
+    h.kubelet.run(NS, "j-worker-1")
+    h.wait_condition(NS, "j", "Running")
+    assert h.job(NS, "j")["status"]["restartCount"] == 1
+    h.settle(controller, f"{NS}/j")
+    assert passes and len(evaluations) == len(passes), "one evaluation per pass"
 
 
 # --- ExitCode --------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The local scheduler's decisions, table-tested on plain values: the node's ``--capacity``, kube's fit rules and
-message, the queue's order, gangs all-or-nothing, Volcano's enqueue and both schedulers' PodGroup phases."""
+"""The local scheduler's decisions, table-tested on plain values: kube's fit rules and message, the queue's order,
+gangs all-or-nothing, Volcano's enqueue and both schedulers' PodGroup phases. (The node's ``--capacity``:
+tests/local/kubelet/test_node.py.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from fractions import Fraction
 import pytest
 
 from mxjob_controller.core.podgroups import VOLCANO
-from mxjob_controller.local.kubelet.node import CapacityError, node_capacity, parse_capacity
 from mxjob_controller.local.scheduler.placement import (
     COSCHEDULING,
     GroupView,
@@ -27,36 +27,6 @@ from mxjob_controller.local.scheduler.placement import (
 
 F = Fraction
 MI = 1024 * 1024
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("cpu=2,memory=4Gi,pods=110", {"cpu": "2", "memory": "4Gi", "pods": "110"}),
-    ("cpu=1500m", {"cpu": "1500m"}),
-    (" cpu = 2 , example.com/foo=4 ", {"cpu": "2", "example.com/foo": "4"}),
-    ("memory=1024Mi,ephemeral-storage=10G", {"memory": "1Gi", "ephemeral-storage": "10G"}),
-    ("", {}),
-])
-def test_capacity_parses(text, expected):
-    assert parse_capacity(text) == expected
-
-
-@pytest.mark.parametrize(("text", "says"), [
-    ("cpu", "expected NAME=QUANTITY"),
-    ("cpu=lots", "cpu=lots"),
-    ("gpu=1", "not a resource name"),
-    ("pods=1.5", "whole number"),
-    ("example.com/foo=500m", "whole number"),
-    ("cpu=-1", "at least 0"),
-])
-def test_capacity_refuses(text, says):
-    with pytest.raises(CapacityError, match=says):
-        parse_capacity(text)
-
-
-def test_capacity_overrides_the_machine_resource_by_resource():
-    machine = {"cpu": "8", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
-    assert node_capacity({"cpu": "2", "example.com/foo": "1"}, machine) == {
-        "cpu": "2", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi", "example.com/foo": "1"}
 
 
 def _container(**requests: str) -> dict:

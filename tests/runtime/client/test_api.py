@@ -1,11 +1,11 @@
 """The runtime's API client, against the embedded API server over HTTP: verbs, typed errors, pagination, watch
-streams, the token bucket, the user agent, and configuration loading (kubeconfig, --master, in-cluster)."""
+streams, the client's rate limit and the user agent. (Configuration: test_loading.py, test_kubeconfig.py,
+test_incluster.py; errors as pure functions: test_errors.py; the token bucket: tests/runtime/test_token_bucket.py.)"""
 
 from __future__ import annotations
 
 import importlib.machinery
 import json
-import os
 import re
 import subprocess
 import sys
@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.http.faults import FaultRule
@@ -22,15 +21,12 @@ from mxjob_controller.runtime.client import (
     CONFIGMAPS,
     PODS,
     AlreadyExists,
-    ApiError,
     BadRequest,
     Cancelled,
     Client,
     ClientConfig,
-    ConfigError,
     Conflict,
     Expired,
-    FileToken,
     Forbidden,
     Gone,
     InternalError,
@@ -41,17 +37,12 @@ from mxjob_controller.runtime.client import (
     Resource,
     ServerError,
     ServiceUnavailable,
-    TokenBucket,
     TooManyRequests,
     TransportError,
     Unauthorized,
-    load_config,
-    load_in_cluster,
-    load_kubeconfig,
     user_agent,
 )
 from mxjob_controller.runtime.client.api import default_program
-from mxjob_controller.runtime.client.errors import error_for_response
 from tests.support import configmap, pod, wait_for
 
 REPO = Path(__file__).resolve().parents[3]
@@ -232,19 +223,6 @@ def test_typed_errors_for_injected_statuses(apiserver, client, code, retry_after
     assert err.value.code == code
     assert err.value.status["kind"] == "Status" and err.value.status["status"] == "Failure"
     assert err.value.retry_after == (float(retry_after) if retry_after else None)
-
-
-def test_error_for_bodies_that_are_not_a_status():
-    err = error_for_response(502, b"<html>bad gateway</html>", {}, "GET")
-    assert isinstance(err, InternalError) and err.code == 502
-    assert "bad gateway" in err.message
-    assert isinstance(error_for_response(409, b"", {}, "POST"), AlreadyExists)
-    assert type(error_for_response(409, b"", {}, "PUT")) is Conflict
-    unknown_reason = json.dumps({"kind": "Status", "code": 404, "reason": "Mystery"}).encode()
-    assert isinstance(error_for_response(404, unknown_reason, {}, "GET"), NotFound)
-    throttled = error_for_response(429, json.dumps({"kind": "Status", "code": 429, "reason": "TooManyRequests",
-                                                   "details": {"retryAfterSeconds": 4}}).encode(), {}, "GET")
-    assert throttled.retry_after == 4.0
 
 
 def test_retry_after_is_retried_up_to_max_retries(apiserver):
@@ -473,19 +451,6 @@ def test_watch_read_timeout(client):
 
 # --- rate limiting --------------------------------------------------------------------------------------
 
-def test_token_bucket_arithmetic():
-    now = [0.0]
-    bucket = TokenBucket(qps=10, burst=2, now=lambda: now[0])
-    assert [bucket.reserve() for _ in range(4)] == pytest.approx([0.0, 0.0, 0.1, 0.2])
-    assert bucket.reserve(max_wait=0.25) is None   # would need 0.3 s: refused, and nothing taken
-    now[0] = 0.3
-    assert bucket.reserve() == pytest.approx(0.0)
-    now[0] = 100.0                         # a long pause saves at most `burst` tokens
-    assert [bucket.reserve() for _ in range(3)] == pytest.approx([0.0, 0.0, 0.1])
-    bucket.give_back()                     # the last caller gave up: its token serves the next one
-    assert bucket.reserve() == pytest.approx(0.1)
-
-
 def test_client_rate_is_bounded_by_qps_and_burst(apiserver):
     limited = make_client(apiserver.url, qps=20, burst=5)
     apiserver.audit.clear()
@@ -541,7 +506,7 @@ def test_a_rate_limit_wait_ends_on_cancel_and_on_close(apiserver):
         slow.list(CONFIGMAPS, "default")          # a closed client sends nothing
 
 
-# --- identity and configuration -----------------------------------------------------------------------------
+# --- identity -------------------------------------------------------------------------------------------
 
 def test_user_agent_names_the_program_given_and_the_component(apiserver, monkeypatch):
     named = Client(ClientConfig(host=apiserver.url, qps=-1), component="job-controller", program="my-operator",
@@ -556,130 +521,3 @@ def test_user_agent_names_the_program_given_and_the_component(apiserver, monkeyp
                         raising=False)
     assert user_agent("x") == user_agent("x", default_program(), "unknown")
     assert user_agent().startswith("pytest/unknown (") and user_agent("x").endswith(") x")
-
-
-def test_kubeconfig_from_the_fixture_reaches_the_server(apiserver, kubeconfig):
-    config = load_config(kubeconfig=kubeconfig, env={})
-    assert config.host == apiserver.url and config.namespace == "default"
-    assert Client(config).list(CONFIGMAPS, "kube-system")["kind"] == "ConfigMapList"
-
-
-def test_master_overrides_the_kubeconfig_server(apiserver, tmp_path):
-    path = tmp_path / "config"
-    path.write_text(yaml.safe_dump(_kubeconfig("http://127.0.0.1:1", namespace="team")))
-    config = load_config(kubeconfig=path, master=apiserver.url, env={})
-    assert config.host == apiserver.url and config.namespace == "team"
-    assert Client(config).list(CONFIGMAPS, "default")["kind"] == "ConfigMapList"
-
-
-def test_kubeconfig_merging_relative_paths_and_credentials(tmp_path):
-    (tmp_path / "certs").mkdir()
-    (tmp_path / "certs" / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
-    (tmp_path / "token").write_text("file-token\n")
-    first = _kubeconfig("https://first:6443", ca="certs/ca.pem", user={"tokenFile": "token"})
-    second = _kubeconfig("https://ignored:6443", user={"token": "ignored"})   # same names: the first file wins
-    second["contexts"].append({"name": "other", "context": {"cluster": "c2", "user": "u2"}})
-    second["clusters"].append({"name": "c2", "cluster": {"server": "10.0.0.9:443", "insecure-skip-tls-verify": True}})
-    second["users"].append({"name": "u2", "user": {"username": "ann", "password": "pw",
-                                                   "client-certificate-data": "Y2VydA==",
-                                                   "client-key-data": "a2V5"}})
-    second["current-context"] = "other"
-    (tmp_path / "a").write_text(yaml.safe_dump(first))
-    (tmp_path / "b").write_text(yaml.safe_dump(second))
-    env = {"KUBECONFIG": f"{tmp_path / 'missing'}{os.pathsep}{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}"}
-
-    config = load_config(env=env)
-    assert config.host == "https://first:6443"
-    assert config.ca_file == str(tmp_path / "certs" / "ca.pem")
-    assert isinstance(config.token, FileToken) and config.authorization() == "Bearer file-token"
-
-    other = load_config(env=env, context="other")
-    assert other.host == "https://10.0.0.9:443" and other.verify_tls is False
-    assert Path(other.client_cert_file or "").read_bytes() == b"cert"
-    assert Path(other.client_key_file or "").read_bytes() == b"key"
-    assert os.stat(other.client_key_file or "").st_mode & 0o077 == 0
-    assert other.authorization() == "Basic YW5uOnB3"
-
-    with pytest.raises(ConfigError, match="context 'nope' does not exist"):
-        load_config(env=env, context="nope")
-
-
-def test_unsupported_or_contradictory_kubeconfigs_are_refused(tmp_path):
-    path = tmp_path / "config"
-    path.write_text(yaml.safe_dump(_kubeconfig("https://x", user={"exec": {"command": "aws"}})))
-    with pytest.raises(ConfigError, match="exec"):
-        load_kubeconfig([path])
-    path.write_text(yaml.safe_dump(_kubeconfig("https://x", ca="/ca.pem", insecure=True)))
-    with pytest.raises(ConfigError, match="insecure"):
-        load_kubeconfig([path])
-    with pytest.raises(ConfigError, match="does not exist"):
-        load_config(kubeconfig=tmp_path / "nothing-here", env={})
-
-
-def test_the_service_account_directory_can_be_named_outside_a_pod():
-    from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR, default_service_account_dir
-
-    assert default_service_account_dir({}) == SERVICE_ACCOUNT_DIR == "/var/run/secrets/kubernetes.io/serviceaccount"
-    assert default_service_account_dir({"MXJOB_SERVICE_ACCOUNT_DIR": "/tmp/sa"}) == "/tmp/sa"
-    assert default_service_account_dir({"MXJOB_SERVICE_ACCOUNT_DIR": ""}) == SERVICE_ACCOUNT_DIR
-
-
-def test_in_cluster_config_and_token_rotation(tmp_path):
-    sa = tmp_path / "sa"
-    sa.mkdir()
-    (sa / "token").write_text("first")
-    (sa / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
-    (sa / "namespace").write_text("mxjob-system")
-    env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    config = load_config(env=env, service_account_dir=str(sa))
-    assert config.host == "https://10.96.0.1:443"
-    assert config.ca_file == str(sa / "ca.crt") and config.namespace == "mxjob-system"
-    assert config.authorization() == "Bearer first"
-
-    rotated = sa / "token.new"                    # the kubelet swaps the file atomically
-    rotated.write_text("second")
-    os.replace(rotated, sa / "token")
-    assert config.authorization() == "Bearer second"
-    (sa / "token").unlink()                       # mid-rotation: keep the last good token
-    assert config.authorization() == "Bearer second"
-
-    (sa / "token").write_text("third")
-    v6 = load_in_cluster({"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "6443"}, str(sa))
-    assert v6.host == "https://[fd00::1]:6443"
-    with pytest.raises(ConfigError, match="KUBERNETES_SERVICE_HOST"):
-        load_in_cluster({}, str(sa))
-
-
-def test_config_precedence(tmp_path, apiserver):
-    home = tmp_path / "home"
-    (home / ".kube").mkdir(parents=True)
-    (home / ".kube" / "config").write_text(yaml.safe_dump(_kubeconfig("https://home:6443")))
-    sa = tmp_path / "sa"
-    sa.mkdir()
-    (sa / "token").write_text("t")
-    in_pod = {"HOME": str(home), "KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    assert load_config(env=in_pod, service_account_dir=str(sa)).host == "https://10.0.0.1:443"
-    assert load_config(env={"HOME": str(home)}, service_account_dir=str(sa)).host == "https://home:6443"
-    assert load_config(env={"HOME": str(tmp_path)}, master=apiserver.url).host == apiserver.url
-    with pytest.raises(ConfigError, match="no configuration"):
-        load_config(env={"HOME": str(tmp_path)}, service_account_dir=str(sa))
-
-
-def _kubeconfig(server: str, namespace: str | None = None, ca: str | None = None, insecure: bool = False,
-                user: dict | None = None) -> dict:
-    cluster: dict = {"server": server}
-    if ca:
-        cluster["certificate-authority"] = ca
-    if insecure:
-        cluster["insecure-skip-tls-verify"] = True
-    context: dict = {"cluster": "c", "user": "u"}
-    if namespace:
-        context["namespace"] = namespace
-    return {"apiVersion": "v1", "kind": "Config", "current-context": "ctx",
-            "clusters": [{"name": "c", "cluster": cluster}], "users": [{"name": "u", "user": user or {}}],
-            "contexts": [{"name": "ctx", "context": context}]}
-
-
-def test_error_hierarchy():
-    assert issubclass(TooManyRequests, ApiError) and issubclass(Expired, Gone)
-    assert issubclass(ServiceUnavailable, ServerError) and issubclass(ReadTimeout, TransportError)

@@ -21,7 +21,6 @@ from mxjob_controller.manager.settings import RunSettings
 from mxjob_controller.mxnet.crd import mxjob_crd
 from mxjob_controller.runtime.client import CONFIGMAPS, Client, ClientConfig, TransportError
 from mxjob_controller.runtime.client.budget import advertises_flow_control, detected_budget
-from mxjob_controller.runtime.client.retries import jittered_wait
 from mxjob_controller.runtime.rest_client_metrics import register_retry_metrics
 from tests.support import configmap, wait_for
 
@@ -40,16 +39,6 @@ def test_pf_headers_mean_flow_control_whatever_their_case():
     assert (detected_budget(False, 20, 30).qps, detected_budget(False, 20, 30).burst) == (20, 30)
     assert detected_budget(None, 0, 0).why.startswith("server not reachable")   # 0: client-go's 5/10 meanwhile
     assert (detected_budget(None, 0, 0).qps, detected_budget(None, 0, 0).burst) == (5, 10)
-
-
-def test_a_retry_waits_the_servers_time_plus_at_most_a_fifth_never_past_the_deadline():
-    assert jittered_wait(1.0, 10.0, draw=lambda: 0.0) == 1.0
-    assert jittered_wait(1.0, 10.0, draw=lambda: 0.999) == pytest.approx(1.2, abs=0.001)
-    assert jittered_wait(2.0, 2.1, draw=lambda: 0.999) == 2.1       # cut at the deadline, never below the server's
-    assert jittered_wait(2.0, 1.9) is None                          # the server's own wait does not fit: give up
-    waits = {round(jittered_wait(1.0, 10.0), 3) for _ in range(50)}
-    assert len(waits) > 10 and all(1.0 <= w <= 1.2 for w in waits)   # spread, so refused clients do not come back
-    # together
 
 
 # --- the manager's start-up: which budget, and why ----------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.auth.authorizer import Authorizer
 from mxjob_controller.local.apiserver.auth.rbac import Attributes
 from mxjob_controller.local.apiserver.auth.user import UserInfo
@@ -83,11 +84,4 @@ class OwnerReferencesPermissionEnforcement:
 
 
 def _forbidden(rt: ResourceType, name: str, why: str) -> StatusError:
-    """``admission.NewForbidden``: ``pods "p" is forbidden: <why>`` (no name yet under generateName)."""
-    qualified = rt.resource.qualified
-    details: dict[str, Any] = {"name": name} if name else {}
-    if rt.group:
-        details["group"] = rt.group
-    details["kind"] = rt.plural
-    prefix = f'{qualified} "{name}"' if name else qualified
-    return StatusError(403, "Forbidden", f"{prefix} is forbidden: {why}", details)
+    return errors.admission_forbidden(rt.resource, name, why)

@@ -4,7 +4,9 @@ Each record has the request's time, verb (kube's: get list watch create update p
 the lower-case method for non-resource paths), group, resource, subresource, namespace, name, user agent, the
 user the server authenticated (empty when it authenticates nobody, or refused the credentials) and, when the request
 impersonated another user (``kubectl --as``), that user (kube's ``impersonatedUser``), the response
-code, and the server time spent (for a watch: how long the stream was open). Never a credential. Records are kept in
+code, the server time spent (for a watch: how long the stream was open) and, when admission had something to say,
+its ``annotations`` (kube's audit annotations: ``pod-security.kubernetes.io/audit-violations`` and the like).
+Never a credential. Records are kept in
 memory, the newest ``capacity`` of them, and queried with :meth:`AuditLog.records`; with a path they are also
 appended to a file as JSON lines, one object per request, flushed as written.
 
@@ -18,7 +20,7 @@ import json
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -49,6 +51,7 @@ class AuditRecord:
     field_selector: str = ""
     user: str = ""        # the authenticated user's name
     impersonated_user: str = ""   # the user the request acted as (Impersonate-User), when it impersonated one
+    annotations: dict[str, str] = field(default_factory=dict)   # admission's audit annotations
 
     def to_json(self) -> dict[str, Any]:
         # Built field by field: ``dataclasses.asdict`` deep-copies through a generic walk, most of the cost of
@@ -57,7 +60,8 @@ class AuditRecord:
                 "version": self.version, "resource": self.resource, "subresource": self.subresource,
                 "namespace": self.namespace, "name": self.name, "code": self.code, "elapsed": self.elapsed,
                 "user": self.user, "userAgent": self.user_agent, "labelSelector": self.label_selector,
-                "fieldSelector": self.field_selector, "impersonatedUser": self.impersonated_user}
+                "fieldSelector": self.field_selector, "impersonatedUser": self.impersonated_user,
+                "annotations": self.annotations}
 
 
 def _selectors(verb: str, query: dict[str, str]) -> dict[str, str]:
@@ -83,6 +87,7 @@ class AuditLog:
                              user_agent=info.user_agent, code=ex.code, elapsed=elapsed,
                              user=getattr(user, "name", "") or "",
                              impersonated_user=getattr(impersonated, "name", "") or "",
+                             annotations=dict(ex.audit_annotations),
                              **_selectors(info.verb, ex.query))
         with self._lock:
             self._records.append(record)

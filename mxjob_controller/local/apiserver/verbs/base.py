@@ -4,8 +4,10 @@ object response. ``read.py`` and ``write.py`` add the verbs; ``rest.py`` puts th
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import yaml
@@ -54,6 +56,13 @@ UpdateAdmission = Callable[[ResourceType, dict, dict, WriteContext], None]
 ValidatingAdmission = Callable[[ResourceType, dict, "dict | None", WriteContext], None]
 """(rt, new object, old object (None on create), ctx): raises StatusError to refuse a create or an update (the
 caller is ``ctx.user``); runs after mutating admission, before validation."""
+
+
+class ValidatingPlugin(Protocol):
+    """A validating admission plugin (PodSecurity): adds to the request's warnings and audit annotations, raises
+    StatusError to refuse. Runs after validation, before the validating webhooks, as kube orders them."""
+
+    def __call__(self, attrs: AdmissionAttributes, warnings: list[str], annotations: dict[str, str]) -> None: ...
 
 
 class Conversion(Protocol):
@@ -147,8 +156,10 @@ def warning_header(warnings: Sequence[str]) -> str:
     return ", ".join(f"299 - {json.dumps(w)}" for w in warnings)
 
 
-def with_warnings(hook: WebhookAdmission, attrs: AdmissionAttributes, warnings: list[str]) -> None:
-    """Call the webhooks; a refusal goes out with the warnings gathered so far, as kube's does."""
+def with_warnings(hook: Callable[[AdmissionAttributes, list[str]], None], attrs: AdmissionAttributes,
+                  warnings: list[str]) -> None:
+    """Call validating admission (webhooks, a plugin); a refusal goes out with the warnings gathered so far, as kube's
+    does."""
     try:
         hook(attrs, warnings)
     except StatusError as e:
@@ -179,6 +190,7 @@ class VerbsBase:
         self.admission: list[Admission] = []
         self.update_admission: list[UpdateAdmission] = []
         self.validating_admission: list[ValidatingAdmission] = []
+        self.validating_plugins: list[ValidatingPlugin] = []
         self.lookup: Callable[[str, str, str], dict | None] | None = None
         # Versions of custom resources (None: only apiVersion is rewritten) and validating webhooks (webhooks/).
         self.conversion: Conversion | None = None
@@ -276,7 +288,8 @@ class VerbsBase:
 
     def _context(self, req: Request) -> WriteContext:
         return WriteContext(rt=req.rt, subresource=req.subresource, dry_run=_dry_run(req.query, req.verb),
-                            field_manager=req.query.get("fieldManager", ""), lookup=self.lookup, user=req.user)
+                            field_manager=req.query.get("fieldManager", ""), lookup=self.lookup, user=req.user,
+                            audit_annotations=req.audit_annotations)
 
     def _field_validation(self, req: Request) -> str:
         value = req.query.get("fieldValidation", "") or "Warn"
@@ -355,20 +368,32 @@ class VerbsBase:
 
     # --- admission webhooks ------------------------------------------------------------------------------
 
-    def _admit(self, req: Request, operation: str, obj: dict, old: dict | None, ctx: WriteContext) -> None:
-        """The validating webhooks, last before the object is stored (a refusal carries the warnings so far)."""
+    def _admit(self, req: Request, operation: str, obj: dict, old: dict | None, ctx: WriteContext,
+               requested_name: str | None = None) -> None:
+        """Validating admission, last before the object is stored: the plugins (PodSecurity), then the webhooks; a
+        refusal carries the warnings so far. ``requested_name``: a create's name as the client sent it (empty
+        under generateName, as kube's admission attributes have it)."""
         hook = self.webhook_admission
-        if hook is None or not hook.active():
+        webhooks = hook is not None and hook.active()
+        if not webhooks and not self.validating_plugins:
             return
         kind = "CreateOptions" if operation == CREATE else "UpdateOptions"
         name = (obj.get("metadata") or {}).get("name") or req.name or ""
         namespace = self._admission_namespace(req, name)
         attrs = AdmissionAttributes(operation, req.rt, req.subresource or "", name, namespace, obj, old, ctx.dry_run,
                                     write_options(kind, req.query, ctx.dry_run), req.user)
-        with_warnings(hook, attrs, ctx.warnings)
+        if self.validating_plugins:
+            plugin_attrs = attrs if requested_name is None else replace(
+                attrs, name=requested_name, namespace=self._admission_namespace(req, requested_name))
+            for plugin in self.validating_plugins:
+                with_warnings(functools.partial(plugin, annotations=ctx.audit_annotations), plugin_attrs,
+                              ctx.warnings)
+        if hook is not None and webhooks:
+            with_warnings(hook, attrs, ctx.warnings)
 
     def _admission_namespace(self, req: Request, name: str) -> str:
-        """The request's namespace as kube's request info has it: a namespace's own name for its update and delete."""
+        """The request's namespace as kube's admission attributes have it: a namespace's own name for a namespace
+        (its create too: kube's create handler takes it from the object)."""
         if req.rt.namespaced:
             return req.namespace or ""
-        return name if req.rt.storage_key == self._namespaces_key and req.verb != "create" else ""
+        return name if req.rt.storage_key == self._namespaces_key else ""

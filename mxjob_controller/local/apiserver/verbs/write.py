@@ -84,7 +84,8 @@ class WriteVerbs(VerbsBase):
         """Shared tail of create and of an apply that creates: validation, admission, store.
         ``manager``: who writes (its managed fields are set here); None when an apply set them already."""
         self._stamp_identity(req, obj)
-        self._check_namespace(req, obj["metadata"].get("name") or "")
+        requested_name = obj["metadata"].get("name") or ""   # before generateName: what admission is told
+        self._check_namespace(req, requested_name)
         ctx = self._context(req)
         self._check_schema(req, obj, ctx, duplicates)
         strategy = self.strategy(req.rt)
@@ -97,7 +98,7 @@ class WriteVerbs(VerbsBase):
         for check in self.validating_admission:
             check(req.rt, obj, None, ctx)
         self._validate(req, obj, None, ctx)
-        self._admit(req, CREATE, obj, None, ctx)
+        self._admit(req, CREATE, obj, None, ctx, requested_name)
         obj = self._to_storage(req.rt, obj)
         name = obj["metadata"]["name"]
         if ctx.dry_run:

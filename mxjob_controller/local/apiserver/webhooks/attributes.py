@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mxjob_controller.kube.vocabulary import META_V1
+from mxjob_controller.kube.vocabulary import CREATE, DELETE, META_V1, UPDATE
 from mxjob_controller.local.apiserver.resources import ResourceType
 
-CREATE, UPDATE, DELETE = "CREATE", "UPDATE", "DELETE"
+__all__ = ["CREATE", "DELETE", "UPDATE", "AdmissionAttributes", "delete_options", "write_options"]
 
 
 @dataclass(slots=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from mxjob_controller.local.apiserver.auth.authorizer import request_attributes
 from mxjob_controller.local.apiserver.auth.rbac import (
     Attributes,
     Decision,
@@ -23,7 +22,6 @@ from mxjob_controller.local.apiserver.auth.rbac import (
     uncovered,
 )
 from mxjob_controller.local.apiserver.auth.user import ADMIN, UserInfo, service_account_user
-from mxjob_controller.local.apiserver.request import RequestInfo
 from tests.deploy import test_rbac as manifests_table
 from tests.rbac import Policy, Request, ServiceAccount
 
@@ -146,25 +144,6 @@ def test_a_refusal_reason_follows_the_message():
     message, _ = forbidden_status(Attributes(SA, "get", False, path="/x"), 'RBAC: role.rbac.authorization.k8s.io "r" '
                                                                            "not found")
     assert message.endswith('cannot get path "/x": RBAC: role.rbac.authorization.k8s.io "r" not found')
-
-
-@pytest.mark.parametrize(("method", "path", "query", "expected"), [
-    ("GET", "/api/v1/namespaces/ns/pods", {"fieldSelector": "metadata.name=p"}, ("list", "ns", "p")),
-    ("GET", "/api/v1/namespaces/ns/pods", {"watch": "1", "fieldSelector": "metadata.name=p,status.phase=Running"},
-     ("watch", "ns", "p")),
-    ("GET", "/api/v1/namespaces/ns/pods", {"fieldSelector": "metadata.name!=p"}, ("list", "ns", "")),
-    ("GET", "/api/v1/namespaces/ns/pods", {"fieldSelector": "metadata.name=a/b"}, ("list", "ns", "")),
-    ("DELETE", "/api/v1/namespaces/ns/pods", {"fieldSelector": "metadata.name=p"}, ("deletecollection", "ns", "")),
-    ("GET", "/api/v1/namespaces/team-a", {}, ("get", "team-a", "team-a")),
-    ("PUT", "/api/v1/namespaces/team-a/finalize", {}, ("update", "team-a", "team-a")),
-])
-def test_request_attributes_as_kube_s_request_info(method, path, query, expected):
-    from mxjob_controller.local.apiserver.router import Router
-
-    info = RequestInfo(method=method, path=path)
-    assert Router.__new__(Router)._fill_resource_info(info, path.strip("/").split("/"), query)
-    attrs = request_attributes(info, query, SA)
-    assert (attrs.verb, attrs.namespace, attrs.name) == expected
 
 
 AGGREGATION = """

@@ -343,6 +343,15 @@ def test_a_namespace_delete_names_the_namespace(kube: Kube, hooks: WebhookServer
     assert kube.get(f"{NAMESPACES}/team").body["status"]["phase"] == "Active"
 
 
+def test_a_namespace_create_names_the_namespace(kube: Kube, hooks: WebhookServer) -> None:
+    """kube's create handler gives a namespace's create its own name as the request's namespace, as its update and
+    delete have it."""
+    configure(kube, hook_config(hooks, deny("no", code=403), rules=[rule(["CREATE"], [""], ["v1"], ["namespaces"])]))
+    assert kube.post(NAMESPACES, {"metadata": {"name": "team"}}).status == 403
+    request = hooks.received("/validate")[0].body["request"]
+    assert (request["name"], request["namespace"], request["object"]["kind"]) == ("team", "team", "Namespace")
+
+
 def test_dry_runs_reach_webhooks_without_side_effects(kube: Kube, hooks: WebhookServer) -> None:
     configure(kube, hook_config(hooks, sideEffects="NoneOnDryRun"))
     reply = kube.post(CM, configmap("c1"), dryRun="All")
@@ -469,7 +478,9 @@ def test_the_namespace_selector_reads_the_requests_namespace(kube: Kube, hooks: 
     seen = [(r.body["request"]["resource"]["resource"], r.body["request"].get("namespace", "")) for r in
             hooks.received() if (r.body["request"]["resource"]["resource"], r.body["request"].get("name")) !=
             ("serviceaccounts", "default")]
-    assert seen == [("configmaps", "prod"), ("priorityclasses", ""), ("namespaces", "")]
+    # A namespace's create carries its own name as the request's namespace (kube's create handler: namespace =
+    # name for the namespaces resource); the selector matched prod2's own labels.
+    assert seen == [("configmaps", "prod"), ("priorityclasses", ""), ("namespaces", "prod2")]
 
 
 def test_the_object_selector_reads_the_new_or_the_old_object(kube: Kube, hooks: WebhookServer) -> None:

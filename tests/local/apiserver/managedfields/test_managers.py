@@ -1,4 +1,6 @@
-"""Field ownership as structured-merge-diff computes it (``local/apiserver/managedfields``), as pure tables.
+"""Field ownership as structured-merge-diff computes it (local/apiserver/managedfields/managers.py), as pure
+tables: what an applied configuration owns (ToFieldSet), create, update and status writes, apply with its conflicts
+and removals, and managedFields decoded with kube's errors.
 
 Expected FieldsV1 documents and messages are kube's: worked from structured-merge-diff v4.4 and apimachinery 0.32
 (``typed/tofieldset.go``, ``compare.go``, ``merge.go``, ``merge/update.go``, ``internal/conflict.go``), several
@@ -7,7 +9,6 @@ checked against kubernetes' own apply integration test.
 
 from __future__ import annotations
 
-import gc
 import json
 
 import pytest
@@ -33,58 +34,6 @@ def cm(data: dict | None = None, **meta) -> dict:
     if data is not None:
         out["data"] = data
     return out
-
-
-# --- paths and FieldsV1 -----------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("path, text", [
-    (("f:data", "f:a"), ".data.a"),
-    (("f:spec", "f:containers", 'k:{"name":"c"}', "f:image"), '.spec.containers[name="c"].image'),
-    (("f:spec", "f:ports", 'k:{"port":80,"protocol":"TCP"}'), '.spec.ports[port=80,protocol="TCP"]'),
-    (("f:metadata", "f:finalizers", 'v:"a/b"'), '.metadata.finalizers[="a/b"]'),
-    (("f:x", "i:3"), ".x[3]"),
-])
-def test_path_strings(path, text):
-    assert fp.path_string(path) == text
-
-
-def test_fields_v1_order_and_round_trip():
-    paths = {("f:b",), ("f:a", "v:10"), ("f:a", "v:2"), ("f:a", 'v:"x"'), ("f:m",), ("f:m", "f:z"),
-             ("f:l", 'k:{"name":"b"}'), ("f:l", 'k:{"name":"a"}'), ("f:l", 'k:{"name":"a"}', "f:x")}
-    doc = fp.to_fields_v1(paths)
-    # fields before keys before values; numbers numerically; "." first where a member has children
-    assert json.dumps(doc) == json.dumps({
-        "f:a": {"v:2": {}, "v:10": {}, 'v:"x"': {}}, "f:b": {},
-        "f:l": {'k:{"name":"a"}': {".": {}, "f:x": {}}, 'k:{"name":"b"}': {}},
-        "f:m": {".": {}, "f:z": {}}})
-    assert fp.from_fields_v1(doc) == frozenset(paths)
-    # a key's fields are re-sorted on read; an unknown prefix is skipped, as kube does
-    assert fp.from_fields_v1({'k:{"protocol":"TCP","port":80}': {}, "z:x": {}}) == {('k:{"port":80,"protocol":"TCP"}',)}
-    with pytest.raises(fp.FieldsV1Error):
-        fp.from_fields_v1({"bad": {}})
-
-
-def test_field_set_conversions_leave_no_reference_cycles():
-    """Every write converts managed fields: garbage only the cyclic collector can free (a closure that calls itself)
-    would pile up between its collections, and between freezes (gc_policy) for longer."""
-    paths = {("f:a", "v:1"), ("f:l", 'k:{"name":"a"}', "f:x"), ("f:m",), ("f:m", "f:z")}
-    gc.collect()
-    saved = gc.get_debug()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        for _ in range(20):
-            assert fp.from_fields_v1(fp.to_fields_v1(paths)) == frozenset(paths)
-            assert len(fp.sorted_paths(paths)) == len(paths)
-        gc.collect()
-        ours = [o for o in gc.garbage if getattr(o, "__module__", None) == fp.__name__]
-    finally:
-        gc.set_debug(saved)
-        gc.garbage.clear()
-    assert ours == []
-
-
-def test_key_json_is_go_json():
-    assert fp.key({"name": "a<b>&"}) == 'k:{"name":"a\\u003cb\\u003e\\u0026"}'
 
 
 # --- ToFieldSet: what an applied configuration owns ---------------------------------------------------------------
@@ -256,41 +205,3 @@ def test_the_create_fast_path_is_the_general_comparison(new):
         fast = mf.created(schema.zero_object(t), new, t, who, NOW, ignore)
         assert json.dumps(mf.encode(fast)) == json.dumps(mf.encode(general))
         assert fast[who.identity].paths() == general[who.identity].paths()
-
-
-def test_a_fresh_compiler_gives_every_thread_the_same_complete_types():
-    """Types are compiled and their fields resolved on first use, by whichever request gets there first: threads
-    that race there must all see complete types (a placeholder or unresolved fields once made concurrent pod
-    creates fail with a 500)."""
-    import sys
-    import threading
-
-    from mxjob_controller.kube import k8s_schemas
-
-    pod_def = k8s_schemas.gvk_index()[("", "v1", "Pod")]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}},
-           "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "protocol": "TCP"}],
-                                    "resources": {"limits": {"cpu": "1"}}}],
-                    "volumes": [{"name": "v", "emptyDir": {}}]}}
-    def create(compiler: schema.Compiler, start: threading.Barrier, results: list[str]) -> None:
-        start.wait(timeout=30)
-        try:
-            t = compiler.definition(pod_def)
-            results.append(json.dumps([schema.zero_object(t), typed.added_fields_v1(schema.zero_object(t), pod, t)]))
-        except Exception as e:   # what a racing thread met is the finding
-            results.append(repr(e))
-
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)   # switch threads as often as CPython allows: a race shows at once
-    try:
-        for _ in range(20):
-            compiler, start, results = schema.Compiler(k8s_schemas.definitions()), threading.Barrier(8), []
-            threads = [threading.Thread(target=create, args=(compiler, start, results), name=f"compile-{i}")
-                       for i in range(8)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(timeout=30)
-            assert len(results) == 8 and len(set(results)) == 1 and results[0].startswith("[{"), results
-    finally:
-        sys.setswitchinterval(previous)
