@@ -40,10 +40,13 @@ class FrameworkEntry:
     framework: Callable[[], Framework]         # a fresh adapter
     crd: Callable[[], dict[str, Any]]          # the CRD object, as generated
     defaults: Callable[[dict[str, Any]], dict[str, Any]]   # a job → a copy with what admission defaults written in
+    # a valid job → what admission warns of (a ``Warning:`` header each); none for most kinds
+    warnings: Callable[[dict[str, Any]], list[str]] = lambda job: []
 
 
 FRAMEWORKS: dict[str, FrameworkEntry] = {
-    MXNET: FrameworkEntry(MXNET, mx_api.KIND, mx_api.CRD_NAME, MXNetFramework, mxjob_crd, mx_api.admission_defaults),
+    MXNET: FrameworkEntry(MXNET, mx_api.KIND, mx_api.CRD_NAME, MXNetFramework, mxjob_crd, mx_api.admission_defaults,
+                          mx_api.job_warnings),
     TENSORFLOW: FrameworkEntry(TENSORFLOW, tf_api.KIND, tf_api.CRD_NAME, TensorFlowFramework, tfjob_crd,
                                tf_api.admission_defaults),
     GENERIC: FrameworkEntry(GENERIC, generic_api.KIND, generic_api.CRD_NAME, GenericFramework, genericjob_crd,

@@ -12,9 +12,12 @@ manifests, clients and dashboards keep working against this controller unchanged
 - the defaults beyond the shared ones: ``cleanPodPolicy`` becomes ``All`` when neither ``spec.cleanPodPolicy``
   nor ``spec.runPolicy.cleanPodPolicy`` is set (where ``kubeflow_api/defaults.py`` puts it), mxnet-operator's
   default;
-- the checks beyond the shared ones: ``spec.jobMode`` (``MXTrain`` needs Scheduler, Server and Worker; ``MXTune``
-  needs TunerTracker, TunerServer and Tuner; every job needs a Worker or a Tuner), a replica's ``label`` (a
-  string), ``spec.successPolicy`` (``""`` or ``AllWorkers``);
+- the checks beyond the shared ones: ``spec.jobMode`` (``MXTune`` needs TunerTracker, TunerServer and Tuner; every
+  job needs a Worker or a Tuner), a replica's ``label`` (a string), ``spec.successPolicy`` (``""`` or
+  ``AllWorkers``). An ``MXTrain`` job needs no Scheduler or Server: training-operator v1.8.1's ``ValidateV1MXJob``
+  checks only containers, images, the ``mxnet`` container and at most one Scheduler, so a Worker-only ``MXTrain``
+  job is accepted (with a warning, :func:`job_warnings`: its Workers run without parameter servers); v1alpha1's
+  ``dist`` mode keeps the old controller's rule (``mxnet/v1alpha1/validation.py``);
 - :class:`JobView`, with the job mode and each replica's AutoTVM label;
 - the two count maps: training-operator writes ``status.replicaStatuses``, mxnet-operator's clients read
   ``status.mxReplicaStatuses``; both are written with the same content and read ``replicaStatuses`` first.
@@ -32,7 +35,7 @@ from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kubeflow_api import checks
 from mxjob_controller.kubeflow_api.constants import DEFAULT_CLEAN_POD_POLICY, GROUP, SUCCESS_DEFAULT, SUCCESS_POLICIES
 from mxjob_controller.kubeflow_api.defaults import default_run_policy, named_port, with_replica_defaults
-from mxjob_controller.kubeflow_api.replica_types import canonical_order
+from mxjob_controller.kubeflow_api.replica_types import canonical_order, canonical_type
 from mxjob_controller.kubeflow_api.run_policy import run_policy_errors, run_policy_of
 from mxjob_controller.kubeflow_api.status import REPLICA_STATUSES, ReplicaCounts, replica_counts, with_replica_counts
 from mxjob_controller.kubeflow_api.validation import (
@@ -78,9 +81,10 @@ MODE_TUNE = "MXTune"
 #: ``""`` means "no mode" (Go clients send it for an unset field): no replica type is required.
 JOB_MODES = ("", MODE_TRAIN, MODE_TUNE)
 MODE_REQUIRED_TYPES: dict[str, tuple[str, ...]] = {
-    MODE_TRAIN: (SCHEDULER, SERVER, WORKER),
     MODE_TUNE: (TUNER_TRACKER, TUNER_SERVER, TUNER),
 }
+#: The parameter-server types of distributed (``MXTrain``) training: without them Workers train on their own.
+PS_TYPES = (SCHEDULER, SERVER)
 
 # --- pods ------------------------------------------------------------------------------------------------
 
@@ -168,6 +172,21 @@ def _required_types_errors(present: set[str], job_mode: Any) -> list[FieldError]
     if not reported and not present.intersection(WORKLOAD_TYPES):
         errs.append(fe.required(SPECS_PATH, f'every job needs a "{WORKER}" or a "{TUNER}" replica spec'))
     return errs
+
+
+def job_warnings(job: Mapping[str, Any]) -> list[str]:
+    """What admission warns of in a valid MXJob: an ``MXTrain`` job without a Scheduler or a Server (accepted, as
+    training-operator accepts it; its Workers get no ``DMLC_PS_ROOT_URI`` and train without parameter servers)."""
+    spec = job.get("spec")
+    if not isinstance(spec, Mapping) or spec.get("jobMode") != MODE_TRAIN:
+        return []
+    specs = spec.get("mxReplicaSpecs")
+    present = {canonical_type(key, REPLICA_TYPES) for key in specs} if isinstance(specs, Mapping) else set()
+    missing = [t for t in PS_TYPES if t not in present]
+    if not missing:
+        return []
+    return [f'{SPECS_PATH}: jobMode "{MODE_TRAIN}" without {" and ".join(fe.format_value(t) for t in missing)} '
+            f'replica spec{"s" if len(missing) > 1 else ""}: the job runs without parameter servers']
 
 
 def replica_spec_errors(rtype: str, spec: Any, path: str) -> list[FieldError]:

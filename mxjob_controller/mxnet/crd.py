@@ -60,7 +60,8 @@ def mxjob_replica_spec_schema() -> dict[str, Any]:
 def spec_schema() -> dict[str, Any]:
     places = run_policy_places()
     properties = {
-        "jobMode": enum_schema(JOB_MODES, "MXTrain needs Scheduler, Server and Worker replicas; MXTune needs "
+        "jobMode": enum_schema(JOB_MODES, "MXTrain: distributed training (Scheduler, Server and Worker replicas; "
+                                          "with Workers only it runs without parameter servers); MXTune needs "
                                           "TunerTracker, TunerServer and Tuner; unset requires none in particular."),
         "mxReplicaSpecs": {
             "type": "object", "minProperties": 1, "additionalProperties": mxjob_replica_spec_schema(),

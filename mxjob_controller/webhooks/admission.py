@@ -43,15 +43,23 @@ Validator = Callable[[dict[str, Any], str], list[FieldError]]
 """(object, its API version) -> every problem (empty: valid)."""
 Defaulter = Callable[[dict[str, Any]], dict[str, Any]]
 """object -> a copy with the kind's defaults written in."""
+Warner = Callable[[dict[str, Any], str], list[str]]
+"""(a valid object, its API version) -> what to warn of: the review's ``warnings``, a ``Warning:`` header each."""
+
+
+def _no_warnings(obj: dict[str, Any], api_version: str) -> list[str]:
+    return []
 
 
 @dataclass(frozen=True, slots=True)
 class Kind:
-    """A job kind the webhook judges: its group and kind, and how to validate one object of it."""
+    """A job kind the webhook judges: its group and kind, how to validate one object of it and what to warn of in
+    one it allows."""
 
     group: str
     kind: str
     validate: Validator
+    warn: Warner = _no_warnings
 
 
 def _allowed(uid: str, api_version: str) -> dict[str, Any]:
@@ -118,7 +126,11 @@ def review(body: Mapping[str, Any], kinds: Mapping[tuple[str, str], Kind]) -> di
     version = f"{gvk.get('group')}/{gvk.get('version')}" if gvk.get("group") else str(gvk.get("version") or "")
     errors = kind.validate(obj, version)
     if not errors:
-        return _allowed(uid, api_version)
+        answer = _allowed(uid, api_version)
+        warnings = kind.warn(obj, version)
+        if warnings:   # kube-apiserver sends each on as a ``Warning: 299 - "..."`` header (admission.k8s.io/v1)
+            answer["response"]["warnings"] = warnings
+        return answer
     name = (obj.get("metadata") or {}).get("name") or request.get("name") or ""
     log.info("refused %s %s/%s: %d field errors", kind.kind, request.get("namespace") or "", name, len(errors))
     return {"apiVersion": api_version, "kind": "AdmissionReview",

@@ -74,13 +74,23 @@ def _validator(entry: FrameworkEntry) -> admission.Validator:
     return validate
 
 
+def _warner(entry: FrameworkEntry) -> admission.Warner:
+    def warn(obj: dict[str, Any], api_version: str) -> list[str]:
+        if entry.kind == "MXJob" and api_version == v1alpha1.API_VERSION:
+            obj = v1alpha1.to_v1(obj)
+        return entry.warnings(obj)
+
+    return warn
+
+
 def job_kinds(names: Sequence[str]) -> dict[tuple[str, str], admission.Kind]:
     """(group, kind) → how to judge it, for the frameworks named."""
     kinds = {}
     for name in names:
         entry = FRAMEWORKS[name]
         resource = entry.framework().resource
-        kinds[(resource.group, entry.kind)] = admission.Kind(resource.group, entry.kind, _validator(entry))
+        kinds[(resource.group, entry.kind)] = admission.Kind(resource.group, entry.kind, _validator(entry),
+                                                             _warner(entry))
     return kinds
 
 

@@ -16,7 +16,7 @@ import yaml
 
 from mxjob_controller.core.framework import MAX_REPLICAS_PER_JOB, MAX_REPLICAS_PER_TYPE
 from mxjob_controller.kubeflow_api.validation import longest_child_name
-from mxjob_controller.mxnet.api import validate_job
+from mxjob_controller.mxnet.api import job_warnings, validate_job
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 W = "spec.mxReplicaSpecs.Worker"
@@ -97,9 +97,9 @@ INVALID: list[tuple[str, dict, set[str]]] = [
     ("MXTune missing Tuner", edit(lambda j: specs(j).pop("Tuner"), tune_job), {"spec.mxReplicaSpecs.Tuner"}),
     ("MXTune missing TunerServer", edit(lambda j: specs(j).pop("TunerServer"), tune_job),
      {"spec.mxReplicaSpecs.TunerServer"}),
-    ("MXTrain missing Server and Scheduler",
-     edit(lambda j: [specs(j).pop("Server"), specs(j).pop("Scheduler")]),
-     {"spec.mxReplicaSpecs.Server", "spec.mxReplicaSpecs.Scheduler"}),
+    ("MXTune missing TunerTracker and TunerServer",
+     edit(lambda j: [specs(j).pop("TunerTracker"), specs(j).pop("TunerServer")], tune_job),
+     {"spec.mxReplicaSpecs.TunerTracker", "spec.mxReplicaSpecs.TunerServer"}),
     ("neither Worker nor Tuner", edit(lambda j: [j["spec"].pop("jobMode"), specs(j).pop("Worker")]),
      {"spec.mxReplicaSpecs"}),
     ("unknown jobMode", edit(lambda j: j["spec"].update(jobMode="Train")), {"spec.jobMode"}),
@@ -247,6 +247,9 @@ def test_name_leaves_room_for_child_names(name: str, counts: dict[str, int], ok:
 VALID: list[tuple[str, dict]] = [
     ("MXTrain", train_job()),
     ("MXTune", tune_job()),
+    # training-operator v1.8.1's ValidateV1MXJob: no type is required of MXTrain (issue 47; it warns: job_warnings)
+    ("MXTrain, Workers only", edit(lambda j: [specs(j).pop("Server"), specs(j).pop("Scheduler")])),
+    ("MXTrain without a Server", edit(lambda j: specs(j).pop("Server"))),
     ("single worker, no jobMode", {"metadata": {"name": "one"}, "spec": {"mxReplicaSpecs": {"Worker": replica()}}}),
     ("tuner only, jobMode empty", {"metadata": {"name": "t"}, "spec": {"jobMode": "",
                                                                        "mxReplicaSpecs": {"tuner": replica()}}}),
@@ -270,6 +273,23 @@ VALID: list[tuple[str, dict]] = [
 @pytest.mark.parametrize(("case", "job"), VALID, ids=[c[0] for c in VALID])
 def test_valid_job_has_no_errors(case: str, job: dict) -> None:
     assert [str(e) for e in validate_job(job)] == []
+
+
+@pytest.mark.parametrize(("case", "job", "warnings"), [
+    ("MXTrain, Workers only", edit(lambda j: [specs(j).pop("Server"), specs(j).pop("Scheduler")]),
+     ['spec.mxReplicaSpecs: jobMode "MXTrain" without "Scheduler" and "Server" replica specs: the job runs without '
+      'parameter servers']),
+    ("MXTrain without a Server", edit(lambda j: specs(j).pop("Server")),
+     ['spec.mxReplicaSpecs: jobMode "MXTrain" without "Server" replica spec: the job runs without parameter servers']),
+    ("MXTrain, lower-case keys", edit(lambda j: j["spec"].update(mxReplicaSpecs={
+        "scheduler": replica(), "server": replica(), "worker": replica(2)})), []),
+    ("MXTrain, every type", train_job(), []),
+    ("no jobMode, Workers only", {"metadata": {"name": "one"}, "spec": {"mxReplicaSpecs": {"Worker": replica()}}}, []),
+    ("MXTune", tune_job(), []),
+])
+def test_warnings_of_valid_jobs(case: str, job: dict, warnings: list[str]) -> None:
+    assert validate_job(job) == []
+    assert job_warnings(job) == warnings
 
 
 def example_jobs() -> list[tuple[str, dict]]:

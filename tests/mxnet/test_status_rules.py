@@ -45,10 +45,20 @@ def test_deciding_type(counts: dict, spec: dict, expected: str) -> None:
     (TRAIN, {}, {"Scheduler": st(active=1), "Worker": st()}, True, False),
     (TRAIN, {}, {"Scheduler": st(), "Worker": st(active=2)}, False, False),
     (TRAIN, {}, {"Scheduler": st(succeeded=1), "Worker": st(active=2)}, False, True),
-    # AllWorkers: the Scheduler's success waits for every Worker
+    # AllWorkers (mxnet-operator v1beta1's updateStatusSingle): a succeeded Scheduler leaves the job Running, even one
+    # first seen Succeeded (issue 47: it was left at Created while its Workers ran); the Workers decide success
     (TRAIN, {"successPolicy": "AllWorkers"}, {"Scheduler": st(succeeded=1), "Worker": st(active=1, succeeded=1)},
-     False, False),
+     True, False),
+    (TRAIN, {"successPolicy": "AllWorkers"}, {"Scheduler": st(succeeded=1), "Worker": st(active=2)}, True, False),
+    (TRAIN, {"successPolicy": "AllWorkers"}, {"Scheduler": st(succeeded=1), "Worker": st()}, True, False),
+    (TRAIN, {"successPolicy": "AllWorkers"}, {"Scheduler": st(active=1), "Worker": st(active=2)}, True, False),
+    (TRAIN, {"successPolicy": "AllWorkers"}, {"Scheduler": st(), "Worker": st(active=2)}, False, False),
     (TRAIN, {"successPolicy": "AllWorkers"}, {"Scheduler": st(succeeded=1), "Worker": st(succeeded=2)}, False, True),
+    (TRAIN, {"successPolicy": "AllWorkers"}, {"Scheduler": st(active=1), "Worker": st(succeeded=2)}, False, True),
+    # otherwise a Scheduler first seen Succeeded ends the job at once (v1beta1: Succeeded, never left at Created)
+    (TRAIN, {"jobMode": "MXTrain"}, {"Scheduler": st(succeeded=1), "Worker": st(active=2)}, False, True),
+    # AllWorkers without Workers: the Scheduler decides, as without the policy
+    ({"Scheduler": 1, "Tuner": 1}, {"successPolicy": "AllWorkers"}, {"Scheduler": st(succeeded=1)}, False, True),
     # worker-only: all workers (#32: never with zero pods)
     ({"Worker": 1}, {}, {"Worker": st()}, False, False),
     ({"Worker": 1}, {}, {}, False, False),

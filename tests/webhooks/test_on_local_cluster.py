@@ -321,3 +321,39 @@ def test_an_unreadable_v1alpha1_annotation_does_not_fail_the_v1alpha1_list(clust
     assert stored["metadata"]["annotations"].pop(v1alpha1.V1ALPHA1_EXTRA_ANNOTATION) == '{"replicaSpecs": 5}'
     assert after["spec"] == v1alpha1.to_v1alpha1(stored)["spec"]
     assert [e["mxReplicaType"] for e in after["spec"]["replicaSpecs"]] == ["SCHEDULER", "SERVER", "WORKER"]
+
+
+def test_a_worker_only_mxtrain_job_is_accepted_with_a_warning_and_runs_to_success(tmp_path: Path):
+    """Issue 47 (10): training-operator v1.8.1's ``ValidateV1MXJob`` accepts a v1 ``MXTrain`` job with only Workers
+    (it checks containers, images, the ``mxnet`` container and at most one Scheduler). Accepted here too, with a
+    ``Warning:`` that it runs without parameter servers; it runs locally: two workers, no scheduler or server."""
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "workers-only"},
+           "spec": {"jobMode": "MXTrain", "runPolicy": {"cleanPodPolicy": "None"}, "mxReplicaSpecs": {"Worker": {
+               "replicas": 2, "restartPolicy": "Never", "template": {"spec": {"containers": [{
+                   "name": "mxnet", "image": "mxnet/python:1.9.1",
+                   "command": ["python3", "-c", "import os; print(os.environ['DMLC_ROLE'], "
+                               "os.environ['DMLC_NUM_SERVER'], repr(os.environ['DMLC_PS_ROOT_URI']))"]}]}}}}}}
+    warning = ('spec.mxReplicaSpecs: jobMode "MXTrain" without "Scheduler" and "Server" replica specs: the job runs '
+               'without parameter servers')
+    with local_cluster(tmp_path, controller=True) as (_cluster, kube, kubectl):
+        done = kubectl.run("create", "-f", "-", input=yaml.safe_dump(job))
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == f"Warning: {warning}\n"   # kubectl prints each Warning header so
+        assert done.stdout == "mxjob.kubeflow.org/workers-only created\n"
+
+        def finished() -> dict[str, Any] | None:
+            status = kube.get(f"{MXJOBS}/workers-only").body.get("status") or {}
+            return next((c for c in status.get("conditions") or []
+                         if c["type"] in ("Succeeded", "Failed") and c["status"] == "True"), None)
+        assert wait_for(finished, timeout=60, what="the worker-only job finished")["type"] == "Succeeded"
+        pods = kube.get("/api/v1/namespaces/default/pods",
+                        labelSelector="training.kubeflow.org/job-name=workers-only").body["items"]
+        assert sorted((p["metadata"]["name"], p["status"]["phase"]) for p in pods) == [
+            ("workers-only-worker-0", "Succeeded"), ("workers-only-worker-1", "Succeeded")]
+        assert kubectl.ok("logs", "workers-only-worker-1") == "worker 0 ''\n"
+        # The same job through the API: the webhook's warning is the answer's Warning header, kube's 299 form (the
+        # text quoted as Go's strconv.Quote does).
+        again = {**job, "metadata": {"name": "workers-only-2"}}
+        reply = kube.post(MXJOBS, again)
+        assert reply.status == 201
+        assert reply.headers["warning"] == f"299 - {json.dumps(warning)}"

@@ -48,21 +48,22 @@ class StatusError(Exception):
         return f"{self.code} {self.reason}: {self.message}"
 
     def status(self) -> dict[str, Any]:
+        """The ``metav1.Status``, its fields in the Go struct's order (kind, apiVersion, metadata, status, message,
+        reason, details, code), as kube's JSON has them: clients that compare bodies byte for byte see kube's."""
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
             "message": clip(self.message, MAX_MESSAGE_CHARS),
-            "reason": self.reason,
-            "code": self.code,
         }
-        if not self.reason:  # metav1.Status omits an empty reason (StatusReasonUnknown)
-            del body["reason"]
+        if self.reason:  # metav1.Status omits an empty reason (StatusReasonUnknown)
+            body["reason"] = self.reason
         if self.details is not None:
             causes = self.details.get("causes")   # bounded whoever listed them (a validator, a webhook's denial)
             body["details"] = {**self.details, "causes": bounded_causes(causes)} if isinstance(causes, list) \
                 else self.details
+        body["code"] = self.code
         return body
 
 
@@ -147,6 +148,12 @@ def method_not_allowed(message: str) -> StatusError:
     return StatusError(405, "MethodNotAllowed", message)
 
 
+def no_such_route() -> StatusError:
+    """go-restful's 405 for a method the resource registers no route for (a namespace collection DELETE, an
+    unknown method), as kube-apiserver's ``serviceErrorHandler`` words it: an empty ``details``."""
+    return StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
+
+
 #: Reasons for the codes kube-apiserver never answers with a Status (Go's net/http answers them in plain text).
 _HTTP_REASONS = {400: "BadRequest", 405: "MethodNotAllowed", 413: "RequestEntityTooLarge",
                  414: "RequestURITooLong", 431: "RequestHeaderFieldsTooLarge", 501: "NotImplemented",
@@ -183,6 +190,13 @@ def forbidden(res: Resource, name: str, why: str) -> StatusError:
     return StatusError(403, "Forbidden", f'{res.qualified} "{name}" is forbidden: {why}', _details(res, name))
 
 
+def no_route() -> StatusError:
+    """go-restful's 404 inside a served group-version (an unknown resource or subresource, a namespaced resource
+    without its namespace), as kube-apiserver's ``serviceErrorHandler`` words it: an empty ``details``. Paths outside
+    every served group-version get Go's plain ``404 page not found`` instead (``request.page_not_found``)."""
+    return StatusError(404, "NotFound", "the server could not find the requested resource", {})
+
+
 def admission_forbidden(res: Resource, name: str, why: str) -> StatusError:
     """An admission plugin's refusal (``admission.NewForbidden``): as :func:`forbidden`, but a create under
     ``generateName`` (no name yet, as admission sees it) reads ``pods is forbidden: <why>``, without a name."""
@@ -191,11 +205,6 @@ def admission_forbidden(res: Resource, name: str, why: str) -> StatusError:
     details: dict[str, Any] = {"group": res.group} if res.group else {}
     details["kind"] = res.plural
     return StatusError(403, "Forbidden", f"{res.qualified} is forbidden: {why}", details)
-
-
-def path_not_found(path: str) -> StatusError:
-    return StatusError(404, "NotFound", "the server could not find the requested resource",
-                       {"causes": [{"reason": "UnexpectedServerResponse", "message": f"404 page not found: {path}"}]})
 
 
 def too_many_requests(retry_after: int, message: str = "") -> StatusError:

@@ -117,6 +117,16 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     stream: WatchStream | None = None
     chunks: Iterator[bytes] | None = None  # a streamed plain body (pod logs with follow)
+    # A JSON body is sent with a final newline, as kube's serializer (json.Encoder.Encode) writes every object;
+    # False: as it is (the OpenAPI documents and /version, which kube writes with json.Marshal).
+    encoder_newline: bool = True
+
+
+def page_not_found() -> Response:
+    """Go's ``http.NotFound``, which kube-apiserver answers for a path no handler serves (an unknown group or
+    version, an unknown non-resource path): plain text, no Status."""
+    return Response(404, b"404 page not found\n", content_type="text/plain; charset=utf-8",
+                    headers={"X-Content-Type-Options": "nosniff"})
 
 
 def dumps(obj: Any) -> bytes:

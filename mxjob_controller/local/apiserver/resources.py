@@ -20,6 +20,21 @@ from mxjob_controller.local.apiserver.errors import Resource
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
+@dataclass(frozen=True, slots=True)
+class ScalePaths:
+    """Where a kind's ``scale`` subresource reads and writes (a CRD's ``subresources.scale``, or kube's own for
+    Deployments, ReplicaSets, StatefulSets and ReplicationControllers), as dotted paths from the object root.
+
+    ``selector_form``: how the selector is stored: ``"string"`` (a CRD's ``labelSelectorPath``: served as it is),
+    ``"label_selector"`` (a ``metav1.LabelSelector``) or ``"map"`` (a ReplicationController's ``map[string]string``);
+    the Scale's ``status.selector`` is always the string form."""
+
+    spec_replicas: str = "spec.replicas"
+    status_replicas: str = "status.replicas"
+    selector: str | None = "spec.selector"
+    selector_form: str = "label_selector"
+
+
 @dataclass(frozen=True, eq=False)
 class ResourceType:
     group: str
@@ -40,6 +55,11 @@ class ResourceType:
     storage_version: str = ""  # the version objects are stored in (custom resources); default: version
     printer_columns: tuple[dict[str, Any], ...] = ()
     schema: Mapping[str, Any] | None = None  # openAPIV3Schema for custom resources
+    # What a create leaves in ``status`` (kube's PrepareForCreate resets it, then Go encodes the zero struct's
+    # non-omitempty fields); None: the request's status is kept (nodes, custom resources without /status).
+    initial_status: Mapping[str, Any] | None = None
+    storage_group: str | None = None  # stored with another group's objects (events.k8s.io's with core events)
+    scale: ScalePaths | None = None  # the ``scale`` subresource, when the kind has one
 
     @property
     def api_version(self) -> str:
@@ -47,12 +67,14 @@ class ResourceType:
 
     @property
     def storage_key(self) -> str:
-        return f"{self.group}/{self.plural}"
+        group = self.group if self.storage_group is None else self.storage_group
+        return f"{group}/{self.plural}"
 
     @property
     def storage_api_version(self) -> str:
         version = self.storage_version or self.version
-        return f"{self.group}/{version}" if self.group else version
+        group = self.group if self.storage_group is None else self.storage_group
+        return f"{group}/{version}" if group else version
 
     @property
     def list_kind(self) -> str:
@@ -64,7 +86,8 @@ class ResourceType:
 
     @property
     def subresources(self) -> tuple[str, ...]:
-        return (("status",) if self.status_subresource else ()) + self.extra_subresources
+        scale = ("scale",) if self.scale is not None and "scale" not in self.extra_subresources else ()
+        return (("status",) if self.status_subresource else ()) + scale + self.extra_subresources
 
     @property
     def is_custom(self) -> bool:

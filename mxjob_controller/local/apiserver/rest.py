@@ -16,20 +16,19 @@ from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.storage.store import Conflict, Missing, ObjKey, TooLarge
 from mxjob_controller.local.apiserver.verbs.read import ReadVerbs
-from mxjob_controller.local.apiserver.verbs.write import WriteVerbs
+from mxjob_controller.local.apiserver.verbs.scale import ScaleVerbs
 
 log = logging.getLogger(__name__)
 
 STATUS_ATTEMPTS = 16  # compare-and-swap attempts of the server's own status writes before it gives up
 
 
-class REST(ReadVerbs, WriteVerbs):
+class REST(ScaleVerbs, ReadVerbs):   # ScaleVerbs: the scale subresource, then WriteVerbs' verbs
     """Every verb on every resource; the server's one instance is ``APIServer.rest``."""
 
     def handle(self, req: Request) -> Response:
-        if req.verb not in req.rt.verbs:
-            raise errors.method_not_allowed(f"{req.verb} is not supported on resources of kind "
-                                            f'"{req.rt.plural}"')
+        if req.verb not in req.rt.verbs:   # kube registers no route for it
+            raise errors.no_such_route()
         try:
             return self._dispatch(req)
         except TooLarge as e:   # whatever grew the object (a body, a patch, an apply): kube's answer for etcd's

@@ -6,17 +6,18 @@ case that ``/api/v1/namespaces/<name>[/status|/finalize]`` is the namespace obje
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
 from mxjob_controller.local.apiserver import errors
-from mxjob_controller.local.apiserver.encoding import kubeproto
+from mxjob_controller.local.apiserver.encoding import kubeproto, openapi_v3
 from mxjob_controller.local.apiserver.encoding.discovery import Discovery
 from mxjob_controller.local.apiserver.encoding.openapi import OpenAPI
 from mxjob_controller.local.apiserver.encoding.openapi_v2 import service as openapi_v2
 from mxjob_controller.local.apiserver.http import observability
-from mxjob_controller.local.apiserver.request import Exchange, Request, RequestInfo, Response, dumps
+from mxjob_controller.local.apiserver.request import Exchange, Request, RequestInfo, Response, dumps, page_not_found
 from mxjob_controller.local.apiserver.resources import Registry
 from mxjob_controller.local.apiserver.rest import REST
 
@@ -63,8 +64,8 @@ class Router:
     # --- non-resource paths ---------------------------------------------------------------------------
 
     def _non_resource(self, path: str, parts: list[str], ex: Exchange) -> Response:
-        if path == "/version":
-            return _json(self._version)
+        if path == "/version":   # kube's WriteRawJSON: indented, as json.MarshalIndent writes it
+            return Response(200, json.dumps(self._version, indent=2).encode(), encoder_newline=False)
         if path in self.non_resource_handlers:
             return self.non_resource_handlers[path](ex)
         if path in _HEALTH or path.startswith(tuple(p + "/" for p in _HEALTH)):
@@ -76,25 +77,18 @@ class Router:
         if path == "/apis":
             return _json(self._discovery.group_list())
         if parts[:1] == ["api"] and len(parts) == 2:
-            return _json_or_404(self._discovery.resource_list("", parts[1]), path)
+            return _json_or_404(self._discovery.resource_list("", parts[1]))
         if parts[:1] == ["apis"] and len(parts) == 2:
-            return _json_or_404(self._discovery.group(parts[1]), path)
+            return _json_or_404(self._discovery.group(parts[1]))
         if parts[:1] == ["apis"] and len(parts) == 3:
-            return _json_or_404(self._discovery.resource_list(parts[1], parts[2]), path)
+            return _json_or_404(self._discovery.resource_list(parts[1], parts[2]))
         if path == "/openapi/v2":
             return openapi_v2(self._openapi, self._version.get("gitVersion", "")).serve(ex.headers)
         if path == "/openapi/v3":
-            return _json(self._openapi.index())
+            return Response(200, dumps(self._openapi.index()), encoder_newline=False)
         if parts[:2] == ["openapi", "v3"]:
-            doc = self._openapi.document("/".join(parts[2:]))
-            if doc is None:
-                raise errors.path_not_found(path)
-            body, digest = doc
-            headers = {"Etag": f'"{digest}"'}
-            if ex.query.get("hash") == digest:
-                headers["Cache-Control"] = "public, immutable"
-            return Response(200, body, headers=headers)
-        raise errors.path_not_found(path)
+            return openapi_v3.serve(self._openapi, "/".join(parts[2:]), ex.query, ex.headers)
+        return page_not_found()
 
     # --- resources ------------------------------------------------------------------------------------
 
@@ -145,16 +139,18 @@ class Router:
     def _resource(self, ex: Exchange) -> Response:
         info = ex.info
         rt = self._registry.get(info.group, info.version, info.resource)
-        if rt is None:
-            raise errors.path_not_found(info.path)
+        if rt is None:   # go-restful's 404 inside a served group-version; Go's mux's outside every one
+            if self._registry.in_group_version(info.group, info.version):
+                raise errors.no_route()
+            return page_not_found()
         if not info.verb:  # a method no verb maps to (FOO, OPTIONS): go-restful's 405, as kube words it
-            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+            raise errors.no_such_route()
         if info.namespace and not rt.namespaced:
-            raise errors.path_not_found(info.path)
+            raise errors.no_route()
         if rt.namespaced and not info.namespace and info.verb not in ("list", "watch"):
-            raise errors.path_not_found(info.path)
+            raise errors.no_route()
         if info.subresource and info.subresource not in rt.subresources:
-            raise errors.path_not_found(info.path)
+            raise errors.no_route()
         if info.verb == "create" and info.name and not info.subresource:
             raise errors.method_not_allowed(f"POST is not supported on {info.resource}/{info.subresource or ''}")
         if info.verb in ("update", "patch") and not info.name:
@@ -177,7 +173,5 @@ def _json(obj: Any) -> Response:
     return Response(200, dumps(obj))
 
 
-def _json_or_404(obj: Any, path: str) -> Response:
-    if obj is None:
-        raise errors.path_not_found(path)
-    return _json(obj)
+def _json_or_404(obj: Any) -> Response:
+    return page_not_found() if obj is None else _json(obj)

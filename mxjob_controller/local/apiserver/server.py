@@ -49,8 +49,12 @@ from mxjob_controller.local.apiserver.http.flowcontrol import (
 )
 from mxjob_controller.local.apiserver.http.observability import Metrics, storage_counts, storage_sizes
 from mxjob_controller.local.apiserver.http.server import MAX_CONNECTIONS, APIHTTPServer, refuse_past_share
+from mxjob_controller.local.apiserver.kinds import conversions, workloads
+from mxjob_controller.local.apiserver.kinds import flowcontrol as flowcontrol_objects
+from mxjob_controller.local.apiserver.kinds.certificates import CSRStrategy
 from mxjob_controller.local.apiserver.kinds.crds import CRDStrategy
 from mxjob_controller.local.apiserver.kinds.custom_resources import CustomResourceStrategy
+from mxjob_controller.local.apiserver.kinds.defaults import DEFAULTERS, DefaultingStrategy, PersistentVolumeStrategy
 from mxjob_controller.local.apiserver.kinds.deployments import DeploymentStrategy
 from mxjob_controller.local.apiserver.kinds.limitranges import LimitRangeStrategy
 from mxjob_controller.local.apiserver.kinds.namespaces import NamespaceStrategy
@@ -67,6 +71,7 @@ from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.storage.memory import limit_allocator
 from mxjob_controller.local.apiserver.storage.store import HISTORY_AGE, HISTORY_BYTES, Missing, Store, StoreOptions
 from mxjob_controller.local.apiserver.storage.watch import MAX_BACKLOG_BYTES
+from mxjob_controller.local.apiserver.strategy import Strategy
 from mxjob_controller.local.apiserver.validation import strict_json, typed_decode
 from mxjob_controller.local.apiserver.validation.schemas import SchemaValidation
 from mxjob_controller.local.apiserver.webhooks import config as webhook_config
@@ -162,7 +167,9 @@ class APIServer:
 
     def _assemble(self) -> None:
         """Everything but the store and security: REST, routing, the built-in controllers, the bootstrap objects."""
-        strategies = {
+        strategies: dict[str, Strategy] = {
+            key: DefaultingStrategy(defaulter) for key, defaulter in DEFAULTERS.items()}
+        strategies.update({
             builtin.PODS.storage_key: PodStrategy(),
             builtin.DEPLOYMENTS.storage_key: DeploymentStrategy(),
             builtin.SERVICES.storage_key: ServiceStrategy(),
@@ -174,7 +181,17 @@ class APIServer:
             builtin.ROLEBINDINGS.storage_key: BindingStrategy(),
             builtin.CLUSTERROLEBINDINGS.storage_key: BindingStrategy(),
             builtin.VALIDATING_WEBHOOK_CONFIGURATIONS.storage_key: webhook_config.ValidatingWebhookStrategy(),
-        }
+            builtin.MUTATING_WEBHOOK_CONFIGURATIONS.storage_key: webhook_config.MutatingWebhookStrategy(),
+            builtin.REPLICASETS.storage_key: workloads.ReplicaSetStrategy(),
+            builtin.DAEMONSETS.storage_key: workloads.DaemonSetStrategy(),
+            builtin.STATEFULSETS.storage_key: workloads.StatefulSetStrategy(),
+            builtin.REPLICATIONCONTROLLERS.storage_key: workloads.ReplicationControllerStrategy(),
+            builtin.PODTEMPLATES.storage_key: workloads.PodTemplateStrategy(),
+            builtin.JOBS.storage_key: workloads.JobStrategy(),
+            builtin.CRONJOBS.storage_key: workloads.CronJobStrategy(),
+            builtin.CSRS.storage_key: CSRStrategy(),
+            builtin.PVS.storage_key: PersistentVolumeStrategy(),
+        })
         self.rest = REST(self.store, strategies, CustomResourceStrategy())
         self.rest.virtual_creators.update(self.security.reviews.creators())
         self.rest.subresource_creators[(builtin.SERVICEACCOUNTS.storage_key, "token")] = \
@@ -195,8 +212,9 @@ class APIServer:
             self.rest.subresource_creators[(builtin.PODS.storage_key, sub)] = connect
             self.rest.subresource_getters[(builtin.PODS.storage_key, sub)] = connect
         self.rest.table_converter = tables.convert
-        tables.register_printer("admissionregistration.k8s.io", "ValidatingWebhookConfiguration",
-                                webhook_config.printer())
+        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+            tables.register_printer("admissionregistration.k8s.io", kind, webhook_config.printer())
+        tables.register_printer("events.k8s.io", "Event", conversions.events_printer())
         # Schemas compiled now and as CRDs change; kinds carrying webhook configuration compiled as kube checks them.
         schemas = SchemaValidation(self.registry, {kind: webhook_config.object_schema
                                                    for kind in webhook_config.SCHEMA_KINDS})
@@ -206,7 +224,7 @@ class APIServer:
         # version than its storage one, and validating admission webhooks on every create, update and delete.
         self.webhook_client = HookClient(self._service)
         self.converter = Converter(self.store, self.registry, self.webhook_client, schemas.schema_for,
-                                   builtin.CRDS.storage_key)
+                                   builtin.CRDS.storage_key, conversions.CONVERSIONS)
         self.rest.conversion = self.converter
         self.rest.webhook_admission = ValidatingWebhooks(self.store, self.registry, self.webhook_client,
                                                          self.converter)
@@ -245,6 +263,8 @@ class APIServer:
         self._thread: threading.Thread | None = None
         for ns in BOOTSTRAP_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for obj in flowcontrol_objects.bootstrap_objects():   # with the UIDs the PF headers carry
+            self.store.create(self.resource_for(obj).storage_key, obj)
         if self.options.authorization_mode == RBAC:
             for obj in bootstrap_policy():
                 self.create(obj)

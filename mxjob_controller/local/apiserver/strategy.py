@@ -55,6 +55,8 @@ class Strategy:
             meta.pop("generation", None)
         if ctx.rt.status_subresource and ctx.rt.is_custom:
             obj.pop("status", None)  # create cannot set status of a custom resource with /status
+        elif ctx.rt.initial_status is not None:   # kube's PrepareForCreate resets it: builtin.py says to what
+            obj["status"] = deep_copy(dict(ctx.rt.initial_status))
         self.admission_defaults(obj, ctx)
 
     def prepare_update(self, new: dict, old: dict, ctx: WriteContext) -> None:

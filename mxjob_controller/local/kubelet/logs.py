@@ -10,7 +10,8 @@ even when the job's pods were deleted at once (``cleanPodPolicy``) and never see
 prints their last lines from this.
 
 What a request gets follows the kubelet (``validateContainerLogStatus``), read from the pod's status: a container
-that never started is a 400 "container … is waiting to start: <reason>"; ``previous`` without an earlier instance
+that has not started yet is a 400 "container … is waiting to start: <reason>", one that ended without ever running
+(its pod failed or was stopped first) "container … is terminated"; ``previous`` without an earlier instance
 is a 400 "previous terminated container … not found". ``follow`` streams until the instance ends and its output is
 read (or the kubelet stops); ``tailLines``, ``limitBytes``, ``sinceSeconds``/``sinceTime`` and ``timestamps`` as kube
 does (the server has decoded and validated the options): lines after both cut-offs, each after its time with
@@ -165,6 +166,8 @@ class LogStore:
             path = files[-back]
         elif files:
             path = files[-1]
+        elif _never_ran_and_ended(pod, container):   # e.g. its pod failed before it started
+            raise errors.bad_request(f'container "{container}" in pod "{name}" is terminated')
         else:
             raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
                                      f"{_waiting_reason(pod, container)}")
@@ -292,6 +295,13 @@ def _has_last_state(pod: dict[str, Any], container: str) -> bool:
 def _waiting_after_an_end(pod: dict[str, Any], container: str) -> bool:
     cs = _status_of(pod, container)
     return "waiting" in (cs.get("state") or {}) and _has_last_state(pod, container)
+
+
+def _never_ran_and_ended(pod: dict[str, Any], container: str) -> bool:
+    """The kubelet's ``validateContainerLogStatus``: a container terminated (now or last) without an instance to read
+    is "terminated", not "waiting to start"."""
+    cs = _status_of(pod, container)
+    return bool((cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated"))
 
 
 def _waiting_reason(pod: dict[str, Any], container: str) -> str:

@@ -77,6 +77,26 @@ def test_the_scheduler_succeeding_finishes_the_job_and_active_counts_move_to_suc
         "Scheduler": {"succeeded": 1}, "Server": {"succeeded": 1}, "Worker": {"succeeded": 2}}
 
 
+def test_a_scheduler_first_seen_succeeded_leaves_an_all_workers_job_running(h: Harness) -> None:
+    """Issue 47 (9): a Scheduler already Succeeded when the controller first sees it (a fast scheduler; a controller
+    restarted mid-job) left the job at Created while its Workers ran. mxnet-operator v1beta1's status rules: under
+    ``successPolicy: AllWorkers`` a succeeded Scheduler is Running, until every Worker has succeeded."""
+    controller = h.start()
+    h.create_job(mxjob("j", scheduler=1, server=1, worker=2, successPolicy="AllWorkers", cleanPodPolicy="None"))
+    h.wait_children(NS, "j", 4)
+    h.wait_condition(NS, "j", "Created")
+    h.kubelet.succeed(NS, "j-scheduler-0")   # straight from Pending: never seen running
+    for name in ("j-server-0", "j-worker-0", "j-worker-1"):
+        h.kubelet.run(NS, name)
+    running = h.wait_condition(NS, "j", "Running")
+    assert (running["reason"], running["message"]) == ("MXJobRunning", "MXJob j is running.")
+    h.settle(controller, f"{NS}/j")
+    assert "Succeeded" not in h.conditions(NS, "j")
+    for name in ("j-worker-0", "j-worker-1"):
+        h.kubelet.succeed(NS, name)
+    h.wait_condition(NS, "j", "Succeeded")
+
+
 def test_a_worker_only_job_succeeds_only_when_every_worker_has(h: Harness) -> None:
     """mxnet-operator #32: a single-worker job was Succeeded at creation."""
     controller = h.start()

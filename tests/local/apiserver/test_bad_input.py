@@ -36,13 +36,19 @@ def test_body_over_the_cap_is_413(kube):
     assert kube.post(CMS, configmap("small")).status == 201  # the server is fine afterwards
 
 
-@pytest.mark.parametrize("path", ["/nope", "/api/v2/pods", "/apis/no.such.group/v1/things",
-                                  "/api/v1/namespaces/default/widgets", "/api/v1/namespaces/default/pods/p/bogus",
-                                  "/openapi/v3/apis/none/v1"])
-def test_unknown_paths_are_404_status(kube, path):
+@pytest.mark.parametrize(("path", "status"), [
+    # outside every served group-version: Go's http.NotFound, plain text, as kube-apiserver (issue 47)
+    ("/nope", False), ("/api/v2/pods", False), ("/apis/no.such.group/v1/things", False),
+    ("/openapi/v3/apis/none/v1", False),
+    # inside a served one: go-restful's 404, a Status
+    ("/api/v1/namespaces/default/widgets", True), ("/api/v1/namespaces/default/pods/p/bogus", True)])
+def test_unknown_paths_are_404_status(kube, path, status):
     reply = kube.get(path)
     assert reply.status == 404
-    assert reply.body["kind"] == "Status" and reply.body["reason"] == "NotFound"
+    if status:
+        assert reply.body["kind"] == "Status" and reply.body["reason"] == "NotFound"
+    else:
+        assert reply.body == "404 page not found\n"
 
 
 @pytest.mark.parametrize(("name", "field"), [

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from mxjob_controller.kube.schema.nodes import Rule
 
 #: The rule modules, imported (so registered) before any built-in definition is compiled.
-RULE_MODULES = ("containers", "pods", "services", "configmaps", "deployments", "leases")
+RULE_MODULES = ("containers", "pods", "services", "configmaps", "deployments", "leases", "storage",
+                "workloads")
 
 _RULES: dict[str, list[Rule]] = {}
 _loaded = False

@@ -29,7 +29,7 @@ def deployment_spec(spec: dict, path: str) -> list[FieldError]:
         errs.append(invalid(child(path, "selector"), selector, "empty selector is invalid for deployment"))
     template = spec.get("template")
     if type(template) is dict and type(selector) is dict:
-        errs.extend(_template(template, selector, child(path, "template")))
+        errs.extend(template_errors(template, selector, child(path, "template")))
     strategy = spec.get("strategy")
     if type(strategy) is dict:
         base = child(path, "strategy")
@@ -43,7 +43,7 @@ def deployment_spec(spec: dict, path: str) -> list[FieldError]:
     return errs
 
 
-def _template(template: dict, selector: dict, path: str) -> list[FieldError]:
+def template_errors(template: dict, selector: dict, path: str, kind: str = "ReplicaSet") -> list[FieldError]:
     """``ValidatePodTemplateSpecForReplicaSet``: labels the selector matches; pods that always restart."""
     errs: list[FieldError] = []
     meta = template.get("metadata") if type(template.get("metadata")) is dict else {}
@@ -61,7 +61,7 @@ def _template(template: dict, selector: dict, path: str) -> list[FieldError]:
         errs.append(not_supported(child(child(path, "spec"), "restartPolicy"), policy, ["Always"]))
     if pod_spec.get("activeDeadlineSeconds") is not None:
         errs.append(invalid(child(child(path, "spec"), "activeDeadlineSeconds"), pod_spec["activeDeadlineSeconds"],
-                            "activeDeadlineSeconds in ReplicaSet is not Supported"))
+                            f"activeDeadlineSeconds in {kind} is not Supported"))
     return errs
 
 

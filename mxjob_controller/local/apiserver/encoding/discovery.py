@@ -20,6 +20,7 @@ _SUBRESOURCE_SHAPES: dict[str, tuple[tuple[str, ...], str | None, str, str]] = {
     "finalize": (("update",), None, "", ""),
     "scale": (("get", "patch", "update"), "autoscaling", "v1", "Scale"),
     "token": (("create",), "authentication.k8s.io", "v1", "TokenRequest"),
+    "approval": (("get", "patch", "update"), None, "", ""),
 }
 
 
@@ -76,6 +77,8 @@ class Discovery:
                     if sgroup is not None:
                         entry["group"], entry["version"] = sgroup, sversion
                     resources.append(entry)
+            if not any(rt.is_custom for rt in types):   # kube's installer registers the paths sorted
+                resources.sort(key=lambda entry: entry["name"])
             gv = f"{group}/{version}" if group else version
             return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
         return self._cached(f"{group}/{version}", build)

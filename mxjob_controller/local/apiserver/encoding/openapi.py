@@ -59,6 +59,9 @@ def _builtin_schema(name: str) -> dict[str, Any]:
     return _to_v3(k8s_schemas.definitions()[name])
 
 
+_SCALE = "io.k8s.api.autoscaling.v1.Scale"
+
+
 def _crd_group_prefix(group: str) -> str:
     """kube names CRD schemas by the reversed group: ``kubeflow.org`` → ``org.kubeflow``."""
     return ".".join(reversed(group.split(".")))
@@ -174,6 +177,8 @@ class OpenAPI:
                 builtin_roots += [n for n in (name, list_name) if n]
             if name:
                 paths.update(self._paths(rt, name, list_name))
+            if rt.scale is not None and _SCALE not in builtin_roots:
+                builtin_roots.append(_SCALE)
         defs = k8s_schemas.definitions()
         for n in k8s_schemas.reachable(builtin_roots, defs):
             schemas[n] = _builtin_schema(n)
@@ -213,6 +218,7 @@ class OpenAPI:
         ref, list_ref = REF_PREFIX + name, REF_PREFIX + (list_name or name)
         kind_id = _gv_id(rt) + rt.kind
         ns = "Namespaced" if rt.namespaced else ""
+        op_id = _gv_id(rt) + ns + rt.kind   # kube's: verb, group-version, scope, kind (listAppsV1NamespacedDeployment)
         name_param = _param("name", "path", f"name of the {rt.kind}", {"type": "string", "uniqueItems": True},
                             required=True)
         path_params = [name_param]
@@ -227,14 +233,14 @@ class OpenAPI:
         if not rt.is_custom:
             patch_types.insert(2, "application/strategic-merge-patch+json")
         item = {
-            "get": _op("get", rt, f"read{ns}{kind_id}", ref),
-            "put": _op("put", rt, f"replace{ns}{kind_id}", ref, params=list(_WRITE_PARAMS),
+            "get": _op("get", rt, f"read{op_id}", ref),
+            "put": _op("put", rt, f"replace{op_id}", ref, params=list(_WRITE_PARAMS),
                        body=["application/json"], codes=("200", "201")),
-            "patch": _op("patch", rt, f"patch{ns}{kind_id}", ref,
+            "patch": _op("patch", rt, f"patch{op_id}", ref,
                          params=[*_WRITE_PARAMS, _param("force", "query", "Force is going to \"force\" Apply "
                                                         "requests.", {"type": "boolean", "uniqueItems": True})],
                          body=patch_types, codes=("200", "201")),
-            "delete": _op("delete", rt, f"delete{ns}{kind_id}", REF_PREFIX + _META + "Status",
+            "delete": _op("delete", rt, f"delete{op_id}", REF_PREFIX + _META + "Status",
                           params=[_param("dryRun", "query", "When present, indicates that modifications "
                                          "should not be persisted."),
                                   _param("gracePeriodSeconds", "query", "The duration in seconds before the "
@@ -245,23 +251,35 @@ class OpenAPI:
             "parameters": [*path_params, _PRETTY],
         }
         listing = {
-            "get": _op("list", rt, f"list{ns}{kind_id}", list_ref, params=[
+            "get": _op("list", rt, f"list{op_id}", list_ref, params=[
                 _param(p, "query", p) for p in ("allowWatchBookmarks", "continue", "fieldSelector",
                                                 "labelSelector", "limit", "resourceVersion", "timeoutSeconds",
                                                 "watch")]),
-            "post": _op("post", rt, f"create{ns}{kind_id}", ref, params=list(_WRITE_PARAMS),
+            "post": _op("post", rt, f"create{op_id}", ref, params=list(_WRITE_PARAMS),
                         body=["application/json"], codes=("200", "201", "202")),
-            "delete": _op("deletecollection", rt, f"deletecollection{ns}{kind_id}",
+            "delete": _op("deletecollection", rt, f"deletecollection{op_id}",
                           REF_PREFIX + _META + "Status"),
             "parameters": coll_params,
         }
+        if "deletecollection" not in rt.verbs:   # namespaces: kube's storage has no collection DELETE
+            del listing["delete"]
         out = {coll: listing, f"{coll}/{{name}}": item}
         if rt.status_subresource:
             out[f"{coll}/{{name}}/status"] = {
-                "get": _op("get", rt, f"read{ns}{kind_id}Status", ref),
-                "put": _op("put", rt, f"replace{ns}{kind_id}Status", ref, params=list(_WRITE_PARAMS),
+                "get": _op("get", rt, f"read{op_id}Status", ref),
+                "put": _op("put", rt, f"replace{op_id}Status", ref, params=list(_WRITE_PARAMS),
                            body=["application/json"], codes=("200", "201")),
-                "patch": _op("patch", rt, f"patch{ns}{kind_id}Status", ref, params=list(_WRITE_PARAMS),
+                "patch": _op("patch", rt, f"patch{op_id}Status", ref, params=list(_WRITE_PARAMS),
+                             body=patch_types, codes=("200", "201")),
+                "parameters": [*path_params, _PRETTY],
+            }
+        if rt.scale is not None:   # an autoscaling/v1 Scale (verbs/scale.py)
+            scale = REF_PREFIX + _SCALE
+            out[f"{coll}/{{name}}/scale"] = {
+                "get": _op("get", rt, f"read{op_id}Scale", scale),
+                "put": _op("put", rt, f"replace{op_id}Scale", scale, params=list(_WRITE_PARAMS),
+                           body=["application/json"], codes=("200", "201")),
+                "patch": _op("patch", rt, f"patch{op_id}Scale", scale, params=list(_WRITE_PARAMS),
                              body=patch_types, codes=("200", "201")),
                 "parameters": [*path_params, _PRETTY],
             }

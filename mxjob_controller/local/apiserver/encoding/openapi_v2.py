@@ -190,7 +190,7 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-class _Msg:
+class Msg:
     """One message being written: fields appended in any order, serialised by field number (as Go does)."""
 
     def __init__(self) -> None:
@@ -220,37 +220,41 @@ class _Msg:
 
     def double(self, number: int, value: Any) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value:
-            self.raw(number, 1, struct.pack("<d", float(value)))
+            self.raw_double(number, float(value))
 
-    def message(self, number: int, msg: _Msg) -> None:
+    def raw_double(self, number: int, value: float) -> None:
+        """A double even when zero (a oneof member is written whatever its value)."""
+        self.raw(number, 1, struct.pack("<d", value))
+
+    def message(self, number: int, msg: Msg) -> None:
         self.bytes_(number, msg.encode())
 
     def encode(self) -> bytes:
         return b"".join(data for _, data in sorted(self._fields, key=lambda f: f[0]))
 
 
-def _any(value: Any) -> _Msg:
+def any_value(value: Any) -> Msg:
     """gnostic's Any: the value as YAML text (JSON is YAML)."""
-    m = _Msg()
+    m = Msg()
     m.string(2, json.dumps(value, separators=(",", ":")) + "\n")
     return m
 
 
-def _named(name: str, value: _Msg) -> _Msg:
-    m = _Msg()
+def named(name: str, value: Msg) -> Msg:
+    m = Msg()
     m.string(1, name, keep_empty=True)
     m.message(2, value)
     return m
 
 
-def _extensions(m: _Msg, number: int, obj: dict[str, Any]) -> None:
+def extensions(m: Msg, number: int, obj: dict[str, Any]) -> None:
     for key, value in obj.items():
         if key.startswith("x-"):
-            m.message(number, _named(key, _any(value)))
+            m.message(number, named(key, any_value(value)))
 
 
-def _pb_schema(s: dict[str, Any]) -> _Msg:
-    m = _Msg()
+def _pb_schema(s: dict[str, Any]) -> Msg:
+    m = Msg()
     for key, number in (("$ref", 1), ("format", 2), ("title", 3), ("description", 4), ("pattern", 13),
                         ("discriminator", 26)):
         m.string(number, s.get(key))
@@ -263,42 +267,42 @@ def _pb_schema(s: dict[str, Any]) -> _Msg:
                         ("maxProperties", 17), ("minProperties", 18)):
         m.int64(number, s.get(key))
     if "default" in s:
-        m.message(5, _any(s["default"]))
+        m.message(5, any_value(s["default"]))
     if "example" in s:
-        m.message(30, _any(s["example"]))
+        m.message(30, any_value(s["example"]))
     m.strings(19, s.get("required"))
     for v in s.get("enum") or []:
-        m.message(20, _any(v))
+        m.message(20, any_value(v))
     extra = s.get("additionalProperties")
     if isinstance(extra, (dict, bool)):
-        item = _Msg()
+        item = Msg()
         if isinstance(extra, bool):
             item.boolean(2, extra, keep_false=True)
         else:
             item.message(1, _pb_schema(extra))
         m.message(21, item)
     if "type" in s:
-        t = _Msg()
+        t = Msg()
         t.strings(1, s["type"] if isinstance(s["type"], list) else [s["type"]])
         m.message(22, t)
     if isinstance(s.get("items"), (dict, list)):
-        items = _Msg()
+        items = Msg()
         for sub in s["items"] if isinstance(s["items"], list) else [s["items"]]:
             items.message(1, _pb_schema(sub))
         m.message(23, items)
     for sub in s.get("allOf") or []:
         m.message(24, _pb_schema(sub))
     if isinstance(s.get("properties"), dict):
-        props = _Msg()
+        props = Msg()
         for name, sub in s["properties"].items():
-            props.message(1, _named(name, _pb_schema(sub)))
+            props.message(1, named(name, _pb_schema(sub)))
         m.message(25, props)
     if isinstance(s.get("externalDocs"), dict):
-        docs = _Msg()
+        docs = Msg()
         docs.string(1, s["externalDocs"].get("description"))
         docs.string(2, s["externalDocs"].get("url"))
         m.message(29, docs)
-    _extensions(m, 31, s)
+    extensions(m, 31, s)
     return m
 
 
@@ -314,8 +318,8 @@ _NON_BODY = {"header": (1, _PATH_FIELDS), "formData": (2, _QUERY_FIELDS), "query
              "path": (4, _PATH_FIELDS)}
 
 
-def _pb_sub_schema(p: dict[str, Any], fields: dict[str, int]) -> _Msg:
-    m = _Msg()
+def _pb_sub_schema(p: dict[str, Any], fields: dict[str, int]) -> Msg:
+    m = Msg()
     for key, value in p.items():
         number = fields.get(key)
         if number is None:
@@ -329,43 +333,43 @@ def _pb_sub_schema(p: dict[str, Any], fields: dict[str, int]) -> _Msg:
         elif key in ("maxLength", "minLength", "maxItems", "minItems"):
             m.int64(number, value)
         elif key == "default":
-            m.message(number, _any(value))
+            m.message(number, any_value(value))
         elif key == "enum":
             for v in value:
-                m.message(number, _any(v))
-    _extensions(m, fields["x-"], p)
+                m.message(number, any_value(v))
+    extensions(m, fields["x-"], p)
     return m
 
 
-def _pb_parameters_item(p: dict[str, Any]) -> _Msg:
-    item = _Msg()
+def _pb_parameters_item(p: dict[str, Any]) -> Msg:
+    item = Msg()
     if "$ref" in p:
-        ref = _Msg()
+        ref = Msg()
         ref.string(1, p["$ref"])
         item.message(2, ref)
         return item
-    param = _Msg()
+    param = Msg()
     if p.get("in") == "body":
-        body = _Msg()
+        body = Msg()
         body.string(1, p.get("description"))
         body.string(2, p.get("name"))
         body.string(3, p.get("in"))
         body.boolean(4, p.get("required"))
         if isinstance(p.get("schema"), dict):
             body.message(5, _pb_schema(p["schema"]))
-        _extensions(body, 6, p)
+        extensions(body, 6, p)
         param.message(1, body)
     else:
         number, fields = _NON_BODY.get(p.get("in", ""), _NON_BODY["query"])
-        non_body = _Msg()
+        non_body = Msg()
         non_body.message(number, _pb_sub_schema(p, fields))
         param.message(2, non_body)
     item.message(1, param)
     return item
 
 
-def _pb_operation(op: dict[str, Any]) -> _Msg:
-    m = _Msg()
+def _pb_operation(op: dict[str, Any]) -> Msg:
+    m = Msg()
     m.strings(1, op.get("tags"))
     m.string(2, op.get("summary"))
     m.string(3, op.get("description"))
@@ -374,22 +378,22 @@ def _pb_operation(op: dict[str, Any]) -> _Msg:
     m.strings(7, op.get("consumes"))
     for p in op.get("parameters", []):
         m.message(8, _pb_parameters_item(p))
-    responses = _Msg()
+    responses = Msg()
     for code, resp in op.get("responses", {}).items():
-        r = _Msg()
+        r = Msg()
         r.string(1, resp.get("description"))
         if isinstance(resp.get("schema"), dict):
-            item = _Msg()
+            item = Msg()
             item.message(1, _pb_schema(resp["schema"]))
             r.message(2, item)
-        _extensions(r, 5, resp)
-        value = _Msg()
+        extensions(r, 5, resp)
+        value = Msg()
         value.message(1, r)
-        responses.message(1, _named(code, value))
+        responses.message(1, named(code, value))
     m.message(9, responses)
     m.strings(10, op.get("schemes"))
     m.boolean(11, op.get("deprecated"))
-    _extensions(m, 13, op)
+    extensions(m, 13, op)
     return m
 
 
@@ -398,48 +402,48 @@ _VERBS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head": 7, "
 
 def encode(doc: dict[str, Any]) -> bytes:
     """``doc`` (a Swagger 2.0 document as :func:`build` makes it) as a serialised gnostic ``openapi.v2.Document``."""
-    m = _Msg()
+    m = Msg()
     m.string(1, doc.get("swagger"))
-    info = _Msg()
+    info = Msg()
     info.string(1, doc.get("info", {}).get("title"))
     info.string(2, doc.get("info", {}).get("version"))
     m.message(2, info)
-    paths = _Msg()
+    paths = Msg()
     for path, item in doc.get("paths", {}).items():
-        pi = _Msg()
+        pi = Msg()
         for verb, op in item.items():
             if verb in _VERBS:
                 pi.message(_VERBS[verb], _pb_operation(op))
             elif verb == "parameters":
                 for p in op:
                     pi.message(9, _pb_parameters_item(p))
-        _extensions(pi, 10, item)
-        paths.message(2, _named(path, pi))
+        extensions(pi, 10, item)
+        paths.message(2, named(path, pi))
     m.message(8, paths)
-    definitions = _Msg()
+    definitions = Msg()
     for name, schema in doc.get("definitions", {}).items():
-        definitions.message(1, _named(name, _pb_schema(schema)))
+        definitions.message(1, named(name, _pb_schema(schema)))
     m.message(9, definitions)
     for requirement in doc.get("security", []):
-        req = _Msg()
+        req = Msg()
         for name, scopes in requirement.items():
-            arr = _Msg()
+            arr = Msg()
             arr.strings(1, scopes)
-            req.message(1, _named(name, arr))
+            req.message(1, named(name, arr))
         m.message(12, req)
     if doc.get("securityDefinitions"):
-        defs = _Msg()
+        defs = Msg()
         for name, sd in doc["securityDefinitions"].items():
-            key = _Msg()
+            key = Msg()
             key.string(1, sd.get("type"))
             key.string(2, sd.get("name"))
             key.string(3, sd.get("in"))
             key.string(4, sd.get("description"))
-            item = _Msg()
+            item = Msg()
             item.message(2, key)   # ApiKeySecurity: the only kind kube publishes
-            defs.message(1, _named(name, item))
+            defs.message(1, named(name, item))
         m.message(13, defs)
-    _extensions(m, 16, doc)
+    extensions(m, 16, doc)
     return m.encode()
 
 
@@ -490,7 +494,7 @@ class OpenAPIV2:
 
     def serve(self, headers: Any) -> Response:
         accept = headers.get("Accept", "") or "*/*"
-        for media_type in _accepted(accept):
+        for media_type in accepted_media_types(accept):
             major, _, minor = media_type.partition("/")
             if major not in ("application", "*"):
                 continue
@@ -507,11 +511,11 @@ class OpenAPIV2:
                 del out["Last-Modified"]
                 return Response(304, b"", headers=out)
             body = spec.json if content_type == JSON else spec.proto()
-            return Response(200, body, content_type=content_type, headers=out)
+            return Response(200, body, content_type=content_type, headers=out, encoder_newline=False)
         return Response(406, b"", content_type="text/plain; charset=utf-8", headers={"Vary": "Accept"})
 
 
-def _accepted(accept: str) -> list[str]:
+def accepted_media_types(accept: str) -> list[str]:
     """The media types of an Accept header, best first (by q, then as listed), as goautoneg orders them."""
     clauses: list[tuple[float, int, str]] = []
     for i, part in enumerate(accept.split(",")):

@@ -20,7 +20,7 @@ from typing import Any
 from mxjob_controller.kube.schema.compiler import OBJECT_META as _META
 from mxjob_controller.kube.timefmt import parse_time, rfc3339
 from mxjob_controller.kube.vocabulary import META_V1
-from mxjob_controller.local.apiserver.encoding import jsonpath, printers
+from mxjob_controller.local.apiserver.encoding import jsonpath, more_printers, printers
 from mxjob_controller.local.apiserver.encoding.gofmt import go_float
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.storage.watch import Entry
@@ -56,7 +56,8 @@ def convert(rt: ResourceType, entries: list[Entry], list_meta: dict | None, incl
 def _columns_and_rows(rt: ResourceType) -> tuple[tuple[printers.Column, ...], printers.PrintFn]:
     if rt.is_custom:
         return _custom_columns(rt)
-    printer = _EXTRA_PRINTERS.get((rt.group, rt.kind)) or printers.printer_for(rt.group, rt.kind)
+    printer = (_EXTRA_PRINTERS.get((rt.group, rt.kind)) or printers.printer_for(rt.group, rt.kind)
+               or more_printers.printer_for(rt.group, rt.kind))
     if printer is not None:
         return printer.columns, printer.cells
     return _default_columns(), _default_row

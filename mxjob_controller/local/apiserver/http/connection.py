@@ -293,7 +293,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         JSON, and the connection closes, since what follows on it cannot be trusted to be a request."""
         self.close_connection = True
         err = errors.http_refusal(code, message or HTTPStatus(code).phrase)
-        body = dumps(err.status())
+        body = dumps(err.status()) + b"\n"
         try:
             self._write_head(code, "application/json", {}, len(body), body)
         except OSError:
@@ -381,11 +381,13 @@ class ConnectionHandler(BaseHTTPRequestHandler):
                 body = resp.body
                 if _pretty(query) and resp.content_type == "application/json" and body:
                     body = json.dumps(json.loads(body), indent=2).encode() + b"\n"
-                ex.response_bytes = len(body)
+                tail = json_tail(resp.content_type, body) if resp.encoder_newline else b""
+                ex.response_bytes = len(body) + len(tail)
                 # Observed before the answer is sent: whoever has the answer can already see its audit record.
                 self._observe(ex, started)
-                self._write_head(resp.code, resp.content_type, headers, len(body),
-                                 body if self.command != "HEAD" else b"")
+                if self.command == "HEAD":
+                    body = tail = b""
+                self._write_head(resp.code, resp.content_type, headers, ex.response_bytes, body, tail)
                 if self.close_connection and (resp.code >= 400 or unread) and not self.server.stopping.is_set():
                     self._linger()  # a refusal that may have left part of the request unread
         except (BrokenPipeError, ConnectionResetError, OSError):
@@ -414,7 +416,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
             if self.deadline is None or self.deadline.cancelled:
                 return None
             self.timed_out = self.close_connection = True
-            body = dumps(errors.deadline_exceeded().status())
+            body = dumps(errors.deadline_exceeded().status()) + b"\n"
             ex.code, ex.response_bytes = 504, len(body)
             self._observe(ex, ex.started)
             log.info("%s %s did not complete within %.3gs: 504", self.command, self.path, self.server.request_timeout)
@@ -532,25 +534,30 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         return b"".join(parts)
 
     def _write_head(self, code: int, ctype: str, headers: dict[str, str], length: int | None,
-                    body: bytes = b"") -> None:
-        """Send the status line and headers, and ``body`` with them: one send (one syscall) per response; a large
-        body is sent after them instead, not copied behind them (a list of large objects is tens of megabytes)."""
+                    body: bytes = b"", tail: bytes = b"") -> None:
+        """Send the status line and headers, and ``body`` and ``tail`` with them: one send (one syscall) per
+        response; a large body is sent after them instead, not copied behind them (a list of large objects is tens
+        of megabytes), nor copied to have ``tail`` (a JSON body's final newline) after it."""
         try:
             phrase = HTTPStatus(code).phrase
         except ValueError:
             phrase = ""
-        lines = [f"HTTP/1.1 {code} {phrase}", f"Content-Type: {ctype}", "Cache-Control: no-cache, private",
-                 f"Audit-Id: {uuid.uuid4()}"]
+        lines = [f"HTTP/1.1 {code} {phrase}", f"Content-Type: {ctype}"]
+        if "Cache-Control" not in headers:   # kube's WithCacheControl: a default the handler may replace
+            lines.append("Cache-Control: no-cache, private")
+        lines.append(f"Audit-Id: {uuid.uuid4()}")
         lines += [f"{k}: {v}" for k, v in headers.items()]
         lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
         if self.close_connection:
             lines.append("Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
         if len(body) < _SEPARATE_BODY_BYTES:
-            self.wfile.write(head + body)
+            self.wfile.write(head + body + tail)
         else:
             self.wfile.write(head)
             self.wfile.write(body)
+            if tail:
+                self.wfile.write(tail)
 
     def _write_chunk(self, frame: Frame) -> None:
         """One chunk: small frames in one send; a large one's pieces (an object's encoding that other watchers
@@ -713,6 +720,14 @@ def _go_quote_list(values: list[str]) -> str:
 
 def _pretty(query: dict[str, str]) -> bool:
     return query.get("pretty", "").lower() in ("1", "true")
+
+
+def json_tail(content_type: str, body: bytes) -> bytes:
+    """What a JSON body needs after it to end as kube's do: every one ends in a newline (Go's ``json.Encoder.Encode``,
+    which kube's serializer writes with)."""
+    if body and content_type.startswith("application/json") and not body.endswith(b"\n"):
+        return b"\n"
+    return b""
 
 
 def _status_response(err: StatusError) -> Response:

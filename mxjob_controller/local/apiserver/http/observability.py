@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mxjob_controller.kube.vocabulary import TEXT_MEDIA_TYPE
-from mxjob_controller.local.apiserver.request import Exchange, Response
+from mxjob_controller.local.apiserver.request import Exchange, Response, page_not_found
 
 _POST_START_HOOKS = (
     "start-apiserver-admission-initializer", "generic-apiserver-start-informers",
@@ -43,8 +43,6 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "readyz": ("ping", "log", "etcd", "etcd-readiness", "informer-sync",
                *(f"poststarthook/{h}" for h in _POST_START_HOOKS), "shutdown"),
 }
-_NOT_FOUND = Response(404, b"404 page not found\n", content_type=TEXT_MEDIA_TYPE,
-                      headers={"X-Content-Type-Options": "nosniff"})
 
 
 def health(path: str, query: dict[str, str]) -> Response | None:
@@ -56,7 +54,7 @@ def health(path: str, query: dict[str, str]) -> Response | None:
     headers = {"X-Content-Type-Options": "nosniff"}
     if check:
         if check not in checks:
-            return _NOT_FOUND
+            return page_not_found()
         return Response(200, b"ok", content_type=TEXT_MEDIA_TYPE, headers=headers)
     if "verbose" not in query:
         return Response(200, b"ok", content_type=TEXT_MEDIA_TYPE, headers=headers)

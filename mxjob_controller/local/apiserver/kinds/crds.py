@@ -14,7 +14,7 @@ from collections.abc import Callable
 from mxjob_controller.kube.schema.structural import pattern_errors
 from mxjob_controller.kube.timefmt import now_rfc3339
 from mxjob_controller.local.apiserver.errors import Cause
-from mxjob_controller.local.apiserver.resources import Registry, ResourceType
+from mxjob_controller.local.apiserver.resources import Registry, ResourceType, ScalePaths
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 from mxjob_controller.local.apiserver.webhooks.conversion import default_conversion, validate_conversion
 
@@ -36,13 +36,24 @@ def types_for(crd: dict) -> list[ResourceType]:
             namespaced=spec.get("scope") == "Namespaced",
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             status_subresource="status" in subresources,
-            extra_subresources=("scale",) if "scale" in subresources else (),
+            scale=_scale_paths(subresources.get("scale")),
             sets_generation=True,   # a deleted custom resource is answered with a Status, as kube's CR store does
             crd_name=(crd.get("metadata") or {}).get("name"), storage_version=storage,
             printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
             schema=(v.get("schema") or {}).get("openAPIV3Schema"),
         ))
     return out
+
+
+def _scale_paths(scale: object) -> ScalePaths | None:
+    """``subresources.scale``'s JSON paths (``.spec.replicas``) as the dotted paths the scale verbs follow; the
+    selector, when there is one, is a string at its path (kube serves it as it is)."""
+    if not isinstance(scale, dict):
+        return None
+    selector = str(scale.get("labelSelectorPath") or "").lstrip(".")
+    return ScalePaths(str(scale.get("specReplicasPath") or ".spec.replicas").lstrip("."),
+                      str(scale.get("statusReplicasPath") or ".status.replicas").lstrip("."),
+                      selector or None, "string")
 
 
 StatusWriter = Callable[[str, dict], None]

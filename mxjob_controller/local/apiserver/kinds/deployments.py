@@ -3,7 +3,7 @@ Nothing runs them here (there is no deployment controller): they are stored and 
 
 from __future__ import annotations
 
-from mxjob_controller.local.apiserver.kinds.pods import default_pod_spec
+from mxjob_controller.local.apiserver.kinds.workloads import default_rolling_update, default_template
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
 
 
@@ -17,16 +17,7 @@ class DeploymentStrategy(Strategy):
         if not isinstance(spec, dict):
             return
         spec.setdefault("replicas", 1)
-        strategy = spec.setdefault("strategy", {})
-        if isinstance(strategy, dict):
-            strategy.setdefault("type", "RollingUpdate")
-            if strategy["type"] == "RollingUpdate":
-                rolling = strategy.setdefault("rollingUpdate", {})
-                if isinstance(rolling, dict):
-                    rolling.setdefault("maxUnavailable", "25%")
-                    rolling.setdefault("maxSurge", "25%")
+        default_rolling_update(spec, "strategy", maxUnavailable="25%", maxSurge="25%")
         spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
-        template = spec.get("template")
-        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
-            default_pod_spec(template["spec"], pod=False)
+        default_template(spec.get("template"))

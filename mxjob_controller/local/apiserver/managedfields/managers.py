@@ -120,7 +120,7 @@ class ApplyConflictError(Exception):
         return f"Apply failed with {len(self.conflicts)} conflicts: " + "\n".join(lines)
 
     def causes(self) -> list[dict[str, str]]:
-        return [{"type": "FieldManagerConflict", "message": f"conflict with {entry.described()}",
+        return [{"reason": "FieldManagerConflict", "message": f"conflict with {entry.described()}",
                  "field": fp.path_string(path)} for entry, path in self.conflicts]
 
 

@@ -35,7 +35,14 @@ _KEY_DEFAULTS = {"io.k8s.api.core.v1.ContainerPort": {"protocol": "TCP"},
 # Optional struct fields that are Go values, not pointers, in the kinds the local server serves: Go serializes them
 # even when zero, so a zero object has them and a creator's field set gets no "." for them. (The published schema
 # does not tell a value from a pointer.)
-_VALUE_STRUCTS = {"io.k8s.api.apps.v1.DeploymentSpec": ("strategy",)}
+_VALUE_STRUCTS = {"io.k8s.api.apps.v1.DeploymentSpec": ("strategy",),
+                  "io.k8s.api.apps.v1.DaemonSetSpec": ("updateStrategy",),
+                  "io.k8s.api.apps.v1.StatefulSetSpec": ("updateStrategy",),
+                  "io.k8s.api.core.v1.PersistentVolumeClaimSpec": ("resources",),
+                  "io.k8s.api.core.v1.PodTemplate": ("template",),
+                  "io.k8s.api.networking.v1.NetworkPolicySpec": ("podSelector",),
+                  "io.k8s.api.discovery.v1.Endpoint": ("conditions",),
+                  "io.k8s.api.events.v1.Event": ("deprecatedSource",)}
 
 
 class Type:

@@ -11,6 +11,9 @@
   store never reached, kube's watch cache waits 3 s and answers "Too large resource version" (504); here the
   current list (the store is never behind itself: no client was handed such an N). Unset, or "0" (``Any``): the
   current list.
+- A watch's options as ``validateWatchOptions`` checks them (WatchList, beta and on in 1.32): ``sendInitialEvents``
+  needs ``resourceVersionMatch=NotOlderThan``, which a watch takes with ``sendInitialEvents`` only; a list takes no
+  ``sendInitialEvents``.
 """
 
 from __future__ import annotations
@@ -26,10 +29,48 @@ EXACT, NOT_OLDER_THAN = "Exact", "NotOlderThan"
 TOO_OLD = "The resourceVersion for the provided list is too old."
 
 
-def validate(query: Mapping[str, str]) -> None:
+def send_initial_events(query: Mapping[str, str]) -> bool | None:
+    """The ``sendInitialEvents`` option: None when not given."""
+    value = query.get("sendInitialEvents")
+    if value is None:
+        return None
+    return value.lower() in ("true", "1")
+
+
+def validate_watch(query: Mapping[str, str]) -> None:
+    """``validateWatchOptions``: a 422 on ListOptions, with kube's words."""
     match = query.get("resourceVersionMatch", "")
-    if not match:
-        return
+    initial = send_initial_events(query)
+    causes = []
+    path = "resourceVersionMatch"
+    if initial is not None and match != NOT_OLDER_THAN:
+        causes.append(field_errors.forbidden(path, f"sendInitialEvents requires setting resourceVersionMatch to "
+                                                   f"{NOT_OLDER_THAN}"))
+    if match:
+        if initial is None:
+            causes.append(field_errors.forbidden(path, "resourceVersionMatch is forbidden for watch unless "
+                                                       "sendInitialEvents is provided"))
+        if match != NOT_OLDER_THAN:
+            causes.append(field_errors.not_supported(path, match, [NOT_OLDER_THAN]))
+        if query.get("continue", ""):
+            causes.append(field_errors.forbidden(path, "resourceVersionMatch is forbidden when continue is provided"))
+    if causes:
+        raise errors.invalid_options("ListOptions", causes)
+
+
+def validate(query: Mapping[str, str]) -> None:
+    """``ValidateListOptions`` of a list (not a watch)."""
+    match = query.get("resourceVersionMatch", "")
+    causes = []
+    if match:
+        causes = _list_match_errors(query, match)
+    if send_initial_events(query) is not None:
+        causes.append(field_errors.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    if causes:
+        raise errors.invalid_options("ListOptions", causes)
+
+
+def _list_match_errors(query: Mapping[str, str], match: str) -> list[field_errors.FieldError]:
     rv = query.get("resourceVersion", "")
     causes = []
     path = "resourceVersionMatch"
@@ -43,8 +84,7 @@ def validate(query: Mapping[str, str]) -> None:
     if match == EXACT and rv == "0":
         causes.append(field_errors.forbidden(path, 'resourceVersionMatch "exact" is forbidden for resourceVersion '
                                                    '"0"'))
-    if causes:
-        raise errors.invalid_options("ListOptions", causes)
+    return causes
 
 
 def exact_list(store: Store, key: str, namespace: str | None,

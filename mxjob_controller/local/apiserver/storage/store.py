@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from mxjob_controller.kube.vocabulary import BOOKMARK
 from mxjob_controller.local.apiserver.storage.memory import release_free_memory
 from mxjob_controller.local.apiserver.storage.watch import (
     ADDED,
@@ -292,10 +293,12 @@ class Store:
     # --- watch ----------------------------------------------------------------------------------------
 
     def watch(self, key: str, matcher: Matcher, since: int | None,
-              namespace: str | None = None) -> Watcher:
+              namespace: str | None = None, initial_events_end: bool = False) -> Watcher:
         """Register a watcher on ``key``.
 
-        ``since`` None: synthetic ADDED events for every current object, then changes (RV unset or "0").
+        ``since`` None: synthetic ADDED events for every current object, then changes (RV unset or "0"); with
+        ``initial_events_end``, a BOOKMARK event at the store's resourceVersion right after those ADDED events
+        (a WatchList's end of initial events: its entry is empty).
         ``since`` N: every retained change after N, then live ones; TooOld if history no longer reaches N.
         """
         with self._lock:
@@ -312,6 +315,8 @@ class Store:
             for ev in backlog:
                 if not w.offer(ev, initial=True):
                     break
+            if initial_events_end and since is None:
+                w.mark(Event(BOOKMARK, self._rv, Entry({}, self._rv), None, now()))
             if not w.closed.is_set():
                 self._watchers.setdefault(key, set()).add(w)
             return w

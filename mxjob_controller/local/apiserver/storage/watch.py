@@ -199,6 +199,11 @@ class Watcher:
     def pending(self) -> bool:
         return not self._queue.empty()
 
+    def mark(self, event: Event) -> None:
+        """Queue an event for this reader whatever its filter: the end of a WatchList's initial events."""
+        if not self.closed.is_set():
+            self._queue.put(event)
+
     def close(self, reason: str = "") -> None:
         if not self.closed.is_set():
             self.close_reason = reason

@@ -5,8 +5,10 @@ it prunes unknown fields (built-in objects never store them), applies a CRD sche
 checks types, formats, value constraints and the built-in rules. It returns the problems it found and the
 unknown fields it dropped; the caller applies ``fieldValidation`` to the latter.
 
-Schemas are compiled ahead of use: every built-in kind when the server starts, a CRD's versions when the
-CRD is created or updated (the registry tells us), and a CRD's are dropped when it is deleted.
+A built-in kind's schema is compiled on its first write (most of the fifty kinds served are never written in
+a run, and compiling them all would cost the server's start a second of CPU); a CRD's versions when the CRD is
+created or updated (the registry tells us: its schema errors belong to that write), and a CRD's are dropped when
+it is deleted.
 """
 
 from __future__ import annotations
@@ -45,13 +47,14 @@ class SchemaValidation:
         """
         with self._lock:
             old = self._schemas
-            self._schemas = {rt: old[rt] if rt in old else self._compile(rt) for rt in self._registry.all()}
+            self._schemas = {rt: old[rt] if rt in old else self._compile(rt)
+                             for rt in self._registry.all() if rt in old or rt.is_custom}
 
     def schema_for(self, rt: ResourceType) -> CompiledSchema | None:
         schemas = self._schemas
         if rt in schemas:
             return schemas[rt]
-        with self._lock:  # a request raced the registry's listener: compile it now, once
+        with self._lock:  # a built-in kind's first use (or a request raced the registry's listener): compile it once
             if rt not in self._schemas:
                 self._schemas = {**self._schemas, rt: self._compile(rt)}
             return self._schemas[rt]

@@ -10,10 +10,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mxjob_controller.kube.selectors import SelectorError, object_fields, parse_field_selector, parse_label_selector
+from mxjob_controller.kube.vocabulary import BOOKMARK, META_V1
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.kinds.pod_log_options import parse_log_options
 from mxjob_controller.local.apiserver.request import Frame, Request, Response, WatchFrame, WatchStream, dumps
+from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.storage import list_options
 from mxjob_controller.local.apiserver.storage.store import ObjKey, TooOld
 from mxjob_controller.local.apiserver.storage.watch import Entry, Event
@@ -42,22 +44,61 @@ def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
         raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None
 
 
+_CONTINUE_VERSION = META_V1   # a continue token's "v"
+_BASE64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
 def _encode_continue(rv: int, last: ObjKey) -> str:
-    token = {"v": "meta.k8s.io/v1", "rv": rv, "start": "/".join(last) + "\x00"}
-    return base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
+    """kube's continue token: base64url without padding of ``{"v", "rv", "start"}``."""
+    token = {"v": _CONTINUE_VERSION, "rv": rv, "start": "/".join(last) + "\x00"}
+    return base64.urlsafe_b64encode(json.dumps(token, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _invalid_continue(detail: str) -> StatusError:
+    """etcd3 storage's answer to a token ``storage.DecodeContinue`` refuses."""
+    return errors.bad_request(f"invalid continue token: continue key is not valid{detail}")
 
 
 def _decode_continue(token: str) -> tuple[int, ObjKey]:
+    """(resourceVersion, the last key listed) of a continue token, or kube's 400 (``storage.DecodeContinue``'s
+    errors: Go's base64 and JSON ones, then the token's version, resourceVersion and start key)."""
+    text = token.rstrip("=") if len(token) % 4 == 0 else token   # padded tokens (of older servers) decode too
+    bad = next((i for i, ch in enumerate(text) if ch not in _BASE64URL), None)
+    if bad is None and len(text) % 4 == 1:
+        bad = len(text) - 1
+    if bad is not None:
+        raise _invalid_continue(f": illegal base64 data at input byte {bad}")
     try:
-        data = strict_json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
-        ns, _, name = data["start"].rstrip("\x00").partition("/")
-        return int(data["rv"]), (ns, name)
-    except (ValueError, KeyError, TypeError) as e:
-        raise errors.bad_request(f"continue key is not valid: {e}") from None
+        data = strict_json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    except ValueError as e:
+        raise _invalid_continue(f": {e}") from None
+    if not isinstance(data, dict):
+        raise _invalid_continue(": json: cannot unmarshal value into Go value of type storage.continueToken")
+    if data.get("v") != _CONTINUE_VERSION:
+        raise _invalid_continue(f": server does not recognize this encoded version {data.get('v') or ''}")
+    rv, start = data.get("rv"), data.get("start")
+    if not isinstance(rv, int) or isinstance(rv, bool) or rv == 0:
+        raise _invalid_continue(": incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    if not isinstance(start, str) or not start:
+        raise _invalid_continue(": encoded start key empty (version meta.k8s.io/v1)")
+    ns, _, name = start.rstrip("\x00").partition("/")
+    return rv, (ns, name)
 
 
 def _error_frame(err: StatusError) -> bytes:
     return dumps({"type": "ERROR", "object": err.status()}) + b"\n"
+
+
+#: The annotation of the bookmark ending a WatchList's initial events (metav1.InitialEventsAnnotationKey).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+def _bookmark_frame(rt: ResourceType, rv: int, annotations: dict[str, str] | None = None) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if annotations:
+        meta["annotations"] = annotations
+    obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+    return dumps({"type": BOOKMARK, "object": obj}) + b"\n"
 
 
 # --- the read verbs --------------------------------------------------------------------------------------
@@ -72,7 +113,7 @@ class ReadVerbs(VerbsBase):
         if getter is not None:
             return getter(req)
         if req.subresource and req.subresource not in req.rt.subresources:
-            raise errors.path_not_found(req.rt.plural + "/" + req.subresource)
+            raise errors.no_route()
         return self._object_response(req, self._get_entry(req))
 
     def _matcher(self, req: Request) -> Callable[[dict], bool]:
@@ -146,8 +187,18 @@ class ReadVerbs(VerbsBase):
 
     def _watch(self, req: Request) -> Response:
         match = self._matcher(req)
+        list_options.validate_watch(req.query)
         rv_param = req.query.get("resourceVersion", "")
         since = None if rv_param in ("", "0") else parse_rv(rv_param)
+        # WatchList: the state as it is now (never older than a given resourceVersion) as ADDED events, then the
+        # bookmark that ends them (when bookmarks are asked for, as kube's cacher sends it); sendInitialEvents=false
+        # starts at the given version, or now.
+        initial = list_options.send_initial_events(req.query)
+        if initial is True:
+            since = None
+        elif initial is False and since is None:
+            since = self.store.resource_version
+        initial_end = initial is True and _flag(req.query, "allowWatchBookmarks")
         seconds = _int_param(req.query, "timeoutSeconds", 0)
         # kube arms the watch's timer with what is given: 0 means its default, a negative time has already passed.
         timeout = 1800.0 if seconds == 0 else max(float(seconds), 0.0)
@@ -158,7 +209,7 @@ class ReadVerbs(VerbsBase):
         headers_sent = [False]  # kube sends a Table's column definitions with the first event only
         failed = [False]  # a conversion failed: the stream ends with that error
         try:
-            watcher = self.store.watch(rt.storage_key, match, since, namespace)
+            watcher = self.store.watch(rt.storage_key, match, since, namespace, initial_events_end=initial_end)
         except TooOld as e:
             return Response(200, b"", stream=None, chunks=iter([_error_frame(errors.expired(str(e)))]))
 
@@ -167,6 +218,8 @@ class ReadVerbs(VerbsBase):
         def encode(ev: Event) -> Frame | None:
             """The event's frame: the object's encoding at the watch's version (or its Table) made once per
             version and shared by every watcher asking for the same form (``store.encodings``)."""
+            if ev.type == BOOKMARK:   # the end of a WatchList's initial events (storage/store.py)
+                return _bookmark_frame(rt, ev.rv, {INITIAL_EVENTS_END: "true"})
             translated = watcher.translate(ev) if not failed[0] else None
             if translated is None:
                 return None
@@ -195,11 +248,7 @@ class ReadVerbs(VerbsBase):
         if _flag(req.query, "allowWatchBookmarks"):
             def bookmark() -> bytes | None:
                 brv = self.store.bookmark_rv(watcher)
-                if brv is None:
-                    return None
-                return dumps({"type": "BOOKMARK", "object": {
-                    "kind": rt.kind, "apiVersion": rt.api_version,
-                    "metadata": {"resourceVersion": str(brv)}}}) + b"\n"
+                return None if brv is None else _bookmark_frame(rt, brv)
 
         return Response(200, stream=WatchStream(watcher, encode, bookmark, timeout,
                                                 lambda: self.store.stop_watch(watcher), shared))

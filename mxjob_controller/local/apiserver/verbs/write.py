@@ -113,10 +113,10 @@ class WriteVerbs(VerbsBase):
         return self._object_response(req, entry, 201, ctx)
 
     def _update(self, req: Request) -> Response:
-        if (req.subresource and req.subresource not in ("status", "finalize")) or (
+        if (req.subresource and req.subresource not in ("status", "finalize", "approval")) or (
                 req.subresource == "status" and not req.rt.status_subresource) or (
-                req.subresource == "finalize" and "finalize" not in req.rt.subresources):
-            raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
+                req.subresource in ("finalize", "approval") and req.subresource not in req.rt.subresources):
+            raise errors.no_route()
         manager = self.field_manager.manager(req.query, req.user_agent, "UpdateOptions")
         obj, duplicates = self._decode_strict(req)
         self._stamp_identity(req, obj)
@@ -135,9 +135,10 @@ class WriteVerbs(VerbsBase):
         raise errors.write_outlasted()
 
     def _patch(self, req: Request) -> Response:
-        if (req.subresource and req.subresource != "status") or (
-                req.subresource == "status" and not req.rt.status_subresource):
-            raise errors.path_not_found(f"{req.rt.plural}/{req.subresource}")
+        if (req.subresource and req.subresource not in ("status", "approval")) or (
+                req.subresource == "status" and not req.rt.status_subresource) or (
+                req.subresource == "approval" and "approval" not in req.rt.subresources):
+            raise errors.no_route()
         ctype = req.content_type.split(";")[0].strip().lower()
         _check_patch_type(req.rt, ctype)
         if ctype == APPLY_PATCH:

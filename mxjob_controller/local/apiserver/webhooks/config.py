@@ -49,6 +49,7 @@ _URL_FORM = "; desired format: https://host[/path]"
 #: Definitions whose missing fields kube's Go validation reports in its own words (see the module's docstring).
 GO_VALIDATED = frozenset({
     "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
+    "io.k8s.api.admissionregistration.v1.MutatingWebhook",
     "io.k8s.api.admissionregistration.v1.ServiceReference",
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ServiceReference",
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.WebhookConversion",
@@ -73,6 +74,7 @@ def object_schema(api_version: str, kind: str) -> CompiledSchema | None:
 
 #: The kinds whose schema comes from :func:`object_schema`: ``(apiVersion, kind)``.
 SCHEMA_KINDS = (("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+                ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
                 ("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
 
 
@@ -116,6 +118,24 @@ class ValidatingWebhookStrategy(Strategy):
                 require_recognized_version=all(_recognized_or_empty(h.get("admissionReviewVersions"))
                                                for h in old_hooks),
                 require_unique_names=len({h.get("name") for h in old_hooks}) == len(old_hooks)))
+        return causes
+
+
+class MutatingWebhookStrategy(ValidatingWebhookStrategy):
+    """MutatingWebhookConfigurations are stored and served with kube's defaults and validation; this server calls
+    no mutating webhook (docs/local-cluster.md): only validating ones are called on writes."""
+
+    def default(self, obj: dict, ctx: WriteContext) -> None:
+        super().default(obj, ctx)
+        for hook in _webhooks(obj):
+            hook.setdefault("reinvocationPolicy", "Never")
+
+    def validate(self, obj: dict, old: dict | None, ctx: WriteContext) -> list[Cause]:
+        causes = super().validate(obj, old, ctx)
+        for i, hook in enumerate(_webhooks(obj)):
+            policy = hook.get("reinvocationPolicy")
+            if policy not in (None, "Never", "IfNeeded"):
+                causes.append(not_supported(f"webhooks[{i}].reinvocationPolicy", policy, ("IfNeeded", "Never")))
         return causes
 
 

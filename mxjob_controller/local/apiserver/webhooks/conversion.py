@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 CONVERSION_TIMEOUT = 30.0  # kube's webhook client timeout: conversion webhooks have no timeoutSeconds
 SchemaFor = Callable[[ResourceType], "CompiledSchema | None"]
+BuiltinConversion = Callable[[dict, str], dict]
+"""(object, target apiVersion) -> the object at that version: a built-in kind's conversion."""
 
 
 # --- the CRD's conversion stanza -------------------------------------------------------------------------
@@ -127,7 +129,8 @@ class Converter:
     storage version. Reads the CRD at every call, so a changed ``spec.conversion`` applies at once."""
 
     def __init__(self, store: Store, registry: Registry, client: HookClient, schema_for: SchemaFor,
-                 crds_key: str) -> None:
+                 crds_key: str, builtin: Mapping[str, BuiltinConversion] | None = None) -> None:
+        self._builtin = dict(builtin or {})   # storage key → conversion of a built-in kind (kinds/conversions.py)
         self._store = store
         self._registry = registry
         self._client = client
@@ -150,10 +153,16 @@ class Converter:
 
     def _convert(self, rt: ResourceType, objects: Sequence[dict], version: str, as_list: bool,
                  reading: bool) -> list[dict]:
-        target = f"{rt.group}/{version}" if rt.group else version
+        if not reading and version == (rt.storage_version or rt.version):
+            target = rt.storage_api_version   # another group's, for a kind stored with another's objects
+        else:
+            target = f"{rt.group}/{version}" if rt.group else version
         pending = [o for o in objects if o.get("apiVersion") != target]
         if not pending:
             return list(objects)
+        builtin = self._builtin.get(rt.storage_key)
+        if builtin is not None:
+            return [o if o.get("apiVersion") == target else builtin(o, target) for o in objects]
         conversion = self._conversion(rt)
         if conversion.get("strategy") != "Webhook":
             return [o if o.get("apiVersion") == target else {**o, "apiVersion": target} for o in objects]

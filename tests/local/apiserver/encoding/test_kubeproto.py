@@ -205,9 +205,11 @@ def test_codec_round_trips_the_well_known_types():
 
 @pytest.mark.skipif(not all(Path(p).is_dir() for p in ("/work/.mirror/kubernetes+api/repo",
                                                         "/work/.mirror/kubernetes+apimachinery/repo",
-                                                        "/work/.mirror/kubernetes+apiextensions-apiserver/repo"))
+                                                        "/work/.mirror/kubernetes+apiextensions-apiserver/repo",
+                                                        "/work/.mirror/kubernetes+kube-aggregator/repo"))
                     and "MXJOB_K8S_PROTO_SOURCES" not in os.environ,
-                    reason="no git clones of kubernetes/api, apimachinery and apiextensions-apiserver to generate from")
+                    reason="no git clones of kubernetes/api, apimachinery, apiextensions-apiserver and kube-aggregator "
+                           "to generate from")
 @pytest.mark.integration
 def test_the_tables_are_what_the_generator_writes():
     import importlib.util
@@ -216,10 +218,11 @@ def test_the_tables_are_what_the_generator_writes():
     assert spec and spec.loader
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    api, machinery, extensions = os.environ.get(
+    api, machinery, extensions, aggregator = os.environ.get(
         "MXJOB_K8S_PROTO_SOURCES",
-        f"{gen.DEFAULT_API_GIT}:{gen.DEFAULT_APIMACHINERY_GIT}:{gen.DEFAULT_APIEXTENSIONS_GIT}").split(":")
-    assert gen.generate(api, machinery, extensions) == gen.OUTPUT.read_text(), "run hack/gen_protobuf.py"
+        f"{gen.DEFAULT_API_GIT}:{gen.DEFAULT_APIMACHINERY_GIT}:{gen.DEFAULT_APIEXTENSIONS_GIT}:"
+        f"{gen.DEFAULT_AGGREGATOR_GIT}").split(":")
+    assert gen.generate(api, machinery, extensions, aggregator) == gen.OUTPUT.read_text(), "run hack/gen_protobuf.py"
 
 
 def test_a_crd_travels_in_protobuf(kube):

@@ -334,8 +334,8 @@ def test_kubectl_unknown_kinds_say_no_matches(kubectl, tmp_path):
         # no CRD serves kubeflow.org yet: v3 has no such group-version
         "tfjob.yaml": ("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: t1\n", "TFJob", "kubeflow.org/v1"),
         # a kind this server does not serve, in a group-version it does
-        "pvc.yaml": ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: p1\n", "PersistentVolumeClaim",
-                     "v1"),
+        # (PersistentVolumeClaims are served since issue 47: ComponentStatus, deprecated, is not)
+        "cs.yaml": ("apiVersion: v1\nkind: ComponentStatus\nmetadata:\n  name: p1\n", "ComponentStatus", "v1"),
     }
     kubectl.ok("create", "-f", str(MXJOB_CRD))
     # a misspelt kind in a group-version a CRD serves

@@ -132,7 +132,7 @@ def test_conflicts_name_each_manager_and_field_and_force_moves_them():
     with pytest.raises(mf.ApplyConflictError) as e:
         _apply(managers, live, cm({"a": "x"}))
     assert e.value.message() == 'Apply failed with 1 conflict: conflict with "creator" using v1: .data.a'
-    assert e.value.causes() == [{"type": "FieldManagerConflict", "message": 'conflict with "creator" using v1',
+    assert e.value.causes() == [{"reason": "FieldManagerConflict", "message": 'conflict with "creator" using v1',
                                  "field": ".data.a"}]
     with pytest.raises(mf.ApplyConflictError) as e:
         _apply(managers, live, cm({"a": "x", "b": "y"}))

@@ -92,7 +92,7 @@ def test_two_field_managers_conflict_until_one_forces(kubectl: Kubectl, kube: Ku
     reply = kube.patch(f"{CM}/settings", body, APPLY, fieldManager="ops")
     assert (reply.status, reply.body["reason"]) == (409, "Conflict")
     assert reply.body["details"]["causes"] == [
-        {"type": "FieldManagerConflict", "message": 'conflict with "kubectl"', "field": ".data.mode"}]
+        {"reason": "FieldManagerConflict", "message": 'conflict with "kubectl"', "field": ".data.mode"}]
     # forced: the field moves to ops, the rest stays with kubectl
     kubectl.ok("apply", "--server-side", "--field-manager", "ops", "--force-conflicts", "-f", "-", input=theirs)
     cm = kube.get(f"{CM}/settings").body

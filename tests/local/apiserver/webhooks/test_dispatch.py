@@ -170,7 +170,12 @@ def test_a_webhook_url_is_checked_as_kube_checks_it(kube: Kube, url: str, messag
 
 def test_discovery_serves_the_kind(kube: Kube) -> None:
     resources = kube.get("/apis/admissionregistration.k8s.io/v1").body["resources"]
-    assert resources == [{"name": "validatingwebhookconfigurations", "singularName": "validatingwebhookconfiguration",
+    assert resources == [{"name": "mutatingwebhookconfigurations", "singularName": "mutatingwebhookconfiguration",
+                          "namespaced": False, "kind": "MutatingWebhookConfiguration",
+                          "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                                    "watch"],
+                          "categories": ["api-extensions"]},
+                         {"name": "validatingwebhookconfigurations", "singularName": "validatingwebhookconfiguration",
                           "namespaced": False, "kind": "ValidatingWebhookConfiguration",
                           "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
                                     "watch"],
