@@ -202,7 +202,7 @@ class Watcher:
     def mark(self, event: Event) -> None:
         """Queue an event for this reader whatever its filter: the end of a WatchList's initial events."""
         if not self.closed.is_set():
-            self._queue.put(event)
+            self._queue.put((event, 0))   # not counted: the byte budget is for live events
 
     def close(self, reason: str = "") -> None:
         if not self.closed.is_set():
