@@ -59,6 +59,20 @@ def script_pod(name: str, script: str, *, restart_policy: str = "Never", namespa
                      "containers": [container], **spec}}
 
 
+def pod_file(cluster: LocalCluster, pod: dict[str, Any] | str, inside: str, namespace: str = "default") -> Path:
+    """Where on this machine a pod's file under its own /tmp or /var/tmp is (the pod sandbox makes every other
+    host file read-only to pods, so this is where a pod leaves what a test reads). ``pod``: the pod (a job's,
+    with its controller), or the name of one without a controller."""
+    if isinstance(pod, str):
+        pod = {"metadata": {"namespace": namespace, "name": pod}}
+    assert cluster.kubelet is not None
+    if not cluster.kubelet.sandbox.namespaces:
+        return Path(inside)   # no sandbox: a pod's /tmp is this machine's
+    found = cluster.kubelet.sandbox.host_path(pod, inside)
+    # Before the pod's first container starts, its places are not made yet: a path that does not exist (yet).
+    return found if found is not None else Path("/nonexistent-pod-place") / inside.lstrip("/")
+
+
 def pod_path(name: str, namespace: str = "default") -> str:
     return f"/api/v1/namespaces/{namespace}/pods/{name}"
 

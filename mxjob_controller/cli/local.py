@@ -176,8 +176,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
                                        backoff_initial=crashloop_backoff, sandbox=sandbox,
                                        pod_pids_limit=pod_max_pids, container_user=container_user,
-                                       gpus=_node_gpus(gpus), capacity=capacity,
-                                       private_paths=lambda: [p for p in (kubeconfig_out, token_dir) if p])))
+                                       gpus=_node_gpus(gpus), capacity=capacity)))
     for rule in faults:
         cluster.server.faults.add(rule)
     cluster.server.faults.compact_every(compact_every)

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from mxjob_controller.kube.timefmt import now_rfc3339
@@ -32,10 +30,11 @@ from mxjob_controller.local.kubelet.devices import NodeDevices, node_resources
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.node import machine_capacity, node_capacity, node_object
 from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.local.kubelet.pod_places import PodKey, own_temp_dir
 from mxjob_controller.local.kubelet.pod_worker import PodWorker
 from mxjob_controller.local.kubelet.runtime import Reaper, kill_groups
 from mxjob_controller.local.kubelet.sandbox import Sandbox, SandboxConfig
-from mxjob_controller.runtime.cache_keys import DeletedFinalStateUnknown
+from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, controller_uid_index
 from mxjob_controller.runtime.client import (
     CONFIGMAPS,
     EVENTS,
@@ -64,7 +63,7 @@ class Kubelet:
         self.client = client
         self.options = options = options or KubeletOptions()
         self._own_root = options.log_root is None
-        root = options.log_root or Path(tempfile.mkdtemp(prefix="mxjob-local-logs-"))
+        root = options.log_root or own_temp_dir("local-logs")
         self.logs = LogStore(root)
         self.reaper = Reaper()
         # Events about pods (Failed, GracePeriodCapped) go through a client of their own, as the kubelet's
@@ -80,7 +79,8 @@ class Kubelet:
         self._workers: dict[str, PodWorker] = {}        # pod uid → its worker, while it runs
         self._finished: set[str] = set()                # uids whose worker ended: never started again
         self._gone_pending: dict[str, PodWorker] = {}   # removed pods whose worker still stops their containers
-        self._pods = SharedInformer(client, PODS, transform=drop_managed_fields)
+        self._pods = SharedInformer(client, PODS, transform=drop_managed_fields,
+                                    indexers={CONTROLLER_UID_INDEX: controller_uid_index})
         self._pods.add_handler(self._on_pod, lambda _old, new: self._on_pod(new), self._on_pod_deleted)
         self._housekeeping = threading.Thread(target=self._housekeep, name="kubelet-housekeeping", daemon=True)
         self.devices = NodeDevices(options.gpus)         # GPUs: advertised on the Node, given at admission
@@ -222,6 +222,7 @@ class Kubelet:
                 self.logs.remove_pod(uid)
             with self._lock:
                 self._finished.discard(uid)
+            self.sandbox.release_places(self._places_in_use)
             return
         with self._lock:
             self._gone_pending[uid] = worker
@@ -244,6 +245,19 @@ class Kubelet:
                     del self._gone_pending[uid]
             for uid, worker in gone:
                 self._forget_when_done(uid, worker)
+            self.sandbox.release_places(self._places_in_use)
+
+    def _places_in_use(self, key: PodKey) -> bool:
+        """Whether a pod may still come to the places of ``key`` (sandbox.py): a pod of that name is here, or,
+        for a controller's pods, any pod of that controller (it recreates its replicas under their names)."""
+        namespace, name, controller = key
+        with self._lock:
+            running = [*self._workers.values(), *self._gone_pending.values()]
+        if any((w.namespace, w.name) == (namespace, name) for w in running):
+            return True   # its containers may still be stopping
+        if self._pods.store.get(f"{namespace}/{name}") is not None:
+            return True
+        return bool(controller) and bool(self._pods.store.by_index(CONTROLLER_UID_INDEX, controller))
 
     # --- the node ---------------------------------------------------------------------------------------------
 
