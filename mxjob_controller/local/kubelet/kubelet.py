@@ -64,7 +64,7 @@ class Kubelet:
         self.options = options = options or KubeletOptions()
         self._own_root = options.log_root is None
         root = options.log_root or own_temp_dir("local-logs")
-        self.logs = LogStore(root)
+        self.logs = LogStore(root, options.container_log_max_size, options.container_log_max_files)
         self.reaper = Reaper()
         # Events about pods (Failed, GracePeriodCapped) go through a client of their own, as the kubelet's
         # --event-qps client: a flood of them never delays status writes.
