@@ -59,6 +59,16 @@ def script_pod(name: str, script: str, *, restart_policy: str = "Never", namespa
                      "containers": [container], **spec}}
 
 
+def job_editor(kubectl: Kubectl, namespace: str = "team", name: str = "editor") -> None:
+    """The ServiceAccount ``namespace/name`` bound to ``kubeflow-mxjobs-edit`` (manifests/rbac/user_roles.yaml) in
+    its namespace: a user who may create MXJobs there, but not pods or Secrets."""
+    kubectl.ok("apply", "-f", str(Path(__file__).resolve().parents[1] / "manifests" / "rbac" / "user_roles.yaml"))
+    kubectl.ok("create", "namespace", namespace)
+    kubectl.ok("create", "serviceaccount", name, "-n", namespace)
+    kubectl.ok("create", "rolebinding", name, "-n", namespace, "--clusterrole", "kubeflow-mxjobs-edit",
+               "--serviceaccount", f"{namespace}:{name}")
+
+
 def pod_file(cluster: LocalCluster, pod: dict[str, Any] | str, inside: str, namespace: str = "default") -> Path:
     """Where on this machine a pod's file under its own /tmp or /var/tmp is (the pod sandbox makes every other
     host file read-only to pods, so this is where a pod leaves what a test reads). ``pod``: the pod (a job's,

@@ -38,6 +38,7 @@ from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
 from mxjob_controller.local.kubelet.kubelet import Kubelet
 from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.local.kubelet.pod_admission import PodAdmission
 from mxjob_controller.local.scheduler.scheduler import LocalScheduler, SchedulerOptions, podgroup_crds
 from mxjob_controller.manager.process import PROGRAM
 from mxjob_controller.manager.settings import DEFAULT_BURST, DEFAULT_QPS
@@ -88,6 +89,8 @@ class LocalCluster:
     def __init__(self, options: ClusterOptions | None = None) -> None:
         self.options = options = options or ClusterOptions()
         self.server = APIServer(options.server)
+        if options.kubelet:   # what this node cannot run is refused at create, not ignored when it runs
+            self.server.rest.validating_admission.append(PodAdmission())
         if options.job_ports is not None and options.kubelet:
             ports = JobPorts(self.server.store, options.job_ports)
             self.server.rest.admission.append(ports)

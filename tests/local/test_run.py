@@ -264,8 +264,8 @@ def sleeper_job(tmp_path: Path) -> Path:
     """Two pods that start a child each, then sleep; their scripts name ``tmp_path``, by which the test finds their
     processes (and so their PID namespaces) on this machine."""
     tmp_path.chmod(0o777)
-    script = (f"# {tmp_path}\nimport subprocess, sys, time\n"
-              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+    script = (f"# {tmp_path} #\nimport subprocess, sys, time\n"
+              f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)  # {tmp_path} #'])\n"
               "time.sleep(300)\n")
     replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
         {"name": "mxnet", "image": "python:3.11-slim", "command": ["python", "-c", script],
@@ -281,21 +281,25 @@ _SEEN: dict[Path, dict[str, float]] = {}   # tmp_path → PID namespace of a sle
 
 
 def recorded_namespaces(tmp_path: Path) -> list[str]:
-    """The PID namespaces of the sleepers' scripts (``sleeper_job``) seen so far, looked for among this machine's
-    processes now: each with the time it was seen alive."""
+    """The PID namespaces of the sleepers (``sleeper_job``) seen so far, looked for among this machine's processes
+    now: each once its script and the script's child both run there (both name ``tmp_path``), with that time."""
     seen = _SEEN.setdefault(tmp_path, {})
     own = os.readlink("/proc/self/ns/pid")
+    named: dict[str, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if f"# {tmp_path}\n".encode() not in f.read():
+                if f"# {tmp_path} #".encode() not in f.read():
                     continue
             namespace = os.readlink(f"/proc/{entry}/ns/pid")
         except OSError:
             continue
         if namespace != own:
+            named[namespace] = named.get(namespace, 0) + 1
+    for namespace, count in named.items():
+        if count >= 2:
             seen.setdefault(namespace, boot_seconds())
     return list(seen)
 

@@ -23,6 +23,7 @@ from tests.local_support import (
     boot_seconds,
     container_status,
     get_pod,
+    job_editor,
     local_cluster,
     namespace_processes,
     pod_file,
@@ -72,11 +73,7 @@ def test_a_job_editor_cannot_read_the_clusters_credentials_nor_other_pods(tmp_pa
     try:
         admin_kubeconfig = cluster.server.write_kubeconfig(tmp_path / "kubeconfig")   # in the pods' own folder
         kubectl = Kubectl(admin_kubeconfig, tmp_path / "kubectl-cache")
-        kubectl.ok("apply", "-f", str(ROOT / "manifests" / "rbac" / "user_roles.yaml"))
-        kubectl.ok("create", "namespace", "team")
-        kubectl.ok("create", "serviceaccount", "editor", "-n", "team")
-        kubectl.ok("create", "rolebinding", "editor", "-n", "team", "--clusterrole", "kubeflow-mxjobs-edit",
-                   "--serviceaccount", "team:editor")
+        job_editor(kubectl)
         admin = Kube(cluster.server.url, token=cluster.server.admin_token, ca_file=cluster.server.ca_file)
         editor = Kube(cluster.server.url, token=cluster.server.issue_service_account_token("team", "editor"),
                       ca_file=cluster.server.ca_file)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mxjob_controller.local.kubelet import pod_admission
 from mxjob_controller.local.kubelet.cgroups import (
     Hierarchy,
     Limits,
@@ -19,6 +20,7 @@ from mxjob_controller.local.kubelet.cgroups import (
 )
 from mxjob_controller.local.kubelet.container_env import ContainerConfigError
 from mxjob_controller.local.kubelet.sandbox import NOBODY, RunAs, blocked_ancestor, mount_plan, run_as
+from mxjob_controller.local.kubelet.security_context import capability_mask, check_mappable, id_maps
 
 V1_MOUNTINFO = """\
 25 30 0:22 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw,mode=755
@@ -137,3 +139,73 @@ def test_removing_a_cgroup_tree_another_remover_took_first_is_not_an_error(tmp_p
     remove_tree(tmp_path / "pod-a")
     assert not (tmp_path / "pod-a").exists()
     remove_tree(tmp_path / "pod-a")   # already gone
+
+
+def _pod(**spec) -> dict:
+    container = {"name": "main", "image": "x", "command": ["true"], **spec.pop("container", {})}
+    return {"metadata": {"name": "p"}, "spec": {"containers": [container], **spec}}
+
+
+@pytest.mark.parametrize(("spec", "refused"), [
+    ({}, []),
+    ({"hostNetwork": True}, []),   # every pod here shares the machine's network: honoured
+    ({"hostUsers": False}, []),
+    ({"container": {"ports": [{"containerPort": 80, "hostPort": 80}]}}, []),
+    ({"container": {"securityContext": {"privileged": False, "procMount": "Default",
+                                        "seccompProfile": {"type": "RuntimeDefault"},
+                                        "appArmorProfile": {"type": "Unconfined"}}}}, []),
+    ({"hostPID": True, "hostIPC": True}, ["spec.hostPID: Forbidden: every pod has a PID namespace of its own here",
+                                          "spec.hostIPC: Forbidden: every pod has an IPC namespace of its own here"]),
+    ({"hostUsers": True}, ["spec.hostUsers: Forbidden: every pod has a user namespace of its own here "
+                           "(hostUsers: false)"]),
+    ({"volumes": [{"name": "h", "hostPath": {"path": "/"}}, {"name": "e", "emptyDir": {}}]},
+     ["spec.volumes[0].hostPath: Forbidden: the local kubelet mounts no volumes (a pod writes to its own /tmp and "
+      "/var/tmp)",
+      "spec.volumes[1].emptyDir: Forbidden: the local kubelet mounts no volumes (a pod writes to its own /tmp and "
+      "/var/tmp)"]),
+    ({"container": {"securityContext": {"privileged": True}}},
+     ["spec.containers[0].securityContext.privileged: Forbidden: the local kubelet runs no privileged container "
+      "(root in a pod is an unprivileged user of this machine)"]),
+    ({"container": {"securityContext": {"procMount": "Unmasked"}}},
+     ["spec.containers[0].securityContext.procMount: Forbidden: only the Default /proc can be mounted here"]),
+    ({"container": {"ports": [{"containerPort": 80, "hostPort": 8080}]}},
+     ["spec.containers[0].ports[0].hostPort: Forbidden: pods share this machine's network, so a container listens "
+      "on its own port; a different hostPort cannot be mapped"]),
+    ({"securityContext": {"sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}],
+                          "seccompProfile": {"type": "Localhost", "localhostProfile": "p.json"}}},
+     ["spec.securityContext.seccompProfile.type: Forbidden: Localhost seccomp profiles cannot be loaded by the "
+      "local kubelet (RuntimeDefault and Unconfined can)",
+      "spec.securityContext.sysctls: Forbidden: sysctls cannot be set by the local kubelet"]),
+    ({"os": {"name": "windows"}}, ["spec.os.name: Forbidden: this node runs linux, not windows"]),
+])
+def test_what_the_local_kubelet_cannot_honour_is_named(spec, refused):
+    assert pod_admission.refusals(_pod(**spec)) == refused
+
+
+def test_probes_and_hooks_pass_with_a_warning():
+    pod = _pod(container={"readinessProbe": {"exec": {"command": ["true"]}}, "lifecycle": {"preStop": {}}})
+    assert pod_admission.refusals(pod) == []
+    assert pod_admission.warnings(pod) == [
+        "spec.containers[0].readinessProbe, spec.containers[0].lifecycle: not run by the local kubelet (containers "
+        "are started and stopped without probes or hooks)"]
+
+
+@pytest.mark.parametrize(("container", "mask"), [
+    ({}, 0xA80425FB),                                                   # containerd's default set
+    ({"securityContext": {"capabilities": {"drop": ["ALL"]}}}, 0),
+    ({"securityContext": {"capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}}}, 1 << 10),
+    ({"securityContext": {"capabilities": {"add": ["CAP_SYS_ADMIN"], "drop": ["NET_RAW", "mknod"]}}},
+     (0xA80425FB | 1 << 21) & ~(1 << 13) & ~(1 << 27)),
+])
+def test_capabilities_as_containerd_applies_add_and_drop(container, mask):
+    assert capability_mask(container) == mask
+
+
+def test_a_pods_ids_map_onto_its_block_and_ids_past_it_are_refused():
+    assert id_maps(True, 3, RunAs(0, 0)) == ("0 196608 65536", "0 196608 65536")
+    assert id_maps(False, 0, RunAs(1000, 100)) == ("1000 0 1", "100 0 1")   # without root: local up's own user
+    pod = {"metadata": {"name": "p", "namespace": "default", "uid": "u"}}
+    check_mappable(pod, {"name": "main"}, RunAs(65535, 65535, (1, 2)))
+    with pytest.raises(ContainerConfigError, match=r"^runAsUser 70000 is outside the pod's user namespace, which "
+                                                   r"maps ids 0-65535 \(pod: \"p_default\(u\)\", container: main\)$"):
+        check_mappable(pod, {"name": "main"}, RunAs(70000, 0))
