@@ -30,7 +30,7 @@ from mxjob_controller.local.kubelet.devices import NodeDevices, node_resources
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.node import machine_capacity, node_capacity, node_object
 from mxjob_controller.local.kubelet.options import KubeletOptions
-from mxjob_controller.local.kubelet.pod_places import PodKey, own_temp_dir
+from mxjob_controller.local.kubelet.pod_places import PodKey, own_temp_dir, sweep_leftovers
 from mxjob_controller.local.kubelet.pod_worker import PodWorker
 from mxjob_controller.local.kubelet.runtime import Reaper, kill_groups
 from mxjob_controller.local.kubelet.sandbox import Sandbox, SandboxConfig
@@ -62,6 +62,7 @@ class Kubelet:
     def __init__(self, client: Client, options: KubeletOptions | None = None) -> None:
         self.client = client
         self.options = options = options or KubeletOptions()
+        sweep_leftovers()   # what a local up killed by SIGKILL left in the temporary directory
         self._own_root = options.log_root is None
         root = options.log_root or own_temp_dir("local-logs")
         self.logs = LogStore(root, options.container_log_max_size, options.container_log_max_files)

@@ -8,8 +8,9 @@ predecessor wrote there, with the same host ids (as a StatefulSet's volume follo
 ever sees them. A pod without a controller has them until it is removed; a controller's are removed once no pod
 of that controller is left.
 
-Every temporary folder the kubelet makes is named ``mxjob-<what>-<pid>-…`` under the temporary directory, so that
-the next start removes those whose ``local up`` is gone (:func:`sweep_leftovers`).
+Every temporary folder of a local cluster (the kubelet's, the sandbox's, the TLS folders) is named
+``mxjob-<what>-<pid>-…`` under the temporary directory, so that the next kubelet to start removes those whose
+``local up`` is gone (:func:`sweep_leftovers`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ log = logging.getLogger(__name__)
 #: The pod's own writable places: where it sees them, and their folder's name in its places.
 WRITABLE = (("/tmp", "tmp"), ("/var/tmp", "var-tmp"))
 _FIRST_BLOCK, _LAST_BLOCK = 1, 65534   # block 0 holds the host's own users; 65535 would reach uid 2^32-1 (-1)
-_PREFIXES = ("mxjob-sandbox-", "mxjob-local-logs-")
+# Temporary folders of a local cluster, each named with its process's pid: the sandbox's, the kubelet's logs, the
+# API server's and the webhooks' TLS folders.
+_PREFIXES = ("mxjob-sandbox-", "mxjob-local-logs-", "mxjob-apiserver-tls-", "mxjob-webhook-tls-")
 
 PodKey = tuple[str, str, str]
 

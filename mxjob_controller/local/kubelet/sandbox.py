@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from mxjob_controller.local.kubelet.cgroups import CONTROLLERS, CgroupTree, ContainerCgroup, container_limits
-from mxjob_controller.local.kubelet.pod_places import PodKey, PodPlaces, own_temp_dir, remove_tree, sweep_leftovers
+from mxjob_controller.local.kubelet.pod_places import PodKey, PodPlaces, own_temp_dir, remove_tree
 from mxjob_controller.local.kubelet.security_context import (
     NOBODY,
     RunAs,
@@ -173,7 +173,6 @@ class Sandbox:
         self.places: PodPlaces | None = None
         self.hide_source = ""          # an empty file mode 000: what a hidden file shows
         if config.enabled:
-            sweep_leftovers()
             self.why_not = _probe(wanted)
             self.namespaces = not self.why_not
             if self.namespaces:

@@ -10,6 +10,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -165,6 +166,13 @@ def test_local_up_killed_by_sigkill_leaves_no_container(tmp_path):
     wait_for(lambda: namespace_processes(namespace) == [], timeout=5, what="every container process gone")
     assert "Pod sandbox: each container in its own PID and mount namespace" in output
     assert "memory: limits.memory enforced" in output or "memory: NOT enforced" in output
+    # What it left in the temporary directory (its sandbox, its logs, its TLS folders) goes when the next starts.
+    left = list(Path(tempfile.gettempdir()).glob(f"mxjob-*-{up.pid}-*"))
+    assert {p.name.split(f"-{up.pid}-")[0] for p in left} >= {"mxjob-sandbox", "mxjob-local-logs",
+                                                               "mxjob-apiserver-tls"}, left
+    with LocalCluster(ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
+                                     kubelet_options=KubeletOptions(workdir=str(tmp_path)))):
+        assert not [p for p in left if p.exists()], "the next local cluster removed them"
 
 
 MEMORY_LIMITED = Path("/sys/fs/cgroup/memory").is_dir() or Path("/sys/fs/cgroup/cgroup.controllers").is_file()

@@ -19,6 +19,7 @@ from mxjob_controller.local.kubelet.cgroups import (
     remove_tree,
 )
 from mxjob_controller.local.kubelet.container_env import ContainerConfigError
+from mxjob_controller.local.kubelet.pod_places import sweep_leftovers
 from mxjob_controller.local.kubelet.sandbox import NOBODY, RunAs, blocked_ancestor, mount_plan, run_as
 from mxjob_controller.local.kubelet.security_context import capability_mask, check_mappable, id_maps
 
@@ -209,3 +210,15 @@ def test_a_pods_ids_map_onto_its_block_and_ids_past_it_are_refused():
     with pytest.raises(ContainerConfigError, match=r"^runAsUser 70000 is outside the pod's user namespace, which "
                                                    r"maps ids 0-65535 \(pod: \"p_default\(u\)\", container: main\)$"):
         check_mappable(pod, {"name": "main"}, RunAs(70000, 0))
+
+
+def test_leftovers_of_gone_clusters_are_swept_and_nothing_else(tmp_path):
+    names = ["mxjob-sandbox-111-a", "mxjob-local-logs-222-b", "mxjob-apiserver-tls-222-c", "mxjob-webhook-tls-333-d",
+             "mxjob-sandbox-notapid-e", "mxjob-attack-222-f", "other-222-g"]
+    for name in names:
+        (tmp_path / name / "inner").mkdir(parents=True)
+        (tmp_path / name / "inner").chmod(0)   # as a pod may leave it
+    removed = sweep_leftovers(str(tmp_path), alive=lambda pid: pid == 111)
+    assert sorted(removed) == ["mxjob-apiserver-tls-222-c", "mxjob-local-logs-222-b", "mxjob-webhook-tls-333-d"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mxjob-attack-222-f", "mxjob-sandbox-111-a",
+                                                          "mxjob-sandbox-notapid-e", "other-222-g"]
