@@ -17,12 +17,14 @@ rejected (``Failed``) and never runs unconfined. :func:`refusals` and :func:`war
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.strategy import WriteContext
+from mxjob_controller.local.kubelet.security_context import runtime_default_filter
 
 REASON = "UnsupportedPodSpec"   # the kubelet's rejection of a pod that got past the API server's check
 _PODS_KEY = "/pods"   # the core group's pods (ResourceType.storage_key)
@@ -51,6 +53,9 @@ def _security_modules(path: str, sc: Mapping[str, Any]) -> Iterator[str]:
     if seccomp == "Localhost":
         yield f"{path}.seccompProfile.type: Forbidden: Localhost seccomp profiles cannot be loaded by the local " \
               "kubelet (RuntimeDefault and Unconfined can)"
+    if seccomp == "RuntimeDefault" and runtime_default_filter(0, os.uname().machine) is None:
+        yield f"{path}.seccompProfile.type: Forbidden: the local kubelet knows the runtime's default profile for " \
+              f"x86_64 only, not {os.uname().machine}"
 
 
 def refusals(pod: Mapping[str, Any]) -> list[str]:

@@ -26,7 +26,8 @@ Each container gets (``sandbox_init.py`` builds it):
   ``runAsNonRoot`` refused as the kubelet refuses it. Folders the user cannot pass through on the way to this
   interpreter (a root-only home) are covered and the interpreter's installation bound back, so ``python`` works
   for every user;
-- ``allowPrivilegeEscalation: false`` as ``no_new_privs``; ``readOnlyRootFilesystem`` as read-only ``/tmp``,
+- ``seccompProfile: RuntimeDefault`` as the runtime's default filter (``security_context.py``);
+  ``allowPrivilegeEscalation: false`` as ``no_new_privs``; ``readOnlyRootFilesystem`` as read-only ``/tmp``,
   ``/var/tmp`` and ``/run/lock`` too (``/dev/shm`` stays writable, as in a container);
 - cgroup limits (``cgroups.py``) where a hierarchy is writable.
 
@@ -62,6 +63,8 @@ from mxjob_controller.local.kubelet.security_context import (
     id_maps,
     pod_ref,
     run_as,
+    runtime_default_filter,
+    seccomp_profile,
 )
 
 log = logging.getLogger(__name__)
@@ -267,6 +270,8 @@ class Sandbox:
         spec = {**_spec_of(argv, env, real_cwd, user, cgroup, plan, self.places.writable_dirs(folder)),
                 "hide_source": self.hide_source, "no_new_privs": no_new_privs(container),
                 "capabilities": capability_mask(container), "read_only_root": read_only_root(container),
+                "seccomp": runtime_default_filter(capability_mask(container), os.uname().machine)
+                if seccomp_profile(pod, container) == "RuntimeDefault" else None,
                 "uid_map": uid_map, "gid_map": gid_map,
                 "hostname": (pod.get("spec") or {}).get("hostname") or (pod.get("metadata") or {}).get("name")}
         return spec, user, cgroup

@@ -24,8 +24,9 @@ Three processes, each with one job:
   exits the kernel kills every process left in the namespace, ``setsid`` or not;
 - the **main process**: joins the container's cgroups (through descriptors the relay opened before the file system
   went read-only), keeps only the container's capabilities in its bounding set (the runtime's default set, as
-  ``securityContext.capabilities`` changes it), takes the container's user and groups, sets ``no_new_privs`` when
-  privilege escalation is not allowed, enters its working directory and ``exec``s the command.
+  ``securityContext.capabilities`` changes it), loads the seccomp filter of ``RuntimeDefault``, takes the
+  container's user and groups, sets ``no_new_privs`` when privilege escalation is not allowed, enters its working
+  directory and ``exec``s the command.
 
 The inner user namespace maps the pod's ids to host ids no host user has (a block of 65,536 per pod, when
 ``local up`` is root), or to ``local up``'s own user (when it is not, and only that one id can be mapped): uid 0 in
@@ -48,7 +49,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MOUNT_ATTR_RDONLY, AT_RECURSIVE, AT_FDCWD = 0x1, 0x8000, -100
 SYS_MOUNT_SETATTR = 442   # the same number on every architecture (new system calls are numbered alike)
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
+PR_SET_PDEATHSIG, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 22, 24, 38, 47
+SECCOMP_MODE_FILTER = 2
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 #: The signals the kubelet sends to a container's process group: the relay must not die of them.
 GROUP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -64,6 +66,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 class _MountAttr(ctypes.Structure):
     _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
                 ("userns_fd", ctypes.c_uint64)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
 
 class SetupError(Exception):
@@ -249,6 +255,11 @@ def _main_process(spec, argv, env, status_fd, cgroups):
                 raise SetupError("cgroup", f"joining the container's cgroup: {e.strerror}") from None
             os.close(fd)
         _keep_capabilities(spec.get("capabilities", 0))
+        if spec.get("seccomp"):   # while still root of the namespace (CAP_SYS_ADMIN there lets it load a filter)
+            program = spec["seccomp"]
+            fprog = _SockFprog(len(program) // 8, program)
+            _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp",
+                   "loading the RuntimeDefault seccomp filter")
         try:
             os.setgroups(spec.get("groups", []) if spec.get("set_groups") else [])
         except OSError:

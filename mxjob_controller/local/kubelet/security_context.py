@@ -7,6 +7,9 @@ host ids its user namespace maps them to. Pure.
 - The capabilities: the set containerd gives every container (:data:`DEFAULT_CAPABILITIES`), with
   ``capabilities.add`` and ``drop`` applied as containerd applies them (``ALL`` in either, names with or without
   ``CAP_``); a container running as root gets them, one running as another user none (as runc's ``exec`` leaves it).
+- Seccomp: ``seccompProfile: RuntimeDefault`` (container over pod) is the runtime's default profile, as a filter
+  of the system calls Docker's and containerd's default profiles leave out (``Unconfined``, the default, is none);
+  known for x86_64, refused at admission elsewhere.
 - The user namespace (kube's ``hostUsers: false``, KEP-127): every pod has one. When ``local up`` is root, the pod's
   ids 0-65535 map to a block of 65,536 host ids of its own that no host user has (blocks above the host's own
   0-65535, as the kubelet allocates them); an id outside 0-65535 cannot be mapped and the container does not start.
@@ -17,6 +20,7 @@ host ids its user namespace maps them to. Pure.
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -136,3 +140,50 @@ def host_user(root: bool, block: int, user: RunAs, own: tuple[int, int]) -> RunA
         return RunAs(own[0], own[1])
     first = block * IDS_PER_POD
     return RunAs(first + user.uid, first + user.gid, tuple(first + g for g in user.groups))
+
+
+# --- seccomp: the runtime's default profile ----------------------------------------------------------------------
+
+#: x86_64 system calls the runtime's default profile refuses (EPERM), as Docker's and containerd's default
+#: profiles leave them out: kernel modules, kexec, reboot, swap, clocks, accounting, keyrings, bpf, perf events,
+#: userfaultfd, NUMA policy, handles by id, the removed ones; and those a capability unlocks, refused unless the
+#: container holds it (mount and namespaces with SYS_ADMIN).
+_X86_64_DENIED: dict[str, tuple[int, ...]] = {
+    "": (134, 136, 139, 156, 174, 177, 178, 180, 212, 248, 249, 250, 298, 303, 304, 312, 321, 323),
+    "SYS_ADMIN": (155, 165, 166, 167, 168, 179, 272, 308, 428, 429, 430, 431, 432, 433, 442),
+    "SYS_MODULE": (175, 176, 313),
+    "SYS_BOOT": (169, 246, 320),
+    "SYS_PACCT": (163,),
+    "SYS_TIME": (164, 227, 305),
+    "SYS_NICE": (237, 238, 239, 279),
+    "SYS_RAWIO": (172, 173),
+}
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_X32_BIT = 0x40000000
+_RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | 1
+_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+
+
+def seccomp_profile(pod: Mapping[str, Any], container: Mapping[str, Any]) -> str:
+    """The container's ``seccompProfile.type`` (container over pod); ``Unconfined`` when neither sets one."""
+    for sc in ((container.get("securityContext") or {}), ((pod.get("spec") or {}).get("securityContext") or {})):
+        profile = sc.get("seccompProfile")
+        if isinstance(profile, Mapping) and profile.get("type"):
+            return str(profile["type"])
+    return "Unconfined"
+
+
+def runtime_default_filter(capabilities: int, machine: str) -> bytes | None:
+    """The runtime's default profile as a classic BPF program (``struct sock_filter`` entries) for this machine,
+    given the container's capability mask; None where it is not known (another architecture than x86_64)."""
+    if machine != "x86_64":
+        return None
+    held = set(capability_names(capabilities))
+    denied = sorted({nr for key, numbers in _X86_64_DENIED.items() if key not in held for nr in numbers})
+    # ld arch; jeq x86_64 (else deny); ld nr; jge x32 (deny); jeq each denied (deny); ret allow; deny: ret EPERM
+    count = len(denied)
+    program = [(_LD_ABS, 0, 0, 4), (_JEQ, 0, count + 3, _AUDIT_ARCH_X86_64), (_LD_ABS, 0, 0, 0),
+               (_JGE, count + 1, 0, _X32_BIT)]
+    program += [(_JEQ, count - i, 0, nr) for i, nr in enumerate(denied)]
+    program += [(_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, _RET_EPERM)]
+    return b"".join(struct.pack("=HBBI", *entry) for entry in program)

@@ -311,6 +311,27 @@ def test_security_context_as_kube_honours_it(local, pod_sc, container_sc, messag
     assert json.loads(groups) == sorted(pod_sc.get("supplementalGroups", []))
 
 
+SYSCALLS = ("import ctypes, os, re\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "def call(nr, *args):\n    done = libc.syscall(nr, *args)\n"
+            "    return 'ok' if done >= 0 else os.strerror(ctypes.get_errno())\n"
+            "mode = re.search(r'Seccomp:\\s+(\\d)', open('/proc/self/status').read()).group(1)\n"
+            "print(mode, call(272, 0x10000000), call(250, 0, 0, 0, 0, 0), flush=True)\n")   # unshare(USER), keyctl
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the runtime's default profile is known for x86_64")
+@pytest.mark.parametrize(("container_sc", "want"), [
+    ({}, "0 ok Invalid argument"),                                              # Unconfined: no filter
+    ({"seccompProfile": {"type": "RuntimeDefault"}}, "2 Operation not permitted Operation not permitted"),
+    ({"seccompProfile": {"type": "RuntimeDefault"}, "capabilities": {"add": ["SYS_ADMIN"]}},
+     "2 ok Operation not permitted"),                                           # SYS_ADMIN unlocks unshare
+])
+def test_seccomp_runtime_default_is_the_runtimes_default_filter(local, container_sc, want):
+    _cluster, kube, _kubectl = local
+    assert kube.post(PODS, script_pod("sc", SYSCALLS, container={"securityContext": container_sc})).ok
+    wait_phase(kube, "sc", "Succeeded")
+    assert kube.get(pod_path("sc") + "/log").body.strip() == want
+
+
 def test_an_image_user_of_root_is_refused_under_run_as_non_root(tmp_path):
     """``--container-user 0``: the "image" runs as root, so ``runAsNonRoot`` without a runAsUser is kube's error."""
     tmp_path.chmod(0o777)

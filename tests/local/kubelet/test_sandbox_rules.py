@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,13 @@ from mxjob_controller.local.kubelet.cgroups import (
 from mxjob_controller.local.kubelet.container_env import ContainerConfigError
 from mxjob_controller.local.kubelet.pod_places import sweep_leftovers
 from mxjob_controller.local.kubelet.sandbox import NOBODY, RunAs, blocked_ancestor, mount_plan, run_as
-from mxjob_controller.local.kubelet.security_context import capability_mask, check_mappable, id_maps
+from mxjob_controller.local.kubelet.security_context import (
+    capability_mask,
+    check_mappable,
+    id_maps,
+    runtime_default_filter,
+    seccomp_profile,
+)
 
 V1_MOUNTINFO = """\
 25 30 0:22 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw,mode=755
@@ -222,3 +229,24 @@ def test_leftovers_of_gone_clusters_are_swept_and_nothing_else(tmp_path):
     assert sorted(removed) == ["mxjob-apiserver-tls-222-c", "mxjob-local-logs-222-b", "mxjob-webhook-tls-333-d"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mxjob-attack-222-f", "mxjob-sandbox-111-a",
                                                           "mxjob-sandbox-notapid-e", "other-222-g"]
+
+
+def _denied(program: bytes) -> set[int]:
+    entries = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    return {k for code, _jt, _jf, k in entries[4:-2] if code == 0x15}
+
+
+def test_the_runtime_default_profile_refuses_what_containerd_s_does_unless_a_capability_unlocks_it():
+    default = runtime_default_filter(capability_mask({}), "x86_64")
+    assert default is not None
+    denied = _denied(default)
+    assert {250, 321, 323, 272, 308, 165, 175, 169} <= denied   # keyctl, bpf, userfaultfd, unshare, setns, mount, ...
+    assert not {0, 1, 2, 56, 57, 59, 61, 101} & denied          # read, write, open, clone, fork, execve, wait4, ptrace
+    admin = _denied(runtime_default_filter(capability_mask({"securityContext": {"capabilities": {
+        "add": ["SYS_ADMIN"]}}}), "x86_64") or b"")
+    assert 272 not in admin and 165 not in admin and 250 in admin
+    assert runtime_default_filter(capability_mask({}), "riscv64") is None
+    pod = {"spec": {"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}}
+    assert seccomp_profile(pod, {}) == "RuntimeDefault"
+    assert seccomp_profile(pod, {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}) == "Unconfined"
+    assert seccomp_profile({}, {}) == "Unconfined"
