@@ -223,7 +223,6 @@ class Kubelet:
                 self.logs.remove_pod(uid)
             with self._lock:
                 self._finished.discard(uid)
-            self.sandbox.release_places(self._places_in_use)
             return
         with self._lock:
             self._gone_pending[uid] = worker
@@ -246,19 +245,25 @@ class Kubelet:
                     del self._gone_pending[uid]
             for uid, worker in gone:
                 self._forget_when_done(uid, worker)
-            self.sandbox.release_places(self._places_in_use)
+            self.sandbox.release_places(self._places_in_use())
 
-    def _places_in_use(self, key: PodKey) -> bool:
-        """Whether a pod may still come to the places of ``key`` (sandbox.py): a pod of that name is here, or,
-        for a controller's pods, any pod of that controller (it recreates its replicas under their names)."""
-        namespace, name, controller = key
+    def _places_in_use(self) -> Callable[[PodKey], bool]:
+        """Whether a pod may still come to the places of a key (sandbox.py): a pod of that name is here (its
+        containers may still be stopping), or, for a controller's pods, any pod of that controller (it recreates
+        its replicas under their names). Made once per sweep: each key then costs a lookup or two."""
         with self._lock:
-            running = [*self._workers.values(), *self._gone_pending.values()]
-        if any((w.namespace, w.name) == (namespace, name) for w in running):
-            return True   # its containers may still be stopping
-        if self._pods.store.get(f"{namespace}/{name}") is not None:
-            return True
-        return bool(controller) and bool(self._pods.store.by_index(CONTROLLER_UID_INDEX, controller))
+            running = {(w.namespace, w.name) for w in [*self._workers.values(), *self._gone_pending.values()]}
+
+        controllers: dict[str, bool] = {}   # controller uid → has pods here (asked once per sweep)
+
+        def in_use(key: PodKey) -> bool:
+            namespace, name, controller = key
+            if (namespace, name) in running or self._pods.store.get(f"{namespace}/{name}") is not None:
+                return True
+            if controller and controller not in controllers:
+                controllers[controller] = bool(self._pods.store.by_index(CONTROLLER_UID_INDEX, controller))
+            return bool(controller) and controllers[controller]
+        return in_use
 
     # --- the node ---------------------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from mxjob_controller.local.kubelet.cgroups import (
     remove_tree,
 )
 from mxjob_controller.local.kubelet.container_env import ContainerConfigError
-from mxjob_controller.local.kubelet.pod_places import sweep_leftovers
+from mxjob_controller.local.kubelet.pod_places import PodPlaces, sweep_leftovers
 from mxjob_controller.local.kubelet.sandbox import NOBODY, RunAs, blocked_ancestor, mount_plan, run_as
 from mxjob_controller.local.kubelet.security_context import (
     capability_mask,
@@ -250,3 +250,21 @@ def test_the_runtime_default_profile_refuses_what_containerd_s_does_unless_a_cap
     assert seccomp_profile(pod, {}) == "RuntimeDefault"
     assert seccomp_profile(pod, {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}) == "Unconfined"
     assert seccomp_profile({}, {}) == "Unconfined"
+
+
+def test_a_pods_places_follow_its_name_and_controller_and_go_when_released(tmp_path):
+    places = PodPlaces(tmp_path, root_user=True)
+    bare = {"metadata": {"namespace": "ns", "name": "a", "uid": "1"}}
+    replica = {"metadata": {"namespace": "ns", "name": "job-worker-0", "uid": "2",
+                            "ownerReferences": [{"controller": True, "uid": "job", "kind": "MXJob", "name": "job"}]}}
+    again = {"metadata": {**replica["metadata"], "uid": "3"}}   # recreated by its controller under its name
+    stranger = {"metadata": {"namespace": "ns", "name": "job-worker-0", "uid": "4"}}   # same name, no controller
+    (folder_a, block_a), (folder_r, block_r) = places.of(bare), places.of(replica)
+    assert places.of(again) == (folder_r, block_r), "the recreated replica finds its predecessor's places"
+    assert places.of(stranger)[0] not in (folder_a, folder_r)
+    assert len({block_a, block_r, places.of(stranger)[1]}) == 3 and min(block_a, block_r) >= 1
+    assert oct((folder_r / "tmp").stat().st_mode & 0o7777) == "0o1777"
+    assert places.host_path(again, "/tmp/mark") == folder_r / "tmp" / "mark"
+    assert places.host_path(again, "/etc/passwd") is None
+    places.release(lambda key: key[2] == "job")   # only the controller's pods may come back
+    assert folder_r.exists() and not folder_a.exists() and places.host_path(bare, "/tmp/x") is None
