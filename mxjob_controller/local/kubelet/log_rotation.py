@@ -63,6 +63,7 @@ class RotatedLog:
         self.max_files = max(1, max_files)
         self.lock = threading.Lock()
         self._dropped = 0                       # absolute offset of the first byte kept
+        self._first_line = 0                    # ... of the first whole line kept (a removed file cut one)
         self._segments: list[tuple[Path, int]] = []   # rotated (file, size), oldest first
         self._seq = 0
 
@@ -111,11 +112,29 @@ class RotatedLog:
         finally:
             os.close(out)
         self._segments.append((segment, moved))
+        dropped = False
         while len(self._segments) > self.max_files - 1:
             oldest, oldest_size = self._segments.pop(0)
             oldest.unlink(missing_ok=True)
             self._dropped += oldest_size
+            dropped = True
+        if dropped:
+            self._first_line = self._next_line_start(self._dropped)
         return os.fstat(fd).st_size
+
+    def _next_line_start(self, offset: int) -> int:
+        """The first offset at or after ``offset`` that begins a line (the end, if no newline follows)."""
+        if offset == 0:
+            return 0
+        start = offset - 1   # a newline just before ``offset`` makes it a line start
+        while True:
+            at, data = self._pread_locked(start, _COPY_BLOCK)
+            if not data:
+                return at
+            newline = data.find(b"\n")
+            if newline >= 0:
+                return at + newline + 1
+            start = at + len(data)
 
     def _end(self, live_size: int) -> int:
         return self._dropped + sum(size for _p, size in self._segments) + live_size
@@ -130,21 +149,25 @@ class RotatedLog:
     # --- reading --------------------------------------------------------------------------------------------
 
     def bounds(self) -> tuple[int, int]:
-        """(absolute offset of the first byte kept, of the end)."""
+        """(absolute offset of the first whole line kept, of the end): a read from the start begins there, as the
+        kubelet's oldest rotated file begins with a line."""
         with self.lock:
-            return self._dropped, self._end(_size(self.path))
+            return self._first_line, self._end(_size(self.path))
 
     def pread(self, offset: int, length: int) -> tuple[int, bytes]:
         """Up to ``length`` bytes from absolute ``offset`` (from the first byte kept, if that is later): (the offset
         they start at, the bytes); empty at the end."""
         with self.lock:
-            start = self._dropped
-            offset = max(offset, start)
-            for segment, size in self._segments:
-                if offset < start + size:
-                    return offset, _pread(segment, offset - start, min(length, start + size - offset))
-                start += size
-            return offset, _pread(self.path, offset - start, length)
+            return self._pread_locked(max(offset, self._first_line), length)
+
+    def _pread_locked(self, offset: int, length: int) -> tuple[int, bytes]:
+        start = self._dropped
+        offset = max(offset, start)
+        for segment, size in self._segments:
+            if offset < start + size:
+                return offset, _pread(segment, offset - start, min(length, start + size - offset))
+            start += size
+        return offset, _pread(self.path, offset - start, length)
 
     def reader(self) -> LogReader:
         return LogReader(self)
@@ -172,9 +195,15 @@ class LogReader:
             while chunk := self.read(_COPY_BLOCK):
                 parts.append(chunk)
             return b"".join(parts)
-        start, data = self._log.pread(self._pos, size)
-        self._pos = start + len(data)
-        return data
+        parts, got = [], 0   # across a segment's end: as a file's read, short only at the end
+        while got < size:
+            start, data = self._log.pread(self._pos, size - got)
+            if not data:
+                break
+            self._pos = start + len(data)
+            parts.append(data)
+            got += len(data)
+        return b"".join(parts)
 
     def close(self) -> None:
         """Nothing to release: each read opens and closes its file."""

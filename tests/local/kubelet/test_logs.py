@@ -9,10 +9,13 @@ import time
 
 import pytest
 
+from mxjob_controller.local.apiserver.server import ServerOptions
+from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
 from mxjob_controller.local.kubelet.log_rotation import RotatedLog
 from mxjob_controller.local.kubelet.log_times import Timeline, stamped
+from mxjob_controller.local.kubelet.options import KubeletOptions
 from tests.local_support import container_status, local_cluster, pod_path, script_pod, wait_phase
-from tests.support import wait_for
+from tests.support import Kube, Kubectl, wait_for
 
 PODS = "/api/v1/namespaces/default/pods"
 MIB = 1024 * 1024
@@ -69,7 +72,9 @@ def test_a_rotated_log_keeps_its_last_files_and_reads_across_them(tmp_path):
     assert last == len(written) and first > 0
     reader = log.reader()
     assert reader.read() == written[first:], "the kept files hold the last bytes, in order, nothing lost"
-    assert sum(p.stat().st_size for p in tmp_path.iterdir()) == len(written) - first
+    assert written[first - 1:first] == b"\n", "a read from the start begins with a whole line"
+    on_disk = sum(p.stat().st_size for p in tmp_path.iterdir())
+    assert len(written) - first <= on_disk < len(written) - first + 10_001, "at most a cut line before it"
 
 
 @pytest.mark.slow
@@ -98,3 +103,29 @@ def test_a_pod_printing_a_gigabyte_keeps_at_most_50_mib_and_previous_survives_ro
         assert kubectl.ok("logs", "twice") == "second life\n"
         tail = kube.get(pod_path("twice") + "/log", previous="true", tailLines="1").body
         assert tail == "first life ends\n"
+
+
+@pytest.mark.slow
+def test_following_a_log_keeps_its_place_across_rotations(tmp_path):
+    """``kubectl logs -f`` from the start to the end of a container that rotates its log a dozen times (64 KiB
+    files here): every line once, in order; with five files kept, a later read starts at the oldest kept line."""
+    tmp_path.chmod(0o777)
+    script = ("import sys, time\nfor i in range(8000):\n    print(f'{i:06d} ' + 'x' * 92, flush=True)\n"
+              "    if i % 500 == 0:\n        time.sleep(0.05)\n")
+    options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
+                             kubelet_options=KubeletOptions(workdir=str(tmp_path), container_log_max_size=64 * 1024,
+                                                            container_log_max_files=5))
+    with LocalCluster(options) as cluster:
+        kubectl = Kubectl(cluster.server.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "cache")
+        kube = Kube(cluster.server.url)
+        assert kube.post(PODS, script_pod("rotating", script)).ok
+        wait_phase(kube, "rotating", "Running", "Succeeded")
+        followed = kubectl.ok("logs", "-f", "rotating", timeout=120).splitlines()
+        assert followed == [f"{i:06d} " + "x" * 92 for i in range(8000)], "each line once, in order"
+        wait_phase(kube, "rotating", "Succeeded")
+        kept = kubectl.ok("logs", "rotating").splitlines()
+        assert kept[-1].startswith("007999 ") and 2000 < len(kept) < 3400, len(kept)   # 5 x 64 KiB of 100-byte lines
+        first = int(kept[0].split()[0])
+        assert kept == [f"{i:06d} " + "x" * 92 for i in range(first, 8000)]
+        assert kubectl.ok("logs", "rotating", "--tail", "3").splitlines() == kept[-3:]
+        kube.close()
