@@ -15,6 +15,7 @@ Each container gets (``sandbox_init.py`` builds it):
 - a PID namespace of its own whose init dies with ``local up`` (even by SIGKILL) and takes every process of the
   container with it when the main process ends (``setsid`` cannot escape); IPC and UTS namespaces of its own (the
   hostname is the pod's);
+- a ``/dev`` of its own (the runtime's default devices, the GPUs', a devpts of its own: no disk, no kernel log);
 - a mount namespace where every host file is read-only (the checkout, ``.venv``, ``/etc``, the working directory),
   but for the pod's own places (``pod_places.py``: ``/tmp`` and ``/var/tmp``, kept across its containers'
   restarts) and a private ``/dev/shm`` and ``/run/lock``; the cluster's own files (TLS material, kubeconfigs,
@@ -75,6 +76,9 @@ INIT_SOURCE = INIT_SCRIPT.read_text(encoding="utf-8")
 #: Folders a container gets of its own: the first two are its pod's places, the others a private tmpfs each.
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 TMPFS_DIRS = (("/dev/shm", "64m"), ("/run/lock", "5m"))   # sizes as containerd's /dev/shm and systemd's /run/lock
+#: The host's device nodes a container sees (as a runtime's default devices), and the GPUs' (``nvidia*``: the
+#: kubelet gives GPUs by environment, see devices.py, so their nodes are there for every container).
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 DEFAULT_POD_PIDS = 4096
 _PROBE_TIMEOUT = 10.0
 _START_TIMEOUT = 30.0     # seconds the sandbox may take to start a command
@@ -367,10 +371,20 @@ def _spec_of(argv: list[str], env: dict[str, str], cwd: str, user: RunAs, cgroup
     return {"argv": list(argv), "env": env, "cwd": cwd, "parent_pid": os.getpid(), "outer_userns": not root,
             "uid": user.uid, "gid": user.gid, "groups": list(user.groups), "set_groups": root,
             "host_uid": os.geteuid(), "host_gid": os.getegid(),
-            "writable_dirs": writable_dirs, "private_dirs": list(TMPFS_DIRS),
+            "writable_dirs": writable_dirs, "private_dirs": list(TMPFS_DIRS), "dev_nodes": _dev_nodes(),
             "writable_when_read_only": ["/dev/shm"], "covers": list(plan.covers),
             "hide_dirs": list(plan.hide_dirs), "hide_files": list(plan.hide_files), "binds": list(plan.binds),
             "cgroup_procs": cgroup.procs_files if cgroup is not None else []}
+
+
+@functools.cache
+def _dev_nodes() -> list[str]:
+    try:
+        gpus = sorted(name for name in os.listdir("/dev") if name.startswith("nvidia") and
+                      not os.path.isdir(os.path.join("/dev", name)))
+    except OSError:
+        gpus = []
+    return [*DEV_NODES, *gpus]
 
 
 def _read_until_closed(fd: int, timeout: float) -> str | None:

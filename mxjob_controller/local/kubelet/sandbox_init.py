@@ -159,11 +159,29 @@ def _map_outer_user(spec):
     _write("/proc/self/gid_map", f"0 {spec['host_gid']} 1")
 
 
+def _minimal_dev(nodes):
+    """A /dev of a container's: a small tmpfs holding the device nodes ``nodes`` names (bound from the host's:
+    null, zero, the random ones, tty, the GPUs'), a devpts of its own, and the usual links; no disk, no kernel log,
+    no other host device."""
+    found = [(name, os.open(f"/dev/{name}", os.O_PATH)) for name in nodes if os.path.exists(f"/dev/{name}")]
+    _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=64k")
+    for name, fd in found:
+        os.close(os.open(f"/dev/{name}", os.O_CREAT | os.O_WRONLY, 0o644))   # what the node is bound over
+        _mount(f"/proc/self/fd/{fd}", f"/dev/{name}", None, MS_BIND, None)
+        os.close(fd)
+    for folder in ("pts", "shm"):
+        os.mkdir(f"/dev/{folder}", 0o755)
+    _mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+    for link, target in (("ptmx", "pts/ptmx"), ("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"/dev/{link}")
+
+
 def _build_mounts(spec):
     """The container's view of the file system, in the outer mount namespace: nothing propagates back to the host;
-    the pod's own /tmp and /var/tmp; private /dev/shm and /run/lock; folders the container's user cannot pass
-    through covered; what it needs inside them bound back; then everything read-only but the pod's own places;
-    the cluster's own files covered last."""
+    the pod's own /tmp and /var/tmp; a /dev of its own; private /dev/shm and /run/lock; folders the container's
+    user cannot pass through covered; what it needs inside them bound back; then everything read-only but the
+    pod's own places; the cluster's own files covered last."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     # Opened before anything covers them: each bind's source is reached through its descriptor.
     binds = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in spec.get("binds", ())]
@@ -173,6 +191,8 @@ def _build_mounts(spec):
     for path, fd in writable:
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND, None)
         os.close(fd)
+    if spec.get("dev_nodes"):
+        _minimal_dev(spec["dev_nodes"])
     private = [(path, size) for path, size in spec.get("private_dirs", ()) if os.path.isdir(path)]
     for path, size in private:
         _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={size}")
@@ -189,6 +209,8 @@ def _build_mounts(spec):
     keep = [path for path, _fd in writable] + [path for path, _size in private]
     if spec.get("read_only_root"):
         keep = [path for path in keep if path in spec.get("writable_when_read_only", ())]
+    if spec.get("dev_nodes"):
+        keep.append("/dev/pts")
     for path in [*keep, "/proc"]:
         _set_read_only(path, False, recursive=False)
     # Last, so that nothing mounted above can uncover them. A file is covered by an empty one nobody but the

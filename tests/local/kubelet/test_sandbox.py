@@ -228,9 +228,10 @@ def test_an_oom_killed_worker_is_restarted_under_exit_code(local):
         {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", waits_for_the_restart]}]}}}
     server = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
         {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", "import time; time.sleep(300)"]}]}}}
+    # cleanPodPolicy None: the worker's pod (and so its places, read below) stays once the job is done.
     job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "oom", "namespace": "default"},
-           "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {"Scheduler": scheduler, "Server": server,
-                                                              "Worker": replica}}}
+           "spec": {"jobMode": "MXTrain", "runPolicy": {"cleanPodPolicy": "None"},
+                    "mxReplicaSpecs": {"Scheduler": scheduler, "Server": server, "Worker": replica}}}
     assert kube.post(MXJOBS.format(ns="default"), job).ok
 
     def succeeded() -> bool:

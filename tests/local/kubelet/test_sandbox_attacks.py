@@ -47,6 +47,7 @@ seen["cap_eff"] = int(status.split("CapEff:")[1].split()[0], 16)
 seen["uid"] = os.getuid()
 seen["user_ns"] = os.readlink("/proc/self/ns/user")
 seen["pid_ns"] = os.readlink("/proc/self/ns/pid")
+seen["dev"] = sorted(os.listdir("/dev"))
 for name, path in plan["read"].items():
     try:
         with open(path, "rb") as f:
@@ -169,7 +170,7 @@ def _plan(cluster: Cluster, stay: float = 0) -> str:
     writes = {"/etc": ETC_FILE, "the checkout": str(ROOT / "README.md"), ".venv": str(ROOT / ".venv" / "pyvenv.cfg"),
               "sandbox_init.py": str(ROOT / "mxjob_controller" / "local" / "kubelet" / "sandbox_init.py"),
               "the working directory": str(cluster.workdir / "planted"), "its own /tmp": "/tmp/mine"}
-    return json.dumps({"read": cluster.secrets, "write": writes, "stay": stay,
+    return json.dumps({"read": {**cluster.secrets, "the kernel log": "/dev/kmsg"}, "write": writes, "stay": stay,
                        "covers": [cluster.secrets["kubeconfig"], cluster.secrets["token dir"],
                                   cluster.secrets["TLS folder"], "/"]})
 
@@ -212,6 +213,9 @@ def _check(cluster: Cluster, log: str) -> dict:
     # Root inside: containerd's capabilities and no more, in a user namespace that is not the host's.
     assert seen["cap_eff"] == capability_mask({}), (hex(seen["cap_eff"]), DEFAULT_CAPABILITIES)
     assert seen["user_ns"] != os.readlink("/proc/self/ns/user")
+    # A /dev of its own: the runtime's default devices (and GPUs'), no disk, no kernel log.
+    assert set(seen["dev"]) - {"fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout",
+                               "tty", "urandom", "zero"} <= {d for d in seen["dev"] if d.startswith("nvidia")}
     return seen
 
 
