@@ -208,7 +208,8 @@ def mxjob(name: str, namespace: str, specs: dict[str, Any], run_policy: dict[str
 
 
 def small_job(rng: random.Random, index: int, fate: str, markers: Path) -> JobPlan:
-    """One small job of ``fate``: worker-only (1-3 workers) or scheduler/server/worker 1/1/1."""
+    """One small job of ``fate``: worker-only (1-3 workers) or scheduler/server/worker 1/1/1. ``markers``: where,
+    inside a pod, a retried worker marks its first life."""
     ns, name = f"chaos-j{index:03d}", f"{fate}-{index:03d}"
     run_time = rng.choice([0.2, 0.5, 1, 2])
     ok = f"sleep {run_time}; exit 0"
@@ -552,19 +553,17 @@ class Chaos:
         self.tmp = Path(tempfile.mkdtemp(prefix=f"mxjob-chaos-{opts.seed}-"))
         self.kubeconfig = self.tmp / "kubeconfig"
         self.audit = self.tmp / "audit.jsonl"
-        # The pods start in pods/ and leave their markers in pods/markers/: the one folder of ours a sandboxed
-        # container sees, opened to the unprivileged user it runs as.
+        # The pods start in pods/ (read-only to them, as every host folder) and leave their markers in their own
+        # /tmp, which a worker the controller recreates under its name finds again (the pod sandbox's places).
         (self.tmp / "pods").mkdir(mode=0o777)
-        (self.tmp / "pods" / "markers").mkdir(mode=0o777)
-        for folder in (self.tmp / "pods", self.tmp / "pods" / "markers"):
-            folder.chmod(0o777)
+        (self.tmp / "pods").chmod(0o777)
         self.cluster: Proc | None = None
         self.client: Client | None = None
         self.observer: Observer | None = None
         self.controllers: list[Controller] = []     # every incarnation, in start order
         self.current: list[Controller] = []         # the ones meant to be running
         self.outages: list[tuple[float, float]] = []  # (killed, next one ready): the controller was down
-        self.jobs = plan(opts, self.tmp / "pods" / "markers")
+        self.jobs = plan(opts, Path("/tmp"))
         self.stop_event = threading.Event()
         self.threads: list[threading.Thread] = []
         self.readyz_unanswered: list[str] = []      # a running controller's /readyz did not answer

@@ -59,6 +59,30 @@ def script_pod(name: str, script: str, *, restart_policy: str = "Never", namespa
                      "containers": [container], **spec}}
 
 
+def job_editor(kubectl: Kubectl, namespace: str = "team", name: str = "editor") -> None:
+    """The ServiceAccount ``namespace/name`` bound to ``kubeflow-mxjobs-edit`` (manifests/rbac/user_roles.yaml) in
+    its namespace: a user who may create MXJobs there, but not pods or Secrets."""
+    kubectl.ok("apply", "-f", str(Path(__file__).resolve().parents[1] / "manifests" / "rbac" / "user_roles.yaml"))
+    kubectl.ok("create", "namespace", namespace)
+    kubectl.ok("create", "serviceaccount", name, "-n", namespace)
+    kubectl.ok("create", "rolebinding", name, "-n", namespace, "--clusterrole", "kubeflow-mxjobs-edit",
+               "--serviceaccount", f"{namespace}:{name}")
+
+
+def pod_file(cluster: LocalCluster, pod: dict[str, Any] | str, inside: str, namespace: str = "default") -> Path:
+    """Where on this machine a pod's file under its own /tmp or /var/tmp is (the pod sandbox makes every other
+    host file read-only to pods, so this is where a pod leaves what a test reads). ``pod``: the pod (a job's,
+    with its controller), or the name of one without a controller."""
+    if isinstance(pod, str):
+        pod = {"metadata": {"namespace": namespace, "name": pod}}
+    assert cluster.kubelet is not None
+    if not cluster.kubelet.sandbox.namespaces:
+        return Path(inside)   # no sandbox: a pod's /tmp is this machine's
+    found = cluster.kubelet.sandbox.host_path(pod, inside)
+    # Before the pod's first container starts, its places are not made yet: a path that does not exist (yet).
+    return found if found is not None else Path("/nonexistent-pod-place") / inside.lstrip("/")
+
+
 def pod_path(name: str, namespace: str = "default") -> str:
     return f"/api/v1/namespaces/{namespace}/pods/{name}"
 

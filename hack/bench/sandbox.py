@@ -79,6 +79,15 @@ def bench_pod_start(full: bool) -> Outcome:
                    ratios={"on_over_off": on_ms / off_ms})
 
 
+def _pod_file(cluster: LocalCluster, name: str, inside: str) -> Path:
+    """Where a pod's file in its own /tmp is on this machine (pods write nowhere else)."""
+    kubelet = cluster.kubelet
+    if kubelet is None or not kubelet.sandbox.namespaces:
+        return Path(inside)
+    found = kubelet.sandbox.host_path({"metadata": {"namespace": "default", "name": name}}, inside)
+    return found or Path("/nonexistent")
+
+
 def _cpu_seconds(pids: list[int]) -> float:
     total = 0
     for pid in pids:
@@ -104,7 +113,7 @@ def _namespace_pids(namespace: str) -> list[int]:
 
 def bench_cpu_limit(full: bool) -> Outcome:
     window = 10.0 if full else 5.0
-    spin = ("import os, pathlib, threading\npathlib.Path('ns').write_text(os.readlink('/proc/self/ns/pid'))\n"
+    spin = ("import os, pathlib, threading\npathlib.Path('/tmp/ns').write_text(os.readlink('/proc/self/ns/pid'))\n"
             "def spin():\n    while True:\n        pass\n"
             "for _ in range(2):\n    threading.Thread(target=spin, daemon=True).start()\nspin()\n")
     with tempfile.TemporaryDirectory() as workdir:
@@ -112,9 +121,8 @@ def bench_cpu_limit(full: bool) -> Outcome:
         with _cluster(workdir, True) as cluster:
             client = cluster.client("bench")
             client.create(PODS, _pod("spin", spin, resources={"limits": {"cpu": "500m"}}), "default")
-            marker = Path(workdir, "ns")
             deadline = time.monotonic() + TIMEOUT
-            while not marker.exists():
+            while not (marker := _pod_file(cluster, "spin", "/tmp/ns")).exists() or not marker.read_text():
                 if time.monotonic() > deadline:
                     raise RuntimeError("the spinner did not start")
                 time.sleep(0.05)

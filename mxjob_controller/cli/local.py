@@ -13,6 +13,7 @@ from typing import Any
 import click
 import yaml
 
+from mxjob_controller.kube import quantity
 from mxjob_controller.local.apiserver.auth.pod_security_admission import PodSecurityConfiguration
 from mxjob_controller.local.apiserver.auth.pod_security_config import (
     ConfigError,
@@ -161,6 +162,11 @@ def local() -> None:
 @click.option("--sandbox/--no-sandbox", default=True, show_default=True,
               help="Run each container in the pod sandbox (own PID and mount namespaces, private /tmp, the cluster's "
                    "files hidden, cgroup limits); --no-sandbox: plain processes (machines without namespaces).")
+@click.option("--container-log-max-size", default="10Mi", show_default=True, metavar="QUANTITY",
+              callback=lambda _c, _p, v: _parse_log_size(v),
+              help="A container's log file is rotated past this size (the kubelet's containerLogMaxSize).")
+@click.option("--container-log-max-files", default=5, show_default=True, type=click.IntRange(min=2),
+              help="Log files kept per container instance, the live one included (containerLogMaxFiles).")
 @click.option("--pod-max-pids", default=4096, show_default=True, type=int,
               help="Processes and threads a pod may have (cgroup pids limit; 0: unlimited).")
 @click.option("--container-user", default=None, metavar="UID[:GID]", callback=lambda _c, _p, v: _parse_user(v),
@@ -181,6 +187,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
        max_mutating_requests_inflight: int, kubelet_mode: str, controller: bool, webhooks: bool, threadiness: int,
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None, sandbox: bool,
+       container_log_max_size: int, container_log_max_files: int,
        pod_max_pids: int, container_user: tuple[int, int] | None, gpus: tuple[str, ...] | None,
        flow_control: bool, capacity: dict[str, str], gang_scheduler_name: str | None, pod_security: str | None,
        admission_config: str | None) -> None:
@@ -213,7 +220,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                                        backoff_initial=crashloop_backoff, sandbox=sandbox,
                                        pod_pids_limit=pod_max_pids, container_user=container_user,
                                        gpus=_node_gpus(gpus), capacity=capacity,
-                                       private_paths=lambda: [p for p in (kubeconfig_out, token_dir) if p])))
+                                       container_log_max_size=container_log_max_size,
+                                       container_log_max_files=container_log_max_files)))
     for rule in faults:
         cluster.server.faults.add(rule)
     cluster.server.faults.compact_every(compact_every)
@@ -278,6 +286,17 @@ def _parse_user(value: str | None) -> tuple[int, int] | None:
     if not uid.isdigit() or (gid and not gid.isdigit()):
         raise click.BadParameter(f"{value!r}: expected UID or UID:GID (numbers)", param_hint="--container-user")
     return int(uid), int(gid or uid)
+
+
+def _parse_log_size(value: str) -> int:
+    """``--container-log-max-size``: a quantity of bytes (``10Mi``, ``500Ki``), at least 4Ki."""
+    try:
+        size = int(quantity.parse(value).value)
+    except quantity.QuantityError as e:
+        raise click.BadParameter(f"{value!r}: {e}", param_hint="--container-log-max-size") from None
+    if size < 4096:
+        raise click.BadParameter(f"{value!r}: must be at least 4Ki", param_hint="--container-log-max-size")
+    return size
 
 
 def _parse_gpus(value: str) -> tuple[str, ...] | None:

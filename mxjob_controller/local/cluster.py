@@ -38,12 +38,14 @@ from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
 from mxjob_controller.local.kubelet.kubelet import Kubelet
 from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.local.kubelet.pod_admission import PodAdmission
 from mxjob_controller.local.scheduler.scheduler import LocalScheduler, SchedulerOptions, podgroup_crds
 from mxjob_controller.manager.process import PROGRAM
 from mxjob_controller.manager.settings import DEFAULT_BURST, DEFAULT_QPS
 from mxjob_controller.mxnet.api import CRD_NAME as MXJOBS_CRD
 from mxjob_controller.mxnet.crd_conversion import CONVERT_PATH, with_conversion
 from mxjob_controller.runtime.client import Client
+from mxjob_controller.runtime.events import WARNING, EventRecorder, ObjectReference
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +90,11 @@ class LocalCluster:
     def __init__(self, options: ClusterOptions | None = None) -> None:
         self.options = options = options or ClusterOptions()
         self.server = APIServer(options.server)
+        if options.kubelet:   # what this node cannot run is refused at create, not ignored when it runs
+            self.server.rest.validating_admission.append(PodAdmission())
+        self._events: EventRecorder | None = None   # the cluster's own events (a job that got no port), from start()
         if options.job_ports is not None and options.kubelet:
-            ports = JobPorts(self.server.store, options.job_ports)
+            ports = JobPorts(self.server.store, options.job_ports, self._warn)
             self.server.rest.admission.append(ports)
             self.server.rest.update_admission.append(ports.on_update)
         self.kubelet: Kubelet | None = None
@@ -103,6 +108,9 @@ class LocalCluster:
         """Start every part; on failure, stop what started and raise."""
         try:
             self.server.start()
+            if self.options.job_ports is not None and self.options.kubelet:
+                self._events = EventRecorder(self._client("local-job-ports", -1.0, 1),
+                                             component="local-job-ports").start()
             if self.options.webhooks:
                 self._start_webhooks()
             if self.options.crds:
@@ -123,6 +131,11 @@ class LocalCluster:
             self.stop()
             raise
         return self
+
+    def _warn(self, obj: dict[str, Any], reason: str, message: str) -> None:
+        """A Warning event on ``obj`` (written by the recorder's own thread: admission may call this)."""
+        if self._events is not None:
+            self._events.event(ObjectReference.of(obj), WARNING, reason, message)
 
     def _start_scheduler(self) -> LocalScheduler:
         """The scheduler, and (with the CRDs) the PodGroup CRDs of the gang schedulers it acts as: it watches the
@@ -217,6 +230,9 @@ class LocalCluster:
             clean = self.kubelet.stop(max(1.0, (end - time.monotonic()) / 2)) and clean
             self.kubelet = None
             self.server.rest.log_reader = None
+        if self._events is not None:
+            self._events.stop(max(0.5, (end - time.monotonic()) / 4))
+            self._events = None
         for client in self._clients:
             client.close()
         self._clients.clear()

@@ -7,9 +7,12 @@ replica type whose MXNet container leaves ``mxjob-port`` at its default (absent,
 range, written into the template as ``{name: mxjob-port, containerPort: N}`` (the controller then wires ``MX_CONFIG``
 and ``DMLC_PS_ROOT_PORT`` from it as always). Types get distinct ports (MXTune's tracker and server both listen).
 
-A port is free when no unfinished MXJob in the store declares it and nothing on this machine is bound to it now;
-the search goes round the range from where it last stopped (first from a random point), so a port just released
-is not reused at once and two local clusters on one machine seldom try the same port. The ports chosen are named
+A port is free when no unfinished MXJob in the store declares it and nothing on this machine is bound to it now
+(a port some process holds is skipped); the search goes round the range from where it last stopped (first from a
+random point), so a port just released is not reused at once and two local clusters on one machine seldom try the
+same port. When no port of the range is free the job is still created, keeping ``mxjob-port`` 9091 as it was
+written, and a Warning event ``JobPortsExhausted`` on that job says why (the creates of other jobs, and of
+everything else, are not refused: one pod binding the whole range cannot stop the cluster). The ports chosen are named
 in the annotation :data:`ANNOTATION`. A port the user chose (not 9091) is kept as it is. The local cluster installs
 the plugin only when its kubelet runs pods as processes (``--kubelet process``): without one nothing binds a port,
 and a job keeps 9091 as on a cluster.
@@ -27,11 +30,11 @@ import logging
 import random
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from mxjob_controller.kubeflow_api.constants import GROUP
 from mxjob_controller.kubeflow_api.defaults import default_container_index
-from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.storage.store import Store
 from mxjob_controller.local.apiserver.strategy import WriteContext
@@ -58,11 +61,21 @@ def parse_range(text: str) -> tuple[int, int] | None:
     return lo, hi
 
 
-class JobPorts:
-    """The admission plugin (``REST.admission``): ``JobPorts(store, (20000, 29999))``."""
+EXHAUSTED = "JobPortsExhausted"   # the reason of the Warning event on a job that got no port
 
-    def __init__(self, store: Store, port_range: tuple[int, int]) -> None:
+
+class PortsExhaustedError(Exception):
+    """No port of the range is free now."""
+
+
+class JobPorts:
+    """The admission plugin (``REST.admission``): ``JobPorts(store, (20000, 29999), warn)``; ``warn(job, reason,
+    message)`` records a Warning event on a job (the cluster writes it, off the request's thread)."""
+
+    def __init__(self, store: Store, port_range: tuple[int, int],
+                 warn: Callable[[dict[str, Any], str, str], None] | None = None) -> None:
         self._store = store
+        self._warn = warn
         self._first, self._last = port_range
         # A random starting point: two local clusters on one machine (a `local up` and a `local run`) would
         # otherwise hand out the same first ports, and the one that binds second fails.
@@ -108,9 +121,14 @@ class JobPorts:
         with self._lock:
             taken = self._taken(skip=(meta.get("namespace"), meta.get("name"))) | {
                 p for ports in lists.values() if (p := _declared(ports)) is not None}
-            for rtype in wanted:
+            for rtype in list(wanted):
                 given = kept.get(rtype)
-                port = given if given is not None and given not in taken else self._free(taken)
+                try:
+                    port = given if given is not None and given not in taken else self._free(taken)
+                except PortsExhaustedError as e:
+                    wanted = wanted[:wanted.index(rtype)]   # these and the rest keep the port they were written with
+                    self._exhausted(obj, str(e))
+                    break
                 taken.add(port)
                 for entry in lists[rtype]:
                     if isinstance(entry, dict) and entry.get("name") == DEFAULT_PORT_NAME:
@@ -152,9 +170,17 @@ class JobPorts:
             if port not in taken and _bindable(port):
                 self._next = port + 1 if port < self._last else self._first
                 return port
-        raise errors.StatusError(503, "ServiceUnavailable", (
-            f"no free port left for MXJob schedulers in the local cluster's range {self._first}-{self._last}: "
-            "wait for a job to finish, or restart the local cluster with a larger --job-ports range"))
+        raise PortsExhaustedError(
+            f"no free port for this job's scheduler in the local cluster's range {self._first}-{self._last} (each "
+            f"is declared by an unfinished MXJob or bound on this machine): it keeps mxjob-port {DEFAULT_PORT}, "
+            "which another job may hold; wait for a job to finish, or restart the local cluster with a larger "
+            "--job-ports range")
+
+    def _exhausted(self, job: dict[str, Any], message: str) -> None:
+        meta = job.get("metadata") or {}
+        log.warning("MXJob %s/%s: %s", meta.get("namespace"), meta.get("name"), message)
+        if self._warn is not None:
+            self._warn(job, EXHAUSTED, message)
 
 
 def assigned_ports(job: dict[str, Any]) -> dict[str, int]:

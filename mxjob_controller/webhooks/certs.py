@@ -95,7 +95,8 @@ class SelfSignedCertificate:
 
     def __init__(self, host: str = "127.0.0.1", dns_names: tuple[str, ...] = ()) -> None:
         self.material = TLSMaterial(host, dns_names, common_name="mxjob-controller-webhook",
-                                    ca_name="mxjob-controller-webhook-ca", prefix="mxjob-webhook-tls-")
+                                    ca_name="mxjob-controller-webhook-ca",
+                                    prefix=f"mxjob-webhook-tls-{os.getpid()}-")   # pid: swept once it is gone
         self._context = self.material.server_context()
         self.ca_bundle = base64.b64encode(self.material.ca_pem).decode()
 

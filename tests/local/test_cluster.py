@@ -18,7 +18,7 @@ import yaml
 from mxjob_controller.local.job_ports import ANNOTATION
 from mxjob_controller.local.kubelet import kubelet as kubelet_module
 from mxjob_controller.local.kubelet.addresses import PodAddresses
-from tests.local_support import group_alive, group_of, local_cluster
+from tests.local_support import group_alive, group_of, local_cluster, script_pod
 from tests.run_process import clean_env
 from tests.support import Kube, Kubectl, wait_for
 
@@ -115,6 +115,36 @@ def test_jobs_side_by_side_each_get_their_own_scheduler_port(tmp_path):
         assert "DMLC_PS_ROOT_PORT" in kubectl.ok("get", "pod", "explicit-worker-0", "-o", "json")
         env = kubectl.json("get", "pod", "explicit-worker-0")["spec"]["containers"][0]["env"]
         assert {"name": "DMLC_PS_ROOT_PORT", "value": "22345"} in env
+
+
+def test_a_busy_port_is_skipped_and_an_exhausted_range_is_the_jobs_event_not_a_503(tmp_path):
+    """Issue 44: one pod bound the whole ``--job-ports`` range and every new MXJob failed with 503. A port something
+    holds is skipped; with none left, the job is created all the same, keeping 9091, and says why in an event."""
+    with local_cluster(tmp_path, job_ports=(24200, 24204)) as (_cluster, kube, kubectl):
+        squatter = script_pod("squatter", "import socket, time\nheld = []\nfor port in (24200, 24201):\n"
+                                          "    s = socket.socket()\n    s.bind(('', port))\n    s.listen()\n"
+                                          "    held.append(s)\nprint('bound', flush=True)\ntime.sleep(300)\n")
+        assert kube.post("/api/v1/namespaces/default/pods", squatter).ok
+        wait_for(lambda: kubectl.run("logs", "squatter").stdout == "bound\n", timeout=30, what="the ports held")
+        assert kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", mxjob("first", RENDEZVOUS)).ok
+        assigned = kube.get(job_path("first")).body["metadata"]["annotations"][ANNOTATION]
+        ports = sorted(int(item.split("=")[1]) for item in assigned.split(","))
+        assert ports == [24202, 24203, 24204], "the two ports the pod holds were skipped"
+        for name in ("second", "third"):   # the range is used up: created, each told why
+            reply = kube.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs", mxjob(name, RENDEZVOUS))
+            assert reply.status == 201, reply.body
+            assert ANNOTATION not in (kube.get(job_path(name)).body["metadata"].get("annotations") or {})
+
+            def warned(job: str = name) -> str:
+                items = kube.get("/api/v1/namespaces/default/events",
+                                 fieldSelector=f"involvedObject.name={job}").body["items"]
+                return next((e["message"] for e in items if e["reason"] == "JobPortsExhausted"), "")
+            message = wait_for(warned, timeout=30, what=f"job {name}'s JobPortsExhausted event")
+            assert message.startswith("no free port for this job's scheduler in the local cluster's range "
+                                      "24200-24204"), message
+            assert "it keeps mxjob-port 9091" in message
+        assert kube.post("/api/v1/namespaces/default/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "still-served"}}).status == 201
 
 
 def test_an_apply_of_the_original_manifest_keeps_the_ports_the_job_was_given(tmp_path):

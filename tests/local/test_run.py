@@ -6,6 +6,7 @@ codes (0, 1, 2, 124, 130) with no process left behind."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.local_support import PID_NAMESPACE, boot_seconds, namespace_processes, pid_alive
+from tests.local_support import boot_seconds, namespace_processes, pid_alive
 from tests.run_process import clean_env
 from tests.support import Kubectl, wait_for
 
@@ -60,12 +61,13 @@ def test_the_real_mxnet_example_trains_to_90_percent_though_a_worker_killed_once
     """The example as shipped (10 epochs, 90%), with worker 0 SIGKILLed once at its start: the ExitCode policy
     restarts it and the job trains to the example's own accuracy and succeeds. (One training serves the two checks
     that each ran one before: the example's accuracy and the restart of a killed worker.)"""
-    marker = tmp_path / "crashed-once"
+    # In the worker's own /tmp, which follows its name: the pod the controller recreates finds it.
     run = local_run("--logs", "--timeout", "240", str(digits_job(tmp_path, in_tmp_path=True,
-                                                                 CRASH_ONCE_MARKER=str(marker))))
+                                                                 CRASH_ONCE_MARKER="/tmp/crashed-once")))
     assert run.returncode == 0, run.stdout + run.stderr
-    assert marker.exists(), "the worker never crashed"
-    crashed = run.stdout.index("[mxnet-digits-worker-0] worker 0 kills itself with SIGKILL (CRASH_ONCE_MARKER)")
+    kill = "[mxnet-digits-worker-0] worker 0 kills itself with SIGKILL (CRASH_ONCE_MARKER)"
+    assert run.stdout.count(kill) == 1, "the worker crashed once, and its replacement found the mark"
+    crashed = run.stdout.index(kill)
     assert "[mxnet-digits-worker-0] epoch 10 test-accuracy" in run.stdout[crashed:], "the replacement never trained"
     epochs = ACCURACY.findall(run.stdout)
     assert {w for w, _e, _a in epochs} == {"0", "1"}, run.stdout
@@ -150,15 +152,19 @@ def test_logs_show_every_container_however_quickly_it_ran_and_its_pod_was_remove
 
 
 def test_gpus_flag_gives_each_worker_a_declared_device_of_its_own(tmp_path):
-    """``--gpus 5,7``: two TFJob workers asking for one GPU each, running at once (each waits for the other's
-    file in its working directory, ``tmp_path``), see one declared device each, never the same."""
+    """``--gpus 5,7``: two TFJob workers asking for one GPU each, running at once (each listens on an abstract
+    socket named after it and waits until it reaches the other's: pods share no writable file), see one declared
+    device each, never the same."""
     tmp_path.chmod(0o777)
-    script = ("import os, pathlib, time\n"
-              "folder = pathlib.Path('.')\n"
-              "(folder / os.environ['HOSTNAME']).write_text(os.environ['CUDA_VISIBLE_DEVICES'])\n"
+    token = f"gpus-{time.monotonic_ns()}"
+    script = ("import os, socket, time\n"
+              f"me = os.environ['HOSTNAME']\nname = lambda pod: '\\0{token}-' + pod\n"
+              "listener = socket.socket(socket.AF_UNIX)\nlistener.bind(name(me))\nlistener.listen()\n"
+              "other = 'gpus-worker-1' if me.endswith('-0') else 'gpus-worker-0'\n"
               "end = time.monotonic() + 60\n"
-              "while len(list(folder.glob('gpus-worker-*'))) < 2 and time.monotonic() < end:\n"
-              "    time.sleep(0.05)\n"
+              "while time.monotonic() < end:\n"
+              "    try:\n        socket.socket(socket.AF_UNIX).connect(name(other))\n        break\n"
+              "    except OSError:\n        time.sleep(0.05)\n"
               "print('sees', os.environ['CUDA_VISIBLE_DEVICES'], os.environ['NVIDIA_VISIBLE_DEVICES'], flush=True)\n")
     job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "gpus"},
            "spec": {"successPolicy": "AllWorkers", "tfReplicaSpecs": {"Worker": {"replicas": 2, "template": {
@@ -255,11 +261,11 @@ def test_a_generic_job_failed_by_its_rule_names_the_rule_and_the_pod(tmp_path):
 
 
 def sleeper_job(tmp_path: Path) -> Path:
-    """Two pods that start a child each and record their PID namespace in ``tmp_path``, then sleep."""
+    """Two pods that start a child each, then sleep; their scripts name ``tmp_path``, by which the test finds their
+    processes (and so their PID namespaces) on this machine."""
     tmp_path.chmod(0o777)
-    script = ("import os, subprocess, sys, time, pathlib\n"
-              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
-              f"pathlib.Path(os.environ['HOSTNAME']).write_text({PID_NAMESPACE})\n"
+    script = (f"# {tmp_path} #\nimport subprocess, sys, time\n"
+              f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)  # {tmp_path} #'])\n"
               "time.sleep(300)\n")
     replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
         {"name": "mxnet", "image": "python:3.11-slim", "command": ["python", "-c", script],
@@ -271,22 +277,38 @@ def sleeper_job(tmp_path: Path) -> Path:
     return path
 
 
-def recorded_pids(tmp_path: Path) -> list[int]:
-    """Every live process of the two pods, found by the PID namespaces they recorded. Only processes born before
-    the record was written count: once a namespace is gone its number may go to another test's container."""
-    records = [tmp_path / name for name in ("sleepy-scheduler-0", "sleepy-worker-0") if (tmp_path / name).exists()]
-    return [p for record in records
-            for p in namespace_processes(record.read_text(), born_before=_boot_seconds_at(record.stat().st_mtime))]
-
-
-def _boot_seconds_at(wall_time: float) -> float:
-    """A ``time.time()`` instant on /proc's clock (seconds since boot), with a tenth of a second for rounding."""
-    return boot_seconds() - (time.time() - wall_time) + 0.1
+_SEEN: dict[Path, dict[str, float]] = {}   # tmp_path → PID namespace of a sleeper → when it was seen alive
 
 
 def recorded_namespaces(tmp_path: Path) -> list[str]:
-    return [(tmp_path / name).read_text() for name in ("sleepy-scheduler-0", "sleepy-worker-0")
-            if (tmp_path / name).exists()]
+    """The PID namespaces of the sleepers (``sleeper_job``) seen so far, looked for among this machine's processes
+    now: each once its script and the script's child both run there (both name ``tmp_path``), with that time."""
+    seen = _SEEN.setdefault(tmp_path, {})
+    own = os.readlink("/proc/self/ns/pid")
+    named: dict[str, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if f"# {tmp_path} #".encode() not in f.read():
+                    continue
+            namespace = os.readlink(f"/proc/{entry}/ns/pid")
+        except OSError:
+            continue
+        if namespace != own:
+            named[namespace] = named.get(namespace, 0) + 1
+    for namespace, count in named.items():
+        if count >= 2:
+            seen.setdefault(namespace, boot_seconds())
+    return list(seen)
+
+
+def recorded_pids(tmp_path: Path) -> list[int]:
+    """Every live process of the two pods, found by their PID namespaces. Only processes born before a namespace
+    was seen alive count: once it is gone its number may go to another test's container."""
+    return [p for namespace, seen_at in _SEEN.get(tmp_path, {}).items()
+            for p in namespace_processes(namespace, born_before=seen_at)]
 
 
 def test_a_container_without_a_command_fails_its_job_in_seconds_saying_why():
@@ -318,7 +340,17 @@ def test_pod_security_restricted_fails_a_job_whose_pods_it_refuses_saying_why():
 
 def test_timeout_exits_124_and_stops_everything(tmp_path):
     started = time.monotonic()
-    run = local_run("--timeout", "4", str(sleeper_job(tmp_path)))
+    proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "run", "--timeout", "4",
+                             str(sleeper_job(tmp_path))], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=clean_env())
+    while True:   # the sleepers' namespaces are found while they run
+        recorded_namespaces(tmp_path)
+        try:
+            out, err = proc.communicate(timeout=0.1)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    run = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert run.returncode == 124, run.stdout + run.stderr
     assert "timed out after 4s: not finished: default/sleepy (Running)" in run.stdout
     assert time.monotonic() - started < 60

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from mxjob_controller.kube.timefmt import now_rfc3339
@@ -32,10 +30,11 @@ from mxjob_controller.local.kubelet.devices import NodeDevices, node_resources
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.node import machine_capacity, node_capacity, node_object
 from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.local.kubelet.pod_places import PodKey, own_temp_dir, sweep_leftovers
 from mxjob_controller.local.kubelet.pod_worker import PodWorker
 from mxjob_controller.local.kubelet.runtime import Reaper, kill_groups
 from mxjob_controller.local.kubelet.sandbox import Sandbox, SandboxConfig
-from mxjob_controller.runtime.cache_keys import DeletedFinalStateUnknown
+from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, controller_uid_index
 from mxjob_controller.runtime.client import (
     CONFIGMAPS,
     EVENTS,
@@ -63,9 +62,10 @@ class Kubelet:
     def __init__(self, client: Client, options: KubeletOptions | None = None) -> None:
         self.client = client
         self.options = options = options or KubeletOptions()
+        sweep_leftovers()   # what a local up killed by SIGKILL left in the temporary directory
         self._own_root = options.log_root is None
-        root = options.log_root or Path(tempfile.mkdtemp(prefix="mxjob-local-logs-"))
-        self.logs = LogStore(root)
+        root = options.log_root or own_temp_dir("local-logs")
+        self.logs = LogStore(root, options.container_log_max_size, options.container_log_max_files)
         self.reaper = Reaper()
         # Events about pods (Failed, GracePeriodCapped) go through a client of their own, as the kubelet's
         # --event-qps client: a flood of them never delays status writes.
@@ -80,7 +80,8 @@ class Kubelet:
         self._workers: dict[str, PodWorker] = {}        # pod uid → its worker, while it runs
         self._finished: set[str] = set()                # uids whose worker ended: never started again
         self._gone_pending: dict[str, PodWorker] = {}   # removed pods whose worker still stops their containers
-        self._pods = SharedInformer(client, PODS, transform=drop_managed_fields)
+        self._pods = SharedInformer(client, PODS, transform=drop_managed_fields,
+                                    indexers={CONTROLLER_UID_INDEX: controller_uid_index})
         self._pods.add_handler(self._on_pod, lambda _old, new: self._on_pod(new), self._on_pod_deleted)
         self._housekeeping = threading.Thread(target=self._housekeep, name="kubelet-housekeeping", daemon=True)
         self.devices = NodeDevices(options.gpus)         # GPUs: advertised on the Node, given at admission
@@ -244,6 +245,25 @@ class Kubelet:
                     del self._gone_pending[uid]
             for uid, worker in gone:
                 self._forget_when_done(uid, worker)
+            self.sandbox.release_places(self._places_in_use())
+
+    def _places_in_use(self) -> Callable[[PodKey], bool]:
+        """Whether a pod may still come to the places of a key (sandbox.py): a pod of that name is here (its
+        containers may still be stopping), or, for a controller's pods, any pod of that controller (it recreates
+        its replicas under their names). Made once per sweep: each key then costs a lookup or two."""
+        with self._lock:
+            running = {(w.namespace, w.name) for w in [*self._workers.values(), *self._gone_pending.values()]}
+
+        controllers: dict[str, bool] = {}   # controller uid → has pods here (asked once per sweep)
+
+        def in_use(key: PodKey) -> bool:
+            namespace, name, controller = key
+            if (namespace, name) in running or self._pods.store.get(f"{namespace}/{name}") is not None:
+                return True
+            if controller and controller not in controllers:
+                controllers[controller] = bool(self._pods.store.by_index(CONTROLLER_UID_INDEX, controller))
+            return bool(controller) and controllers[controller]
+        return in_use
 
     # --- the node ---------------------------------------------------------------------------------------------
 

@@ -52,8 +52,10 @@ class Timeline:
 class LogTimes:
     """The timelines of the log files, sampled by one thread while any file is being written."""
 
-    def __init__(self, closed: threading.Event) -> None:
+    def __init__(self, closed: threading.Event, measure: Callable[[Path], int | None]) -> None:
+        """``measure(path)``: the bytes written to the log so far (rotating it if it is due), None if it is gone."""
         self._closed = closed
+        self._measure = measure
         self._lock = threading.Lock()
         self._timelines: dict[Path, Timeline] = {}
         self._running: set[Path] = set()
@@ -74,7 +76,7 @@ class LogTimes:
             self._running.discard(path)
             timeline = self._timelines.get(path)
         if timeline is not None:
-            _note_size(path, timeline)
+            self._note(path, timeline)
 
     def timeline(self, path: Path) -> Timeline | None:
         with self._lock:
@@ -98,15 +100,16 @@ class LogTimes:
             with self._lock:
                 running = [(p, self._timelines[p]) for p in self._running]
             for path, timeline in running:
-                _note_size(path, timeline)
+                self._note(path, timeline)
 
-
-def _note_size(path: Path, timeline: Timeline) -> None:
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return
-    timeline.note(size, time.time())
+    def _note(self, path: Path, timeline: Timeline) -> None:
+        try:
+            size = self._measure(path)
+        except OSError as e:
+            log.warning("sampling the log %s failed: %s", path, e)
+            return
+        if size is not None:
+            timeline.note(size, time.time())
 
 
 def stamp(ts: float) -> bytes:
@@ -119,19 +122,29 @@ def stamp(ts: float) -> bytes:
 
 
 def stamped(chunks: Iterator[bytes], start: int, timeline: Timeline) -> Iterator[bytes]:
-    """Each whole line of ``chunks`` (which begin at file offset ``start``) after its time and a space; a last line
-    without its newline when the chunks end. Empty chunks pass (a follower's chance to stop)."""
-    pending, offset = b"", start   # ``pending`` begins at file offset ``offset``
+    """Each whole line of ``chunks`` (which begin at offset ``start``) after its time and a space; a last line
+    without its newline when the chunks end. Empty chunks pass (a follower's chance to stop). Linear in the
+    output, however long a line: the unfinished line is kept as a list of pieces, each looked at once, and a
+    line's pieces pass through as they came (its time, that of its last byte, is known once its newline is)."""
+    pending: list[bytes] = []   # the unfinished line's pieces
+    offset = start              # where the unfinished line begins
     for chunk in chunks:
         if not chunk:
             yield b""
             continue
-        lines = (pending + chunk).split(b"\n")
-        pending = lines.pop()
-        out = []
-        for line in lines:
-            offset += len(line) + 1
-            out.append(stamp(timeline.time_of(offset)) + b" " + line + b"\n")
+        out: list[bytes] = []
+        begin = 0
+        while (newline := chunk.find(b"\n", begin)) >= 0:
+            pending.append(chunk[begin:newline + 1])
+            length = sum(len(p) for p in pending)
+            out.append(stamp(timeline.time_of(offset + length)) + b" ")
+            out.extend(pending)
+            offset += length
+            pending = []
+            begin = newline + 1
+        if begin < len(chunk):
+            pending.append(chunk[begin:])
         yield b"".join(out)
     if pending:
-        yield stamp(timeline.time_of(offset + len(pending))) + b" " + pending
+        length = sum(len(p) for p in pending)
+        yield stamp(timeline.time_of(offset + length)) + b" " + b"".join(pending)

@@ -1,7 +1,9 @@
 """Container logs: one file per container instance, served through ``pods/log`` as a kubelet serves them.
 
-Layout: ``<root>/<pod uid>/<container>/<restartCount>.log``, stdout and stderr together, kept until the pod is gone.
-The newest instance is the container's log; the one before it is ``previous``.
+Layout: ``<root>/<pod uid>/<container>/<restartCount>.log``, stdout and stderr together, kept until the pod is gone,
+each rotated as the kubelet rotates it (``log_rotation.py``: 10 MiB per file, 5 files, ``<n>.log.<seq>`` the rotated
+ones); a read covers the rotated files and the live one. The newest instance is the container's log; the one
+before it is ``previous`` (rotated apart from the newest: ``--previous`` is whole after any rotation).
 
 Each instance's end is recorded too (its ``terminated`` state, and whether the kubelet stopped it), before the
 kubelet reports it in the pod's status. So whoever learns from the API that a job failed (which the controller
@@ -28,6 +30,7 @@ from typing import Any, NamedTuple
 
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.kinds.pod_log_options import LogOptions
+from mxjob_controller.local.kubelet.log_rotation import MAX_FILES, MAX_SIZE, RotatedLog
 from mxjob_controller.local.kubelet.log_times import LogTimes, Timeline, stamped
 
 _FOLLOW_POLL = 0.1   # seconds between looks at a followed log file that has nothing new
@@ -57,15 +60,17 @@ Listener = Callable[[Instance], None]
 
 
 class LogStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_size: int = MAX_SIZE, max_files: int = MAX_FILES) -> None:
         self.root = root
+        self.max_size, self.max_files = max_size, max_files
+        self._logs: dict[Path, RotatedLog] = {}
         self._lock = threading.Lock()
         self._running: set[Path] = set()   # files whose process has not ended yet
         self._instances: list[Instance] = []   # instances started whose files remain (for listeners added late)
         self._ends: dict[Path, Ended] = {}      # how each of them ended, once it has
         self._listeners: list[Listener] = []
         self._closed = threading.Event()
-        self._times = LogTimes(self._closed)
+        self._times = LogTimes(self._closed, self._measure)
 
     def path(self, pod_uid: str, container: str, attempt: int) -> Path:
         return self.root / pod_uid / container / f"{attempt}.log"
@@ -74,6 +79,7 @@ class LogStore:
         """A container's process started writing ``path``: listeners hear of it now, on the caller's thread."""
         instance = Instance(namespace, pod, path.parent.name, path, owner_uid)
         with self._lock:
+            self._logs[path] = RotatedLog(path, self.max_size, self.max_files)
             self._running.add(path)
             self._instances.append(instance)
             listeners = list(self._listeners)
@@ -120,9 +126,25 @@ class LogStore:
         shutil.rmtree(self.root / pod_uid, ignore_errors=True)
         self._forget(lambda path: path.parent.parent.name == pod_uid)
 
+    def log_of(self, path: Path) -> RotatedLog:
+        """The rotated log whose live file is ``path`` (one this store did not start is read as its files show)."""
+        with self._lock:
+            found = self._logs.get(path)
+            if found is None:
+                found = self._logs[path] = RotatedLog.from_disk(path, self.max_size, self.max_files)
+            return found
+
+    def _measure(self, path: Path) -> int | None:
+        """For the times' sampler: rotate ``path``'s log if it is due; the bytes written to it so far."""
+        with self._lock:
+            found = self._logs.get(path)
+        return found.rotate() if found is not None else None
+
     def _forget(self, gone: Callable[[Path], bool]) -> None:
         """Drop the record of instances whose files are removed: it lasts only as long as the files do."""
         with self._lock:
+            for path in [p for p in self._logs if gone(p)]:
+                self._logs.pop(path).remove()
             self._instances = [i for i in self._instances if not gone(i.path)]
             self._ends = {path: end for path, end in self._ends.items() if not gone(path)}
         self._times.forget(gone)
@@ -136,6 +158,7 @@ class LogStore:
         """Remove all but the newest ``keep`` instances' files (kube keeps the current and the previous one)."""
         pruned = set(self.attempts(pod_uid, container)[:-keep or None])
         for path in pruned:
+            self.log_of(path).remove()
             path.unlink(missing_ok=True)
         if pruned:
             self._forget(pruned.__contains__)
@@ -173,31 +196,28 @@ class LogStore:
                                      f"{_waiting_reason(pod, container)}")
         follow = options.follow and not previous
         timeline = self._times.timeline(path) if options.timestamps or options.since is not None else None
-        start = self._start(path, options.tail_lines, options.since, timeline)
+        start = self._start(self.log_of(path), options.tail_lines, options.since, timeline)
         chunks = self._chunks(path, start, follow)
         if options.timestamps and timeline is not None:
-            chunks = stamped(chunks, start or 0, timeline)
+            chunks = stamped(chunks, start if start is not None else self.log_of(path).bounds()[0], timeline)
         return self._limited(chunks, options.limit_bytes)
 
     @staticmethod
-    def _start(path: Path, tail: int | None, since: float | None, timeline: Timeline | None) -> int | None:
-        """Where the answer begins: the later of the ``tail`` lines' start and the first line written ``since``."""
+    def _start(rotated: RotatedLog, tail: int | None, since: float | None, timeline: Timeline | None) -> int | None:
+        """Where the answer begins (an absolute offset): the later of the ``tail`` lines' start and the first line
+        written ``since``."""
         if tail is None and since is None:
             return None
-        try:
-            with open(path, "rb") as f:
-                start = _tail_offset(f, tail) if tail is not None else 0
-                if since is not None and timeline is not None:
-                    start = max(start, _line_start(f, timeline.offset_since(since)))
-                return start
-        except FileNotFoundError:
-            return None
+        f = rotated.reader()
+        start = _tail_offset(f, tail) if tail is not None else f.tell()
+        if since is not None and timeline is not None:
+            start = max(start, _line_start(f, timeline.offset_since(since)))
+        return start
 
     def _chunks(self, path: Path, start: int | None, follow: bool) -> Iterator[bytes]:
-        try:
-            f = open(path, "rb")  # noqa: SIM115  (closed in the finally below, the generator may be abandoned)
-        except FileNotFoundError:
+        if not path.exists():
             return
+        f = self.log_of(path).reader()
         try:
             if start is not None:
                 f.seek(start)
@@ -236,23 +256,23 @@ class LogStore:
 
 
 def tail_lines(path: Path, lines: int) -> list[str]:
-    """The last ``lines`` lines of one instance's file ([] when it is gone)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(_tail_offset(f, lines))
-            return f.read().decode("utf-8", "replace").splitlines()
-    except FileNotFoundError:
+    """The last ``lines`` lines of one instance's log, its rotated files included ([] when it is gone)."""
+    if not path.exists():
         return []
+    f = RotatedLog.from_disk(path).reader()
+    f.seek(_tail_offset(f, lines))
+    return f.read().decode("utf-8", "replace").splitlines()
 
 
 def _tail_offset(f: Any, lines: int) -> int:
     """The offset where the last ``lines`` lines begin (a final line without a newline counts as one)."""
+    first = f.seek(0)
     end = f.seek(0, 2)
     if lines <= 0:
         return end
     pos, count = end, 0
-    while pos > 0:
-        step = min(_BLOCK, pos)
+    while pos > first:
+        step = min(_BLOCK, pos - first)
         pos -= step
         f.seek(pos)
         block = f.read(step)
@@ -262,21 +282,23 @@ def _tail_offset(f: Any, lines: int) -> int:
                 count += 1
                 if count == lines:
                     return pos + i + 1
-    return 0
+    return first
 
 
 def _line_start(f: Any, offset: int) -> int:
-    """The start of the line holding the byte at ``offset``: just after the newline before it (0 if none)."""
-    pos = offset
-    while pos > 0:
-        step = min(_BLOCK, pos)
+    """The start of the line holding the byte at ``offset``: just after the newline before it (the first byte
+    kept if none)."""
+    first = f.seek(0)
+    pos = max(offset, first)
+    while pos > first:
+        step = min(_BLOCK, pos - first)
         f.seek(pos - step)
         block = f.read(step)
         i = block.rfind(b"\n")
         if i >= 0:
             return pos - step + i + 1
         pos -= step
-    return 0
+    return first
 
 
 def _status_of(pod: dict[str, Any], container: str) -> dict[str, Any]:

@@ -27,3 +27,5 @@ class KubeletOptions:
     pod_pids_limit: int = 4096                        # processes (threads) per pod; <= 0: unlimited
     private_paths: Callable[[], Iterable[str]] = lambda: ()   # the cluster's own files: hidden from containers
     capacity: Mapping[str, str] = field(default_factory=dict)  # --capacity: replaces the machine's (node.py)
+    container_log_max_size: int = 10 * 1024 * 1024    # the kubelet's containerLogMaxSize: a log file rotates past it
+    container_log_max_files: int = 5                  # ... containerLogMaxFiles: files kept per container instance

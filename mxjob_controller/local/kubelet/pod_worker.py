@@ -1,7 +1,8 @@
 """One pod bound to the local node, run from start to end on its own thread (``kubelet-pod-<ns>/<name>``).
 
 The lifecycle, as a kubelet runs it:
-0. admission: each container's GPUs (``devices.py``), held until the pod ends; when they are not free, the pod is
+0. admission: what the node cannot honour (``pod_admission.py``: rejected, ``UnsupportedPodSpec``); each
+   container's GPUs (``devices.py``), held until the pod ends; when they are not free, the pod is
    rejected as kube's kubelet rejects it (``Failed``, ``UnexpectedAdmissionError``) and nothing of it runs;
 1. init containers one at a time, in order; one that fails is restarted (back-off below) unless the pod's
    ``restartPolicy`` is ``Never``, which fails the pod;
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mxjob_controller.kube.timefmt import now_rfc3339, parse_time, rfc3339
-from mxjob_controller.local.kubelet import reported_status
+from mxjob_controller.local.kubelet import pod_admission, reported_status
 from mxjob_controller.local.kubelet.container_env import (
     ContainerConfigError,
     NoCommandError,
@@ -65,6 +66,10 @@ _IDLE_WAKE = 5.0          # longest sleep between turns when no timer is due
 _FINAL_WRITE = 30.0       # seconds a pod's last status write is retried (the API server may be failing)
 _KEPT_INSTANCES = 2       # log files kept per container: the current instance and the previous one
 GRACE_PERIOD_CAPPED = "GracePeriodCapped"   # the event saying a pod's grace period was cut to max_grace_period
+
+
+class _UnsupportedError(Exception):
+    reason = pod_admission.REASON
 
 
 # --- what a worker needs of its node ----------------------------------------------------------------------------
@@ -225,9 +230,12 @@ class PodWorker:
         or the pod rejected as kube rejects it (a Warning event, then ``Failed`` with the reason and "Pod was
         rejected: …", the kubelet's conditions gone with the status it replaces)."""
         pod = self._current()
+        refused = pod_admission.refusals(pod)   # the API server refuses these: a pod that got here some other way
         try:
+            if refused:
+                raise _UnsupportedError(pod_admission.message(refused))
             self._devices = self.kubelet.devices.admit(self.uid, pod)
-        except DevicesUnavailableError as e:
+        except (DevicesUnavailableError, _UnsupportedError) as e:
             log.warning("pod %s/%s: rejected at admission: %s", self.namespace, self.name, e)
             self.kubelet.events.event(ObjectReference.of(pod, "v1", "Pod"), WARNING, e.reason, str(e))
             self._rejected = {"phase": reported_status.FAILED, "reason": e.reason,

@@ -8,35 +8,45 @@ at the cost of one interpreter start per container.
 
 Each container gets (``sandbox_init.py`` builds it):
 
+- a user namespace of its pod's (kube's ``hostUsers: false``): uid 0 inside is an unprivileged host user
+  (``security_context.py``: a block of host ids per pod when ``local up`` is root, else ``local up``'s own user),
+  and the capabilities a container runtime gives (containerd's default set, as ``securityContext.capabilities``
+  changes it) count only inside the pod's own namespaces;
 - a PID namespace of its own whose init dies with ``local up`` (even by SIGKILL) and takes every process of the
-  container with it when the main process ends (``setsid`` cannot escape);
-- a mount namespace where ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are private (empty at start), the cluster's own
-  files (TLS material, kubeconfigs, token directories, audit log, the kubelet's logs) are covered, and the
-  container's working directory is bound back when a private directory covered it;
+  container with it when the main process ends (``setsid`` cannot escape); IPC and UTS namespaces of its own (the
+  hostname is the pod's);
+- a ``/dev`` of its own (the runtime's default devices, the GPUs', a devpts of its own: no disk, no kernel log);
+- a mount namespace where every host file is read-only (the checkout, ``.venv``, ``/etc``, the working directory),
+  but for the pod's own places (``pod_places.py``: ``/tmp`` and ``/var/tmp``, kept across its containers'
+  restarts) and a private ``/dev/shm`` and ``/run/lock``; the cluster's own files (TLS material, kubeconfigs,
+  token directories, audit log, the kubelet's logs and the pods' places) are covered. The mounts are made in an
+  outer namespace the pod does not own: in the pod's they are locked, so no capability it holds can take a cover
+  off or make a mount writable;
 - its user: ``securityContext.runAsUser``/``runAsGroup``/``supplementalGroups``/``fsGroup`` as kube resolves them,
-  else the default (nobody, 65534:65534, when ``local up`` runs as root; else ``local up``'s own user, seen inside
-  as the one asked for through a user namespace); ``runAsNonRoot`` refused as the kubelet refuses it. Folders the
-  user cannot pass through on the way to this interpreter (a root-only home) are covered and the interpreter's
-  installation bound back, so ``python`` works for every user;
+  else the default (nobody, 65534:65534, when ``local up`` runs as root; else ``local up``'s own user);
+  ``runAsNonRoot`` refused as the kubelet refuses it. Folders the user cannot pass through on the way to this
+  interpreter (a root-only home) are covered and the interpreter's installation bound back, so ``python`` works
+  for every user;
+- ``seccompProfile: RuntimeDefault`` as the runtime's default filter (``security_context.py``);
+  ``allowPrivilegeEscalation: false`` as ``no_new_privs``; ``readOnlyRootFilesystem`` as read-only ``/tmp``,
+  ``/var/tmp`` and ``/run/lock`` too (``/dev/shm`` stays writable, as in a container);
 - cgroup limits (``cgroups.py``) where a hierarchy is writable.
 
 Off (``--no-sandbox``, or where namespaces cannot be made): containers are process groups of ``local up``'s user
-(root switches to a ``runAsUser`` all the same), nothing is hidden, no limit is enforced, and ``local up`` says so.
+(root switches to a ``runAsUser`` all the same), nothing is hidden, no limit is enforced, and
+``local up`` says so.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import marshal
 import os
 import pwd
 import select
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,65 +54,39 @@ from pathlib import Path
 from typing import Any
 
 from mxjob_controller.local.kubelet.cgroups import CONTROLLERS, CgroupTree, ContainerCgroup, container_limits
-from mxjob_controller.local.kubelet.container_env import ContainerConfigError
+from mxjob_controller.local.kubelet.pod_places import PodKey, PodPlaces, own_temp_dir, remove_tree
+from mxjob_controller.local.kubelet.security_context import (
+    NOBODY,
+    RunAs,
+    capability_mask,
+    check_mappable,
+    host_user,
+    id_maps,
+    pod_ref,
+    run_as,
+    runtime_default_filter,
+    seccomp_profile,
+)
 
 log = logging.getLogger(__name__)
 
 INIT_SCRIPT = Path(__file__).with_name("sandbox_init.py")
-PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
-NOBODY = (65534, 65534)
+#: Read once, with this module: the kubelet runs this text, never a file at each start.
+INIT_SOURCE = INIT_SCRIPT.read_text(encoding="utf-8")
+#: Folders a container gets of its own: the first two are its pod's places, the others a private tmpfs each.
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+TMPFS_DIRS = (("/dev/shm", "64m"), ("/run/lock", "5m"))   # sizes as containerd's /dev/shm and systemd's /run/lock
+#: The host's device nodes a container sees (as a runtime's default devices), and the GPUs' (``nvidia*``: the
+#: kubelet gives GPUs by environment, see devices.py, so their nodes are there for every container).
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 DEFAULT_POD_PIDS = 4096
 _PROBE_TIMEOUT = 10.0
 _START_TIMEOUT = 30.0     # seconds the sandbox may take to start a command
 
-
-# --- pure: who a container runs as, what it sees ----------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class RunAs:
-    uid: int
-    gid: int
-    groups: tuple[int, ...] = ()
+__all__ = ["NOBODY", "RunAs", "Sandbox", "SandboxConfig", "launch", "pod_ref", "run_as"]
 
 
-def pod_ref(pod: Mapping[str, Any]) -> str:
-    """The kubelet's ``format.Pod``: ``name_namespace(uid)``."""
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})"
-
-
-def run_as(pod: Mapping[str, Any], container: Mapping[str, Any], default: tuple[int, int],
-           primary_gid: Callable[[int], int | None] = lambda _uid: None) -> RunAs:
-    """The user, group and supplementary groups of ``container``: its ``securityContext`` over the pod's, else
-    ``default`` (the image's user, as it were). A ``runAsUser`` without ``runAsGroup`` gets the user's primary
-    group where this machine knows the user, else 0 (as a runtime reads the image's ``/etc/passwd``).
-    ``runAsNonRoot`` is checked as the kubelet's ``verifyRunAsNonRoot`` checks it: ContainerConfigError."""
-    pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
-    sc = container.get("securityContext") or {}
-
-    def pick(key: str) -> Any:
-        return sc[key] if sc.get(key) is not None else pod_sc.get(key)
-
-    uid, gid, non_root = pick("runAsUser"), pick("runAsGroup"), pick("runAsNonRoot")
-    name = container.get("name") or ""
-    if non_root:
-        if uid is not None and uid == 0:
-            raise ContainerConfigError(f"container's runAsUser breaks non-root policy (pod: {json.dumps(pod_ref(pod))}"
-                                       f", container: {name})")
-        if uid is None and default[0] == 0:
-            raise ContainerConfigError(f"container has runAsNonRoot and image will run as root (pod: "
-                                       f"{json.dumps(pod_ref(pod))}, container: {name})")
-    if uid is None:
-        uid = default[0]
-        gid = default[1] if gid is None else gid
-    elif gid is None:
-        gid = primary_gid(uid)
-        gid = 0 if gid is None else gid
-    groups = [int(g) for g in pod_sc.get("supplementalGroups") or () if isinstance(g, int)]
-    if isinstance(pod_sc.get("fsGroup"), int):
-        groups.append(pod_sc["fsGroup"])
-    return RunAs(int(uid), int(gid), tuple(dict.fromkeys(groups)))
-
+# --- pure: what a container sees ------------------------------------------------------------------------------
 
 def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
@@ -124,10 +108,10 @@ def hidden_from(path: str, private: Iterable[str]) -> bool:
 def mount_plan(cwd: str, private: Iterable[tuple[str, bool]], private_dirs: Iterable[str] = PRIVATE_DIRS,
                needed: Iterable[tuple[str, str | None]] = ()) -> MountPlan:
     """What to cover and what to bind back for a container starting in ``cwd`` (absolute, resolved, not hidden);
-    ``private``: the cluster's own paths, each with whether it is a directory; ``needed``: (folder, the ancestor of
-    it the container's user cannot pass through, or None), e.g. this interpreter's installation under a private
-    home or in ``/tmp``."""
-    private = list(private)
+    ``private``: the cluster's own paths, each with whether it is a directory (each once, however often it is
+    named); ``needed``: (folder, the ancestor of it the container's user cannot pass through, or None), e.g. this
+    interpreter's installation under a private home or in ``/tmp``."""
+    private = list(dict.fromkeys(private))
     needed = list(needed)
     binds = [cwd for d in private_dirs if _within(cwd, d) and cwd != d][:1] + [path for path, _blocked in needed]
     return MountPlan(hide_dirs=tuple(p for p, is_dir in private if is_dir),
@@ -136,7 +120,7 @@ def mount_plan(cwd: str, private: Iterable[tuple[str, bool]], private_dirs: Iter
 
 
 def blocked_ancestor(path: str, user: RunAs, stat: Callable[[str], os.stat_result] = os.stat) -> str | None:
-    """The first folder on the way to ``path`` that ``user`` may not pass through (no search permission), or None."""
+    """The first folder on the way to ``path`` that ``user`` (host ids) may not pass through, or None."""
     if user.uid == 0:
         return None
     groups = {user.gid, *user.groups}
@@ -158,6 +142,14 @@ def blocked_ancestor(path: str, user: RunAs, stat: Callable[[str], os.stat_resul
     return None
 
 
+def read_only_root(container: Mapping[str, Any]) -> bool:
+    return bool((container.get("securityContext") or {}).get("readOnlyRootFilesystem"))
+
+
+def no_new_privs(container: Mapping[str, Any]) -> bool:
+    return (container.get("securityContext") or {}).get("allowPrivilegeEscalation") is False
+
+
 # --- I/O ----------------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -166,8 +158,9 @@ class SandboxConfig:
     default_user: tuple[int, int] | None = None    # None: nobody when root, else our own user
     pod_pids_limit: int = DEFAULT_POD_PIDS          # <= 0: no limit
     private_paths: Callable[[], Iterable[str]] = field(default=lambda: ())
-    # Folders every container sees as on this machine even inside a private /tmp: the kubelet's --workdir, which is
-    # shared by every pod like a hostPath (a checkout cloned under /tmp, as CI does, holds the jobs' scripts).
+    # Folders every container sees (read-only) as on this machine even inside a private /tmp: the kubelet's
+    # --workdir, which every pod starts in when its workingDir does not exist (a checkout cloned under /tmp, as CI
+    # does, holds the jobs' scripts).
     shared_dirs: tuple[str, ...] = ()
 
 
@@ -177,24 +170,27 @@ class Sandbox:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
         self.root = os.geteuid() == 0
-        own = (os.geteuid(), os.getegid())
-        wanted = config.default_user or (NOBODY if self.root else own)
+        self.own = (os.geteuid(), os.getegid())
+        wanted = config.default_user or (NOBODY if self.root else self.own)
         self.namespaces = False
         self.why_not = "turned off (--no-sandbox)" if not config.enabled else ""
         self.cgroups: CgroupTree | None = None
         self.cgroups_missing: dict[str, str] = {}
-        self._scratch = ""
+        self._scratch: Path | None = None
+        self.places: PodPlaces | None = None
         self.hide_source = ""          # an empty file mode 000: what a hidden file shows
         if config.enabled:
             self.why_not = _probe(wanted)
             self.namespaces = not self.why_not
             if self.namespaces:
                 self.cgroups, self.cgroups_missing = CgroupTree.open(config.pod_pids_limit)
-                self._scratch = tempfile.mkdtemp(prefix="mxjob-sandbox-")
-                self.hide_source = os.path.join(self._scratch, "hidden")
+                self._scratch = own_temp_dir("sandbox")
+                self.hide_source = str(self._scratch / "hidden")
                 os.close(os.open(self.hide_source, os.O_CREAT | os.O_WRONLY, 0o000))
+                (self._scratch / "pods").mkdir(mode=0o700)
+                self.places = PodPlaces(self._scratch / "pods", self.root)
         # Without the sandbox, nothing makes this interpreter reachable to another user: containers keep ours.
-        self.default_user = wanted if self.namespaces else (config.default_user or own)
+        self.default_user = wanted if self.namespaces else (config.default_user or self.own)
         if not self.namespaces:
             self.cgroups_missing = {c: "the sandbox is off" for c in CONTROLLERS}
 
@@ -207,11 +203,14 @@ class Sandbox:
         user = f"uid {self.default_user[0]}, gid {self.default_user[1]} unless securityContext says otherwise"
         if self.default_user == NOBODY and self.root:
             user = "nobody (65534:65534) unless securityContext says otherwise"
-        elif not self.root:
-            user += " (local up's own user, seen inside as the runAsUser asked for: a user namespace)"
+        mapped = "a block of 65536 host ids of its own, above the host's users" if self.root else \
+            f"local up's own user (uid {self.own[0]}: without root no other id can be mapped)"
         enforced = sorted(self.cgroups.hierarchies) if self.cgroups else []
         lines = ["Pod sandbox: each container in its own PID and mount namespace (private /tmp, cluster files "
                  "hidden), dies with its pod and with local up",
+                 f"  user namespace per pod: root in a pod is {mapped}; containerd's default capabilities, "
+                 "honoured only inside it",
+                 "  host files read-only (the working directory too); a pod writes to its own /tmp and /var/tmp",
                  f"  containers run as {user}"]
         for controller in CONTROLLERS:
             if controller in enforced and self.cgroups is not None:
@@ -239,12 +238,16 @@ class Sandbox:
     def prepare(self, pod: Mapping[str, Any], container: Mapping[str, Any], instance: int, argv: list[str],
                 env: dict[str, str], cwd: str) -> tuple[dict[str, Any] | None, RunAs, ContainerCgroup | None]:
         """The spec ``sandbox_init.py`` runs (None with the sandbox off), the user, and the instance's cgroups.
-        Raises ContainerConfigError for what the kubelet refuses (``runAsNonRoot``)."""
+        Raises ContainerConfigError for what the kubelet refuses (``runAsNonRoot``, an id the pod's user namespace
+        cannot map)."""
         user = self.user_of(pod, container)
         if user.uid != os.geteuid() and env.get("HOME") == os.environ.get("HOME"):
             env = {**env, "HOME": _home_of(user.uid)}
-        if not self.namespaces:
+        if not self.namespaces or self.places is None:
             return None, user, None
+        if self.root:
+            check_mappable(pod, container, user)
+        folder, block = self.places.of(pod)
         cgroup = None
         if self.cgroups is not None and self.cgroups.hierarchies:
             meta = pod.get("metadata") or {}
@@ -252,23 +255,34 @@ class Sandbox:
                                             container_limits(container))
         private = [(p, os.path.isdir(p)) for p in self._private() if os.path.exists(p)]
         real_cwd = os.path.realpath(cwd)
+        on_host = host_user(self.root, block, user, self.own)
         needed: list[tuple[str, str | None]] = []
         # The interpreter on the containers' PATH, wherever it is installed: bound back into a private /tmp, or
         # through a folder the user may not pass.
-        for folder in dict.fromkeys(os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)):
-            blocked = blocked_ancestor(folder, user) if self.root else None
-            if any(_within(folder, d) for d in PRIVATE_DIRS):
-                needed.append((folder, None))
-            elif blocked is not None and blocked != folder:
-                needed.append((folder, blocked))
-        for folder in dict.fromkeys(os.path.realpath(p) for p in self.config.shared_dirs):
-            in_private_dir = any(_within(folder, d) and folder != d for d in PRIVATE_DIRS)
-            if in_private_dir and not hidden_from(folder, self._private()):
-                needed.append((folder, None))
+        for folder_ in dict.fromkeys(os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)):
+            blocked = blocked_ancestor(folder_, on_host) if self.root else None
+            if any(_within(folder_, d) for d in PRIVATE_DIRS):
+                needed.append((folder_, None))
+            elif blocked is not None and blocked != folder_:
+                needed.append((folder_, blocked))
+        for shared in dict.fromkeys(os.path.realpath(p) for p in self.config.shared_dirs):
+            in_private_dir = any(_within(shared, d) and shared != d for d in PRIVATE_DIRS)
+            if in_private_dir and not hidden_from(shared, self._private()):
+                needed.append((shared, None))
         plan = mount_plan(real_cwd, private, needed=needed)
-        no_new_privs = (container.get("securityContext") or {}).get("allowPrivilegeEscalation") is False
-        return {**_spec_of(argv, env, real_cwd, user, cgroup, plan), "hide_source": self.hide_source,
-                "no_new_privs": no_new_privs}, user, cgroup
+        uid_map, gid_map = id_maps(self.root, block, user)
+        spec = {**_spec_of(argv, env, real_cwd, user, cgroup, plan, self.places.writable_dirs(folder)),
+                "hide_source": self.hide_source, "no_new_privs": no_new_privs(container),
+                "capabilities": capability_mask(container), "read_only_root": read_only_root(container),
+                "seccomp": runtime_default_filter(capability_mask(container), os.uname().machine)
+                if seccomp_profile(pod, container) == "RuntimeDefault" else None,
+                "uid_map": uid_map, "gid_map": gid_map,
+                "hostname": (pod.get("spec") or {}).get("hostname") or (pod.get("metadata") or {}).get("name")}
+        return spec, user, cgroup
+
+    def host_path(self, pod: Mapping[str, Any], inside: str) -> Path | None:
+        """Where on this machine a pod's file under its /tmp or /var/tmp is (None: not there, or no sandbox)."""
+        return self.places.host_path(pod, inside) if self.places is not None else None
 
     def container_ended(self, cgroup: ContainerCgroup | None) -> bool:
         """After an instance's exit: whether the OOM killer killed one of its processes; its cgroups removed."""
@@ -282,26 +296,40 @@ class Sandbox:
         if self.cgroups is not None:
             self.cgroups.remove_pod(uid)
 
+    def release_places(self, keep: Callable[[PodKey], bool]) -> None:
+        """Remove the places of the pod identities ``keep`` says no pod will come back to."""
+        if self.places is not None:
+            self.places.release(keep)
+
     def close(self) -> None:
         if self.cgroups is not None:
             self.cgroups.close()
-        if self._scratch:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+        if self._scratch is not None:
+            remove_tree(self._scratch)
 
     def _private(self) -> list[str]:
-        return [os.path.realpath(p) for p in self.config.private_paths() if p]
-
+        paths = [os.path.realpath(p) for p in self.config.private_paths() if p]
+        if self._scratch is not None:
+            paths.append(str(self._scratch))
+        return list(dict.fromkeys(paths))
 
 
 @functools.cache
 def _probe(user: tuple[int, int]) -> str:
-    """Start one sandboxed ``true`` as ``user`` (once per process): '' if it worked, else why not."""
+    """Start one sandboxed ``true`` as ``user`` (once per process), with every step a container's start takes: ''
+    if it worked, else why not."""
+    scratch = own_temp_dir("sandbox")
     try:
-        spec = _spec_of(["true"], {"PATH": os.defpath}, "/", RunAs(*user), None, MountPlan((), (), ()))
+        places = [(inside, str(scratch)) for inside in PRIVATE_DIRS[:2]]
+        spec = {**_spec_of(["true"], {"PATH": os.defpath}, "/", RunAs(*user), None, MountPlan((), (), ()), places),
+                "capabilities": capability_mask({}),
+                **dict(zip(("uid_map", "gid_map"), id_maps(os.geteuid() == 0, 1, RunAs(*user)), strict=True))}
         proc = launch(spec, subprocess.DEVNULL)
         code = proc.wait(_PROBE_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"namespaces cannot be made here ({getattr(e, 'strerror', None) or e})"
+    finally:
+        remove_tree(scratch)
     return "" if code == 0 else f"namespaces cannot be made here (probe exited {code})"
 
 
@@ -311,7 +339,7 @@ def launch(spec: dict[str, Any], stdout: Any) -> subprocess.Popen:
     spec_r, spec_w = os.pipe()
     status_r, status_w = os.pipe()
     try:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", str(INIT_SCRIPT), str(spec_r)], env={},
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", INIT_SOURCE, str(spec_r)], env={},
                                 stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True, pass_fds=(spec_r, status_w), cwd="/")
     finally:
@@ -337,15 +365,26 @@ def launch(spec: dict[str, Any], stdout: Any) -> subprocess.Popen:
 
 
 def _spec_of(argv: list[str], env: dict[str, str], cwd: str, user: RunAs, cgroup: ContainerCgroup | None,
-             plan: MountPlan) -> dict[str, Any]:
+             plan: MountPlan, writable_dirs: list[tuple[str, str]]) -> dict[str, Any]:
     """What ``sandbox_init.py`` reads: the command and how to build its sandbox."""
     root = os.geteuid() == 0
-    return {"argv": list(argv), "env": env, "cwd": cwd, "parent_pid": os.getpid(), "userns": not root,
-            "uid": user.uid, "gid": user.gid, "groups": list(user.groups), "switch_user": root,
-            "host_uid": os.geteuid(), "host_gid": os.getegid(), "mount_proc": True,
-            "private_dirs": list(PRIVATE_DIRS), "covers": list(plan.covers), "hide_dirs": list(plan.hide_dirs),
-            "hide_files": list(plan.hide_files), "binds": list(plan.binds),
+    return {"argv": list(argv), "env": env, "cwd": cwd, "parent_pid": os.getpid(), "outer_userns": not root,
+            "uid": user.uid, "gid": user.gid, "groups": list(user.groups), "set_groups": root,
+            "host_uid": os.geteuid(), "host_gid": os.getegid(),
+            "writable_dirs": writable_dirs, "private_dirs": list(TMPFS_DIRS), "dev_nodes": _dev_nodes(),
+            "writable_when_read_only": ["/dev/shm"], "covers": list(plan.covers),
+            "hide_dirs": list(plan.hide_dirs), "hide_files": list(plan.hide_files), "binds": list(plan.binds),
             "cgroup_procs": cgroup.procs_files if cgroup is not None else []}
+
+
+@functools.cache
+def _dev_nodes() -> list[str]:
+    try:
+        gpus = sorted(name for name in os.listdir("/dev") if name.startswith("nvidia") and
+                      not os.path.isdir(os.path.join("/dev", name)))
+    except OSError:
+        gpus = []
+    return [*DEV_NODES, *gpus]
 
 
 def _read_until_closed(fd: int, timeout: float) -> str | None:
@@ -378,4 +417,3 @@ def _home_of(uid: int) -> str:
         return pwd.getpwuid(uid).pw_dir or "/"
     except KeyError:
         return "/"
-

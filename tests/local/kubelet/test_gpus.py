@@ -129,7 +129,7 @@ def test_a_restarted_container_keeps_its_devices(gpus):
     kube, _kubectl, folder = gpus
     assert kube.post(PODS, gpu_pod("first", 2, show_then_wait(folder / "first-done"))).ok
     assert devices(seen(kube, "first")) == {"0", "1"}
-    flaky = gpu_pod("flaky", 2, show_then_wait(folder / "flaky-go", fail_first=folder / "flaky-ran"),
+    flaky = gpu_pod("flaky", 2, show_then_wait(folder / "flaky-go", fail_first=Path("/tmp/flaky-ran")),
                     restart_policy="OnFailure")
     assert kube.post(PODS, flaky).ok
     held = devices(seen(kube, "flaky"))

@@ -24,6 +24,7 @@ from tests.local_support import (
     local_cluster,
     namespace_processes,
     pid_alive,
+    pod_file,
     pod_path,
     script_pod,
     wait_phase,
@@ -95,26 +96,25 @@ sys.exit(0 if n >= {succeed_at} else 1)
 """
 
 
-def test_on_failure_restarts_in_place_with_restart_count(local, tmp_path):
-    _cluster, kube, kubectl = local
-    marker = tmp_path / "attempts"
-    assert kube.post(PODS, script_pod("p", FLAKY.format(marker=str(marker), succeed_at=3),
+def test_on_failure_restarts_in_place_with_restart_count(local):
+    cluster, kube, kubectl = local
+    # In the pod's own /tmp, which its containers' restarts keep.
+    assert kube.post(PODS, script_pod("p", FLAKY.format(marker="/tmp/attempts", succeed_at=3),
                                       restart_policy="OnFailure")).ok
     pod = wait_phase(kube, "p", "Succeeded")
     status = container_status(pod)
-    assert status["restartCount"] == 2 and marker.read_text() == "3"
+    assert status["restartCount"] == 2 and pod_file(cluster, "p", "/tmp/attempts").read_text() == "3"
     assert status["state"]["terminated"]["exitCode"] == 0
     assert status["lastState"]["terminated"]["exitCode"] == 1
     assert kubectl.ok("logs", "p") == "attempt 3\n"
     assert kubectl.ok("logs", "p", "--previous") == "attempt 2\n"
 
 
-def test_never_does_not_restart(local, tmp_path):
-    _cluster, kube, _kubectl = local
-    marker = tmp_path / "attempts"
-    assert kube.post(PODS, script_pod("p", FLAKY.format(marker=str(marker), succeed_at=3))).ok
+def test_never_does_not_restart(local):
+    cluster, kube, _kubectl = local
+    assert kube.post(PODS, script_pod("p", FLAKY.format(marker="/tmp/attempts", succeed_at=3))).ok
     pod = wait_phase(kube, "p", "Failed")
-    assert container_status(pod)["restartCount"] == 0 and marker.read_text() == "1"
+    assert container_status(pod)["restartCount"] == 0 and pod_file(cluster, "p", "/tmp/attempts").read_text() == "1"
 
 
 def test_always_restarts_with_crash_loop_back_off(tmp_path):
@@ -148,16 +148,17 @@ time.sleep(300)
 
 
 @pytest.mark.parametrize("ignores_sigterm", [False, True])
-def test_graceful_deletion_kills_the_whole_process_tree(local, tmp_path, ignores_sigterm):
-    _cluster, kube, _kubectl = local
-    pids_file = tmp_path / "pids"
+def test_graceful_deletion_kills_the_whole_process_tree(local, ignores_sigterm):
+    cluster, kube, _kubectl = local
     ignore = "signal.signal(signal.SIGTERM, signal.SIG_IGN)" if ignores_sigterm else ""
-    body = script_pod("tree", TREE.format(ignore=ignore, pids=str(pids_file)))
+    body = script_pod("tree", TREE.format(ignore=ignore, pids="/tmp/pids"))
     body["spec"]["terminationGracePeriodSeconds"] = 1
     assert kube.post(PODS, body).ok
     # The file exists before its text is in it (CI read it empty and found no process): wait for the whole "pid:[n]".
-    namespace = wait_for(lambda: pids_file.exists() and pids_file.read_text().endswith("]") and pids_file.read_text(),
-                         timeout=20, what="the process tree")
+    def recorded() -> str:
+        pids_file = pod_file(cluster, "tree", "/tmp/pids")
+        return pids_file.read_text() if pids_file.exists() and pids_file.read_text().endswith("]") else ""
+    namespace = wait_for(recorded, timeout=20, what="the process tree")
     assert namespace != os.readlink("/proc/self/ns/pid"), "the container has a PID namespace of its own"
     pids = namespace_processes(namespace)
     assert len(pids) >= 4, "the sandbox's init, the container's process, its child and grandchild"

@@ -10,6 +10,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,8 +24,10 @@ from tests.local_support import (
     boot_seconds,
     container_status,
     get_pod,
+    job_editor,
     local_cluster,
     namespace_processes,
+    pod_file,
     pod_path,
     script_pod,
     wait_phase,
@@ -71,11 +74,7 @@ def test_a_job_editor_cannot_read_the_clusters_credentials_nor_other_pods(tmp_pa
     try:
         admin_kubeconfig = cluster.server.write_kubeconfig(tmp_path / "kubeconfig")   # in the pods' own folder
         kubectl = Kubectl(admin_kubeconfig, tmp_path / "kubectl-cache")
-        kubectl.ok("apply", "-f", str(ROOT / "manifests" / "rbac" / "user_roles.yaml"))
-        kubectl.ok("create", "namespace", "team")
-        kubectl.ok("create", "serviceaccount", "editor", "-n", "team")
-        kubectl.ok("create", "rolebinding", "editor", "-n", "team", "--clusterrole", "kubeflow-mxjobs-edit",
-                   "--serviceaccount", "team:editor")
+        job_editor(kubectl)
         admin = Kube(cluster.server.url, token=cluster.server.admin_token, ca_file=cluster.server.ca_file)
         editor = Kube(cluster.server.url, token=cluster.server.issue_service_account_token("team", "editor"),
                       ca_file=cluster.server.ca_file)
@@ -118,24 +117,26 @@ def test_a_job_editor_cannot_read_the_clusters_credentials_nor_other_pods(tmp_pa
         assert cluster.stop(20.0)
 
 
-def test_setsid_cannot_escape_the_pod(local, tmp_path):
-    _cluster, kube, _kubectl = local
+def test_setsid_cannot_escape_the_pod(local):
+    cluster, kube, _kubectl = local
     escape = ("import os, pathlib, subprocess, sys, time\n"
               "subprocess.Popen(['setsid', 'sleep', '1000'])\n"
-              f"pathlib.Path(os.environ['HOSTNAME']).write_text({PID_NAMESPACE})\n"
+              f"pathlib.Path('/tmp', os.environ['HOSTNAME']).write_text({PID_NAMESPACE})\n"
               "time.sleep(float(sys.argv[1]))\n")
     for name, stay in (("exits", "0.5"), ("stays", "300")):
         pod = script_pod(name, escape)
         pod["spec"]["containers"][0]["command"].append(stay)
         assert kube.post(PODS, pod).ok
     def written(name: str) -> bool:   # the file exists before its text is in it
-        return (tmp_path / name).exists() and bool((tmp_path / name).read_text())
+        record = pod_file(cluster, name, f"/tmp/{name}")
+        return record.exists() and bool(record.read_text())
     wait_for(lambda: written("exits") and written("stays"), timeout=30, what="both up")
-    stays = (tmp_path / "stays").read_text()
+    stays = pod_file(cluster, "stays", "/tmp/stays").read_text()
     assert len(namespace_processes(stays)) == 3, "init, the script and setsid's sleep"
     both_up = boot_seconds()   # a namespace's number may go to another test's container once it is gone
     wait_phase(kube, "exits", "Succeeded")
-    assert namespace_processes((tmp_path / "exits").read_text(), both_up) == [], "the sleep outlived its container"
+    exits = pod_file(cluster, "exits", "/tmp/exits").read_text()
+    assert namespace_processes(exits, both_up) == [], "the sleep outlived its container"
     assert kube.delete(pod_path("stays")).ok
     wait_for(lambda: kube.get(pod_path("stays")).status == 404, timeout=30, what="the pod removed")
     assert namespace_processes(stays, both_up) == []
@@ -150,11 +151,14 @@ def test_local_up_killed_by_sigkill_leaves_no_container(tmp_path):
     try:
         wait_for(lambda: kubeconfig.exists() or up.poll() is not None, timeout=60, what="local up's kubeconfig")
         kube = Kube.from_kubeconfig(kubeconfig)
-        sleeper = f"import os, pathlib, time; pathlib.Path('ns').write_text({PID_NAMESPACE}); time.sleep(300)"
+        sleeper = f"import os, time; print({PID_NAMESPACE}, flush=True); time.sleep(300)"
         assert kube.post(PODS, script_pod("sleeper", sleeper)).ok
-        wait_for((tmp_path / "ns").exists, timeout=30, what="the container")
+        def first_line() -> str:
+            reply = kube.get(pod_path("sleeper") + "/log")
+            return str(reply.body or "") if reply.ok and str(reply.body or "").endswith("\n") else ""
+        log = wait_for(first_line, timeout=30, what="the container's first line")
         kube.close()
-        namespace = (tmp_path / "ns").read_text()
+        namespace = log.strip()
         assert namespace_processes(namespace)
     finally:
         up.kill()
@@ -162,6 +166,13 @@ def test_local_up_killed_by_sigkill_leaves_no_container(tmp_path):
     wait_for(lambda: namespace_processes(namespace) == [], timeout=5, what="every container process gone")
     assert "Pod sandbox: each container in its own PID and mount namespace" in output
     assert "memory: limits.memory enforced" in output or "memory: NOT enforced" in output
+    # What it left in the temporary directory (its sandbox, its logs, its TLS folders) goes when the next starts.
+    left = list(Path(tempfile.gettempdir()).glob(f"mxjob-*-{up.pid}-*"))
+    assert {p.name.split(f"-{up.pid}-")[0] for p in left} >= {"mxjob-sandbox", "mxjob-local-logs",
+                                                               "mxjob-apiserver-tls"}, left
+    with LocalCluster(ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
+                                     kubelet_options=KubeletOptions(workdir=str(tmp_path)))):
+        assert not [p for p in left if p.exists()], "the next local cluster removed them"
 
 
 MEMORY_LIMITED = Path("/sys/fs/cgroup/memory").is_dir() or Path("/sys/fs/cgroup/cgroup.controllers").is_file()
@@ -187,34 +198,49 @@ def test_over_its_memory_limit_a_container_is_oom_killed(local):
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 * 1024, "local up's memory grew"
 
 
-def test_an_oom_killed_worker_is_restarted_under_exit_code(local, tmp_path):
+def test_an_oom_killed_worker_is_restarted_under_exit_code(local):
     cluster, kube, _kubectl = local
     if not enforced(cluster, "memory"):
         pytest.skip("no writable memory cgroup here")
-    script = ("import os, pathlib, time\nmarker = pathlib.Path('oom-once')\n"
+    # The worker's /tmp is its own and follows its name: the pod the controller recreates after the OOM kill finds
+    # the mark its predecessor left, and tells the Scheduler (over its port, as ps-lite would) it lives again.
+    script = ("import os, pathlib, socket, time\nmarker = pathlib.Path('/tmp/oom-once')\n"
               "if not marker.exists():\n    marker.write_text('x')\n    blocks = []\n"
               "    while True:\n        blocks.append(bytearray(8 << 20))\n"
-              "pathlib.Path('second-life').write_text('x')\nprint('second life', flush=True)\n")
-    # The Scheduler's success ends an MXJob (default success rule): it and the Server end once the worker lives again.
-    waits_for_the_restart = ("import pathlib, sys, time\ndeadline = time.monotonic() + 120\n"
-                             "while not pathlib.Path('second-life').exists():\n"
-                             "    if time.monotonic() > deadline:\n        sys.exit('no second life within 120 s')\n"
-                             "    time.sleep(0.1)\n")
+              "pathlib.Path('/tmp/second-life').write_text('x')\n"
+              "address = (os.environ['DMLC_PS_ROOT_URI'], int(os.environ['DMLC_PS_ROOT_PORT']))\n"
+              "deadline = time.monotonic() + 60\n"
+              "while True:\n    try:\n        socket.create_connection(address, timeout=5).sendall(b'second life')\n"
+              "        break\n    except OSError:\n        if time.monotonic() > deadline:\n            raise\n"
+              "        time.sleep(0.1)\nprint('second life', flush=True)\n")
+    # The Scheduler's success ends an MXJob (default success rule): it ends once the worker lives again (the Server,
+    # still running, is then stopped).
+    waits_for_the_restart = ("import os, socket, sys\n"
+                             "listener = socket.create_server(('', int(os.environ['DMLC_PS_ROOT_PORT'])))\n"
+                             "listener.settimeout(120)\n"
+                             "while True:\n    peer, _ = listener.accept()\n    peer.settimeout(10)\n"
+                             "    if peer.recv(64) == b'second life':\n"
+                             "        print('heard: second life', flush=True)\n        break\n")
     replica = {"replicas": 1, "restartPolicy": "ExitCode", "template": {"spec": {"containers": [
         {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", script],
          "resources": {"limits": {"memory": "200Mi"}}}]}}}
     scheduler = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
         {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", waits_for_the_restart]}]}}}
+    server = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
+        {"name": "mxnet", "image": "mxnet/python", "command": ["python", "-c", "import time; time.sleep(300)"]}]}}}
+    # cleanPodPolicy None: the worker's pod (and so its places, read below) stays once the job is done.
     job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "oom", "namespace": "default"},
-           "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {"Scheduler": scheduler, "Server": scheduler,
-                                                              "Worker": replica}}}
+           "spec": {"jobMode": "MXTrain", "runPolicy": {"cleanPodPolicy": "None"},
+                    "mxReplicaSpecs": {"Scheduler": scheduler, "Server": server, "Worker": replica}}}
     assert kube.post(MXJOBS.format(ns="default"), job).ok
 
     def succeeded() -> bool:
         conditions = (kube.get(MXJOBS.format(ns="default") + "/oom").body.get("status") or {}).get("conditions")
         return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions or [])
     wait_for(succeeded, timeout=90, what="the job succeeded")
-    assert (tmp_path / "oom-once").exists() and (tmp_path / "second-life").exists()
+    worker = kube.get("/api/v1/namespaces/default/pods/oom-worker-0").body
+    assert pod_file(cluster, worker, "/tmp/oom-once").exists()
+    assert pod_file(cluster, worker, "/tmp/second-life").exists()
 
     def reasons() -> set[tuple[str, str]]:
         items = kube.get("/api/v1/namespaces/default/events").body["items"]
@@ -236,17 +262,18 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / ticks
 
 
-def test_a_cpu_limit_of_500m_holds(local, tmp_path):
+def test_a_cpu_limit_of_500m_holds(local):
     cluster, kube, _kubectl = local
     if not enforced(cluster, "cpu"):
         pytest.skip("no writable cpu cgroup here")
-    spin = (f"import os, pathlib, threading\npathlib.Path('ns').write_text({PID_NAMESPACE})\n"
+    spin = (f"import os, pathlib, threading\npathlib.Path('/tmp/ns').write_text({PID_NAMESPACE})\n"
             "def spin():\n    while True:\n        pass\n"
             "for _ in range(2):\n    threading.Thread(target=spin, daemon=True).start()\nspin()\n")
     pod = script_pod("spin", spin, container={"resources": {"limits": {"cpu": "500m"}}})
     assert kube.post(PODS, pod).ok
-    wait_for((tmp_path / "ns").exists, timeout=30, what="the spinner")
-    pids = namespace_processes((tmp_path / "ns").read_text())
+    record = wait_for(lambda: (r := pod_file(cluster, "spin", "/tmp/ns")).exists() and r.read_text(), timeout=30,
+                      what="the spinner")
+    pids = namespace_processes(record)
     start_cpu, start = cpu_seconds(pids), time.monotonic()
     time.sleep(3.0)   # a measurement window, not a wait for a condition
     used = (cpu_seconds(pids) - start_cpu) / (time.monotonic() - start)
@@ -283,6 +310,27 @@ def test_security_context_as_kube_honours_it(local, pod_sc, container_sc, messag
     want_gid = container_sc.get("runAsGroup", pod_sc.get("runAsGroup", 65534))
     assert (int(uid), int(gid)) == (want_uid, want_gid)
     assert json.loads(groups) == sorted(pod_sc.get("supplementalGroups", []))
+
+
+SYSCALLS = ("import ctypes, os, re\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "def call(nr, *args):\n    done = libc.syscall(nr, *args)\n"
+            "    return 'ok' if done >= 0 else os.strerror(ctypes.get_errno())\n"
+            "mode = re.search(r'Seccomp:\\s+(\\d)', open('/proc/self/status').read()).group(1)\n"
+            "print(mode, call(272, 0x10000000), call(250, 0, 0, 0, 0, 0), flush=True)\n")   # unshare(USER), keyctl
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the runtime's default profile is known for x86_64")
+@pytest.mark.parametrize(("container_sc", "want"), [
+    ({}, "0 ok Invalid argument"),                                              # Unconfined: no filter
+    ({"seccompProfile": {"type": "RuntimeDefault"}}, "2 Operation not permitted Operation not permitted"),
+    ({"seccompProfile": {"type": "RuntimeDefault"}, "capabilities": {"add": ["SYS_ADMIN"]}},
+     "2 ok Operation not permitted"),                                           # SYS_ADMIN unlocks unshare
+])
+def test_seccomp_runtime_default_is_the_runtimes_default_filter(local, container_sc, want):
+    _cluster, kube, _kubectl = local
+    assert kube.post(PODS, script_pod("sc", SYSCALLS, container={"securityContext": container_sc})).ok
+    wait_phase(kube, "sc", "Succeeded")
+    assert kube.get(pod_path("sc") + "/log").body.strip() == want
 
 
 def test_an_image_user_of_root_is_refused_under_run_as_non_root(tmp_path):

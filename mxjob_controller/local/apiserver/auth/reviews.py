@@ -89,10 +89,12 @@ def _answer(rt: ResourceType, spec: Mapping[str, Any], status: dict[str, Any]) -
 
 class Reviews:
     def __init__(self, authorizer: Authorizer, tokens: TokenAuthenticator,
-                 lookup: Callable[[str, str], Mapping[str, Any] | None]) -> None:
+                 lookup: Callable[[str, str], Mapping[str, Any] | None],
+                 objects: Callable[[str, str, str], Mapping[str, Any] | None] = lambda _k, _ns, _n: None) -> None:
         self._authorizer = authorizer
         self._tokens = tokens
         self._lookup = lookup   # (namespace, name) → a ServiceAccount
+        self._objects = objects   # (kind, namespace, name) → a Pod or Secret a token may be bound to
 
     def creators(self) -> dict[str, Callable[[Request], Response]]:
         """Storage key → handler, for ``REST.virtual_creators``."""
@@ -174,9 +176,34 @@ class Reviews:
         spec["expirationSeconds"] = seconds
         spec.setdefault("audiences", list(_AUDIENCES))
         spec.setdefault("boundObjectRef", None)
+        bound = self._bound(namespace, name, spec["boundObjectRef"]) if spec["boundObjectRef"] else None
+        if bound is not None:
+            spec["boundObjectRef"] = {**spec["boundObjectRef"], "uid": bound[2]}
         uid = (account.get("metadata") or {}).get("uid") or ""
-        token = self._tokens.issue_service_account(namespace, name, uid, expiration_seconds=seconds)
+        token = self._tokens.issue_service_account(namespace, name, uid, expiration_seconds=seconds, bound=bound)
         body = {"kind": "TokenRequest", "apiVersion": f"{AUTHENTICATION}/v1",
                 "metadata": {"name": name, "namespace": namespace, "creationTimestamp": now_rfc3339()},
                 "spec": spec, "status": {"token": token, "expirationTimestamp": rfc3339(time.time() + seconds)}}
         return Response(201, json.dumps(body, separators=(",", ":")).encode())
+
+    def _bound(self, namespace: str, account: str, ref: Any) -> tuple[str, str, str]:
+        """(kind, name, uid) of a TokenRequest's ``boundObjectRef``, checked as kube's token registry checks it:
+        a Pod (running as this account) or a Secret of the namespace, that exists, with the uid given if any."""
+        ref = ref if isinstance(ref, Mapping) else {}
+        kind, name = ref.get("kind") or "", ref.get("name") or ""
+        if ref.get("apiVersion", "v1") != "v1" or kind not in ("Pod", "Secret"):
+            raise errors.bad_request(f"cannot bind token to object of type {ref.get('apiVersion') or ''}, "
+                                     f"Kind={kind}")
+        resource = builtin.PODS.resource if kind == "Pod" else builtin.SECRETS.resource
+        found = self._objects(kind, namespace, name)
+        if found is None:
+            raise errors.not_found(resource, name)
+        if kind == "Pod" and ((found.get("spec") or {}).get("serviceAccountName") or "default") != account:
+            raise errors.bad_request(f'cannot bind token for serviceaccount "{account}" to pod running with '
+                                     "different serviceaccount name.")
+        uid = (found.get("metadata") or {}).get("uid") or ""
+        if ref.get("uid") and ref["uid"] != uid:
+            raise errors.conflict(Resource("", kind, kind), name,
+                                  f"the UID in the bound object reference ({ref['uid']}) does not match the UID in "
+                                  "record. The object might have been deleted and then recreated")
+        return kind, name, uid

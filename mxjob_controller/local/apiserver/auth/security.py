@@ -121,14 +121,20 @@ class Security:
         # kube-apiserver resets --anonymous-auth to false under AlwaysAllow: anonymous would then be anything.
         self.anonymous = authorization == RBAC
         self.tls = apiserver_tls(host) if tls else None
-        self.tokens = TokenAuthenticator(self.service_account)
+        self.tokens = TokenAuthenticator(self.service_account, objects=self.bindable)
         self.authorizer = Authorizer(authorization, StorePolicy(store))
-        self.reviews = Reviews(self.authorizer, self.tokens, self.service_account)
+        self.reviews = Reviews(self.authorizer, self.tokens, self.service_account, self.bindable)
         # The kubeconfig's user. Without enforcement no token is needed (none is written).
         self.admin_token = self.tokens.issue_user(ADMIN) if self.enforcing else None
 
     def service_account(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         entry = self.store.get(builtin.SERVICEACCOUNTS.storage_key, (namespace, name))
+        return entry.obj if entry is not None else None
+
+    def bindable(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The Pod or Secret a bound token may live with (tokens.py), or None."""
+        rt = {"Pod": builtin.PODS, "Secret": builtin.SECRETS}.get(kind)
+        entry = self.store.get(rt.storage_key, (namespace, name)) if rt is not None else None
         return entry.obj if entry is not None else None
 
     # --- the filter -----------------------------------------------------------------------------------

@@ -4,10 +4,15 @@ of the local server uses (``localhost``, ``127.0.0.1``, ``::1``, the listening h
 
 from __future__ import annotations
 
+import os
+
 from mxjob_controller.runtime.tls import TLSMaterial
 
 KUBE_DNS_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
 
 
 def apiserver_tls(host: str = "127.0.0.1") -> TLSMaterial:
-    return TLSMaterial(host, KUBE_DNS_NAMES, common_name="kube-apiserver", prefix="mxjob-apiserver-tls-")
+    # The pid in the folder's name: a server killed by SIGKILL leaves it, and the next local up removes it (it
+    # holds no key, but nothing should pile up).
+    return TLSMaterial(host, KUBE_DNS_NAMES, common_name="kube-apiserver",
+                       prefix=f"mxjob-apiserver-tls-{os.getpid()}-")

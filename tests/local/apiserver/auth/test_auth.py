@@ -779,3 +779,29 @@ def test_an_undecodable_review_is_400_an_unknown_media_type_415(apiserver: APISe
     if code == 400:
         assert json.loads(info.value.read())["message"].startswith(
             "the object provided is unrecognized (must be of type SelfSubjectAccessReview)")
+
+
+def test_a_token_bound_to_a_pod_dies_with_the_pod(apiserver: APIServer, kubectl: Kubectl):
+    """Issue 44: bound service-account tokens outlived their pod. As kube's: ``kubectl create token
+    --bound-object-kind Pod`` gives a token that authenticates while that pod (that uid) exists."""
+    apply(kubectl, POLICY)
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ops}\n"
+           "spec: {serviceAccountName: %s, containers: [{name: c, image: x}]}\n")
+    apply(kubectl, pod % "bot")
+    token = kubectl.ok("create", "token", "bot", "-n", "ops", "--bound-object-kind", "Pod",
+                       "--bound-object-name", "p").strip()
+    assert raw(apiserver, "/api/v1/namespaces/default/configmaps", token)[0] == 200
+    kubectl.ok("delete", "pod", "p", "-n", "ops", "--wait=false")
+    wait_for(lambda: kubectl.run("get", "pod", "p", "-n", "ops").returncode != 0, timeout=10, what="the pod gone")
+    assert raw(apiserver, "/version", token) == (401, UNAUTHORIZED), "revoked with its pod"
+    apply(kubectl, pod % "bot")   # the same name again: another pod (uid), which the token was not bound to
+    assert raw(apiserver, "/version", token) == (401, UNAUTHORIZED)
+    missing = kubectl.run("create", "token", "bot", "-n", "ops", "--bound-object-kind", "Pod",
+                          "--bound-object-name", "nope")
+    assert missing.returncode != 0 and 'pods "nope" not found' in missing.stderr
+    apply(kubectl, (pod % "default").replace("name: p,", "name: other,"))
+    other = kubectl.run("create", "token", "bot", "-n", "ops", "--bound-object-kind", "Pod",
+                        "--bound-object-name", "other")
+    assert other.returncode != 0
+    assert 'cannot bind token for serviceaccount "bot" to pod running with different serviceaccount name.' in \
+        other.stderr
