@@ -2,6 +2,7 @@
 
 - :class:`GoDuration`: Go's ``time.ParseDuration`` syntax (``12h``, ``1h30m``, ``90s``, ``500ms``; a bare number
   other than ``0`` needs a unit), to seconds.
+- :class:`DurationOrSeconds`: a Go duration, or a bare number of seconds (``local run --timeout``).
 - :func:`go_bool_option`: a boolean flag Go-style: ``--leader-elect``, ``--leader-elect=true``,
   ``--json-log-format=false`` (click's own boolean flags refuse ``=value``).
 - :class:`NamespaceList`: one or more namespaces, repeated or comma/space separated, each a valid namespace name.
@@ -64,6 +65,16 @@ class GoDuration(click.ParamType):
         if seconds < 0:
             self.fail(f"{value!r} is negative", param, ctx)
         return seconds
+
+
+class DurationOrSeconds(GoDuration):
+    """A Go duration (``5m``, ``1h30m``) or, as scripts written for a seconds flag give it, a bare number of
+    seconds (``240``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, str) and re.fullmatch(r"\d+(\.\d*)?", value.strip()):
+            return float(value)
+        return super().convert(value, param, ctx)
 
 
 class NamespaceList(click.ParamType):

@@ -7,12 +7,14 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 import yaml
 
+from mxjob_controller.cli.flag_types import DurationOrSeconds
 from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.apiserver.http.faults import FaultRule, parse_rule
 from mxjob_controller.local.apiserver.http.flowcontrol import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
@@ -22,6 +24,7 @@ from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
 from mxjob_controller.local.kubelet.devices import GPU_RESOURCE, GpuSpecError, detect_nvidia_gpus, parse_gpus
 from mxjob_controller.local.kubelet.node import CapacityError, parse_capacity
 from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.local.submission import VALIDATE
 from mxjob_controller.logs import setup_logging
 
 log = logging.getLogger(__name__)
@@ -58,7 +61,8 @@ def local() -> None:
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port).")
 @click.option("--kubeconfig-out", default=DEFAULT_KUBECONFIG, show_default=True, type=click.Path(dir_okay=False),
-              help="Where to write a kubeconfig for this server (written atomically once it is ready).")
+              help="Where to write a kubeconfig for this server (written atomically once it is ready; removed at "
+                   "the end). A path another running local cluster holds is refused.")
 @click.option("--no-crds", is_flag=True, help="Do not apply the project's CRDs at start.")
 @click.option("--bookmark-interval", default=60.0, show_default=True, type=click.FloatRange(min=0.05),
               help="Seconds between watch bookmarks.")
@@ -160,6 +164,12 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     if service_account is not None and not tls:
         raise click.UsageError("--serviceaccount needs TLS (drop --insecure-http): in-cluster clients speak HTTPS "
                                "only")
+    from mxjob_controller.local.kubeconfig_claim import KubeconfigInUseError, claim_path  # noqa: PLC0415
+
+    try:
+        claim = claim_path(kubeconfig_out)
+    except KubeconfigInUseError as e:
+        raise click.UsageError(str(e)) from None
     setup_logging(log_level, json_log_format)
     stop = threading.Event()
     for sig in STOP_SIGNALS:
@@ -184,11 +194,13 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     try:
         cluster.start()
     except OSError as e:
+        claim.release()
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     try:
         if service_account is not None and token_dir is not None:   # before the kubeconfig: that says "ready"
             cluster.server.write_token_dir(token_dir, *service_account)
         path = cluster.server.write_kubeconfig(kubeconfig_out)
+        claim.written()
         parts = ["API server"] + (["MXJob and TFJob controllers"] if controller else []) + \
             (["kubelet (node 'local', pods run as processes)"] if kubelet_mode == "process" else [])
         click.echo(f"Local cluster running: {', '.join(parts)}")
@@ -214,10 +226,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
             pass
     finally:
         cluster.stop()
-        try:
-            Path(kubeconfig_out).unlink()
-        except FileNotFoundError:
-            pass
+        claim.release()
         if token_dir is not None:   # the token died with the server: as a pod's volume, it goes too
             Path(token_dir, "token").unlink(missing_ok=True)
 
@@ -277,12 +286,19 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
 
 
 @local.command("run")
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @click.option("--logs", is_flag=True, help="Stream every container's output, each line prefixed by its pod.")
-@click.option("--timeout", default=None, type=click.FloatRange(min=0), metavar="SECONDS",
-              help="Give up (exit 124) when the jobs have not all finished by then.")
-@click.option("--kubeconfig-out", default=RUN_KUBECONFIG, show_default=True, type=click.Path(dir_okay=False),
-              help="A kubeconfig for kubectl while the jobs run (removed at the end).")
+@click.option("--timeout", default=None, type=DurationOrSeconds(), metavar="DURATION",
+              help="Give up (exit 124) when the jobs have not all finished by then: a Go duration (90s, 5m, 1h30m) "
+                   "or a number of seconds.")
+@click.option("--validate", default="strict", show_default=True,
+              type=click.Choice(sorted(VALIDATE), case_sensitive=False),
+              help="As kubectl's flag: strict (true) refuses an object with an unknown or duplicate field (exit 2, "
+                   "each field named, with the nearest valid name); warn prints them and drops them; ignore (false) "
+                   "drops them silently.")
+@click.option("--kubeconfig-out", default=None, type=click.Path(dir_okay=False),
+              help=f"A kubeconfig for kubectl while the jobs run (removed at the end); never one a running local "
+                   f"cluster holds.  [default: {RUN_KUBECONFIG}, or -2, -3… when another local run holds it]")
 @click.option("--workdir", default=None, type=click.Path(file_okay=False, exists=True),
               help="Directory containers start in when their workingDir does not exist here.  [default: the current "
                    "directory]")
@@ -293,6 +309,8 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
               help="Least severe level of the cluster's own log (on stderr).")
 @click.option("--sandbox/--no-sandbox", default=True, show_default=True,
               help="Run each container in the pod sandbox (see `local up --help`).")
+@click.option("--container-user", default=None, metavar="UID[:GID]", callback=lambda _c, _p, v: _parse_user(v),
+              help="The user containers run as when their securityContext names none (see `local up --help`).")
 @click.option("--gpus", default="auto", show_default=True, metavar="auto|none|0,1,…",
               callback=lambda _c, _p, v: _parse_gpus(v),
               help=f"The GPUs the node gives to containers that ask for {GPU_RESOURCE} (see `local up --help`).")
@@ -300,66 +318,119 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
 @click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
               help=_CAPACITY_HELP)
 @click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
-def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
-              threadiness: int, log_level: str, sandbox: bool, tls: bool, gpus: tuple[str, ...] | None,
+def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, validate: str, kubeconfig_out: str | None,
+              workdir: str | None, threadiness: int, log_level: str, sandbox: bool,
+              container_user: tuple[int, int] | None, tls: bool, gpus: tuple[str, ...] | None,
               capacity: dict[str, str], gang_scheduler_name: str | None) -> None:
-    """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
-    for them.
+    """Run the MXJobs, TFJobs and GenericJobs in FILES (YAML or JSON, several documents each; a directory stands
+    for its .yaml, .yml and .json files) on a fresh local cluster and wait for them.
 
     Exits 0 when every job succeeded, 1 when one failed (its message and its failed pods' last log lines are
-    printed), 124 after --timeout, 130 on Ctrl-C; every process is stopped before it exits."""
+    printed) or the API refused an object, 2 for a bad file (unknown fields, no job) or flag, 124 after --timeout,
+    130 on Ctrl-C; every process is stopped before it exits."""
     from mxjob_controller.local import run as local_run  # noqa: PLC0415  (only this command needs it)
+    from mxjob_controller.local.kubeconfig_claim import KubeconfigInUseError, claim_free, claim_path  # noqa: PLC0415
 
-    docs = _read_documents(files)
+    sources, docs = _read_documents(_expand(files))
+    if not any(doc.get("kind") in local_run.JOB_RESOURCES for doc in docs):
+        raise click.BadParameter("no MXJob, TFJob or GenericJob in the files given", param_hint="FILES")
+    try:
+        claim = claim_path(kubeconfig_out) if kubeconfig_out else claim_free(RUN_KUBECONFIG)
+    except KubeconfigInUseError as e:
+        raise click.UsageError(str(e)) from None
     setup_logging(log_level, False)
+    interactive = sys.stdout.isatty() and not logs
+    display = local_run.Display(sys.stdout, interactive)
+    if interactive and sys.stderr.isatty():   # the cluster's log goes above the block, not through it
+        _log_through(display)
     interrupt = threading.Event()
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: interrupt.set())
     cluster = LocalCluster(ClusterOptions(
         server=ServerOptions(tls=tls), threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,
-                                       sandbox=sandbox, gpus=_node_gpus(gpus), capacity=capacity)))
+                                       sandbox=sandbox, gpus=_node_gpus(gpus), capacity=capacity,
+                                       container_user=container_user)))
     try:
-        code = _run_on(cluster, docs, kubeconfig_out, local_run.RunOptions(
-            logs=logs, timeout=timeout, interactive=sys.stdout.isatty() and not logs), interrupt)
+        code = _run_on(cluster, docs, sources, claim, local_run.RunOptions(
+            logs=logs, timeout=timeout, interactive=interactive), interrupt, display,
+            VALIDATE[validate.lower()])
     finally:
         cluster.stop()
-        Path(kubeconfig_out).unlink(missing_ok=True)
+        claim.release()
     sys.exit(code)
 
 
-def _run_on(cluster: LocalCluster, docs: list[dict], kubeconfig_out: str, options: Any,
-            interrupt: threading.Event) -> int:
+def _log_through(display: Any) -> None:
+    """Send the log handler's lines through ``display`` (above its block)."""
+    from mxjob_controller.local.run_view import LineSink  # noqa: PLC0415
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(LineSink(display))  # type: ignore[arg-type]
+
+
+def _run_on(cluster: LocalCluster, docs: list[dict], sources: list[str], claim: Any, options: Any,
+            interrupt: threading.Event, display: Any, validate: str) -> int:
     """Start ``cluster``, submit ``docs`` and follow their jobs: the exit code."""
     from mxjob_controller.local import run as local_run  # noqa: PLC0415
+    from mxjob_controller.local.preflight import workdir_warnings  # noqa: PLC0415
     from mxjob_controller.runtime.client import KubeError  # noqa: PLC0415
 
+    started = time.monotonic()
+    display.message("Starting a local cluster…")
     try:
         cluster.start()
     except OSError as e:
         click.echo(f"Error: the local cluster cannot start: {e.strerror or e}", err=True)
         return local_run.FAILED
-    cluster.server.write_kubeconfig(kubeconfig_out)
+    cluster.server.write_kubeconfig(claim.path)
+    claim.written()
     if interrupt.is_set():
         return local_run.INTERRUPTED
+    display.message(f"Local cluster ready in {time.monotonic() - started:.1f}s; kubectl: export KUBECONFIG="
+                    f"{Path(claim.path).resolve()}")
+    if cluster.kubelet is not None:
+        sandbox = cluster.kubelet.sandbox
+        for warning in workdir_warnings(docs, sandbox.user_of, sandbox.usable_dir, cluster.kubelet.options.workdir,
+                                        sandbox.cwd_blocked):
+            click.echo(warning, err=True)
     client = cluster.client("local-run")
     try:
-        jobs = local_run.submit(client, docs)
-    except (local_run.SubmitError, KubeError) as e:
+        jobs = local_run.submit(client, docs, validate, sources, warn=lambda line: click.echo(line, err=True))
+    except local_run.SubmitError as e:
+        click.echo(f"Error: {e}", err=True)
+        return e.exit_code
+    except KubeError as e:
         click.echo(f"Error: {e}", err=True)
         return local_run.FAILED
-    if not jobs:
-        click.echo("Error: no MXJob or TFJob in the files given", err=True)
-        return local_run.FAILED
-    click.echo(f"Running {len(jobs)} job(s) on a local cluster (kubectl: export KUBECONFIG="
-               f"{Path(kubeconfig_out).resolve()})")
-    return local_run.run_jobs(cluster, client, jobs, options, sys.stdout, interrupt).exit_code
+    display.message(f"Running {len(jobs)} job(s)")
+    return local_run.run_jobs(cluster, client, jobs, options, sys.stdout, interrupt, display).exit_code
 
 
-def _read_documents(files: tuple[str, ...]) -> list[dict]:
-    """Every object in ``files`` (YAML or JSON; ``-`` is standard input; a ``List`` is unpacked); a usage error
-    naming the file for anything else."""
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _expand(files: tuple[str, ...]) -> list[str]:
+    """FILES with each directory replaced by its manifests (``.yaml``, ``.yml``, ``.json``, sorted by name; not
+    its sub-directories, as ``kubectl create -f DIR``); a usage error for a directory with none."""
+    out: list[str] = []
+    for name in files:
+        if name != "-" and os.path.isdir(name):
+            found = sorted(str(p) for p in Path(name).iterdir() if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+            if not found:
+                raise click.BadParameter(f"{name}: a directory with no .yaml, .yml or .json file", param_hint="FILES")
+            out.extend(found)
+        else:
+            out.append(name)
+    return out
+
+
+def _read_documents(files: list[str]) -> tuple[list[str], list[dict]]:
+    """Every object in ``files`` (YAML or JSON; ``-`` is standard input; a ``List`` is unpacked), with the file each
+    came from; a usage error naming the file for anything else."""
     docs: list[dict] = []
+    sources: list[str] = []
     for name in files:
         try:
             text = sys.stdin.read() if name == "-" else Path(name).read_text()
@@ -373,4 +444,5 @@ def _read_documents(files: tuple[str, ...]) -> list[dict]:
                     raise click.BadParameter(f"{name}: every document must be an object with apiVersion and kind",
                                              param_hint="FILES")
                 docs.append(obj)
-    return docs
+                sources.append("standard input" if name == "-" else name)
+    return sources, docs

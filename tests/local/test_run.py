@@ -417,3 +417,35 @@ def test_a_failed_container_belongs_to_the_job_that_controls_it_not_to_a_namesak
     assert [(i.path.parent.parent.name, end.terminated["exitCode"]) for i, end in store.failed("tf-job")] == [
         ("tf-pod", 3)]
     assert store.failed("") == [] and store.failed("other") == []
+
+
+def test_a_gang_that_can_never_fit_fails_fast_naming_what_it_lacks(tmp_path):
+    """Volcano's gangs on a 4-CPU node, a job of five 1-CPU workers all or nothing: Volcano would never admit the
+    group (the PodGroup says so, tests/local/scheduler/test_scheduler.py); ``local run`` ends at once, as it does for
+    a pod that can never fit, naming what the gang needs and what the node has."""
+    container = {"name": "mxnet", "image": "mxnet/python", "command": ["python3", "-c", "print(1)"],
+                 "resources": {"requests": {"cpu": "1"}}}
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "huge"},
+           "spec": {"mxReplicaSpecs": {"Worker": {"replicas": 5, "template": {"spec": {"containers": [container]}}}}}}
+    path = tmp_path / "huge.yaml"
+    path.write_text(yaml.safe_dump(job))
+    run = local_run("--gang-scheduler-name", "volcano", "--capacity", "cpu=4", "--timeout", "2m", str(path))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "default/huge failed: the gang of default/huge (PodGroup default/huge, minMember 5) can never be " \
+           "scheduled on this machine: it needs cpu 5 (the node has 4) at once; `local run --capacity` declares a " \
+           "larger node" in run.stdout, run.stdout
+    failed_at = re.search(r"^\[ *([0-9.]+)s\] default/huge  Failed", run.stdout, re.M)
+    assert failed_at and float(failed_at.group(1)) <= 10, run.stdout
+
+
+def test_a_pod_asking_for_gpus_the_node_lacks_is_told_of_gpus_not_capacity(tmp_path):
+    container = {"name": "mxnet", "image": "mxnet/python", "command": ["python3", "-c", "print(1)"],
+                 "resources": {"limits": {"nvidia.com/gpu": 2}}}
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "gpu"},
+           "spec": {"mxReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [container]}}}}}}
+    path = tmp_path / "gpu.yaml"
+    path.write_text(yaml.safe_dump(job))
+    run = local_run("--gpus", "none", "--timeout", "1m", str(path))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "pod gpu-worker-0 can never be scheduled on this machine: it asks for nvidia.com/gpu 2 (the node has " \
+           "0); `local run --gpus 0,1,…` declares GPUs (device indices) for the node" in run.stdout, run.stdout
