@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -30,6 +31,7 @@ from mxjob_controller.logs import setup_logging
 log = logging.getLogger(__name__)
 DEFAULT_KUBECONFIG = ".mxjob-local/kubeconfig"
 RUN_KUBECONFIG = ".mxjob-local/run-kubeconfig"
+METRICS_ADDRESS = "127.0.0.1:8080"   # local up's controller /metrics (run's default port, on loopback)
 _AUTHORIZATION = {"rbac": "RBAC", "always-allow": "AlwaysAllow"}   # --authorization → kube's mode names
 # Containers run in sessions of their own, so a closed terminal (SIGHUP) reaches only us: we stop them all.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -146,6 +148,10 @@ def local() -> None:
 @click.option("--capacity", default="", metavar="NAME=QUANTITY,...", callback=lambda _c, _p, v: _parse_capacity(v),
               help=_CAPACITY_HELP)
 @click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
+@click.option("--metrics-bind-address", default=METRICS_ADDRESS, show_default=True, metavar="[HOST]:PORT|0",
+              help="Serve the embedded controllers' /metrics there, as `run --metrics-bind-address` does (the same "
+                   "names, so manifests/monitoring's dashboard and alerts work): Prometheus scrapes it. When the "
+                   "default port is taken, any free port (printed); 0: off.")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, request_timeout: float, max_requests_inflight: int,
@@ -153,7 +159,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
        job_ports: tuple[int, int] | None, workdir: str | None, crashloop_backoff: float, tls: bool,
        authorization: str | None, service_account: tuple[str, str] | None, token_dir: str | None, sandbox: bool,
        pod_max_pids: int, container_user: tuple[int, int] | None, gpus: tuple[str, ...] | None,
-       flow_control: bool, capacity: dict[str, str], gang_scheduler_name: str | None) -> None:
+       flow_control: bool, capacity: dict[str, str], gang_scheduler_name: str | None,
+       metrics_bind_address: str) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
     MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
     machine."""
@@ -182,7 +189,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                              authorization=_AUTHORIZATION[authorization.lower()] if authorization else None),
         crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, webhooks=webhooks and not no_crds,
         threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
-        job_ports=job_ports,
+        job_ports=job_ports, metrics_bind_address=_metrics_address(metrics_bind_address) if controller else "0",
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
                                        backoff_initial=crashloop_backoff, sandbox=sandbox,
                                        pod_pids_limit=pod_max_pids, container_user=container_user,
@@ -213,6 +220,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
             if cluster.kubelet.devices.devices:
                 click.echo(f"GPUs: {GPU_RESOURCE} {len(cluster.kubelet.devices.devices)} (devices "
                            f"{','.join(cluster.kubelet.devices.devices)}), each container given its own")
+        if cluster.metrics is not None and cluster.metrics.metrics_server is not None:
+            click.echo(f"Controller metrics: {cluster.metrics.metrics_server.url}/metrics")
         click.echo(f"Kubeconfig written to {path}")
         click.echo(f"  export KUBECONFIG={Path(path).resolve()}")
         click.echo("  kubectl create -f examples/mxjob-dist-train.yaml && kubectl get mxjobs,pods")
@@ -229,6 +238,21 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         claim.release()
         if token_dir is not None:   # the token died with the server: as a pod's volume, it goes too
             Path(token_dir, "token").unlink(missing_ok=True)
+
+
+def _metrics_address(value: str) -> str:
+    """``--metrics-bind-address``; the default falls back to any free port when another process holds it (a second
+    ``local up``, a controller), so that it never keeps a cluster from starting."""
+    if value != METRICS_ADDRESS:
+        return value
+    host, _, port = value.rpartition(":")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, int(port)))
+        except OSError:
+            log.warning("--metrics-bind-address %s is taken: serving the controllers' metrics on a free port", value)
+            return f"{host}:0"
+    return value
 
 
 def _parse_service_account(value: str | None) -> tuple[str, str] | None:

@@ -240,3 +240,42 @@ def test_local_up_and_run_refuse_a_bad_gpus_value_naming_the_flag(tmp_path, monk
     result = CliRunner().invoke(main, [*command, "--kubeconfig-out", str(tmp_path / "kc"), "--gpus", value])
     assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
     assert not (tmp_path / "kc").exists()
+
+
+def test_local_up_serves_the_controllers_metrics_for_prometheus(tmp_path):
+    """``--metrics-bind-address``: the embedded controllers' ``/metrics``, as ``run`` serves them, count a job
+    run through kubectl (the names manifests/monitoring's dashboard and alerts read)."""
+    import threading
+    import urllib.request
+
+    proc, kubeconfig = start_local_up(tmp_path, "--metrics-bind-address", "127.0.0.1:0")
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True, name="local-up-stdout")
+    reader.start()
+    try:
+        wait_ready(proc, kubeconfig)
+        url = wait_for(lambda: next((line.split(": ", 1)[1].strip() for line in list(lines)
+                                     if line.startswith("Controller metrics: ")), None), timeout=30,
+                       what="the metrics URL printed")
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "counted"},
+               "spec": {"mxReplicaSpecs": {"Worker": {"restartPolicy": "Never", "template": {"spec": {
+                   "containers": [{"name": "mxnet", "image": "mxnet/python",
+                                   "command": [sys.executable, "-c", "print('done')"]}]}}}}}}
+        kubectl.ok("create", "-f", "-", input=yaml.safe_dump(job))
+
+        def scraped() -> str | None:
+            with urllib.request.urlopen(url, timeout=10) as reply:
+                text = reply.read().decode()
+            done = 'training_operator_jobs_successful_total{framework="mxnet",job_namespace="default"} 1.0'
+            return text if done in text.splitlines() else None
+        text = wait_for(scraped, timeout=60, what="the job counted as succeeded")
+        assert 'training_operator_jobs_created_total{framework="mxnet",job_namespace="default"} 1.0' in \
+            text.splitlines()
+        assert 'controller_runtime_max_concurrent_reconciles{controller="mxjob-controller"} 4.0' in text.splitlines()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        reader.join(10)
+    assert proc.returncode == 0
