@@ -279,3 +279,19 @@ def test_local_up_serves_the_controllers_metrics_for_prometheus(tmp_path):
         proc.wait(timeout=30)
         reader.join(10)
     assert proc.returncode == 0
+
+
+def test_kubectl_explain_shows_the_schemas_descriptions(tmp_path):
+    proc, kubeconfig = start_local_up(tmp_path, "--kubelet", "none", "--metrics-bind-address", "0")
+    try:
+        wait_ready(proc, kubeconfig)
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        explained = " ".join(kubectl.ok("explain", "mxjob.spec").split())
+        assert "DESCRIPTION: The desired state of the job: its replica specs" in explained, explained
+        assert "<empty>" not in explained
+        assert "Fail the job after this many retries." in explained
+        assert "A distributed TensorFlow training job." in " ".join(kubectl.ok("explain", "tfjob").split())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
