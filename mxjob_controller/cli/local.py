@@ -10,27 +10,28 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
 
 from mxjob_controller.cli.flag_types import DurationOrSeconds
 from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT
-from mxjob_controller.local.apiserver.http.faults import FaultRule, parse_rule
 from mxjob_controller.local.apiserver.http.flowcontrol import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
-from mxjob_controller.local.apiserver.server import ServerOptions
-from mxjob_controller.local.cluster import ClusterOptions, LocalCluster, packaged_crds
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
 from mxjob_controller.local.kubelet.devices import GPU_RESOURCE, GpuSpecError, detect_nvidia_gpus, parse_gpus
 from mxjob_controller.local.kubelet.node import CapacityError, parse_capacity
 from mxjob_controller.local.kubelet.options import KubeletOptions
-from mxjob_controller.local.submission import VALIDATE
 from mxjob_controller.logs import setup_logging
+
+if TYPE_CHECKING:   # the embedded cluster is imported when a command runs: `local run` says something first
+    from mxjob_controller.local.apiserver.http.faults import FaultRule
+    from mxjob_controller.local.cluster import LocalCluster
 
 log = logging.getLogger(__name__)
 DEFAULT_KUBECONFIG = ".mxjob-local/kubeconfig"
 RUN_KUBECONFIG = ".mxjob-local/run-kubeconfig"
+JOB_KINDS = ("MXJob", "TFJob", "GenericJob")   # what local run follows (local/submission.py: JOB_RESOURCES)
 METRICS_ADDRESS = "127.0.0.1:8080"   # local up's controller /metrics (run's default port, on loopback)
 _AUTHORIZATION = {"rbac": "RBAC", "always-allow": "AlwaysAllow"}   # --authorization → kube's mode names
 # Containers run in sessions of their own, so a closed terminal (SIGHUP) reaches only us: we stop them all.
@@ -49,7 +50,18 @@ _GANG_HELP = ("Gang-schedule every job (a PodGroup each; runPolicy.schedulingPol
               "'volcano' (Volcano's PodGroups, scheduling.volcano.sh) or a scheduler-plugins scheduler name "
               "(coscheduling's PodGroups, scheduling.x-k8s.io); the local scheduler acts as that scheduler, binding "
               "a job's pods only all together. [default: off]")
-__all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
+#: ``--validate`` as kubectl spells it → the server's ``fieldValidation``.
+VALIDATE = {"strict": "Strict", "true": "Strict", "warn": "Warn", "ignore": "Ignore", "false": "Ignore"}
+__all__ = ["DEFAULT_KUBECONFIG", "local"]
+
+
+def __getattr__(name: str) -> Any:
+    """``packaged_crds``, as this module has always offered it, without loading the cluster to import the module."""
+    if name == "packaged_crds":
+        from mxjob_controller.local.cluster import packaged_crds  # noqa: PLC0415
+
+        return packaged_crds
+    raise AttributeError(name)
 
 
 @click.group()
@@ -171,6 +183,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     if service_account is not None and not tls:
         raise click.UsageError("--serviceaccount needs TLS (drop --insecure-http): in-cluster clients speak HTTPS "
                                "only")
+    from mxjob_controller.local.apiserver.server import ServerOptions  # noqa: PLC0415
+    from mxjob_controller.local.cluster import ClusterOptions, LocalCluster  # noqa: PLC0415
     from mxjob_controller.local.kubeconfig_claim import KubeconfigInUseError, claim_path  # noqa: PLC0415
 
     try:
@@ -300,6 +314,8 @@ def _parse_capacity(value: str) -> dict[str, str]:
 
 
 def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
+    from mxjob_controller.local.apiserver.http.faults import parse_rule  # noqa: PLC0415
+
     rules = []
     for text in values:
         try:
@@ -352,21 +368,27 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, validat
     Exits 0 when every job succeeded, 1 when one failed (its message and its failed pods' last log lines are
     printed) or the API refused an object, 2 for a bad file (unknown fields, no job) or flag, 124 after --timeout,
     130 on Ctrl-C; every process is stopped before it exits."""
-    from mxjob_controller.local import run as local_run  # noqa: PLC0415  (only this command needs it)
     from mxjob_controller.local.kubeconfig_claim import KubeconfigInUseError, claim_free, claim_path  # noqa: PLC0415
+    from mxjob_controller.local.run_view import Display  # noqa: PLC0415
 
     sources, docs = _read_documents(_expand(files))
-    if not any(doc.get("kind") in local_run.JOB_RESOURCES for doc in docs):
+    if not any(doc.get("kind") in JOB_KINDS for doc in docs):
         raise click.BadParameter("no MXJob, TFJob or GenericJob in the files given", param_hint="FILES")
     try:
         claim = claim_path(kubeconfig_out) if kubeconfig_out else claim_free(RUN_KUBECONFIG)
     except KubeconfigInUseError as e:
         raise click.UsageError(str(e)) from None
-    setup_logging(log_level, False)
     interactive = sys.stdout.isatty() and not logs
-    display = local_run.Display(sys.stdout, interactive)
+    display = Display(sys.stdout, interactive)
+    started = time.monotonic()
+    display.message("Starting a local cluster…")   # before the cluster's modules load: a second or more
+    setup_logging(log_level, False)
     if interactive and sys.stderr.isatty():   # the cluster's log goes above the block, not through it
         _log_through(display)
+    from mxjob_controller.local import run as local_run  # noqa: PLC0415  (only this command needs it)
+    from mxjob_controller.local.apiserver.server import ServerOptions  # noqa: PLC0415
+    from mxjob_controller.local.cluster import ClusterOptions, LocalCluster  # noqa: PLC0415
+
     interrupt = threading.Event()
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: interrupt.set())
@@ -378,7 +400,7 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, validat
     try:
         code = _run_on(cluster, docs, sources, claim, local_run.RunOptions(
             logs=logs, timeout=timeout, interactive=interactive), interrupt, display,
-            VALIDATE[validate.lower()])
+            VALIDATE[validate.lower()], started)
     finally:
         cluster.stop()
         claim.release()
@@ -395,14 +417,12 @@ def _log_through(display: Any) -> None:
 
 
 def _run_on(cluster: LocalCluster, docs: list[dict], sources: list[str], claim: Any, options: Any,
-            interrupt: threading.Event, display: Any, validate: str) -> int:
+            interrupt: threading.Event, display: Any, validate: str, started: float) -> int:
     """Start ``cluster``, submit ``docs`` and follow their jobs: the exit code."""
     from mxjob_controller.local import run as local_run  # noqa: PLC0415
     from mxjob_controller.local.preflight import workdir_warnings  # noqa: PLC0415
     from mxjob_controller.runtime.client import KubeError  # noqa: PLC0415
 
-    started = time.monotonic()
-    display.message("Starting a local cluster…")
     try:
         cluster.start()
     except OSError as e:

@@ -34,8 +34,6 @@ log = logging.getLogger(__name__)
 
 #: The job kinds followed to their end, and where they are served.
 JOB_RESOURCES = {entry.kind: entry.framework().resource for entry in FRAMEWORKS.values()}
-#: ``--validate`` as kubectl spells it → the server's ``fieldValidation``.
-VALIDATE = {"strict": "Strict", "true": "Strict", "warn": "Warn", "ignore": "Ignore", "false": "Ignore"}
 BAD_FILE, REFUSED = 2, 1
 
 

@@ -81,3 +81,11 @@ def test_an_unsupported_value_gets_the_nearest_supported_one():
 def test_no_schema_no_hint_for_unknown_fields():
     assert hints('strict decoding error: unknown field "spec.foo"', lambda: None) == []
     assert kind_schema(DOCUMENT, "kubeflow.org", "v1", "TFJob") is None
+
+
+def test_the_cli_knows_the_job_kinds_local_run_follows():
+    """``local run`` refuses files without a job before it loads the cluster: its list is the submitter's."""
+    from mxjob_controller.cli.local import JOB_KINDS
+    from mxjob_controller.local.submission import JOB_RESOURCES
+
+    assert set(JOB_KINDS) == set(JOB_RESOURCES)
