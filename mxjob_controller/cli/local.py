@@ -217,6 +217,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     except OSError as e:
         claim.release()
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    reports = None
     try:
         if service_account is not None and token_dir is not None:   # before the kubeconfig: that says "ready"
             cluster.server.write_token_dir(token_dir, *service_account)
@@ -244,10 +245,16 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                        "the controller as in a pod:")
             click.echo(f"  MXJOB_SERVICE_ACCOUNT_DIR={Path(token_dir).resolve()} KUBERNETES_SERVICE_HOST="
                        f"{cluster.server.host} KUBERNETES_SERVICE_PORT={cluster.server.port} mxjob-controller run")
+        if controller:   # a failed job's fate, and where its pods' logs went, said where the user looks
+            from mxjob_controller.local.job_reports import JobReports  # noqa: PLC0415
+
+            reports = JobReports(cluster.client("local-up-console"), click.echo).start()
         click.echo("Press Ctrl-C to stop.", err=False)
         while not stop.wait(0.5):
             pass
     finally:
+        if reports is not None:
+            reports.stop()
         cluster.stop()
         claim.release()
         if token_dir is not None:   # the token died with the server: as a pod's volume, it goes too

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,14 @@ def start_local_up(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]
                              "--kubeconfig-out", str(kubeconfig), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, kubeconfig
+
+
+def read_lines(proc: subprocess.Popen) -> tuple[list[str], threading.Thread]:
+    """What ``proc`` prints, line by line as it comes (a thread reads its stdout into the list)."""
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True, name="local-up-stdout")
+    reader.start()
+    return lines, reader
 
 
 def wait_ready(proc: subprocess.Popen, kubeconfig: Path) -> None:
@@ -245,13 +254,10 @@ def test_local_up_and_run_refuse_a_bad_gpus_value_naming_the_flag(tmp_path, monk
 def test_local_up_serves_the_controllers_metrics_for_prometheus(tmp_path):
     """``--metrics-bind-address``: the embedded controllers' ``/metrics``, as ``run`` serves them, count a job
     run through kubectl (the names manifests/monitoring's dashboard and alerts read)."""
-    import threading
     import urllib.request
 
     proc, kubeconfig = start_local_up(tmp_path, "--metrics-bind-address", "127.0.0.1:0")
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True, name="local-up-stdout")
-    reader.start()
+    lines, reader = read_lines(proc)
     try:
         wait_ready(proc, kubeconfig)
         url = wait_for(lambda: next((line.split(": ", 1)[1].strip() for line in list(lines)
@@ -294,4 +300,40 @@ def test_kubectl_explain_shows_the_schemas_descriptions(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
+    assert proc.returncode == 0
+
+
+def test_local_up_says_where_a_failed_jobs_logs_went(tmp_path):
+    """With MXJob's default cleanPodPolicy (All) a failed job's pods, and their logs, are deleted as it fails: the
+    console says so and how to keep them; with None it names the kubectl command that shows them, which works."""
+    proc, kubeconfig = start_local_up(tmp_path, "--metrics-bind-address", "0")
+    lines, reader = read_lines(proc)
+    try:
+        wait_ready(proc, kubeconfig)
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        for name, policy in (("gone", None), ("kept", "None")):
+            job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": name},
+                   "spec": {"mxReplicaSpecs": {"Worker": {"restartPolicy": "Never", "template": {"spec": {
+                       "containers": [{"name": "mxnet", "image": "mxnet/python", "command": [
+                           sys.executable, "-c", "print('about to fail', flush=True); raise SystemExit(3)"]}]}}}}}}
+            if policy:
+                job["spec"]["runPolicy"] = {"cleanPodPolicy": policy}
+            kubectl.ok("create", "-f", "-", input=yaml.safe_dump(job))
+
+        def said(start: str) -> list[str] | None:
+            found = [i for i, line in enumerate(list(lines)) if line.startswith(start)]
+            return lines[found[0]:found[0] + 2] if found and len(lines) > found[0] + 1 else None
+        gone = wait_for(lambda: said("MXJob default/gone failed: "), timeout=60, what="the failure said")
+        assert "gone-worker-0 exited with code 3" in gone[0], gone
+        assert gone[1].startswith("  its pods were deleted as it failed (All: the job's clean-up policy), their logs "
+                                  "with them"), gone
+        assert "set spec.runPolicy.cleanPodPolicy: None" in gone[1]
+        kept = wait_for(lambda: said("MXJob default/kept failed: "), timeout=60, what="the failure said")
+        command = kept[1].strip().removeprefix("its pods are kept: ")
+        assert command == "kubectl logs -n default -l training.kubeflow.org/job-name=kept --all-containers --prefix"
+        assert "about to fail" in kubectl.ok(*command.split()[1:])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        reader.join(10)
     assert proc.returncode == 0

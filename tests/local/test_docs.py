@@ -27,6 +27,7 @@ EXPECTED = [
     ['spec.runPolicy.backofLimit: unknown field; did you mean "backoffLimit"?', "local run exited 2"],
     ["default/huge failed: the gang of default/huge (PodGroup default/huge, minMember 5) can never be scheduled on "
      "this machine: it needs cpu 5 (the node has 4) at once", "local run exited 1"],
+    ["complete -o nosort -F _mxjob_controller_completion mxjob-controller"],
 ]
 
 
