@@ -7,6 +7,7 @@ without importing the verbs that import them.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +68,7 @@ class Request:
     accept: str = ""
     user_agent: str = ""
     user: Any = None  # the authenticated caller (auth.UserInfo), for the review APIs; None: nobody was asked
+    upgrade: str = ""  # the protocols the client asks to switch to (its Upgrade and X-Stream-Protocol-Version)
 
 
 @dataclass(slots=True)
@@ -88,6 +90,9 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     stream: WatchStream | None = None
     chunks: Iterator[bytes] | None = None  # a streamed plain body (pod logs with follow)
+    # a protocol switched to (101 with these headers): it is handed the connection, whose bytes are its own from
+    # then on, and the event set when the server stops (pods/portforward's SPDY session)
+    upgrade: Callable[[Any, threading.Event], None] | None = None
 
 
 def dumps(obj: Any) -> bytes:

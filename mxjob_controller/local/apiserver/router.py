@@ -168,7 +168,8 @@ class Router:
                       name=(info.name or None) if info.verb != "watch" else None,
                       subresource=info.subresource or None, query=query,
                       content_type=ex.headers.get("Content-Type", "") or "", body=ex.read_body(),
-                      accept=ex.headers.get("Accept", "") or "", user_agent=info.user_agent, user=ex.user)
+                      accept=ex.headers.get("Accept", "") or "", user_agent=info.user_agent, user=ex.user,
+                      upgrade=_upgrade(ex.headers))
         return kubeproto.respond(self._rest.handle, req)
 
 
@@ -180,3 +181,10 @@ def _json_or_404(obj: Any, path: str) -> Response:
     if obj is None:
         raise errors.path_not_found(path)
     return _json(obj)
+
+
+def _upgrade(headers: Any) -> str:
+    """``Upgrade`` and every ``X-Stream-Protocol-Version`` a client sent, lower case, comma-separated ('' for a
+    plain request): what pods/portforward's answer depends on."""
+    asked = [headers.get("Upgrade", "") or "", *(headers.get_all("X-Stream-Protocol-Version") or [])]
+    return ",".join(a.strip().lower() for a in asked if a and a.strip())

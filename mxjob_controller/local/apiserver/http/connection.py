@@ -365,10 +365,12 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         ex.code = resp.code
         if self.server.stopping.is_set():
             self.close_connection = True  # the server is going: this is the connection's last answer
-        streamed = resp.stream is not None or resp.chunks is not None
+        streamed = resp.stream is not None or resp.chunks is not None or resp.upgrade is not None
         headers = {**ex.response_headers, **resp.headers} if ex.response_headers else resp.headers
         try:
-            if resp.stream is not None:
+            if resp.upgrade is not None:
+                self._switch(resp, headers)
+            elif resp.stream is not None:
                 self._stream_watch(resp.stream, resp, headers)
             elif resp.chunks is not None:
                 self._stream_chunks(resp, resp.chunks, headers)
@@ -546,6 +548,17 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         else:
             self.wfile.write(head)
             self.wfile.write(body)
+
+    def _switch(self, resp: Response, headers: dict[str, str]) -> None:
+        """101 Switching Protocols, then the connection is the new protocol's (``resp.upgrade``) until it ends; it
+        is closed after. The request was read whole before the answer, so nothing of the new protocol's is in the
+        reader's buffer (its client waits for the 101 before it speaks)."""
+        self.close_connection = True
+        lines = ["HTTP/1.1 101 Switching Protocols", *(f"{k}: {v}" for k, v in headers.items())]
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace"))
+        self.wfile.flush()
+        assert resp.upgrade is not None
+        resp.upgrade(self.connection, self.server.stopping)
 
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -6,13 +6,18 @@ would proxy the stream to the pod's kubelet, and what the kubelet answers for a 
   <name>, choose one of: [a b]``) and be one of its containers (400 ``container <c> is not valid for pod <name>``).
 - A container that is not running: the kubelet's plain-text 404 ``container not found ("<c>")`` (kubectl: ``error:
   unable to upgrade connection: container not found ("<c>")``).
-- A running container: the local kubelet runs containers as local processes and serves no streams, so this is a
-  400 saying so (kubectl: ``Error from server (BadRequest): ...``); ``kubectl logs`` works.
+- A running container: the local kubelet runs containers as local processes and serves no exec or attach
+  streams, so this is a 400 saying so (kubectl: ``Error from server (BadRequest): ...``); ``kubectl logs`` works.
+- Port-forward to a running pod switches to SPDY/3.1 (``port_forward.py`` serves it): kubectl port-forward works.
 """
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 from mxjob_controller.local.apiserver import errors
+from mxjob_controller.local.apiserver.kinds.port_forward import PROTOCOL, PortForwardSession
 from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.storage.store import Store
 
@@ -42,7 +47,7 @@ class PodConnect:
         if sub == "portforward":
             if not spec.get("nodeName"):
                 raise errors.bad_request(f"pod {name} does not have a host assigned")
-            raise errors.bad_request(_unsupported(action, name))
+            return _port_forward(req, pod)
         containers = list(spec.get("containers") or ())
         inits = list(spec.get("initContainers") or ())
         ephemeral = list(spec.get("ephemeralContainers") or ())
@@ -68,6 +73,27 @@ class PodConnect:
             return Response(404, f'container not found ("{container}")'.encode(),
                             content_type="text/plain; charset=utf-8")
         raise errors.bad_request(_unsupported(action, name))
+
+
+def _port_forward(req: Request, pod: dict) -> Response:
+    """The switch to SPDY/3.1 kubectl asks for (``port_forward.py`` serves the streams); a WebSocket upgrade is a
+    400, so that kubectl falls back to SPDY, as it does with a kubelet that serves no WebSocket."""
+    asked = set(req.upgrade.split(","))
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if "spdy/3.1" not in asked or PROTOCOL not in asked:
+        raise errors.bad_request(f"pods/portforward is served over SPDY/3.1 with the subprotocol {PROTOCOL} only "
+                                 "(kubectl port-forward falls back to it)")
+    address = status.get("podIP") or ""
+    if not address:   # kubectl itself refuses a pod that is not Running; the kubelet gives every running pod one
+        raise errors.bad_request(f"pod {meta.get('name')} has no IP address yet (status.podIP): the local kubelet "
+                                 "has not started it")
+    pod_name = f"{meta.get('name')}_{meta.get('namespace')}"
+
+    def serve(conn: Any, stopping: threading.Event) -> None:
+        PortForwardSession(pod_name, address, stopping).run(conn)
+
+    return Response(101, headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
+                                  "X-Stream-Protocol-Version": PROTOCOL}, upgrade=serve)
 
 
 def _unsupported(action: str, pod: str) -> str:
