@@ -18,9 +18,6 @@ from typing import Any
 
 import click
 
-from mxjob_controller.kube.names import dns1123_label_errors
-from mxjob_controller.runtime.endpoints import parse_bind_address
-
 # Go's unit table (time/format.go), in seconds.
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]+)")
@@ -87,6 +84,8 @@ class NamespaceList(click.ParamType):
             return value
         names = tuple(n for n in re.split(r"[\s,]+", str(value)) if n)
         for name in names:
+            from mxjob_controller.kube.names import dns1123_label_errors  # noqa: PLC0415  (kept off import)
+
             errors = dns1123_label_errors(name)
             if errors:
                 self.fail(f"{name!r} is not a valid namespace name: {'; '.join(errors)}", param, ctx)
@@ -118,6 +117,8 @@ class BindAddress(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         try:
+            from mxjob_controller.runtime.endpoints import parse_bind_address  # noqa: PLC0415
+
             parse_bind_address(str(value))
         except ValueError as e:
             self.fail(str(e), param, ctx)

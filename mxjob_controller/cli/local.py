@@ -17,8 +17,6 @@ import yaml
 
 from mxjob_controller.cli.flag_types import DurationOrSeconds
 from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT
-from mxjob_controller.local.apiserver.http.flowcontrol import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
-from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
 from mxjob_controller.local.kubelet.devices import GPU_RESOURCE, GpuSpecError, detect_nvidia_gpus, parse_gpus
 from mxjob_controller.local.kubelet.node import CapacityError, parse_capacity
 from mxjob_controller.local.kubelet.options import KubeletOptions
@@ -32,6 +30,10 @@ log = logging.getLogger(__name__)
 DEFAULT_KUBECONFIG = ".mxjob-local/kubeconfig"
 RUN_KUBECONFIG = ".mxjob-local/run-kubeconfig"
 JOB_KINDS = ("MXJob", "TFJob", "GenericJob")   # what local run follows (local/submission.py: JOB_RESOURCES)
+# The defaults `local up --help` shows, kept here so that loading this module loads no cluster (a test holds them
+# equal to the modules that own them: flowcontrol's MAX_*_INFLIGHT, job_ports' DEFAULT_RANGE)
+MAX_REQUESTS_INFLIGHT, MAX_MUTATING_REQUESTS_INFLIGHT = 400, 200
+DEFAULT_JOB_PORTS = "20000-29999"
 METRICS_ADDRESS = "127.0.0.1:8080"   # local up's controller /metrics (run's default port, on loopback)
 _AUTHORIZATION = {"rbac": "RBAC", "always-allow": "AlwaysAllow"}   # --authorization → kube's mode names
 # Containers run in sessions of their own, so a closed terminal (SIGHUP) reaches only us: we stop them all.
@@ -120,7 +122,7 @@ def local() -> None:
                    "the conversion webhook, in this process.")
 @click.option("--threadiness", default=4, show_default=True, type=click.IntRange(min=1),
               help="Reconcile workers of the embedded controller.")
-@click.option("--job-ports", default=f"{DEFAULT_RANGE[0]}-{DEFAULT_RANGE[1]}", show_default=True,
+@click.option("--job-ports", default=DEFAULT_JOB_PORTS, show_default=True,
               callback=lambda _c, _p, v: _parse_ports(v), metavar="FIRST-LAST|none",
               help="Give each new MXJob scheduler ports of its own from this range where it leaves mxjob-port at "
                    "9091, so jobs can run side by side on one machine ('none': keep 9091). Only with --kubelet "
@@ -308,6 +310,8 @@ def _node_gpus(gpus: tuple[str, ...] | None) -> tuple[str, ...]:
 
 def _parse_ports(value: str) -> tuple[int, int] | None:
     try:
+        from mxjob_controller.local.job_ports import parse_range  # noqa: PLC0415
+
         return parse_range(value)
     except ValueError as e:
         raise click.BadParameter(f"{value!r}: {e}", param_hint="--job-ports") from None
@@ -385,6 +389,9 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, validat
         claim = claim_path(kubeconfig_out) if kubeconfig_out else claim_free(RUN_KUBECONFIG)
     except KubeconfigInUseError as e:
         raise click.UsageError(str(e)) from None
+    interrupt = threading.Event()   # before anything is said: a Ctrl-C from then on stops the run cleanly
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda *_: interrupt.set())
     interactive = sys.stdout.isatty() and not logs
     display = Display(sys.stdout, interactive)
     started = time.monotonic()
@@ -396,9 +403,6 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, validat
     from mxjob_controller.local.apiserver.server import ServerOptions  # noqa: PLC0415
     from mxjob_controller.local.cluster import ClusterOptions, LocalCluster  # noqa: PLC0415
 
-    interrupt = threading.Event()
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, lambda *_: interrupt.set())
     cluster = LocalCluster(ClusterOptions(
         server=ServerOptions(tls=tls), threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,

@@ -337,3 +337,35 @@ def test_local_up_says_where_a_failed_jobs_logs_went(tmp_path):
         proc.wait(timeout=30)
         reader.join(10)
     assert proc.returncode == 0
+
+
+def test_the_clis_defaults_are_those_of_the_modules_that_own_them():
+    """cli/local.py keeps the defaults `local up --help` shows, so that loading it loads no cluster."""
+    from mxjob_controller.cli import local as cli_local
+    from mxjob_controller.local.apiserver.http import flowcontrol
+    from mxjob_controller.local.job_ports import DEFAULT_RANGE
+
+    assert (cli_local.MAX_REQUESTS_INFLIGHT, cli_local.MAX_MUTATING_REQUESTS_INFLIGHT) == (
+        flowcontrol.MAX_REQUESTS_INFLIGHT, flowcontrol.MAX_MUTATING_REQUESTS_INFLIGHT)
+    assert f"{DEFAULT_RANGE[0]}-{DEFAULT_RANGE[1]}" == cli_local.DEFAULT_JOB_PORTS
+
+
+def test_local_run_speaks_first_for_little_cpu_and_a_ctrl_c_then_stops_it(tmp_path):
+    """Its first line comes before the cluster's modules load: the process has used at most half a CPU second by
+    then (CPU, not wall time: a busy machine does not change it much); a Ctrl-C right after ends the run, 130."""
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump({"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "j"},
+                                   "spec": {"mxReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [
+                                       {"name": "mxnet", "image": "x", "command": ["true"]}]}}}}}}))
+    proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "run", "--kubeconfig-out",
+                             str(tmp_path / "kc"), str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline() == "Starting a local cluster…\n"
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        assert cpu <= 0.5, f"{cpu:.2f} CPU s before the first line"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
