@@ -3,7 +3,7 @@
     claim = claim_path(".mxjob-local/kubeconfig")            # KubeconfigInUseError if a live cluster holds it
     claim = claim_free(".mxjob-local/run-kubeconfig")       # that path, or -2, -3… : the first one free
     ...  write the kubeconfig to claim.path  ...
-    claim.release()                                         # the kubeconfig (if still ours) and the claim go
+    claim.release()                                         # the kubeconfig (if still ours) goes, the claim ends
 
 A claim is an exclusive ``flock`` on ``<path>.lock``, holding the claimant's pid, kept open for the cluster's
 whole life: the kernel lets it go when the process ends however it ends (SIGKILL included), so a path left by a
@@ -47,11 +47,7 @@ class Claim:
                 self.path.unlink()
         except OSError:
             pass
-        try:
-            self.lock_path.unlink()
-        except OSError:
-            pass
-        os.close(self._fd)
+        os.close(self._fd)   # the lock file stays: unlinking it would let two later claimants lock two inodes
 
 
 def _lock_path(path: Path) -> Path:

@@ -32,7 +32,7 @@ def test_a_claimed_path_is_refused_free_ones_are_numbered_and_a_release_frees_it
     first.path.write_text("first's")
     first.written()
     first.release()
-    assert not first.path.exists() and not first.lock_path.exists()
+    assert not first.path.exists() and first.lock_path.exists()   # the lock file stays, unlocked
     third = claim_free(tmp_path / "run-kubeconfig")
     assert third.path == tmp_path / "run-kubeconfig"
     third.path.write_text("third's")
