@@ -128,7 +128,8 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
             _add_pods(views, pods, waiting)
             allocatable = kubelet.allocatable if kubelet is not None else None
             _fail_what_never_fits(views, waiting, allocatable)
-            _fail_gangs_that_never_fit(client, jobs, views, pods, allocatable)
+            if cluster.options.gang_scheduler_name:   # only then do jobs have PodGroups to look at
+                _follow_gangs(client, jobs, views, pods, allocatable)
             elapsed = time.monotonic() - start
             display.show(list(views.values()), elapsed)
             failed = [view for view in views.values() if view.state == "Failed"]
@@ -239,17 +240,23 @@ def _fail_what_never_fits(views: dict[str, JobView], waiting: Sequence[dict[str,
               f"pod {meta.get('name')} can never be scheduled on this machine: it asks for {why}; {_hint(short)}")
 
 
-def _fail_gangs_that_never_fit(client: Client, jobs: Sequence[Job], views: dict[str, JobView],
-                               pods: Sequence[dict[str, Any]], allocatable: dict[str, str] | None) -> None:
-    """Mark Failed the jobs whose gang could not fit the empty node all together (see the module)."""
-    if allocatable is None:
-        return
+def _follow_gangs(client: Client, jobs: Sequence[Job], views: dict[str, JobView], pods: Sequence[dict[str, Any]],
+                  allocatable: dict[str, str] | None) -> None:
+    """For the jobs not running yet: why their gang waits (its PodGroup's ``Unschedulable`` condition, the only
+    word of a Volcano job whose pods are held back), and Failed for a gang that could not fit the empty node all
+    together (see the module)."""
     for job in jobs:
         view = views[job.key]
         if view.finished or view.state == "Running":
             continue
         podgroup = _podgroup(client, job)
         if podgroup is None:
+            continue
+        reason = next((c.get("message") or "" for c in (podgroup.get("status") or {}).get("conditions") or []
+                       if c.get("type") == "Unschedulable" and c.get("status") == "True"), None)
+        if reason is not None and not view.waiting:
+            view.waiting = f"PodGroup Unschedulable: {reason}"
+        if allocatable is None:
             continue
         members = [p for p in pods if controller_uid(p) == view.uid]
         short = gang_never_fits(podgroup, members, allocatable)

@@ -449,3 +449,23 @@ def test_a_pod_asking_for_gpus_the_node_lacks_is_told_of_gpus_not_capacity(tmp_p
     assert run.returncode == 1, run.stdout + run.stderr
     assert "pod gpu-worker-0 can never be scheduled on this machine: it asks for nvidia.com/gpu 2 (the node has " \
            "0); `local run --gpus 0,1,…` declares GPUs (device indices) for the node" in run.stdout, run.stdout
+
+
+def test_a_volcano_gang_waiting_for_room_says_why_then_runs(tmp_path):
+    """Two one-CPU gangs on a one-CPU node: Volcano admits one; the other's pods are not even created, and its
+    line says why (its PodGroup's Unschedulable condition) until room frees; both succeed."""
+    jobs = []
+    for i in range(2):
+        container = {"name": "mxnet", "image": "mxnet/python", "command": ["python3", "-c",
+                                                                          "import time; time.sleep(2)"],
+                     "resources": {"requests": {"cpu": "1"}}}
+        jobs.append({"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": f"gang-{i}"},
+                     "spec": {"mxReplicaSpecs": {"Worker": {"restartPolicy": "Never",
+                                                            "template": {"spec": {"containers": [container]}}}}}})
+    path = tmp_path / "gangs.yaml"
+    path.write_text(yaml.safe_dump_all(jobs))
+    run = local_run("--gang-scheduler-name", "volcano", "--capacity", "cpu=1", "--timeout", "2m", str(path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "all 2 job(s) succeeded" in run.stdout
+    assert re.search(r"default/gang-[01]  Created .* PodGroup Unschedulable: 1/1 tasks in gang unschedulable: "
+                     r"resource in cluster is overused: Insufficient cpu for its minResources", run.stdout), run.stdout
