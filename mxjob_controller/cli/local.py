@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import yaml
 
 from mxjob_controller.cli.flag_types import DurationOrSeconds
+from mxjob_controller.cli.manifests import expand, read_documents
 from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT
 from mxjob_controller.local.kubelet.devices import GPU_RESOURCE, GpuSpecError, detect_nvidia_gpus, parse_gpus
 from mxjob_controller.local.kubelet.node import CapacityError, parse_capacity
@@ -382,7 +382,7 @@ def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, validat
     from mxjob_controller.local.kubeconfig_claim import KubeconfigInUseError, claim_free, claim_path  # noqa: PLC0415
     from mxjob_controller.local.run_view import Display  # noqa: PLC0415
 
-    sources, docs = _read_documents(_expand(files))
+    sources, docs = read_documents(expand(files))
     if not any(doc.get("kind") in JOB_KINDS for doc in docs):
         raise click.BadParameter("no MXJob, TFJob or GenericJob in the files given", param_hint="FILES")
     try:
@@ -461,43 +461,3 @@ def _run_on(cluster: LocalCluster, docs: list[dict], sources: list[str], claim: 
         return local_run.FAILED
     display.message(f"Running {len(jobs)} job(s)")
     return local_run.run_jobs(cluster, client, jobs, options, sys.stdout, interrupt, display).exit_code
-
-
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-def _expand(files: tuple[str, ...]) -> list[str]:
-    """FILES with each directory replaced by its manifests (``.yaml``, ``.yml``, ``.json``, sorted by name; not
-    its sub-directories, as ``kubectl create -f DIR``); a usage error for a directory with none."""
-    out: list[str] = []
-    for name in files:
-        if name != "-" and os.path.isdir(name):
-            found = sorted(str(p) for p in Path(name).iterdir() if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
-            if not found:
-                raise click.BadParameter(f"{name}: a directory with no .yaml, .yml or .json file", param_hint="FILES")
-            out.extend(found)
-        else:
-            out.append(name)
-    return out
-
-
-def _read_documents(files: list[str]) -> tuple[list[str], list[dict]]:
-    """Every object in ``files`` (YAML or JSON; ``-`` is standard input; a ``List`` is unpacked), with the file each
-    came from; a usage error naming the file for anything else."""
-    docs: list[dict] = []
-    sources: list[str] = []
-    for name in files:
-        try:
-            text = sys.stdin.read() if name == "-" else Path(name).read_text()
-            loaded = [d for d in yaml.safe_load_all(text) if d is not None]
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-            raise click.BadParameter(f"{name}: {e}", param_hint="FILES") from None
-        for doc in loaded:
-            items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
-            for obj in items if isinstance(items, list) else [doc]:
-                if not isinstance(obj, dict) or not obj.get("kind") or not obj.get("apiVersion"):
-                    raise click.BadParameter(f"{name}: every document must be an object with apiVersion and kind",
-                                             param_hint="FILES")
-                docs.append(obj)
-                sources.append("standard input" if name == "-" else name)
-    return sources, docs
