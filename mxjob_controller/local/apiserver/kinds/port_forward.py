@@ -9,7 +9,8 @@ request's error stream (kubectl prints it), as the kubelet says it, and both str
 
 Guarantees: one thread serves the whole connection (the handler's: a TLS socket cannot be read and written by two
 threads), with a select over the connection and every dialled socket, each wait at most
-:data:`_TICK`; it ends when kubectl goes, sends GOAWAY, or the server stops, closing every socket it dialled.
+:data:`_TICK`, each read or write of a ready socket at most :data:`_IO_TIMEOUT`; it ends when kubectl goes, sends
+GOAWAY, or the server stops, closing every socket it dialled.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 PROTOCOL = "portforward.k8s.io"
 _TICK = 1.0          # seconds: the longest wait, between looks at the server's stopping
 _DIAL_TIMEOUT = 5.0
+_IO_TIMEOUT = 30.0   # seconds a read or write of a ready socket may take (a peer that stopped reading)
 _READ = 65536
 
 
@@ -60,7 +62,7 @@ class PortForwardSession:
         self._last_stream = 0
 
     def run(self, conn: socket.socket) -> None:
-        conn.settimeout(_TICK)
+        conn.settimeout(_IO_TIMEOUT)   # waits are select's (at most _TICK); this bounds a write kubectl does not read
         try:
             self._loop(conn)
         except (OSError, spdy.SpdyError) as e:
@@ -123,7 +125,7 @@ class PortForwardSession:
     def _dial(self, conn: socket.socket, request: str, forward: _Forward) -> None:
         try:
             forward.sock = socket.create_connection((self.address, int(forward.port)), timeout=_DIAL_TIMEOUT)
-            forward.sock.settimeout(_TICK * 10)
+            forward.sock.settimeout(_IO_TIMEOUT)
         except OSError as e:
             message = port_error(forward.port, self.pod_name, self.address, e)
             log.info("port-forward: %s", message)
