@@ -68,7 +68,9 @@ class Request:
     accept: str = ""
     user_agent: str = ""
     user: Any = None  # the authenticated caller (auth.UserInfo), for the review APIs; None: nobody was asked
-    upgrade: str = ""  # the protocols the client asks to switch to (its Upgrade and X-Stream-Protocol-Version)
+    # what a client asking to switch protocols sent (Upgrade, X-Stream-Protocol-Version, Sec-WebSocket-Key and
+    # -Protocol; lower-case names, several values joined by commas); empty for a plain request
+    upgrade: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

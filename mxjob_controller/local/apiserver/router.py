@@ -183,8 +183,10 @@ def _json_or_404(obj: Any, path: str) -> Response:
     return _json(obj)
 
 
-def _upgrade(headers: Any) -> str:
-    """``Upgrade`` and every ``X-Stream-Protocol-Version`` a client sent, lower case, comma-separated ('' for a
-    plain request): what pods/portforward's answer depends on."""
-    asked = [headers.get("Upgrade", "") or "", *(headers.get_all("X-Stream-Protocol-Version") or [])]
-    return ",".join(a.strip().lower() for a in asked if a and a.strip())
+def _upgrade(headers: Any) -> dict[str, str]:
+    """What a client asking to switch protocols sent, for pods/portforward (empty for a plain request)."""
+    if not headers.get("Upgrade"):
+        return {}
+    names = ("Upgrade", "X-Stream-Protocol-Version", "Sec-WebSocket-Key", "Sec-WebSocket-Protocol")
+    return {name.lower(): ",".join(v.strip() for value in (headers.get_all(name) or []) for v in value.split(","))
+            for name in names}

@@ -17,7 +17,13 @@ import threading
 from typing import Any
 
 from mxjob_controller.local.apiserver import errors
-from mxjob_controller.local.apiserver.kinds.port_forward import PROTOCOL, PortForwardSession
+from mxjob_controller.local.apiserver.encoding.websocket import accept_key
+from mxjob_controller.local.apiserver.kinds.port_forward import (
+    PROTOCOL,
+    WEBSOCKET_PROTOCOL,
+    PortForwardSession,
+    WebSocketPortForward,
+)
 from mxjob_controller.local.apiserver.request import Request, Response
 from mxjob_controller.local.apiserver.storage.store import Store
 
@@ -76,24 +82,48 @@ class PodConnect:
 
 
 def _port_forward(req: Request, pod: dict) -> Response:
-    """The switch to SPDY/3.1 kubectl asks for (``port_forward.py`` serves the streams); a WebSocket upgrade is a
-    400, so that kubectl falls back to SPDY, as it does with a kubelet that serves no WebSocket."""
-    asked = set(req.upgrade.split(","))
+    """The switch kubectl asks for, to SPDY/3.1 (``port_forward.py`` serves the streams), or to a WebSocket of
+    ``v4.channel.k8s.io`` channels (the Python client's); any other WebSocket (kubectl's SPDY tunnelled in one) is a
+    400, so that kubectl falls back to SPDY, as with a kubelet that serves no WebSocket."""
+    upgrade = {k: v.lower() if k != "sec-websocket-key" else v for k, v in req.upgrade.items()}
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
-    if "spdy/3.1" not in asked or PROTOCOL not in asked:
-        raise errors.bad_request(f"pods/portforward is served over SPDY/3.1 with the subprotocol {PROTOCOL} only "
-                                 "(kubectl port-forward falls back to it)")
+    spdy = "spdy/3.1" in upgrade.get("upgrade", "") and PROTOCOL in upgrade.get("x-stream-protocol-version", "")
+    websocket = upgrade.get("upgrade") == "websocket" and WEBSOCKET_PROTOCOL in upgrade.get(
+        "sec-websocket-protocol", "").split(",")
+    if not (spdy or websocket):
+        raise errors.bad_request(f"pods/portforward is served over SPDY/3.1 ({PROTOCOL}) or a WebSocket of "
+                                 f"{WEBSOCKET_PROTOCOL} channels (kubectl port-forward falls back to SPDY)")
     address = status.get("podIP") or ""
     if not address:   # kubectl itself refuses a pod that is not Running; the kubelet gives every running pod one
         raise errors.bad_request(f"pod {meta.get('name')} has no IP address yet (status.podIP): the local kubelet "
                                  "has not started it")
     pod_name = f"{meta.get('name')}_{meta.get('namespace')}"
+    if spdy:
+        def serve(conn: Any, stopping: threading.Event) -> None:
+            PortForwardSession(pod_name, address, stopping).run(conn)
 
-    def serve(conn: Any, stopping: threading.Event) -> None:
-        PortForwardSession(pod_name, address, stopping).run(conn)
+        return Response(101, headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
+                                      "X-Stream-Protocol-Version": PROTOCOL}, upgrade=serve)
+    ports = websocket_ports(req.query.get("ports", ""))
 
-    return Response(101, headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
-                                  "X-Stream-Protocol-Version": PROTOCOL}, upgrade=serve)
+    def serve_websocket(conn: Any, stopping: threading.Event) -> None:
+        WebSocketPortForward(pod_name, address, ports, stopping).run(conn)
+
+    return Response(101, headers={"Connection": "Upgrade", "Upgrade": "websocket",
+                                  "Sec-WebSocket-Accept": accept_key(req.upgrade.get("sec-websocket-key", "")),
+                                  "Sec-WebSocket-Protocol": WEBSOCKET_PROTOCOL}, upgrade=serve_websocket)
+
+
+def websocket_ports(text: str) -> list[int]:
+    """``?ports=8080,9090``, as the kubelet reads it (a 400 in its words otherwise)."""
+    if not text:
+        raise errors.bad_request('query parameter "port" is required')
+    ports = []
+    for part in text.split(","):
+        if not part.isdigit() or not 0 < int(part) < 65536:
+            raise errors.bad_request(f'unable to parse "{part}" as a port: port must be between 1 and 65535')
+        ports.append(int(part))
+    return ports
 
 
 def _unsupported(action: str, pod: str) -> str:

@@ -7,6 +7,11 @@ addresses of their own: ``status.podIP``), and bytes go both ways: the data stre
 data frames; each side's end (``FIN``, TCP EOF) half-closes the other. A port that cannot be dialled is said on the
 request's error stream (kubectl prints it), as the kubelet says it, and both streams end.
 
+The Python client port-forwards over a WebSocket instead (``v4.channel.k8s.io``, ``?ports=8080,9090``): channel 2i
+carries the i-th port's data both ways, 2i+1 its errors; each channel's first message is its port (2 bytes, little
+endian); the ports are dialled as the WebSocket opens, and it closes once every pod side has ended
+(:class:`WebSocketPortForward`).
+
 Guarantees: one thread serves the whole connection (the handler's: a TLS socket cannot be read and written by two
 threads), with a select over the connection and every dialled socket, each wait at most
 :data:`_TICK`, each read or write of a ready socket at most :data:`_IO_TIMEOUT`; it ends when kubectl goes, sends
@@ -19,14 +24,17 @@ import logging
 import select
 import socket
 import ssl
+import struct
 import threading
 from dataclasses import dataclass
 
 from mxjob_controller.local.apiserver.encoding import spdy
+from mxjob_controller.local.apiserver.encoding import websocket as ws
 
 log = logging.getLogger(__name__)
 
 PROTOCOL = "portforward.k8s.io"
+WEBSOCKET_PROTOCOL = "v4.channel.k8s.io"
 _TICK = 1.0          # seconds: the longest wait, between looks at the server's stopping
 _DIAL_TIMEOUT = 5.0
 _IO_TIMEOUT = 30.0   # seconds a read or write of a ready socket may take (a peer that stopped reading)
@@ -75,9 +83,7 @@ class PortForwardSession:
     def _loop(self, conn: socket.socket) -> None:
         while not self.stopping.is_set():
             pods = {f.sock: f for f in self.forwards.values() if f.sock is not None and not f.from_pod_done}
-            pending = isinstance(conn, ssl.SSLSocket) and conn.pending() > 0
-            ready = [conn] if pending else select.select([conn, *pods], [], [], _TICK)[0]
-            for source in ready:
+            for source in _readable(conn, list(pods)):
                 if source is conn:
                     try:
                         data = conn.recv(_READ)
@@ -181,3 +187,69 @@ class PortForwardSession:
             forward.sock.close()
         for stream in (forward.error_stream, forward.data_stream):
             self.streams.pop(stream, None)
+
+
+def _readable(conn: socket.socket, others: list[socket.socket]) -> list[socket.socket]:
+    """What can be read now, waiting at most :data:`_TICK` (a TLS connection's decrypted bytes count)."""
+    if isinstance(conn, ssl.SSLSocket) and conn.pending() > 0:
+        return [conn]
+    return select.select([conn, *others], [], [], _TICK)[0]
+
+
+class WebSocketPortForward:
+    """The WebSocket session of one upgraded connection (see the module)."""
+
+    def __init__(self, pod_name: str, pod_address: str, ports: list[int], stopping: threading.Event) -> None:
+        self.pod_name, self.address, self.ports, self.stopping = pod_name, pod_address, ports, stopping
+        self.parser = ws.FrameParser()
+        self.socks: dict[int, socket.socket] = {}    # port index → the pod's socket, while it is open
+
+    def run(self, conn: socket.socket) -> None:
+        conn.settimeout(_IO_TIMEOUT)
+        try:
+            self._open(conn)
+            self._loop(conn)
+            conn.sendall(ws.frame(ws.CLOSE, struct.pack(">H", 1000)))
+        except (OSError, ws.WebSocketError) as e:
+            log.debug("port-forward (WebSocket) to %s ended: %s", self.pod_name, e)
+        finally:
+            for sock in self.socks.values():
+                sock.close()
+
+    def _send(self, conn: socket.socket, channel: int, data: bytes) -> None:
+        conn.sendall(ws.frame(ws.BINARY, bytes([channel]) + data))
+
+    def _open(self, conn: socket.socket) -> None:
+        for index, port in enumerate(self.ports):
+            number = struct.pack("<H", port)
+            self._send(conn, 2 * index, number)
+            self._send(conn, 2 * index + 1, number)
+            try:
+                self.socks[index] = socket.create_connection((self.address, port), timeout=_DIAL_TIMEOUT)
+                self.socks[index].settimeout(_IO_TIMEOUT)
+            except OSError as e:
+                self._send(conn, 2 * index + 1, port_error(str(port), self.pod_name, self.address, e).encode())
+
+    def _loop(self, conn: socket.socket) -> None:
+        while self.socks and not self.stopping.is_set():
+            by_sock = {sock: index for index, sock in self.socks.items()}
+            for source in _readable(conn, list(by_sock)):
+                if source is not conn:
+                    data = source.recv(_READ)
+                    if data:
+                        self._send(conn, 2 * by_sock[source], data)
+                    else:
+                        self.socks.pop(by_sock[source]).close()
+                    continue
+                data = conn.recv(_READ)
+                if not data:
+                    return
+                for opcode, payload in self.parser.feed(data):
+                    if opcode == ws.CLOSE:
+                        return
+                    if opcode == ws.PING:
+                        conn.sendall(ws.frame(ws.PONG, payload))
+                    elif opcode == ws.BINARY and payload and payload[0] % 2 == 0:
+                        sock = self.socks.get(payload[0] // 2)
+                        if sock is not None and len(payload) > 1:
+                            sock.sendall(payload[1:])

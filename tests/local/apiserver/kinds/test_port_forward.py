@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import threading
 import urllib.request
 
@@ -60,12 +61,12 @@ def test_kubectl_port_forward_reaches_the_pods_port_and_names_a_refused_one(tmp_
         assert kube.post(PODS, script_pod("web", SERVER, container={"env": env})).ok
         pod = wait_phase(kube, "web", "Running")
         assert pod["status"]["podIP"].startswith("127.") and pod["status"]["podIP"] != "127.0.0.1"
-        wait_for(lambda: kubectl.run("logs", "web").returncode == 0, timeout=30, what="the pod's log")
+        # listening before kubectl forwards: a refused first connection would end kubectl (as against a cluster)
+        wait_for(lambda: listening(pod["status"]["podIP"], 8080), timeout=30, what="the pod's server listening")
 
         proc, port = forward(kubectl, "pod/web", "0:8080")
         try:
-            assert wait_for(lambda: get(port, "/") if _reachable(port) else None, timeout=30,
-                            what="the pod's server through the forward") == b"hello from web"
+            assert get(port, "/") == b"hello from web"
             bodies: list[bytes] = []
             threads = [threading.Thread(target=lambda: bodies.append(get(port, "/big")), name=f"get-{i}")
                        for i in range(3)]   # three connections at once, three request ids on one session
@@ -93,9 +94,38 @@ def test_kubectl_port_forward_reaches_the_pods_port_and_names_a_refused_one(tmp_
                f"connect to {address}:9: Connection refused" in said, said
 
 
-def _reachable(port: str) -> bool:
+def listening(address: str, port: int) -> bool:
     try:
-        get(port, "/")
+        socket.create_connection((address, port), timeout=5).close()
     except OSError:
         return False
     return True
+
+
+def test_the_python_clients_websocket_port_forward_reaches_the_pod_and_names_a_refused_port(tmp_path):
+    """``kubernetes.stream.portforward`` (the official Python client) speaks v4.channel.k8s.io over a WebSocket:
+    a request and its 3 MiB answer through the pod's port, and a second port nothing listens on, said on its
+    error channel in the kubelet's words."""
+    from kubernetes import client, config
+    from kubernetes.stream import portforward
+
+    with local_cluster(tmp_path) as (cluster, kube, _kubectl):
+        env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+        assert kube.post(PODS, script_pod("web", SERVER, container={"env": env})).ok
+        address = wait_phase(kube, "web", "Running")["status"]["podIP"]
+        wait_for(lambda: listening(address, 8080), timeout=30, what="the pod's server listening")
+        api = client.CoreV1Api(config.new_client_from_config(str(cluster.server.write_kubeconfig(
+            tmp_path / "python-kubeconfig"))))
+
+        forward = portforward(api.connect_get_namespaced_pod_portforward, "web", "default", ports="8080,9")
+        sock = forward.socket(8080)
+        sock.setblocking(True)
+        sock.sendall(b"GET /big HTTP/1.0\r\n\r\n")
+        received = b""
+        while chunk := sock.recv(1 << 20):
+            received += chunk
+        sock.close()
+        refused = forward.error(9)
+        assert received.endswith(b"\r\n\r\n" + bytes(range(256)) * (SIZE // 256)), received[:200]
+        assert refused == f"error forwarding port 9 to pod web_default: failed to connect to {address}:9: " \
+                          "Connection refused", refused
