@@ -14,10 +14,13 @@ export PYTHONDONTWRITEBYTECODE :=
 
 # pip is only raised when older than 23 (no index query when it is new enough); --no-compile leaves byte-compiling
 # to the first import, so only what runs is compiled (SciPy and scikit-learn hold thousands of modules the tests never load).
+# On a terminal pip shows its own progress (what it collects, downloads and installs); elsewhere (CI, logs) it is quiet.
 $(STAMP): setup.cfg pyproject.toml
+	@echo "Installing mxjob-controller (editable) with its dependencies and its test, lint and mxnet extras (MXNet"
+	@echo "1.9.1, NumPy, scikit-learn, pytest, ruff...) into $(VENV): once, usually 1-2 minutes on a 2-core machine."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --no-compile 'pip>=23'
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[test,lint,mxnet]'
+	$(BIN)/python -m pip install $$(test -t 1 || echo --quiet) --no-compile -e '.[test,lint,mxnet]'
 	@# The real MXNet example's pods run as nobody and cannot write caches into .venv: import what they import
 	@# once here, so that each of them does not compile MXNet, NumPy and SciPy anew (5.3 -> 2.8 CPU s a worker).
 	$(BIN)/python -c 'import mxnet.gluon, sklearn.datasets'
@@ -98,7 +101,9 @@ image:
 
 ## demo: run a real distributed MXNet job (1 scheduler, 1 server, 2 workers) on a local cluster, no cluster needed
 demo: $(STAMP)
-	$(BIN)/mxjob-controller local run --logs --timeout 900 examples/mxnet-digits/mxjob.yaml
+	@echo "make demo: 1 scheduler, 1 server and 2 workers train on scikit-learn's digits on a local cluster (usually"
+	@echo "5-25 s; it ends with 'all 1 job(s) succeeded')."
+	$(BIN)/mxjob-controller local run --logs --timeout 15m examples/mxnet-digits/mxjob.yaml
 
 clean:
 	rm -rf $(VENV) dist build *.egg-info .mxjob-local

@@ -44,8 +44,11 @@ def volcano_crd() -> dict[str, Any]:
     spec = {"minMember": {"type": "integer", "format": "int32"}, "queue": {"type": "string"},
             "priorityClassName": {"type": "string"}, "minResources": _QUANTITIES,
             "minTaskMember": {"type": "object", "additionalProperties": {"type": "integer", "format": "int32"}}}
+    condition = {"type": "object", "properties": {name: {"type": "string"} for name in (
+        "type", "status", "transitionID", "lastTransitionTime", "reason", "message")}}
     status = {"phase": {"type": "string"}, "running": {"type": "integer", "format": "int32"},
-              "succeeded": {"type": "integer", "format": "int32"}, "failed": {"type": "integer", "format": "int32"}}
+              "succeeded": {"type": "integer", "format": "int32"}, "failed": {"type": "integer", "format": "int32"},
+              "conditions": {"type": "array", "items": condition}}   # Unschedulable, Scheduled: Volcano's words
     return _crd("scheduling.volcano.sh", "v1beta1", spec, status, status_subresource=False)
 
 

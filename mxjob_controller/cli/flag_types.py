@@ -2,6 +2,7 @@
 
 - :class:`GoDuration`: Go's ``time.ParseDuration`` syntax (``12h``, ``1h30m``, ``90s``, ``500ms``; a bare number
   other than ``0`` needs a unit), to seconds.
+- :class:`DurationOrSeconds`: a Go duration, or a bare number of seconds (``local run --timeout``).
 - :func:`go_bool_option`: a boolean flag Go-style: ``--leader-elect``, ``--leader-elect=true``,
   ``--json-log-format=false`` (click's own boolean flags refuse ``=value``).
 - :class:`NamespaceList`: one or more namespaces, repeated or comma/space separated, each a valid namespace name.
@@ -16,9 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-
-from mxjob_controller.kube.names import dns1123_label_errors
-from mxjob_controller.runtime.endpoints import parse_bind_address
 
 # Go's unit table (time/format.go), in seconds.
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -66,6 +64,16 @@ class GoDuration(click.ParamType):
         return seconds
 
 
+class DurationOrSeconds(GoDuration):
+    """A Go duration (``5m``, ``1h30m``) or, as scripts written for a seconds flag give it, a bare number of
+    seconds (``240``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, str) and re.fullmatch(r"\d+(\.\d*)?", value.strip()):
+            return float(value)
+        return super().convert(value, param, ctx)
+
+
 class NamespaceList(click.ParamType):
     """One flag occurrence → a tuple of namespace names (``a,b`` and ``"a b"`` are two)."""
 
@@ -76,6 +84,8 @@ class NamespaceList(click.ParamType):
             return value
         names = tuple(n for n in re.split(r"[\s,]+", str(value)) if n)
         for name in names:
+            from mxjob_controller.kube.names import dns1123_label_errors  # noqa: PLC0415  (kept off import)
+
             errors = dns1123_label_errors(name)
             if errors:
                 self.fail(f"{name!r} is not a valid namespace name: {'; '.join(errors)}", param, ctx)
@@ -107,6 +117,8 @@ class BindAddress(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         try:
+            from mxjob_controller.runtime.endpoints import parse_bind_address  # noqa: PLC0415
+
             parse_bind_address(str(value))
         except ValueError as e:
             self.fail(str(e), param, ctx)

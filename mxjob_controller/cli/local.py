@@ -5,36 +5,39 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import yaml
 
+from mxjob_controller.cli.flag_types import DurationOrSeconds
+from mxjob_controller.cli.manifests import expand, read_documents
 from mxjob_controller.kube import quantity
-from mxjob_controller.local.apiserver.auth.pod_security_admission import PodSecurityConfiguration
-from mxjob_controller.local.apiserver.auth.pod_security_config import (
-    ConfigError,
-    load_admission_configuration,
-    with_enforce,
-)
 from mxjob_controller.local.apiserver.auth.pod_security_labels import LEVELS
 from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT
-from mxjob_controller.local.apiserver.http.faults import FaultRule, parse_rule
-from mxjob_controller.local.apiserver.http.flowcontrol import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
-from mxjob_controller.local.apiserver.server import ServerOptions
-from mxjob_controller.local.cluster import ClusterOptions, LocalCluster, packaged_crds
-from mxjob_controller.local.job_ports import DEFAULT_RANGE, parse_range
 from mxjob_controller.local.kubelet.devices import GPU_RESOURCE, GpuSpecError, detect_nvidia_gpus, parse_gpus
 from mxjob_controller.local.kubelet.node import CapacityError, parse_capacity
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.logs import setup_logging
 
+if TYPE_CHECKING:   # the embedded cluster is imported when a command runs: `local run` says something first
+    from mxjob_controller.local.apiserver.auth.pod_security_admission import PodSecurityConfiguration
+    from mxjob_controller.local.apiserver.http.faults import FaultRule
+    from mxjob_controller.local.cluster import LocalCluster
+
 log = logging.getLogger(__name__)
 DEFAULT_KUBECONFIG = ".mxjob-local/kubeconfig"
 RUN_KUBECONFIG = ".mxjob-local/run-kubeconfig"
+JOB_KINDS = ("MXJob", "TFJob", "GenericJob")   # what local run follows (local/submission.py: JOB_RESOURCES)
+# The defaults `local up --help` shows, kept here so that loading this module loads no cluster (a test holds them
+# equal to the modules that own them: flowcontrol's MAX_*_INFLIGHT, job_ports' DEFAULT_RANGE)
+MAX_REQUESTS_INFLIGHT, MAX_MUTATING_REQUESTS_INFLIGHT = 400, 200
+DEFAULT_JOB_PORTS = "20000-29999"
+METRICS_ADDRESS = "127.0.0.1:8080"   # local up's controller /metrics (run's default port, on loopback)
 _AUTHORIZATION = {"rbac": "RBAC", "always-allow": "AlwaysAllow"}   # --authorization → kube's mode names
 # Containers run in sessions of their own, so a closed terminal (SIGHUP) reaches only us: we stop them all.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -61,7 +64,18 @@ _POD_SECURITY_HELP = ("The Pod Security Standard every namespace enforces unless
 _ADMISSION_CONFIG_HELP = ("kube-apiserver's AdmissionConfiguration file: its PodSecurity plugin's "
                           "PodSecurityConfiguration sets the defaults of every mode and the exempt usernames, "
                           "namespaces and runtime classes (--pod-security overrides its defaults.enforce).")
-__all__ = ["DEFAULT_KUBECONFIG", "local", "packaged_crds"]
+#: ``--validate`` as kubectl spells it → the server's ``fieldValidation``.
+VALIDATE = {"strict": "Strict", "true": "Strict", "warn": "Warn", "ignore": "Ignore", "false": "Ignore"}
+__all__ = ["DEFAULT_KUBECONFIG", "local"]
+
+
+def __getattr__(name: str) -> Any:
+    """``packaged_crds``, as this module has always offered it, without loading the cluster to import the module."""
+    if name == "packaged_crds":
+        from mxjob_controller.local.cluster import packaged_crds  # noqa: PLC0415
+
+        return packaged_crds
+    raise AttributeError(name)
 
 
 def pod_security_options(f: Any) -> Any:
@@ -73,6 +87,15 @@ def pod_security_options(f: Any) -> Any:
 
 
 def _pod_security(level: str | None, admission_config: str | None) -> PodSecurityConfiguration:
+    from mxjob_controller.local.apiserver.auth.pod_security_admission import (  # noqa: PLC0415
+        PodSecurityConfiguration,
+    )
+    from mxjob_controller.local.apiserver.auth.pod_security_config import (  # noqa: PLC0415
+        ConfigError,
+        load_admission_configuration,
+        with_enforce,
+    )
+
     try:
         config = load_admission_configuration(admission_config) if admission_config else PodSecurityConfiguration()
     except ConfigError as e:
@@ -91,7 +114,8 @@ def local() -> None:
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port).")
 @click.option("--kubeconfig-out", default=DEFAULT_KUBECONFIG, show_default=True, type=click.Path(dir_okay=False),
-              help="Where to write a kubeconfig for this server (written atomically once it is ready).")
+              help="Where to write a kubeconfig for this server (written atomically once it is ready; removed at "
+                   "the end). A path another running local cluster holds is refused.")
 @click.option("--no-crds", is_flag=True, help="Do not apply the project's CRDs at start.")
 @click.option("--bookmark-interval", default=60.0, show_default=True, type=click.FloatRange(min=0.05),
               help="Seconds between watch bookmarks.")
@@ -135,7 +159,7 @@ def local() -> None:
                    "the conversion webhook, in this process.")
 @click.option("--threadiness", default=4, show_default=True, type=click.IntRange(min=1),
               help="Reconcile workers of the embedded controller.")
-@click.option("--job-ports", default=f"{DEFAULT_RANGE[0]}-{DEFAULT_RANGE[1]}", show_default=True,
+@click.option("--job-ports", default=DEFAULT_JOB_PORTS, show_default=True,
               callback=lambda _c, _p, v: _parse_ports(v), metavar="FIRST-LAST|none",
               help="Give each new MXJob scheduler ports of its own from this range where it leaves mxjob-port at "
                    "9091, so jobs can run side by side on one machine ('none': keep 9091). Only with --kubelet "
@@ -181,6 +205,10 @@ def local() -> None:
               help=_CAPACITY_HELP)
 @click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
 @pod_security_options
+@click.option("--metrics-bind-address", default=METRICS_ADDRESS, show_default=True, metavar="[HOST]:PORT|0",
+              help="Serve the embedded controllers' /metrics there, as `run --metrics-bind-address` does (the same "
+                   "names, so manifests/monitoring's dashboard and alerts work): Prometheus scrapes it. When the "
+                   "default port is taken, any free port (printed); 0: off.")
 def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interval: float, log_level: str,
        json_log_format: bool, watcher_queue: int, faults: list[FaultRule], fault_seed: int, compact_every: float,
        audit_log: str | None, request_timeout: float, max_requests_inflight: int,
@@ -190,7 +218,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
        container_log_max_size: int, container_log_max_files: int,
        pod_max_pids: int, container_user: tuple[int, int] | None, gpus: tuple[str, ...] | None,
        flow_control: bool, capacity: dict[str, str], gang_scheduler_name: str | None, pod_security: str | None,
-       admission_config: str | None) -> None:
+       admission_config: str | None, metrics_bind_address: str) -> None:
     """Run a local cluster in the foreground until SIGINT or SIGTERM: the embedded API server, its webhooks, the
     MXJob, TFJob and GenericJob controllers, and a kubelet that runs each pod's containers as processes of this
     machine."""
@@ -201,6 +229,14 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     if service_account is not None and not tls:
         raise click.UsageError("--serviceaccount needs TLS (drop --insecure-http): in-cluster clients speak HTTPS "
                                "only")
+    from mxjob_controller.local.apiserver.server import ServerOptions  # noqa: PLC0415
+    from mxjob_controller.local.cluster import ClusterOptions, LocalCluster  # noqa: PLC0415
+    from mxjob_controller.local.kubeconfig_claim import KubeconfigInUseError, claim_path  # noqa: PLC0415
+
+    try:
+        claim = claim_path(kubeconfig_out)
+    except KubeconfigInUseError as e:
+        raise click.UsageError(str(e)) from None
     pod_security_config = _pod_security(pod_security, admission_config)
     setup_logging(log_level, json_log_format)
     stop = threading.Event()
@@ -215,7 +251,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                              pod_security=pod_security_config),
         crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, webhooks=webhooks and not no_crds,
         threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
-        job_ports=job_ports,
+        job_ports=job_ports, metrics_bind_address=_metrics_address(metrics_bind_address) if controller else "0",
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
                                        backoff_initial=crashloop_backoff, sandbox=sandbox,
                                        pod_pids_limit=pod_max_pids, container_user=container_user,
@@ -228,11 +264,14 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
     try:
         cluster.start()
     except OSError as e:
+        claim.release()
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    reports = None
     try:
         if service_account is not None and token_dir is not None:   # before the kubeconfig: that says "ready"
             cluster.server.write_token_dir(token_dir, *service_account)
         path = cluster.server.write_kubeconfig(kubeconfig_out)
+        claim.written()
         parts = ["API server"] + (["MXJob and TFJob controllers"] if controller else []) + \
             (["kubelet (node 'local', pods run as processes)"] if kubelet_mode == "process" else [])
         click.echo(f"Local cluster running: {', '.join(parts)}")
@@ -249,6 +288,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
             if cluster.kubelet.devices.devices:
                 click.echo(f"GPUs: {GPU_RESOURCE} {len(cluster.kubelet.devices.devices)} (devices "
                            f"{','.join(cluster.kubelet.devices.devices)}), each container given its own")
+        if cluster.metrics is not None and cluster.metrics.metrics_server is not None:
+            click.echo(f"Controller metrics: {cluster.metrics.metrics_server.url}/metrics")
         click.echo(f"Kubeconfig written to {path}")
         click.echo(f"  export KUBECONFIG={Path(path).resolve()}")
         click.echo("  kubectl create -f examples/mxjob-dist-train.yaml && kubectl get mxjobs,pods")
@@ -257,17 +298,35 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                        "the controller as in a pod:")
             click.echo(f"  MXJOB_SERVICE_ACCOUNT_DIR={Path(token_dir).resolve()} KUBERNETES_SERVICE_HOST="
                        f"{cluster.server.host} KUBERNETES_SERVICE_PORT={cluster.server.port} mxjob-controller run")
+        if controller:   # a failed job's fate, and where its pods' logs went, said where the user looks
+            from mxjob_controller.local.job_reports import JobReports  # noqa: PLC0415
+
+            reports = JobReports(cluster.client("local-up-console"), click.echo).start()
         click.echo("Press Ctrl-C to stop.", err=False)
         while not stop.wait(0.5):
             pass
     finally:
+        if reports is not None:
+            reports.stop()
         cluster.stop()
-        try:
-            Path(kubeconfig_out).unlink()
-        except FileNotFoundError:
-            pass
+        claim.release()
         if token_dir is not None:   # the token died with the server: as a pod's volume, it goes too
             Path(token_dir, "token").unlink(missing_ok=True)
+
+
+def _metrics_address(value: str) -> str:
+    """``--metrics-bind-address``; the default falls back to any free port when another process holds it (a second
+    ``local up``, a controller), so that it never keeps a cluster from starting."""
+    if value != METRICS_ADDRESS:
+        return value
+    host, _, port = value.rpartition(":")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, int(port)))
+        except OSError:
+            log.warning("--metrics-bind-address %s is taken: serving the controllers' metrics on a free port", value)
+            return f"{host}:0"
+    return value
 
 
 def _parse_service_account(value: str | None) -> tuple[str, str] | None:
@@ -313,6 +372,8 @@ def _node_gpus(gpus: tuple[str, ...] | None) -> tuple[str, ...]:
 
 def _parse_ports(value: str) -> tuple[int, int] | None:
     try:
+        from mxjob_controller.local.job_ports import parse_range  # noqa: PLC0415
+
         return parse_range(value)
     except ValueError as e:
         raise click.BadParameter(f"{value!r}: {e}", param_hint="--job-ports") from None
@@ -326,6 +387,8 @@ def _parse_capacity(value: str) -> dict[str, str]:
 
 
 def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
+    from mxjob_controller.local.apiserver.http.faults import parse_rule  # noqa: PLC0415
+
     rules = []
     for text in values:
         try:
@@ -336,12 +399,19 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
 
 
 @local.command("run")
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @click.option("--logs", is_flag=True, help="Stream every container's output, each line prefixed by its pod.")
-@click.option("--timeout", default=None, type=click.FloatRange(min=0), metavar="SECONDS",
-              help="Give up (exit 124) when the jobs have not all finished by then.")
-@click.option("--kubeconfig-out", default=RUN_KUBECONFIG, show_default=True, type=click.Path(dir_okay=False),
-              help="A kubeconfig for kubectl while the jobs run (removed at the end).")
+@click.option("--timeout", default=None, type=DurationOrSeconds(), metavar="DURATION",
+              help="Give up (exit 124) when the jobs have not all finished by then: a Go duration (90s, 5m, 1h30m) "
+                   "or a number of seconds.")
+@click.option("--validate", default="strict", show_default=True,
+              type=click.Choice(sorted(VALIDATE), case_sensitive=False),
+              help="As kubectl's flag: strict (true) refuses an object with an unknown or duplicate field (exit 2, "
+                   "each field named, with the nearest valid name); warn prints them and drops them; ignore (false) "
+                   "drops them silently.")
+@click.option("--kubeconfig-out", default=None, type=click.Path(dir_okay=False),
+              help=f"A kubeconfig for kubectl while the jobs run (removed at the end); never one a running local "
+                   f"cluster holds.  [default: {RUN_KUBECONFIG}, or -2, -3… when another local run holds it]")
 @click.option("--workdir", default=None, type=click.Path(file_okay=False, exists=True),
               help="Directory containers start in when their workingDir does not exist here.  [default: the current "
                    "directory]")
@@ -352,6 +422,8 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
               help="Least severe level of the cluster's own log (on stderr).")
 @click.option("--sandbox/--no-sandbox", default=True, show_default=True,
               help="Run each container in the pod sandbox (see `local up --help`).")
+@click.option("--container-user", default=None, metavar="UID[:GID]", callback=lambda _c, _p, v: _parse_user(v),
+              help="The user containers run as when their securityContext names none (see `local up --help`).")
 @click.option("--gpus", default="auto", show_default=True, metavar="auto|none|0,1,…",
               callback=lambda _c, _p, v: _parse_gpus(v),
               help=f"The GPUs the node gives to containers that ask for {GPU_RESOURCE} (see `local up --help`).")
@@ -360,41 +432,76 @@ def _parse_faults(values: tuple[str, ...]) -> list[FaultRule]:
               help=_CAPACITY_HELP)
 @click.option("--gang-scheduler-name", default=None, metavar="NAME", help=_GANG_HELP)
 @pod_security_options
-def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, kubeconfig_out: str, workdir: str | None,
-              threadiness: int, log_level: str, sandbox: bool, tls: bool, gpus: tuple[str, ...] | None,
+def run_files(files: tuple[str, ...], logs: bool, timeout: float | None, validate: str, kubeconfig_out: str | None,
+              workdir: str | None, threadiness: int, log_level: str, sandbox: bool,
+              container_user: tuple[int, int] | None, tls: bool, gpus: tuple[str, ...] | None,
               capacity: dict[str, str], gang_scheduler_name: str | None, pod_security: str | None,
               admission_config: str | None) -> None:
-    """Run the MXJobs and TFJobs in FILES (YAML or JSON, several documents each) on a fresh local cluster and wait
-    for them.
+    """Run the MXJobs, TFJobs and GenericJobs in FILES (YAML or JSON, several documents each; a directory stands
+    for its .yaml, .yml and .json files) on a fresh local cluster and wait for them.
 
     Exits 0 when every job succeeded, 1 when one failed (its message and its failed pods' last log lines are
-    printed), 124 after --timeout, 130 on Ctrl-C; every process is stopped before it exits."""
-    from mxjob_controller.local import run as local_run  # noqa: PLC0415  (only this command needs it)
+    printed) or the API refused an object, 2 for a bad file (unknown fields, no job) or flag, 124 after --timeout,
+    130 on Ctrl-C; every process is stopped before it exits."""
+    from mxjob_controller.local.kubeconfig_claim import KubeconfigInUseError, claim_free, claim_path  # noqa: PLC0415
+    from mxjob_controller.local.run_view import Display  # noqa: PLC0415
 
-    docs = _read_documents(files)
-    pod_security_config = _pod_security(pod_security, admission_config)
-    setup_logging(log_level, False)
-    interrupt = threading.Event()
+    sources, docs = read_documents(expand(files))
+    if not any(doc.get("kind") in JOB_KINDS for doc in docs):
+        raise click.BadParameter("no MXJob, TFJob or GenericJob in the files given", param_hint="FILES")
+    try:
+        claim = claim_path(kubeconfig_out) if kubeconfig_out else claim_free(RUN_KUBECONFIG)
+    except KubeconfigInUseError as e:
+        raise click.UsageError(str(e)) from None
+    interrupt = threading.Event()   # before anything is said: a Ctrl-C from then on stops the run cleanly
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: interrupt.set())
+    interactive = sys.stdout.isatty() and not logs
+    display = Display(sys.stdout, interactive)
+    started = time.monotonic()
+    display.message("Starting a local cluster…")   # before the cluster's modules load: a second or more
+    try:
+        pod_security_config = _pod_security(pod_security, admission_config)
+    except click.BadParameter:
+        claim.release()
+        raise
+    setup_logging(log_level, False)
+    if interactive and sys.stderr.isatty():   # the cluster's log goes above the block, not through it
+        _log_through(display)
+    from mxjob_controller.local import run as local_run  # noqa: PLC0415  (only this command needs it)
+    from mxjob_controller.local.apiserver.server import ServerOptions  # noqa: PLC0415
+    from mxjob_controller.local.cluster import ClusterOptions, LocalCluster  # noqa: PLC0415
+
     cluster = LocalCluster(ClusterOptions(
         server=ServerOptions(tls=tls, pod_security=pod_security_config), threadiness=threadiness,
         gang_scheduler_name=gang_scheduler_name,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()), keep_logs=True,
-                                       sandbox=sandbox, gpus=_node_gpus(gpus), capacity=capacity)))
+                                       sandbox=sandbox, gpus=_node_gpus(gpus), capacity=capacity,
+                                       container_user=container_user)))
     try:
-        code = _run_on(cluster, docs, kubeconfig_out, local_run.RunOptions(
-            logs=logs, timeout=timeout, interactive=sys.stdout.isatty() and not logs), interrupt)
+        code = _run_on(cluster, docs, sources, claim, local_run.RunOptions(
+            logs=logs, timeout=timeout, interactive=interactive), interrupt, display,
+            VALIDATE[validate.lower()], started)
     finally:
         cluster.stop()
-        Path(kubeconfig_out).unlink(missing_ok=True)
+        claim.release()
     sys.exit(code)
 
 
-def _run_on(cluster: LocalCluster, docs: list[dict], kubeconfig_out: str, options: Any,
-            interrupt: threading.Event) -> int:
+def _log_through(display: Any) -> None:
+    """Send the log handler's lines through ``display`` (above its block)."""
+    from mxjob_controller.local.run_view import LineSink  # noqa: PLC0415
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(LineSink(display))  # type: ignore[arg-type]
+
+
+def _run_on(cluster: LocalCluster, docs: list[dict], sources: list[str], claim: Any, options: Any,
+            interrupt: threading.Event, display: Any, validate: str, started: float) -> int:
     """Start ``cluster``, submit ``docs`` and follow their jobs: the exit code."""
     from mxjob_controller.local import run as local_run  # noqa: PLC0415
+    from mxjob_controller.local.preflight import workdir_warnings  # noqa: PLC0415
     from mxjob_controller.runtime.client import KubeError  # noqa: PLC0415
 
     try:
@@ -402,38 +509,25 @@ def _run_on(cluster: LocalCluster, docs: list[dict], kubeconfig_out: str, option
     except OSError as e:
         click.echo(f"Error: the local cluster cannot start: {e.strerror or e}", err=True)
         return local_run.FAILED
-    cluster.server.write_kubeconfig(kubeconfig_out)
+    cluster.server.write_kubeconfig(claim.path)
+    claim.written()
     if interrupt.is_set():
         return local_run.INTERRUPTED
+    display.message(f"Local cluster ready in {time.monotonic() - started:.1f}s; kubectl: export KUBECONFIG="
+                    f"{Path(claim.path).resolve()}")
+    if cluster.kubelet is not None:
+        sandbox = cluster.kubelet.sandbox
+        for warning in workdir_warnings(docs, sandbox.user_of, sandbox.usable_dir, cluster.kubelet.options.workdir,
+                                        sandbox.cwd_blocked):
+            click.echo(warning, err=True)
     client = cluster.client("local-run")
     try:
-        jobs = local_run.submit(client, docs)
-    except (local_run.SubmitError, KubeError) as e:
+        jobs = local_run.submit(client, docs, validate, sources, warn=lambda line: click.echo(line, err=True))
+    except local_run.SubmitError as e:
+        click.echo(f"Error: {e}", err=True)
+        return e.exit_code
+    except KubeError as e:
         click.echo(f"Error: {e}", err=True)
         return local_run.FAILED
-    if not jobs:
-        click.echo("Error: no MXJob or TFJob in the files given", err=True)
-        return local_run.FAILED
-    click.echo(f"Running {len(jobs)} job(s) on a local cluster (kubectl: export KUBECONFIG="
-               f"{Path(kubeconfig_out).resolve()})")
-    return local_run.run_jobs(cluster, client, jobs, options, sys.stdout, interrupt).exit_code
-
-
-def _read_documents(files: tuple[str, ...]) -> list[dict]:
-    """Every object in ``files`` (YAML or JSON; ``-`` is standard input; a ``List`` is unpacked); a usage error
-    naming the file for anything else."""
-    docs: list[dict] = []
-    for name in files:
-        try:
-            text = sys.stdin.read() if name == "-" else Path(name).read_text()
-            loaded = [d for d in yaml.safe_load_all(text) if d is not None]
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-            raise click.BadParameter(f"{name}: {e}", param_hint="FILES") from None
-        for doc in loaded:
-            items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
-            for obj in items if isinstance(items, list) else [doc]:
-                if not isinstance(obj, dict) or not obj.get("kind") or not obj.get("apiVersion"):
-                    raise click.BadParameter(f"{name}: every document must be an object with apiVersion and kind",
-                                             param_hint="FILES")
-                docs.append(obj)
-    return docs
+    display.message(f"Running {len(jobs)} job(s)")
+    return local_run.run_jobs(cluster, client, jobs, options, sys.stdout, interrupt, display).exit_code

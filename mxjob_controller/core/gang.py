@@ -8,7 +8,9 @@ Per reconcile of a running job, :meth:`GangScheduling.sync`:
 - updates its spec only on a real difference (quantities compared by value), with a JSON merge patch that also
   removes fields the spec should not have, and never twice for the same cached version (training-operator
   updated it on every pass);
-- says whether pods must wait (Volcano: until the group is admitted).
+- says whether pods must wait (Volcano: until the group is admitted), and, when the group's scheduler marked it
+  ``Unschedulable`` (Volcano's condition), why, in a Warning event ``PodGroupPending`` on the job, once per new
+  message (as Volcano's own job controller does for its jobs).
 
 :meth:`GangScheduling.decorate` makes each new pod join the group (a scheduler name in the template is kept, with
 one ``SetPodTemplateSchedulerName`` Warning per job generation). :meth:`GangScheduling.release` deletes the
@@ -50,6 +52,7 @@ TEMPLATE_SCHEDULER_NAME_MESSAGE = ("Another scheduler is specified when gang-sch
                                    "be overwritten")
 JOB_TERMINATED = "JobTerminated"
 JOB_TERMINATED_MESSAGE = "Job has been terminated. Deleting PodGroup"
+PODGROUP_PENDING = "PodGroupPending"
 
 
 class PodGroupNameTakenError(RuntimeError):
@@ -82,6 +85,7 @@ class GangScheduling:
         self._lock = threading.Lock()
         self._patched: LRUCache[str, tuple[str, dict[str, Any]]] = LRUCache(maxsize=4096)  # uid → (rv, spec)
         self._warned = OncePerGeneration()
+        self._unschedulable: LRUCache[str, str] = LRUCache(maxsize=4096)   # uid → the reason last said
 
     # --- reads ----------------------------------------------------------------------------------------------------
 
@@ -116,7 +120,24 @@ class GangScheduling:
         except Exception as e:
             return GangState(current, holds_pods=True, error=e)
         deleting = current is not None and is_deleting(current)
-        return GangState(current, holds_pods=deleting or self.flavor.holds_pods(current))
+        holds = deleting or self.flavor.holds_pods(current)
+        if holds and current is not None:
+            self._say_unschedulable(ctx, current)
+        return GangState(current, holds_pods=holds)
+
+    def _say_unschedulable(self, ctx: JobContext, podgroup: dict[str, Any]) -> None:
+        """A group its scheduler marked ``Unschedulable`` holds the job's pods back: the job says why (a Warning
+        ``PodGroupPending``, Volcano's job controller's word), once per new message."""
+        message = next((c.get("message") or c.get("reason") or "" for c in (podgroup.get("status") or {}).get(
+            "conditions") or [] if c.get("type") == "Unschedulable" and c.get("status") == "True"), None)
+        if message is None:
+            return
+        with self._lock:
+            if self._unschedulable.get(ctx.uid) == message:
+                return
+            self._unschedulable[ctx.uid] = message
+        self.recorder.event(ctx.ref(), WARNING, PODGROUP_PENDING,
+                            f"PodGroup {ctx.namespace}/{ctx.name} is unschedulable: {message}")
 
     def _body(self, ctx: JobContext) -> dict[str, Any]:
         metadata: dict[str, Any] = {

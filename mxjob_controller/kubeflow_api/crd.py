@@ -185,10 +185,21 @@ def status_schema(count_maps: dict[str, str]) -> dict[str, Any]:
     }}
 
 
-def openapi_schema(description: str, spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+SPEC_DESCRIPTION = ("The desired state of the job: its replica specs (how many pods of each type, from which "
+                    "template, restarted how) and its run policy. Written by the user; the controller defaults it.")
+
+
+def openapi_schema(description: str, spec: dict[str, Any], status: dict[str, Any],
+                   spec_description: str = SPEC_DESCRIPTION) -> dict[str, Any]:
+    """A job kind's whole schema; every field but ``metadata`` (kube's own, described by kubectl) is described, so
+    ``kubectl explain`` has something to say at every level (``kubectl explain mxjob.spec``)."""
     return {"type": "object", "description": description, "properties": {
-        "apiVersion": string_schema(), "kind": string_schema(), "metadata": {"type": "object"},
-        "spec": spec, "status": status,
+        "apiVersion": string_schema("The API group and version the object is written in; the "
+                                    "server converts it to the version it stores."),
+        "kind": string_schema("The object's kind, in CamelCase."),
+        "metadata": {"type": "object"},   # kube allows nothing more here (a structural schema's rule)
+        "spec": spec if spec.get("description") else described(spec, spec_description),
+        "status": status,
     }}
 
 

@@ -8,10 +8,11 @@ and GenericJob), the local kubelet and the local scheduler.
 The controller and the kubelet reach the API server over HTTP with the project's client, as they would on a cluster;
 only the kubelet's log files are handed to the server in-process (``pods/log``). Each part can be left out for tests
 that play it themselves (``kubelet=False`` leaves pods Pending, unbound; ``controller=False`` runs no job
-controller). With the kubelet runs the scheduler (``local/scheduler/``), which binds pods where they fit and acts
-as Volcano and scheduler-plugins for gangs; their PodGroup CRDs are served with it. Start order: server, webhooks,
-CRDs (every framework's: ``mxjob_controller/data/crds``), kubelet, scheduler, controllers; stop order: controllers
-(no new pods), scheduler, kubelet (every container process stopped), server, webhooks.
+controller). With ``metrics_bind_address`` the controllers' ``/metrics`` are served as ``run`` serves them. With the
+kubelet runs the scheduler (``local/scheduler/``), which binds pods where they fit and acts as Volcano and
+scheduler-plugins for gangs; their PodGroup CRDs are served with it. Start order: server, webhooks, CRDs (every
+framework's: ``mxjob_controller/data/crds``), kubelet, scheduler, controllers; stop order: controllers (no new
+pods), scheduler, kubelet (every container process stopped), server, webhooks.
 
 The webhooks (``webhooks=True``, the default) are the ones ``run --webhook-bind-address`` serves, in this process on a
 loopback port with a certificate made at start; the server calls them as kube-apiserver would, so every local user
@@ -84,6 +85,7 @@ class ClusterOptions:
     # (only with the kubelet: the rewrite exists so local processes do not collide; without one nothing binds them)
     gang_scheduler_name: str | None = None             # the controller's --gang-scheduler-name (volcano, or a
     #                                                    scheduler-plugins name the local scheduler then acts as)
+    metrics_bind_address: str = "0"                    # the controllers' /metrics, as run's flag ("0": off)
 
 
 class LocalCluster:
@@ -100,6 +102,7 @@ class LocalCluster:
         self.kubelet: Kubelet | None = None
         self.scheduler: LocalScheduler | None = None
         self.controller: Any = None
+        self.metrics: Any = None                        # the controllers' /metrics server (runtime.endpoints)
         self.webhooks: Any = None
         self._certificate: Any = None
         self._clients: list[Client] = []
@@ -206,14 +209,21 @@ class LocalCluster:
         from mxjob_controller.core.job_controller import ControllerOptions  # noqa: PLC0415
         from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS  # noqa: PLC0415
         from mxjob_controller.manager.controllers import build_controllers  # noqa: PLC0415
+        from mxjob_controller.runtime.endpoints import Endpoints, parse_bind_address  # noqa: PLC0415
         from mxjob_controller.runtime.registry import new_registry  # noqa: PLC0415
 
         # As `run` at its defaults: no client-side limit while the server advertises flow control (--no-flow-control:
         # the token bucket a server without it needs).
         client = self._client("controller", DEFAULT_QPS, DEFAULT_BURST, detect_flow_control=True)
-        options = ControllerOptions(threadiness=self.options.threadiness, registry=new_registry(),
+        registry = new_registry()
+        options = ControllerOptions(threadiness=self.options.threadiness, registry=registry,
                                     gang_scheduler_name=self.options.gang_scheduler_name)
-        return build_controllers(client, options, DEFAULT_FRAMEWORKS).start()
+        controllers = build_controllers(client, options, DEFAULT_FRAMEWORKS).start()
+        if parse_bind_address(self.options.metrics_bind_address) is not None:
+            # what `run --metrics-bind-address` serves: the same registry, so the same dashboards and alerts work
+            self.metrics = Endpoints(registry, metrics_address=self.options.metrics_bind_address,
+                                     probe_address="0").start()
+        return controllers
 
     def stop(self, timeout: float = 15.0) -> bool:
         """Stop within about ``timeout`` seconds; True if every part stopped cleanly. No container process started
@@ -223,6 +233,9 @@ class LocalCluster:
         if self.controller is not None:
             clean = self.controller.stop(max(1.0, (end - time.monotonic()) / 3)) and clean
             self.controller = None
+        if self.metrics is not None:
+            clean = self.metrics.stop(max(1.0, (end - time.monotonic()) / 4)) and clean
+            self.metrics = None
         if self.scheduler is not None:
             clean = self.scheduler.stop(max(1.0, (end - time.monotonic()) / 3)) and clean
             self.scheduler = None

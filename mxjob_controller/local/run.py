@@ -3,16 +3,19 @@
     outcome = run_jobs(cluster, documents, RunOptions(logs=True, timeout=600), out=sys.stdout)
     sys.exit(outcome.exit_code)      # 0 all succeeded, 1 one failed, 124 timed out, 130 interrupted
 
-Everything goes through the API server over HTTP, as kubectl would: the documents are created in order (a missing
-namespace is created first), then the jobs among them (MXJobs, TFJobs) are watched until every one has succeeded,
+Everything goes through the API server over HTTP, as kubectl would: the documents are checked, then created in order
+(``submission``), then the jobs among them (MXJobs, TFJobs, GenericJobs) are watched until every one has succeeded,
 one has failed (fail fast: the others are stopped with the cluster), the time is up, or ``interrupt`` is set.
-Progress is a line per change (or, on a terminal, a block redrawn in place): each job's state and replica counts,
-and, for a job whose pods wait for room (the local scheduler holds back what does not fit), that it is queued: its
-position among the waiting jobs (the scheduler's order: priority, then age) and the scheduler's reason. A pod that
-could not fit even the empty node (it asks for more CPU, memory or GPUs than the machine offers) would wait for
-ever, as on a cluster without an autoscaler: ``local run`` fails at once instead, naming the pod, what it asks for and
-what the node has. So does a job whose pod Pod Security Admission refused (``--pod-security``, or the namespace's
-labels): the controller would retry the create for ever; the job fails with kube's ``violates PodSecurity`` text.
+Progress (``run_view``) is a line per change (or, on a terminal, a block kept in place): each job's state, replica
+counts, restarts and what it waits for, and, for a job whose pods wait for room (the local scheduler holds back what
+does not fit), that it is queued: its position among the waiting jobs (the scheduler's order: priority, then age)
+and the scheduler's reason. A pod that could not fit even the empty node (it asks for more CPU, memory or GPUs than
+the machine offers) would wait for ever, as on a cluster without an autoscaler: ``local run`` fails at once instead,
+naming the pod, what it asks for and what the node has. So does a gang (``--gang-scheduler-name``) that could not
+fit the empty node all together: its PodGroup's ``minResources``, or the requests of its first ``minMember`` pods
+(``placement.gang_never_fits``, the rule the local scheduler marks the PodGroup ``Unschedulable`` by).
+So does a job whose pod Pod Security Admission refused (``--pod-security``, or the namespace's labels): the
+controller would retry the create for ever; the job fails with kube's ``violates PodSecurity`` text.
 With ``logs``, every container's output is streamed, each line prefixed by its pod. Output and, when a job fails, the
 last lines of each failed container are read from the kubelet's files, which outlive the pods that the job's
 cleanPodPolicy removes: a container that ran and ended between two looks at the API is shown all the same.
@@ -28,34 +31,29 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TextIO
+from typing import Any, TextIO
 
 from mxjob_controller.core.job_vocabulary import controller_uid
-from mxjob_controller.frameworks import FRAMEWORKS
+from mxjob_controller.core.podgroups import COSCHEDULING_PODGROUPS, VOLCANO_PODGROUPS
+from mxjob_controller.kube.timefmt import parse_time
 from mxjob_controller.local.cluster import LocalCluster
 from mxjob_controller.local.kubelet.logs import Instance, LogStore, tail_lines
-from mxjob_controller.local.scheduler.placement import amounts, pod_requests, shortfalls
-from mxjob_controller.runtime.client import (
-    EVENTS,
-    NAMESPACES,
-    PODS,
-    AlreadyExists,
-    ApiError,
-    Client,
-    KubeError,
-    Resource,
-)
+from mxjob_controller.local.run_view import Display, JobView
+from mxjob_controller.local.scheduler.placement import amounts, figure, gang_never_fits, pod_requests, shortfalls
+from mxjob_controller.local.submission import JOB_RESOURCES, Job, SubmitError, api_message, submit
+from mxjob_controller.runtime.client import EVENTS, PODS, Client, KubeError
 
 log = logging.getLogger(__name__)
 
-#: The job kinds followed to their end, and where they are served.
-JOB_RESOURCES = {entry.kind: entry.framework().resource for entry in FRAMEWORKS.values()}
+__all__ = ["JOB_RESOURCES", "Job", "Outcome", "RunOptions", "SubmitError", "run_jobs", "submit"]
 SUCCEEDED, FAILED, TIMED_OUT, INTERRUPTED = 0, 1, 124, 130
 _POLL = 0.25          # seconds between looks at the jobs
 _TAIL = 20            # log lines shown of each failed container
 _DRAIN = 5.0          # seconds the log streams get to deliver their last lines once every job succeeded
+#: Waiting reasons that are only a container on its way: not worth showing.
+_ON_ITS_WAY = ("ContainerCreating", "PodInitializing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,68 +68,6 @@ class Outcome:
     exit_code: int
     message: str = ""
     jobs: dict[str, str] = field(default_factory=dict)   # namespace/name → final state
-
-
-class SubmitError(Exception):
-    """A document the API server refused: the message names it and says why."""
-
-
-class Job(NamedTuple):
-    """A submitted job: its resource and where it is."""
-
-    resource: Resource
-    namespace: str
-    name: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-def submit(client: Client, docs: Sequence[dict[str, Any]]) -> list[Job]:
-    """Create every document in order; the jobs (MXJobs, TFJobs) among them."""
-    jobs: list[Job] = []
-    made_namespaces: set[str] = set()
-    for doc in docs:
-        kind, meta = doc.get("kind") or "", doc.get("metadata") or {}
-        api_version = doc.get("apiVersion") or ""
-        resource = _resource_for(client, api_version, kind)
-        namespace = (meta.get("namespace") or "default") if resource.namespaced else None
-        if namespace and namespace not in made_namespaces:
-            try:
-                client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-            except AlreadyExists:
-                pass
-            made_namespaces.add(namespace)
-        what = f"{kind} {(namespace + '/') if namespace else ''}{meta.get('name') or meta.get('generateName') or ''}"
-        try:
-            created = client.create(resource, doc, namespace)
-        except KubeError as e:
-            raise SubmitError(f"{what}: {_api_message(e)}") from None
-        if kind in JOB_RESOURCES and resource.group == JOB_RESOURCES[kind].group:
-            jobs.append(Job(JOB_RESOURCES[kind], namespace or "default", created["metadata"]["name"]))
-    return jobs
-
-
-def _resource_for(client: Client, api_version: str, kind: str) -> Resource:
-    """The resource serving ``kind`` in ``api_version``, from discovery (as kubectl finds it)."""
-    group, _, version = api_version.rpartition("/")
-    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    try:
-        listing = client.request("GET", path)
-    except ApiError:
-        listing = None
-    for entry in (listing or {}).get("resources") or []:
-        if entry.get("kind") == kind and "/" not in entry.get("name", ""):
-            return Resource(group, version, entry["name"], namespaced=bool(entry.get("namespaced")), kind=kind)
-    raise SubmitError(f'no matches for kind "{kind}" in version "{api_version}": the local cluster serves no such '
-                      "resource")
-
-
-def _api_message(e: KubeError) -> str:
-    status = getattr(e, "status", None) or {}
-    message = status.get("message") if isinstance(status, dict) else None
-    return message or str(e)
 
 
 class _LogStreams:
@@ -175,63 +111,52 @@ class _LogStreams:
 
 
 def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options: RunOptions,
-             out: TextIO, interrupt: threading.Event) -> Outcome:
+             out: TextIO, interrupt: threading.Event, display: Display | None = None) -> Outcome:
     """Follow ``jobs`` until they all succeed, one fails, the timeout passes or ``interrupt`` is set."""
     start = time.monotonic()
-    lock = threading.Lock()
-    drawn = [0]   # lines of the progress block on screen (interactive)
-
-    def write(line: str) -> None:
-        """A line below the progress block, which stays as last drawn."""
-        with lock:
-            drawn[0] = 0
-            out.write(line + "\n")
-            out.flush()
-
+    display = display or Display(out, options.interactive)
+    write = display.message
     stop_logs = threading.Event()
     kubelet = cluster.kubelet
     streams = _LogStreams(kubelet.logs, write, stop_logs) if options.logs and kubelet is not None else None
-    shown: dict[str, str] = {}
+    views = {job.key: JobView(job.key) for job in jobs}
     try:
         while True:
-            states = {job.key: _job_state(client, job) for job in jobs}
-            waiting = _waiting_pods(client, {job.namespace for job in jobs})
-            _add_queue(states, waiting)
-            _fail_what_never_fits(states, waiting, kubelet.allocatable if kubelet is not None else None)
-            _fail_what_pod_security_refuses(client, states, jobs)
+            for job in jobs:
+                _read_job(client, job, views[job.key])
+            pods = _pods(client, {job.namespace for job in jobs})
+            waiting = [p for p in pods if not (p.get("spec") or {}).get("nodeName")
+                       and (p.get("status") or {}).get("phase") == "Pending"]
+            _add_pods(views, pods, waiting)
+            allocatable = kubelet.allocatable if kubelet is not None else None
+            _fail_what_never_fits(views, waiting, allocatable)
+            if cluster.options.gang_scheduler_name:   # only then do jobs have PodGroups to look at
+                _follow_gangs(client, jobs, views, pods, allocatable)
+            _fail_what_pod_security_refuses(client, views, jobs)
             elapsed = time.monotonic() - start
-            lines = {key: f"{key}  {state['summary']}" for key, state in states.items()}
-            if options.interactive:
-                with lock:
-                    if drawn[0]:
-                        out.write(f"\x1b[{drawn[0]}F\x1b[J")
-                    block = [f"[{elapsed:6.1f}s] {line}" for line in lines.values()]
-                    out.write("\n".join(block) + "\n")
-                    out.flush()
-                    drawn[0] = len(block)
-            else:
-                for key, line in lines.items():
-                    if shown.get(key) != line:
-                        write(f"[{elapsed:6.1f}s] {line}")
-            shown = lines
-            failed = [(key, s) for key, s in states.items() if s["state"] == "Failed"]
+            display.show(list(views.values()), elapsed)
+            failed = [view for view in views.values() if view.state == "Failed"]
+            done = failed or all(view.state == "Succeeded" for view in views.values())
+            if done or (options.timeout is not None and elapsed >= options.timeout) or interrupt.is_set():
+                display.finish()
             if failed:
-                key, state = failed[0]
-                _report_failure(cluster, write, key, state)
-                return Outcome(FAILED, state["message"], {k: s["state"] for k, s in states.items()})
-            if all(s["state"] == "Succeeded" for s in states.values()):
+                _report_failure(cluster, write, failed[0])
+                return Outcome(FAILED, failed[0].message, {k: v.state for k, v in views.items()})
+            if all(view.state == "Succeeded" for view in views.values()):
                 if streams is not None:
                     streams.join(_DRAIN)  # every container has ended: its follower ends once it has read the rest
-                write(f"all {len(states)} job(s) succeeded in {elapsed:.1f}s")
-                return Outcome(SUCCEEDED, "", {k: s["state"] for k, s in states.items()})
+                write(f"all {len(views)} job(s) succeeded in {elapsed:.1f}s")
+                return Outcome(SUCCEEDED, "", {k: v.state for k, v in views.items()})
             if options.timeout is not None and elapsed >= options.timeout:
-                pending = ", ".join(f"{k} ({s['state']})" for k, s in states.items() if s["state"] != "Succeeded")
+                pending = ", ".join(f"{k} ({v.state})" + (f" [{v.waiting}]" if v.waiting else "")
+                                    for k, v in views.items() if v.state != "Succeeded")
                 message = f"timed out after {options.timeout:g}s: not finished: {pending}"
                 write(message)
-                return Outcome(TIMED_OUT, message, {k: s["state"] for k, s in states.items()})
+                return Outcome(TIMED_OUT, message, {k: v.state for k, v in views.items()})
             if interrupt.wait(_POLL):
+                display.finish()
                 write("interrupted: stopping the local cluster")
-                return Outcome(INTERRUPTED, "interrupted", {k: s["state"] for k, s in states.items()})
+                return Outcome(INTERRUPTED, "interrupted", {k: v.state for k, v in views.items()})
     finally:
         stop_logs.set()
         if streams is not None:
@@ -245,13 +170,38 @@ def queue_positions(waiting: Sequence[dict[str, Any]]) -> dict[str, tuple[int, i
     for pod in waiting:
         meta = pod.get("metadata") or {}
         owner = controller_uid(pod)
-        reason = next((c.get("message") or "" for c in (pod.get("status") or {}).get("conditions") or []
-                       if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"), None)
+        reason = _unschedulable(pod)
         if owner and reason is not None:
             priority = (pod.get("spec") or {}).get("priority") or 0
             by_owner.setdefault(owner, []).append((-priority, meta.get("creationTimestamp") or "", reason))
     ordered = sorted(by_owner, key=lambda uid: min(by_owner[uid])[:2])
     return {uid: (i + 1, len(by_owner[uid]), min(by_owner[uid])[2]) for i, uid in enumerate(ordered)}
+
+
+def _unschedulable(pod: Mapping[str, Any]) -> str | None:
+    """The scheduler's message when it marked the pod ``Unschedulable`` (None when it did not)."""
+    return next((c.get("message") or "" for c in (pod.get("status") or {}).get("conditions") or []
+                 if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"), None)
+
+
+def pod_waiting(pod: Mapping[str, Any]) -> str:
+    """Why the pod waits, as kube says it ('' when it does not): a container's waiting reason (with its message
+    when the reason alone does not say what is wrong), else the scheduler's."""
+    status = pod.get("status") or {}
+    for cs in (*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())):
+        state = (cs.get("state") or {}).get("waiting") or {}
+        reason = state.get("reason") or ""
+        if reason and reason not in _ON_ITS_WAY:
+            message = state.get("message") or ""
+            return reason if reason == "CrashLoopBackOff" or not message else f"{reason}: {message}"
+    unschedulable = _unschedulable(pod)
+    return f"Unschedulable: {unschedulable}" if unschedulable else ""
+
+
+def restarts(pod: Mapping[str, Any]) -> int:
+    status = pod.get("status") or {}
+    return sum(int(cs.get("restartCount") or 0)
+               for cs in (*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())))
 
 
 def never_fits(pod: dict[str, Any], allocatable: dict[str, str]) -> str:
@@ -260,106 +210,178 @@ def never_fits(pod: dict[str, Any], allocatable: dict[str, str]) -> str:
     wanted, offered = pod_requests(pod.get("spec") or {}), amounts(allocatable)
     short = [reason.removeprefix("Insufficient ") for reason in shortfalls(wanted, offered, {})
              if reason.startswith("Insufficient ")]
-    return ", ".join(f"{name} {_figure(wanted[name])} (the node has {allocatable.get(name, '0')})" for name in short)
+    return ", ".join(f"{name} {figure(wanted[name])} (the node has {allocatable.get(name, '0')})" for name in short)
 
 
-def _figure(amount: Any) -> str:
-    return str(int(amount)) if amount == int(amount) else f"{float(amount):g}"
+def _hint(resources: Sequence[str]) -> str:
+    """What to say to get a larger node: GPUs are the node's devices (``--gpus``), the rest ``--capacity``."""
+    flags = []
+    if any(r != "nvidia.com/gpu" for r in resources):
+        flags.append("`local run --capacity` declares a larger node")
+    if "nvidia.com/gpu" in resources:
+        flags.append("`local run --gpus 0,1,…` declares GPUs (device indices) for the node")
+    return "; ".join(flags)
 
 
-def _fail_what_never_fits(states: dict[str, dict[str, str]], waiting: Sequence[dict[str, Any]],
+def _fail(view: JobView, summary: str, message: str) -> None:
+    view.state, view.replicas, view.message, view.queue, view.waiting = "Failed", summary, message, "", ""
+
+
+def _fail_what_never_fits(views: dict[str, JobView], waiting: Sequence[dict[str, Any]],
                           allocatable: dict[str, str] | None) -> None:
     """Mark Failed the jobs with a waiting pod that no amount of waiting can place (see the module)."""
     if allocatable is None:
         return
-    by_uid = {state.get("uid"): state for state in states.values() if state["state"] not in ("Succeeded", "Failed")}
+    by_uid = {view.uid: view for view in views.values() if not view.finished}
     for pod in waiting:
         meta = pod.get("metadata") or {}
-        owner = controller_uid(pod)
-        state = by_uid.get(owner)
-        if state is None or not (why := never_fits(pod, allocatable)):
+        view = by_uid.get(controller_uid(pod) or "")
+        if view is None or not (why := never_fits(pod, allocatable)):
             continue
-        state["state"], state["summary"] = "Failed", f"{'Failed':<10} pod {meta.get('name')} can never fit this node"
-        state["message"] = (f"pod {meta.get('name')} can never be scheduled on this machine: it asks for {why}; "
-                            "`local run --capacity` declares a larger node")
+        short = [name for name in pod_requests(pod.get("spec") or {}) if f"{name} " in why]
+        _fail(view, f"pod {meta.get('name')} can never fit this node",
+              f"pod {meta.get('name')} can never be scheduled on this machine: it asks for {why}; {_hint(short)}")
 
 
-def _fail_what_pod_security_refuses(client: Client, states: dict[str, dict[str, str]], jobs: Sequence[Job]) -> None:
+def _fail_what_pod_security_refuses(client: Client, views: dict[str, JobView], jobs: Sequence[Job]) -> None:
     """Mark Failed the jobs whose pod create PodSecurity refused (their ``FailedCreatePod`` event says so): no retry
     can succeed while the namespace's policy stands."""
     for job in jobs:
-        state = states.get(job.key)
-        if state is None or state["state"] in ("Succeeded", "Failed") or not state.get("uid"):
+        view = views[job.key]
+        if view.finished or not view.uid:
             continue
         try:
             events = client.list_all(EVENTS, job.namespace,
-                                     field_selector=f"involvedObject.uid={state['uid']},reason=FailedCreatePod")
+                                     field_selector=f"involvedObject.uid={view.uid},reason=FailedCreatePod")
         except KubeError:
             continue   # asked again next turn
         refused = next((str(e.get("message") or "") for e in events.get("items") or []
                         if "violates PodSecurity" in str(e.get("message") or "")), None)
         if refused is not None:
-            state["state"], state["summary"] = "Failed", f"{'Failed':<10} a pod refused by PodSecurity"
-            state["message"] = (f"{refused.removeprefix('Error creating: ')} (the namespace's "
-                                "pod-security.kubernetes.io labels or `local run --pod-security` set the level)")
+            _fail(view, "a pod refused by PodSecurity",
+                  f"{refused.removeprefix('Error creating: ')} (the namespace's pod-security.kubernetes.io labels "
+                  "or `local run --pod-security` set the level)")
 
 
-def _waiting_pods(client: Client, namespaces: set[str]) -> list[dict[str, Any]]:
-    """The unbound, unfinished pods of ``namespaces`` (a read that fails shows no queue this turn)."""
+def _follow_gangs(client: Client, jobs: Sequence[Job], views: dict[str, JobView], pods: Sequence[dict[str, Any]],
+                  allocatable: dict[str, str] | None) -> None:
+    """For the jobs not running yet: why their gang waits (its PodGroup's ``Unschedulable`` condition, the only
+    word of a Volcano job whose pods are held back), and Failed for a gang that could not fit the empty node all
+    together (see the module)."""
+    for job in jobs:
+        view = views[job.key]
+        if view.finished or view.state == "Running":
+            continue
+        podgroup = _podgroup(client, job)
+        if podgroup is None:
+            continue
+        reason = next((c.get("message") or "" for c in (podgroup.get("status") or {}).get("conditions") or []
+                       if c.get("type") == "Unschedulable" and c.get("status") == "True"), None)
+        if reason is not None and not view.waiting:
+            view.waiting = f"PodGroup Unschedulable: {reason}"
+        if allocatable is None:
+            continue
+        members = [p for p in pods if controller_uid(p) == view.uid]
+        short = gang_never_fits(podgroup, members, allocatable)
+        if short:
+            what = ", ".join(f"{name} {figure} (the node has {allocatable.get(name, '0')})"
+                             for name, figure in short.items())
+            _fail(view, "its gang can never fit this node",
+                  f"the gang of {job.key} (PodGroup {job.key}, minMember "
+                  f"{(podgroup.get('spec') or {}).get('minMember')}) can never be scheduled on this machine: "
+                  f"it needs {what} at once; {_hint(list(short))}")
+
+
+def _podgroup(client: Client, job: Job) -> dict[str, Any] | None:
+    """The job's PodGroup (named after it), in whichever gang API has one."""
+    for resource in (VOLCANO_PODGROUPS, COSCHEDULING_PODGROUPS):
+        try:
+            return client.get(resource, job.name, job.namespace)
+        except KubeError:
+            continue
+    return None
+
+
+def _pods(client: Client, namespaces: set[str]) -> list[dict[str, Any]]:
+    """The pods of ``namespaces`` (a read that fails shows nothing of them this turn)."""
     pods: list[dict[str, Any]] = []
     for namespace in sorted(namespaces):
         try:
-            listed = client.list_all(PODS, namespace, field_selector="spec.nodeName=,status.phase=Pending")
+            listed = client.list_all(PODS, namespace)
         except KubeError:
             continue
         pods.extend(listed.get("items") or [])
     return pods
 
 
-def _add_queue(states: dict[str, dict[str, str]], waiting: Sequence[dict[str, Any]]) -> None:
-    positions = queue_positions(waiting)
-    for state in states.values():
-        place = positions.get(state.get("uid") or "")
-        if place is not None and state["state"] not in ("Succeeded", "Failed"):
-            position, count, reason = place
-            state["summary"] += f" · queued #{position}: {count} pod(s) waiting ({reason})"
+def _add_pods(views: dict[str, JobView], pods: Sequence[dict[str, Any]], waiting: Sequence[dict[str, Any]]) -> None:
+    """Each job's restarts, what it waits for, and its place in the queue, from its pods."""
+    by_uid = {view.uid: view for view in views.values() if view.uid}
+    seen: dict[str, tuple[int, str]] = {}
+    for pod in sorted(pods, key=lambda p: (p.get("metadata") or {}).get("name") or ""):
+        owner = controller_uid(pod) or ""
+        if owner not in by_uid:
+            continue
+        count, why = seen.get(owner, (0, ""))
+        seen[owner] = (count + restarts(pod), why or pod_waiting(pod))
+    for uid, view in by_uid.items():
+        count, why = seen.get(uid, (0, ""))
+        view.restarts = max(view.restarts, count)   # pods a policy deleted took their counts with them
+        view.waiting = why
+        view.queue = ""
+    for uid, (position, count, reason) in queue_positions(waiting).items():
+        view = by_uid.get(uid)
+        if view is not None and not view.finished:
+            view.queue = f"queued #{position}: {count} pod(s) waiting ({reason})"
 
 
-def _job_state(client: Client, submitted: Job) -> dict[str, str]:
+def _read_job(client: Client, submitted: Job, view: JobView) -> None:
+    """The job's state, replica counts and message into ``view``."""
+    if view.finished:
+        return
     try:
         job = client.get(submitted.resource, submitted.name, submitted.namespace)
     except KubeError as e:  # a job that vanished has failed; a read that failed is asked again next turn
-        return {"state": "Failed" if getattr(e, "code", 0) == 404 else "Unknown",
-                "summary": f"cannot be read: {_api_message(e)}",
-                "message": f"{submitted.resource.kind} {submitted.name}: {_api_message(e)}"}
-    uid = (job.get("metadata") or {}).get("uid") or ""
+        if getattr(e, "code", 0) == 404:
+            _fail(view, f"cannot be read: {api_message(e)}",
+                  f"{submitted.resource.kind} {submitted.name}: {api_message(e)}")
+        return
+    meta = job.get("metadata") or {}
+    view.uid = meta.get("uid") or ""
     status = job.get("status") or {}
+    started = parse_time(status.get("startTime") or meta.get("creationTimestamp") or "")
+    ended = parse_time(status.get("completionTime") or "")
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
     if status.get("phase"):   # GenericJob's model: a phase, and replicas counted per phase
-        state = status["phase"]
-        replicas = " · ".join(f"{n} {what}" for what, n in (status.get("aggregate") or {}).items() if n)
-        message = (conditions.get("Failed") or conditions.get("Completed") or {}).get("message") or ""
-        return {"state": state, "summary": f"{state:<10} {replicas or 'no pods yet'}", "message": message, "uid": uid}
-    state = next((t for t in ("Failed", "Succeeded", "Suspended", "Restarting", "Running", "Created")
-                  if t in conditions), "Pending")
-    counts = status.get("replicaStatuses") or {}
-    replicas = " · ".join(f"{rtype} " + (" ".join(f"{n} {what}" for what in ("active", "succeeded", "failed")
-                                                  if (n := (counts.get(rtype) or {}).get(what))) or "pending")
-                          for rtype in counts) or "no pods yet"
-    message = (conditions.get(state) or {}).get("message") or ""
-    return {"state": state, "summary": f"{state:<10} {replicas}", "message": message, "uid": uid}
+        view.state = status["phase"]
+        view.replicas = " · ".join(f"{n} {what}" for what, n in (status.get("aggregate") or {}).items() if n) \
+            or "no pods yet"
+        view.message = (conditions.get("Failed") or conditions.get("Completed") or {}).get("message") or ""
+    else:
+        view.state = next((t for t in ("Failed", "Succeeded", "Suspended", "Restarting", "Running", "Created")
+                           if t in conditions), "Pending")
+        counts = status.get("replicaStatuses") or {}
+        view.replicas = " · ".join(
+            f"{rtype} " + (" ".join(f"{n} {what}" for what in ("active", "succeeded", "failed")
+                                    if (n := (counts.get(rtype) or {}).get(what))) or "pending")
+            for rtype in counts) or "no pods yet"
+        view.message = (conditions.get(view.state) or {}).get("message") or ""
+    if started is not None:
+        view.elapsed = (ended or time.time()) - started
 
 
-def _report_failure(cluster: LocalCluster, write: Callable[[str], None], key: str, state: dict[str, str]) -> None:
+def _report_failure(cluster: LocalCluster, write: Callable[[str], None], view: JobView) -> None:
     """The job's failure message, then the last lines of each of its containers that failed (the module says why
-    the kubelet's records are complete by now)."""
-    write(f"{key} failed: {state['message']}")
+    the kubelet's records are complete by now), each with the reason its runtime gave."""
+    write(f"{view.key} failed: {view.message}")
     kubelet = cluster.kubelet
-    if kubelet is None or not state.get("uid"):
+    if kubelet is None or not view.uid:
         return
-    for instance, end in kubelet.logs.failed(state["uid"]):
+    for instance, end in kubelet.logs.failed(view.uid):
         ended = end.terminated
         write(f"--- pod {instance.pod} container {instance.container} exited with {ended['exitCode']} "
               f"({ended.get('reason', '')}); its last lines:")
+        if ended.get("message"):
+            write(f"[{instance.pod}] (terminated.message) {ended['message']}")
         for line in tail_lines(instance.path, _TAIL) or ["(no output)"]:
             write(f"[{instance.pod}] {line}")

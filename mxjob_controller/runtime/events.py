@@ -107,6 +107,7 @@ class ObjectReference:
     name: str
     uid: str
     resource_version: str = ""
+    field_path: str = ""        # a part of the object: ``spec.containers{main}`` (a kubelet's container events)
 
     @classmethod
     def of(cls, obj: dict[str, Any], api_version: str | None = None, kind: str | None = None) -> ObjectReference:
@@ -118,7 +119,7 @@ class ObjectReference:
 
     def to_dict(self) -> dict[str, str]:
         out = {"kind": self.kind, "namespace": self.namespace, "name": self.name, "uid": self.uid,
-               "apiVersion": self.api_version, "resourceVersion": self.resource_version}
+               "apiVersion": self.api_version, "resourceVersion": self.resource_version, "fieldPath": self.field_path}
         return {k: v for k, v in out.items() if v}
 
 

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,14 @@ def start_local_up(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]
                              "--kubeconfig-out", str(kubeconfig), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, kubeconfig
+
+
+def read_lines(proc: subprocess.Popen) -> tuple[list[str], threading.Thread]:
+    """What ``proc`` prints, line by line as it comes (a thread reads its stdout into the list)."""
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True, name="local-up-stdout")
+    reader.start()
+    return lines, reader
 
 
 def wait_ready(proc: subprocess.Popen, kubeconfig: Path) -> None:
@@ -247,3 +256,123 @@ def test_local_up_and_run_refuse_a_bad_gpus_value_naming_the_flag(tmp_path, monk
     result = CliRunner().invoke(main, [*command, "--kubeconfig-out", str(tmp_path / "kc"), "--gpus", value])
     assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
     assert not (tmp_path / "kc").exists()
+
+
+def test_local_up_serves_the_controllers_metrics_for_prometheus(tmp_path):
+    """``--metrics-bind-address``: the embedded controllers' ``/metrics``, as ``run`` serves them, count a job
+    run through kubectl (the names manifests/monitoring's dashboard and alerts read)."""
+    import urllib.request
+
+    proc, kubeconfig = start_local_up(tmp_path, "--metrics-bind-address", "127.0.0.1:0")
+    lines, reader = read_lines(proc)
+    try:
+        wait_ready(proc, kubeconfig)
+        url = wait_for(lambda: next((line.split(": ", 1)[1].strip() for line in list(lines)
+                                     if line.startswith("Controller metrics: ")), None), timeout=30,
+                       what="the metrics URL printed")
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "counted"},
+               "spec": {"mxReplicaSpecs": {"Worker": {"restartPolicy": "Never", "template": {"spec": {
+                   "containers": [{"name": "mxnet", "image": "mxnet/python",
+                                   "command": [sys.executable, "-c", "print('done')"]}]}}}}}}
+        kubectl.ok("create", "-f", "-", input=yaml.safe_dump(job))
+
+        def scraped() -> str | None:
+            with urllib.request.urlopen(url, timeout=10) as reply:
+                text = reply.read().decode()
+            done = 'training_operator_jobs_successful_total{framework="mxnet",job_namespace="default"} 1.0'
+            return text if done in text.splitlines() else None
+        text = wait_for(scraped, timeout=60, what="the job counted as succeeded")
+        assert 'training_operator_jobs_created_total{framework="mxnet",job_namespace="default"} 1.0' in \
+            text.splitlines()
+        assert 'controller_runtime_max_concurrent_reconciles{controller="mxjob-controller"} 4.0' in text.splitlines()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        reader.join(10)
+    assert proc.returncode == 0
+
+
+def test_kubectl_explain_shows_the_schemas_descriptions(tmp_path):
+    proc, kubeconfig = start_local_up(tmp_path, "--kubelet", "none", "--metrics-bind-address", "0")
+    try:
+        wait_ready(proc, kubeconfig)
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        explained = " ".join(kubectl.ok("explain", "mxjob.spec").split())
+        assert "DESCRIPTION: The desired state of the job: its replica specs" in explained, explained
+        assert "<empty>" not in explained
+        assert "Fail the job after this many retries." in explained
+        assert "A distributed TensorFlow training job." in " ".join(kubectl.ok("explain", "tfjob").split())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+
+
+def test_local_up_says_where_a_failed_jobs_logs_went(tmp_path):
+    """With MXJob's default cleanPodPolicy (All) a failed job's pods, and their logs, are deleted as it fails: the
+    console says so and how to keep them; with None it names the kubectl command that shows them, which works."""
+    proc, kubeconfig = start_local_up(tmp_path, "--metrics-bind-address", "0")
+    lines, reader = read_lines(proc)
+    try:
+        wait_ready(proc, kubeconfig)
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        for name, policy in (("gone", None), ("kept", "None")):
+            job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": name},
+                   "spec": {"mxReplicaSpecs": {"Worker": {"restartPolicy": "Never", "template": {"spec": {
+                       "containers": [{"name": "mxnet", "image": "mxnet/python", "command": [
+                           sys.executable, "-c", "print('about to fail', flush=True); raise SystemExit(3)"]}]}}}}}}
+            if policy:
+                job["spec"]["runPolicy"] = {"cleanPodPolicy": policy}
+            kubectl.ok("create", "-f", "-", input=yaml.safe_dump(job))
+
+        def said(start: str) -> list[str] | None:
+            found = [i for i, line in enumerate(list(lines)) if line.startswith(start)]
+            return lines[found[0]:found[0] + 2] if found and len(lines) > found[0] + 1 else None
+        gone = wait_for(lambda: said("MXJob default/gone failed: "), timeout=60, what="the failure said")
+        assert "gone-worker-0 exited with code 3" in gone[0], gone
+        assert gone[1].startswith("  its pods were deleted as it failed (All: the job's clean-up policy), their logs "
+                                  "with them"), gone
+        assert "set spec.runPolicy.cleanPodPolicy: None" in gone[1]
+        kept = wait_for(lambda: said("MXJob default/kept failed: "), timeout=60, what="the failure said")
+        command = kept[1].strip().removeprefix("its pods are kept: ")
+        assert command == "kubectl logs -n default -l training.kubeflow.org/job-name=kept --all-containers --prefix"
+        assert "about to fail" in kubectl.ok(*command.split()[1:])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        reader.join(10)
+    assert proc.returncode == 0
+
+
+def test_the_clis_defaults_are_those_of_the_modules_that_own_them():
+    """cli/local.py keeps the defaults `local up --help` shows, so that loading it loads no cluster."""
+    from mxjob_controller.cli import local as cli_local
+    from mxjob_controller.local.apiserver.http import flowcontrol
+    from mxjob_controller.local.job_ports import DEFAULT_RANGE
+
+    assert (cli_local.MAX_REQUESTS_INFLIGHT, cli_local.MAX_MUTATING_REQUESTS_INFLIGHT) == (
+        flowcontrol.MAX_REQUESTS_INFLIGHT, flowcontrol.MAX_MUTATING_REQUESTS_INFLIGHT)
+    assert f"{DEFAULT_RANGE[0]}-{DEFAULT_RANGE[1]}" == cli_local.DEFAULT_JOB_PORTS
+
+
+def test_local_run_speaks_first_for_little_cpu_and_a_ctrl_c_then_stops_it(tmp_path):
+    """Its first line comes before the cluster's modules load: the process has used at most half a CPU second by
+    then (CPU, not wall time: a busy machine does not change it much); a Ctrl-C right after ends the run, 130."""
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump({"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "j"},
+                                   "spec": {"mxReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [
+                                       {"name": "mxnet", "image": "x", "command": ["true"]}]}}}}}}))
+    proc = subprocess.Popen([sys.executable, "-m", "mxjob_controller", "local", "run", "--kubeconfig-out",
+                             str(tmp_path / "kc"), str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline() == "Starting a local cluster…\n"
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        assert cpu <= 0.5, f"{cpu:.2f} CPU s before the first line"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err

@@ -10,6 +10,7 @@ Prometheus and promtool are Debian's ``prometheus`` package, which ``make test``
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import urllib.error
@@ -51,8 +52,13 @@ def alert_names() -> list[str]:
 
 
 def dashboard_queries() -> list[str]:
+    return [expr for exprs in dashboard_panels().values() for expr in exprs]
+
+
+def dashboard_panels() -> dict[str, list[str]]:
+    """Each panel's title → its queries."""
     dashboard = json.loads((MONITORING / "dashboard.json").read_text())
-    return [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    return {panel["title"]: [target["expr"] for target in panel["targets"]] for panel in dashboard["panels"]}
 
 
 # --- promtool ------------------------------------------------------------------------------------------------------
@@ -142,7 +148,10 @@ def finished(kube: Any, name: str) -> bool:
 
 
 def test_a_real_prometheus_scrapes_run_and_answers_the_true_job_counts(tmp_path):
-    outcomes = {"ok-1": 0, "ok-2": 0, "ok-3": 0, "broken": 3}
+    # In two rounds: Prometheus scrapes the counters after the first, so that their increases over the second are
+    # something to check the per-hour panels by (a series is born with its first job: its first sample is no
+    # increase).
+    rounds = [{"ok-1": 0, "broken-1": 3}, {"ok-2": 0, "ok-3": 0, "broken-2": 3}]
     with local_cluster(tmp_path) as (cluster, kube, _kubectl):
         kubeconfig = cluster.server.write_kubeconfig(tmp_path / "run-kubeconfig")
         with RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS]) as run:
@@ -151,17 +160,19 @@ def test_a_real_prometheus_scrapes_run_and_answers_the_true_job_counts(tmp_path)
             prometheus = Prometheus(tmp_path, target)
             try:
                 wait_for(prometheus.ready, timeout=60, interval=0.2, what="Prometheus ready")
-                for name, code in outcomes.items():
-                    assert kube.post(MXJOBS, mxjob(name, code)).status == 201
-                for name in outcomes:
-                    wait_for(lambda n=name: finished(kube, n), timeout=90, interval=0.2, what=f"job {name} ended")
-                truth = {"created": 4, "successful": 3, "failed": 1}
-                for counter, count in truth.items():
-                    query = f'sum(training_operator_jobs_{counter}_total{{framework="mxnet",job_namespace="default"}})'
-                    wait_for(lambda q=query, c=count: prometheus.value(q) == c, timeout=30, interval=0.5,
-                             what=f"{query} == {count} (last: {prometheus.value(query)})")
+                for outcomes, truth in zip(rounds, ({"created": 2, "successful": 1, "failed": 1},
+                                                    {"created": 5, "successful": 3, "failed": 2}), strict=True):
+                    for name, code in outcomes.items():
+                        assert kube.post(MXJOBS, mxjob(name, code)).status == 201
+                    for name in outcomes:
+                        wait_for(lambda n=name: finished(kube, n), timeout=90, interval=0.2, what=f"job {name} ended")
+                    for counter, count in truth.items():
+                        query = (f'sum(training_operator_jobs_{counter}_total{{framework="mxnet",'
+                                 'job_namespace="default"})')
+                        wait_for(lambda q=query, c=count: prometheus.value(q) == c, timeout=30, interval=0.5,
+                                 what=f"{query} == {count} (last: {prometheus.value(query)})")
                 assert prometheus.value('sum(mxjob_controller_jobs{framework="mxnet",state="Succeeded"})') == 3
-                assert prometheus.value('sum(mxjob_controller_jobs{framework="mxnet",state="Failed"})') == 1
+                assert prometheus.value('sum(mxjob_controller_jobs{framework="mxnet",state="Failed"})') == 2
                 assert prometheus.value('up{job="mxjob-controller-metrics"}') == 1
                 rules = [r for g in prometheus.api("rules")["groups"] for r in g["rules"]]
                 assert sorted(r["name"] for r in rules) == sorted(alert_names())
@@ -172,6 +183,64 @@ def test_a_real_prometheus_scrapes_run_and_answers_the_true_job_counts(tmp_path)
                 assert [(r["name"], r.get("lastError")) for r in evaluations if r["health"] != "ok"] == []
                 for query in dashboard_queries():
                     prometheus.api("query", query=query)     # a dashboard query Prometheus cannot run fails here
+                check_dashboard_against_the_truth(prometheus, run.proc.pid)
             finally:
                 prometheus.stop()
             assert run.stop()[0] == 0
+
+
+def check_dashboard_against_the_truth(prometheus: Prometheus, pid: int) -> None:
+    """Every panel's value after 3 jobs succeeded and 2 failed, against what is true: the states and gauges as they
+    are, the per-hour increases (extrapolated by Prometheus, so not whole numbers) by how they must relate, and the
+    panels of what this run does not do (restarts, webhooks, leader election) empty."""
+    panels = dashboard_panels()
+    assert all(len(queries) == 1 for queries in panels.values()), panels
+
+    def last_scrape() -> str | None:
+        """A scrape Prometheus has stored, two after the counters reached their last values: every query is asked
+        at that instant, so that each sees the same samples (a scrape in flight later cannot change one of them)."""
+        result = prometheus.api("query", query="training_operator_jobs_successful_total[1m]")["result"]
+        values = result[0]["values"] if result else []
+        final = [stamp for stamp, value in values if float(value) == 3]
+        return f"{final[-1]:.3f}" if len(final) >= 3 else None
+    at = wait_for(last_scrape, timeout=30, interval=0.5, what="three scrapes of the final counts")
+
+    def series(title: str, query: str | None = None) -> dict[tuple[tuple[str, str], ...], float]:
+        result = prometheus.api("query", query=query or panels[title][0], time=at)["result"]
+        return {tuple(sorted(r["metric"].items())): float(r["value"][1]) for r in result}
+
+    def only(title: str) -> float:
+        found = series(title)
+        assert len(found) == 1, (title, found)
+        return next(iter(found.values()))
+
+    mxnet = (("framework", "mxnet"),)
+    successes = series("", 'sum by (framework) (increase(training_operator_jobs_successful_total[1h]))')
+    failures = series("Job failures per hour")
+    assert set(successes) == set(failures) == {mxnet} and successes[mxnet] > 0 and failures[mxnet] > 0
+    succeeded = successes[mxnet]
+    ended = series("Jobs ended per hour")
+    # both outcomes counted (an `or` of identically-labelled series kept the successes only)
+    assert set(ended) == {mxnet} and abs(ended[mxnet] - (succeeded + failures[mxnet])) < 1e-9, (ended, succeeded)
+    created = series("Jobs created per hour")
+    assert set(created) == {mxnet} and created[mxnet] > 0
+    assert series("Job restarts per hour") == {}, "no job restarted"
+    assert series("Jobs by state") == {(("framework", "mxnet"), ("state", "Failed")): 2.0,
+                                       (("framework", "mxnet"), ("state", "Succeeded")): 3.0}
+    waiting = series("Oldest waiting job")   # every framework the controller runs: none waits
+    assert mxnet in waiting and set(waiting.values()) == {0.0}, waiting
+    reconciles = series("Reconciles per second")
+    assert reconciles.get((("controller", "mxjob-controller"), ("result", "success")), 0) > 0, reconciles
+    assert all(v == 0 for v in series("Reconcile errors per second").values())
+    p99 = series("Reconcile time, p99")   # the controllers that reconciled nothing have no quantile (NaN)
+    assert p99[(("controller", "mxjob-controller"),)] > 0, p99
+    wait_for(lambda: series("Work queue depth") and all(v == 0 for v in series("Work queue depth").values()),
+             timeout=30, interval=0.5, what="the work queue drained")
+    in_queue = series("Time in queue, p99")
+    assert in_queue[(("name", "mxjob-controller"),)] >= 0 and all(v >= 0 or math.isnan(v) for v in in_queue.values())
+    assert series("Webhook requests by code") == {}, "run serves no webhook at its defaults"
+    assert series("Leader") == {}, "no leader election without --leader-elect"
+    assert only("Controller CPU") > 0
+    rss_kib = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                   if line.startswith("VmRSS:"))
+    assert abs(only("Controller memory") - rss_kib * 1024) < 0.25 * rss_kib * 1024, "the process's own RSS"

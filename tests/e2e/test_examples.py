@@ -3,9 +3,9 @@ that can run on this machine runs (exit 0), and each one that cannot has a READM
 this module holds against what ``local run`` does with it: a fail-fast exit naming the cause, not a wait for the
 whole ``--timeout`` (the one exception, a crash-looping ``OnFailure`` v1alpha1 job, says so in its line).
 
-The examples ``tests/local/test_run.py`` already runs (the real MXNet demo, MXTune, the TFJob and GenericJob
-examples, the vendor's TFJob without a command) are not run twice: the table names them and a test checks that
-module still does."""
+The examples ``tests/local/test_run.py`` and ``tests/local/test_run_terminal.py`` already run (the real MXNet demo,
+MXTune, the TFJob and GenericJob examples, the vendor's TFJob without a command, README's sweep) are not run twice:
+the table names them and a test checks that module still does."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("examples")]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-LOCAL_RUN_TESTS = ROOT / "tests" / "local" / "test_run.py"
+LOCAL_RUN_TESTS = [ROOT / "tests" / "local" / "test_run.py", ROOT / "tests" / "local" / "test_run_terminal.py"]
 
 
 class Expected(NamedTuple):
@@ -32,7 +32,7 @@ class Expected(NamedTuple):
     exit_code: int
     readme_says: str          # in the line's last column
     output_says: str = ""     # in what ``local run`` prints (stdout and stderr)
-    elsewhere: bool = False   # run by tests/local/test_run.py
+    elsewhere: bool = False   # run by tests/local/test_run.py or test_run_terminal.py
 
 
 RUNS = "runs (exit 0)"
@@ -67,6 +67,7 @@ EXPECTED = {
                                                f"has {os.cpu_count()})"),
     "v1alpha1/mx_job_dist.yaml": Expected(124, "so `local run` waits for `--timeout` (exit 124)",
                                           NO_SCRIPT.format(ROOT / "train_mnist.py")),
+    **{f"sweep/trial-{i}.yaml": Expected(0, RUNS, elsewhere=True) for i in range(1, 9)},   # README's sweep
     "cloud-api/patch-mxjob-labels.json": Expected(2, "a merge patch, not an object",
                                                   "every document must be an object with apiVersion and kind"),
     "cloud-api/patch-tfjob-labels.json": Expected(2, "a merge patch, not an object",
@@ -104,7 +105,7 @@ def test_every_example_file_has_a_readme_line_that_says_what_local_run_does_with
 
 
 def test_the_examples_run_elsewhere_are_still_run_there():
-    source = LOCAL_RUN_TESTS.read_text()
+    source = "".join(path.read_text() for path in LOCAL_RUN_TESTS)
     for file, expected in EXPECTED.items():
         if expected.elsewhere:
             name = Path(file).name

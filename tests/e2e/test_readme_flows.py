@@ -58,6 +58,8 @@ RUN_HERE = {
 # (file, heading, language) → the test module that reads and runs that block (it names the file and the heading).
 READ_ELSEWHERE = {
     (*SDK, "python"): "tests/e2e/test_sdk_client.py",
+    ("docs/local-cluster.md", "### What `local run` checks, shows and exits with", "sh"): "tests/local/test_docs.py",
+    ("docs/local-cluster.md", "## Shell completion", "sh"): "tests/local/test_docs.py",
 }
 
 NOT_RUN = re.compile(r"^<!-- not run: (.+?) -->$")

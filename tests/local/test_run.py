@@ -57,6 +57,15 @@ def final_line(out: str, job: str) -> str:
     return [line for line in out.splitlines() if f"default/{job} " in line][-1]
 
 
+def worker_job(name: str, script: str, *, replicas: int = 1, **resources: dict[str, Any]) -> dict[str, Any]:
+    """An MXJob of ``replicas`` Workers running ``python -c script``, with these ``resources`` (requests, limits)."""
+    container = {"name": "mxnet", "image": "python:3.11-slim", "command": ["python", "-c", script],
+                 **({"resources": resources} if resources else {})}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": name},
+            "spec": {"mxReplicaSpecs": {"Worker": {"replicas": replicas, "template": {"spec": {
+                "containers": [container]}}}}}}
+
+
 def test_the_real_mxnet_example_trains_to_90_percent_though_a_worker_killed_once_is_restarted(tmp_path):
     """The example as shipped (10 epochs, 90%), with worker 0 SIGKILLed once at its start: the ExitCode policy
     restarts it and the job trains to the example's own accuracy and succeeds. (One training serves the two checks
@@ -410,13 +419,7 @@ def test_usage_errors_exit_2(args, code, says):
 def test_a_sweep_larger_than_the_capacity_shows_its_queue(tmp_path):
     """Three one-CPU jobs on a one-CPU node run one after the other; the waiting ones are shown queued, in order,
     with the scheduler's reason, and all succeed."""
-    jobs = []
-    for i in range(3):
-        container = {"name": "mxnet", "image": "python:3.11-slim", "command": ["python", "-c",
-                                                                             "import time; time.sleep(1)"],
-                     "resources": {"requests": {"cpu": "1"}}}
-        jobs.append({"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": f"sweep-{i}"},
-                     "spec": {"mxReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [container]}}}}}})
+    jobs = [worker_job(f"sweep-{i}", "import time; time.sleep(1)", requests={"cpu": "1"}) for i in range(3)]
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump_all(jobs))
     run = local_run("--capacity", "cpu=1", "--timeout", "120", str(path))
@@ -462,3 +465,42 @@ def test_a_failed_container_belongs_to_the_job_that_controls_it_not_to_a_namesak
     assert [(i.path.parent.parent.name, end.terminated["exitCode"]) for i, end in store.failed("tf-job")] == [
         ("tf-pod", 3)]
     assert store.failed("") == [] and store.failed("other") == []
+
+
+def test_a_gang_that_can_never_fit_fails_fast_naming_what_it_lacks(tmp_path):
+    """Volcano's gangs on a 4-CPU node, a job of five 1-CPU workers all or nothing: Volcano would never admit the
+    group (the PodGroup says so, tests/local/scheduler/test_scheduler.py); ``local run`` ends at once, as it does for
+    a pod that can never fit, naming what the gang needs and what the node has."""
+    job = worker_job("huge", "print(1)", replicas=5, requests={"cpu": "1"})
+    path = tmp_path / "huge.yaml"
+    path.write_text(yaml.safe_dump(job))
+    run = local_run("--gang-scheduler-name", "volcano", "--capacity", "cpu=4", "--timeout", "2m", str(path))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "default/huge failed: the gang of default/huge (PodGroup default/huge, minMember 5) can never be " \
+           "scheduled on this machine: it needs cpu 5 (the node has 4) at once; `local run --capacity` declares a " \
+           "larger node" in run.stdout, run.stdout
+    failed_at = re.search(r"^\[ *([0-9.]+)s\] default/huge  Failed", run.stdout, re.M)
+    assert failed_at and float(failed_at.group(1)) <= 10, run.stdout
+
+
+def test_a_pod_asking_for_gpus_the_node_lacks_is_told_of_gpus_not_capacity(tmp_path):
+    job = worker_job("gpu", "print(1)", limits={"nvidia.com/gpu": 2})
+    path = tmp_path / "gpu.yaml"
+    path.write_text(yaml.safe_dump(job))
+    run = local_run("--gpus", "none", "--timeout", "1m", str(path))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "pod gpu-worker-0 can never be scheduled on this machine: it asks for nvidia.com/gpu 2 (the node has " \
+           "0); `local run --gpus 0,1,…` declares GPUs (device indices) for the node" in run.stdout, run.stdout
+
+
+def test_a_volcano_gang_waiting_for_room_says_why_then_runs(tmp_path):
+    """Two one-CPU gangs on a one-CPU node: Volcano admits one; the other's pods are not even created, and its
+    line says why (its PodGroup's Unschedulable condition) until room frees; both succeed."""
+    jobs = [worker_job(f"gang-{i}", "import time; time.sleep(2)", requests={"cpu": "1"}) for i in range(2)]
+    path = tmp_path / "gangs.yaml"
+    path.write_text(yaml.safe_dump_all(jobs))
+    run = local_run("--gang-scheduler-name", "volcano", "--capacity", "cpu=1", "--timeout", "2m", str(path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "all 2 job(s) succeeded" in run.stdout
+    assert re.search(r"default/gang-[01]  Created .* PodGroup Unschedulable: 1/1 tasks in gang unschedulable: "
+                     r"resource in cluster is overused: Insufficient cpu for its minResources", run.stdout), run.stdout

@@ -7,6 +7,7 @@ without importing the verbs that import them.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,9 @@ class Request:
     user: Any = None  # the authenticated caller (auth.UserInfo), for the review APIs; None: nobody was asked
     # What admission adds to the request's audit record (kube's audit annotations): the Exchange's own dict.
     audit_annotations: dict[str, str] = field(default_factory=dict)
+    # what a client asking to switch protocols sent (Upgrade, X-Stream-Protocol-Version, Sec-WebSocket-Key and
+    # -Protocol; lower-case names, several values joined by commas); empty for a plain request
+    upgrade: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +124,9 @@ class Response:
     # A JSON body is sent with a final newline, as kube's serializer (json.Encoder.Encode) writes every object;
     # False: as it is (the OpenAPI documents and /version, which kube writes with json.Marshal).
     encoder_newline: bool = True
+    # a protocol switched to (101 with these headers): it is handed the connection, whose bytes are its own from
+    # then on, and the event set when the server stops (pods/portforward's SPDY session)
+    upgrade: Callable[[Any, threading.Event], None] | None = None
 
 
 def page_not_found() -> Response:

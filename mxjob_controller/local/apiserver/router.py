@@ -165,7 +165,7 @@ class Router:
                       subresource=info.subresource or None, query=query,
                       content_type=ex.headers.get("Content-Type", "") or "", body=ex.read_body(),
                       accept=ex.headers.get("Accept", "") or "", user_agent=info.user_agent, user=ex.user,
-                      audit_annotations=ex.audit_annotations)
+                      audit_annotations=ex.audit_annotations, upgrade=_upgrade(ex.headers))
         return kubeproto.respond(self._rest.handle, req)
 
 
@@ -175,3 +175,12 @@ def _json(obj: Any) -> Response:
 
 def _json_or_404(obj: Any) -> Response:
     return page_not_found() if obj is None else _json(obj)
+
+
+def _upgrade(headers: Any) -> dict[str, str]:
+    """What a client asking to switch protocols sent, for pods/portforward (empty for a plain request)."""
+    if not headers.get("Upgrade"):
+        return {}
+    names = ("Upgrade", "X-Stream-Protocol-Version", "Sec-WebSocket-Key", "Sec-WebSocket-Protocol")
+    return {name.lower(): ",".join(v.strip() for value in (headers.get_all(name) or []) for v in value.split(","))
+            for name in names}

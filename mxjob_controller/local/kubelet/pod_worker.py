@@ -22,6 +22,9 @@ The lifecycle, as a kubelet runs it:
    ``CreateContainerConfigError`` and is tried again every few seconds; one without a command, which can never
    start here, is ``CreateContainerError`` and then ends as a container that failed to start (exit 128), so the
    restart policy decides what follows. Each is said once in a Warning event ``Failed``, as a kubelet says it.
+6. events about each container, as a kubelet writes them (``involvedObject.fieldPath`` naming it): ``Created`` and
+   ``Started`` when its process starts, ``BackOff`` when a restart waits (the crash-loop back-off), ``Killing``
+   when it is stopped for good (deletion, deadline). There is no ``Pulling``/``Pulled``: no image is pulled.
 
 Only this thread changes the pod's containers (the reaper only wakes it), so their records need no lock.
 Status is written through ``pods/<name>/status`` (merge patch of the whole status) whenever it changes; a write that
@@ -31,6 +34,7 @@ is removed, or the kubelet stops (then containers get ``stop_grace`` seconds and
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -53,10 +57,10 @@ from mxjob_controller.local.kubelet.devices import Assignment, DevicesUnavailabl
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, Reaper, terminate_groups
-from mxjob_controller.local.kubelet.sandbox import Sandbox
+from mxjob_controller.local.kubelet.sandbox import Sandbox, pod_ref
 from mxjob_controller.runtime.cache_keys import controller_uid_index
 from mxjob_controller.runtime.client import PODS, Client, KubeError, NotFound
-from mxjob_controller.runtime.events import WARNING, EventRecorder, ObjectReference
+from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +334,8 @@ class PodWorker:
             proc.signal_group(signal.SIGKILL)  # started as the kubelet began to stop: it must not outlive it
         slot.container_id = f"process://{proc.pid}"
         slot.state = reported_status.running(started)
+        self._container_event(slot, NORMAL, "Created", f"Created container: {slot.name}")
+        self._container_event(slot, NORMAL, "Started", f"Started container {slot.name}")
         log.info("pod %s/%s: container %s started (pid %d, restart %d)", self.namespace, self.name, slot.name,
                  proc.pid, slot.restart_count)
         self.kubelet.reaper.watch(proc, self._on_exit)
@@ -341,6 +347,12 @@ class PodWorker:
             ended = slot.state.get("terminated") or (slot.last_state or {}).get("terminated")
             if ended:
                 slot.last_state = {"terminated": ended}
+
+    def _container_event(self, slot: Slot, kind: str, reason: str, message: str) -> None:
+        """An event about one container of the pod, as a kubelet records it (``fieldPath`` names the container)."""
+        ref = ObjectReference.of(self._current(), "v1", "Pod")
+        part = f"spec.{'initContainers' if slot.init else 'containers'}{{{slot.name}}}"
+        self.kubelet.events.event(dataclasses.replace(ref, field_path=part), kind, reason, message)
 
     def _config_failed(self, slot: Slot, error: ContainerConfigError) -> None:
         """What a kubelet says when it cannot create a container: a log line and a Warning event ``Failed``."""
@@ -415,6 +427,9 @@ class PodWorker:
         slot.last_exit = now
         delay = 0.0 if slot.exits == 1 else min(options.backoff_initial * 2 ** (slot.exits - 2), options.backoff_max)
         slot.due = now + delay
+        if delay > 0 and (slot.state.get("terminated") or {}).get("startedAt"):   # it ran, and crashed
+            self._container_event(slot, WARNING, "BackOff", f"Back-off restarting failed container {slot.name} in "
+                                                            f"pod {pod_ref(self._current())}")
         if delay > 0:
             slot.last_state = {"terminated": slot.state.get("terminated")}
             slot.state = reported_status.waiting(
@@ -440,6 +455,9 @@ class PodWorker:
         """Stop every container for good: SIGTERM, ``grace`` seconds, SIGKILL; their ends recorded."""
         self._terminating = True
         procs = self.processes()
+        for slot in self.init + self.app:
+            if slot.proc is not None:
+                self._container_event(slot, NORMAL, "Killing", f"Stopping container {slot.name}")
         if procs:
             log.info("pod %s/%s: stopping %d container(s), grace period %gs", self.namespace, self.name, len(procs),
                      grace)

@@ -123,7 +123,6 @@ def blocked_ancestor(path: str, user: RunAs, stat: Callable[[str], os.stat_resul
     """The first folder on the way to ``path`` that ``user`` (host ids) may not pass through, or None."""
     if user.uid == 0:
         return None
-    groups = {user.gid, *user.groups}
     parts = Path(path).parts
     for depth in range(1, len(parts) + 1):
         folder = str(Path(*parts[:depth]))
@@ -131,13 +130,7 @@ def blocked_ancestor(path: str, user: RunAs, stat: Callable[[str], os.stat_resul
             st = stat(folder)
         except OSError:
             return None
-        if st.st_uid == user.uid:
-            allowed = st.st_mode & 0o100
-        elif st.st_gid in groups:
-            allowed = st.st_mode & 0o010
-        else:
-            allowed = st.st_mode & 0o001
-        if not allowed:
+        if not may_pass(st, user):
             return folder
     return None
 
@@ -148,6 +141,29 @@ def read_only_root(container: Mapping[str, Any]) -> bool:
 
 def no_new_privs(container: Mapping[str, Any]) -> bool:
     return (container.get("securityContext") or {}).get("allowPrivilegeEscalation") is False
+
+def may_pass(st: os.stat_result, user: RunAs) -> bool:
+    """Whether ``user`` has search permission on a folder (owner, group, then other bits, as the kernel checks)."""
+    if user.uid == 0:
+        return True
+    if st.st_uid == user.uid:
+        return bool(st.st_mode & 0o100)
+    if st.st_gid in {user.gid, *user.groups}:
+        return bool(st.st_mode & 0o010)
+    return bool(st.st_mode & 0o001)
+
+
+def cwd_blocked(cwd: str, user: RunAs, sandboxed: bool,
+                stat: Callable[[str], os.stat_result] = os.stat) -> str | None:
+    """The folder that keeps ``user`` from starting in ``cwd`` (absolute, resolved), or None. In the sandbox a
+    ``cwd`` under a private directory (``/tmp``) is bound into the container's own (``mount_plan``): only the
+    folder itself is passed through there; elsewhere every folder on the way is."""
+    if sandboxed and any(_within(cwd, d) and cwd != d for d in PRIVATE_DIRS):
+        try:
+            return None if may_pass(stat(cwd), user) else cwd
+        except OSError:
+            return None
+    return blocked_ancestor(cwd, user, stat)
 
 
 # --- I/O ----------------------------------------------------------------------------------------------------------
@@ -230,6 +246,10 @@ class Sandbox:
 
     def user_of(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> RunAs:
         return run_as(pod, container, self.default_user, _primary_gid)
+
+    def cwd_blocked(self, cwd: str, user: RunAs) -> str | None:
+        """:func:`cwd_blocked` as this sandbox starts containers."""
+        return cwd_blocked(os.path.realpath(cwd), user, self.namespaces)
 
     def usable_dir(self, path: str) -> bool:
         """Whether a container may start in ``path``: it exists and is none of the cluster's own."""

@@ -44,7 +44,7 @@ from fractions import Fraction
 from typing import Any
 
 from mxjob_controller.core.podgroups import PHASE_INQUEUE, PHASE_PENDING, PHASE_RUNNING, VOLCANO
-from mxjob_controller.kube.quantity import QuantityError, parse
+from mxjob_controller.kube.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, canonical, parse
 
 Amounts = dict[str, Fraction]
 
@@ -294,6 +294,40 @@ def _place_gang(pods: list[WaitingPod], group: GroupView | None, allocatable: Am
     for pod in pods[missing:]:
         used = _place(pod, allocatable, used, decision)
     return used
+
+
+def gang_shortfall(min_member: int, min_resources: Mapping[str, Fraction], members: Sequence[Mapping[str, Fraction]],
+                   allocatable: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    """What a gang needs at once beyond what the empty node allocates (resource → the amount needed; empty when it
+    fits): the larger of its ``minResources`` and the requests of its first ``minMember`` pods, and ``minMember``
+    pods. No amount of waiting binds a gang this returns something for."""
+    need = larger(min_resources, _sum([WaitingPod("", 0, "", dict(r)) for r in members[:min_member]]))
+    need[PODS] = Fraction(max(1, min_member))
+    return {name: wanted for name, wanted in sorted(need.items())
+            if wanted > 0 and wanted > allocatable.get(name, Fraction(0))}
+
+
+def gang_never_fits(podgroup: Mapping[str, Any], members: Sequence[Mapping[str, Any]],
+                    allocatable: Mapping[str, Any]) -> dict[str, str]:
+    """:func:`gang_shortfall` of a PodGroup object and its pods (the unfinished ones, by name), as quantities."""
+    spec = podgroup.get("spec") or {}
+    min_member = spec.get("minMember") if isinstance(spec.get("minMember"), int) else 1
+    live = sorted((p for p in members if not is_terminal(p)), key=lambda p: (p.get("metadata") or {}).get("name") or "")
+    short = gang_shortfall(min_member, amounts(spec.get("minResources")),
+                           [pod_requests(p.get("spec") or {}) for p in live], amounts(allocatable))
+    return {name: figure(amount) for name, amount in short.items()}
+
+
+def shortfall_text(short: Mapping[str, Fraction], allocatable: Mapping[str, Fraction]) -> str:
+    """``cpu 5 (the node allocates 4), pods 120 (the node allocates 110)``."""
+    return ", ".join(f"{name} {figure(amount)} (the node allocates {figure(allocatable.get(name, Fraction(0)))})"
+                     for name, amount in short.items())
+
+
+def figure(amount: Fraction) -> str:
+    """An amount as kube prints the quantity: ``5``, ``500m``, ``4Gi`` (binary when a whole number of KiB)."""
+    binary = amount >= 1024 and amount.denominator == 1 and amount.numerator % 1024 == 0
+    return canonical(Quantity(amount, BINARY_SI if binary else DECIMAL_SI))
 
 
 def enqueue(groups: Sequence[GroupView], allocatable: Amounts, used: Amounts) -> list[str]:

@@ -10,7 +10,11 @@ PriorityClasses feed one thread (``local-scheduler``), which runs a pass wheneve
 :data:`_RESYNC` seconds): it reads what the node allocates and what its bound, unfinished pods request, lets
 ``placement`` decide, then binds (``pods/binding``), marks each pod that waits ``PodScheduled=False`` reason
 ``Unschedulable`` with kube's message and a ``FailedScheduling`` Warning (once per new message), and writes the
-PodGroups' status as their scheduler would. Pods of a scheduler it does not act as, or held by
+PodGroups' status as their scheduler would. A gang that waits says why as Volcano does: its PodGroup gets the
+condition ``Unschedulable`` (reason ``NotEnoughResources``; scheduler-plugins' PodGroups have no conditions) and a
+Warning event ``Unschedulable``, naming what it needs beyond what the node allocates when it could never fit
+(``placement.gang_shortfall``), or the room it waits for (a Volcano group not admitted yet); once it starts, the
+condition becomes ``Scheduled``. Pods of a scheduler it does not act as, or held by
 ``schedulingGates``, are left alone, as on a cluster without that scheduler.
 
 Guarantees: a pod it bound counts on the node from the moment the binding succeeds (before the informer shows it),
@@ -46,6 +50,7 @@ from mxjob_controller.core.podgroups import (
     COSCHEDULING_PODGROUPS,
     GROUP_NAME_ANNOTATION,
     PHASE_INQUEUE,
+    PHASE_PENDING,
     POD_GROUP_LABEL,
     PRIORITY_CLASSES,
     VOLCANO,
@@ -59,12 +64,15 @@ from mxjob_controller.local.scheduler.placement import (
     WaitingPod,
     amounts,
     enqueue,
+    gang_shortfall,
     is_terminal,
     next_phase,
     node_usage,
     placement_view,
     plan,
     pod_requests,
+    shortfall_text,
+    shortfalls,
 )
 from mxjob_controller.runtime.client import (
     NODES,
@@ -83,6 +91,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER = "default-scheduler"
 UNSCHEDULABLE = "Unschedulable"
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"     # Volcano's reason on a PodGroup's Unschedulable condition
 FAILED_SCHEDULING = "FailedScheduling"
 _RESYNC = 1.0          # seconds between passes when nothing changed (retries of failed writes)
 _INFORMERS_SYNC_TIMEOUT = 30.0
@@ -199,6 +208,7 @@ class LocalScheduler:
         self._wake = threading.Event()
         self._assumed: dict[str, Amounts] = {}             # uid → requests of pods bound but not yet seen bound
         self._said: dict[str, str] = {}                     # uid → the Unschedulable message last written
+        self._group_said: dict[str, str] = {}               # PodGroup key → the same, of a gang
         self._recorders: dict[str, EventRecorder] = {}
         flavors = {flavor: resource for flavor, resource in FLAVOR_RESOURCES.items()
                    if resource.group in options.podgroup_groups}
@@ -264,8 +274,12 @@ class LocalScheduler:
         pods = self._pods.store.list()
         used, waiting, counts = self._survey(pods)
         groups = self._groups(counts)
-        for key in enqueue(list(groups.values()), allocatable, used):
+        for gone in set(self._group_said) - set(groups):
+            del self._group_said[gone]
+        admitted = enqueue(list(groups.values()), allocatable, used)
+        for key in admitted:
             groups[key] = self._write_group(groups[key], PHASE_INQUEUE)
+        self._explain_groups(groups, waiting, allocatable, used, set(admitted))
         decision = plan(waiting, groups, allocatable, used)
         by_key = {_key(pod): pod for pod in pods}
         bound: set[str] = set()
@@ -339,6 +353,78 @@ class LocalScheduler:
         value = (found or {}).get("value")
         return value if isinstance(value, int) else 0
 
+    def _explain_groups(self, groups: Mapping[str, GroupView], waiting: Iterable[WaitingPod], allocatable: Amounts,
+                        used: Amounts, admitted: set[str]) -> None:
+        """Say why each gang that has not started waits, as its scheduler says it: a gang that could not fit the
+        empty node (``gang_shortfall``), and a Volcano group not admitted for want of room now."""
+        members: dict[str, list[WaitingPod]] = {}
+        for pod in sorted(waiting, key=lambda p: p.key):
+            if pod.group is not None:
+                members.setdefault(pod.group, []).append(pod)
+        for key, group in groups.items():
+            if group.bound or group.succeeded or group.failed or key in admitted:
+                if key in self._group_said:
+                    self._group_ready(group)
+                continue
+            pods = members.get(key, [])
+            short = gang_shortfall(group.min_member, group.min_resources, [p.requests for p in pods], allocatable)
+            waiting_for = ""
+            if short:
+                waiting_for = (f"{group.min_member}/{group.min_member} tasks in gang unschedulable: the gang can "
+                               f"never fit the node {self.options.node_name}: it needs "
+                               f"{shortfall_text(short, allocatable)} at once")
+            elif group.flavor == VOLCANO and group.phase in ("", PHASE_PENDING):
+                free = shortfalls(group.min_resources, allocatable, used, pods=0)
+                if free:
+                    waiting_for = (f"{group.min_member}/{group.min_member} tasks in gang unschedulable: "
+                                   f"resource in cluster is overused: {', '.join(free)} for its minResources")
+            if waiting_for:
+                self._group_unschedulable(group, waiting_for)
+
+    def _group_unschedulable(self, group: GroupView, message: str) -> None:
+        """Volcano's record of a gang that cannot be scheduled: the PodGroup's condition ``Unschedulable`` (reason
+        ``NotEnoughResources``; scheduler-plugins' PodGroups have no conditions) and a Warning event
+        ``Unschedulable`` on it, once per new message."""
+        if self._group_said.get(group.key) == message:
+            return
+        if group.flavor == VOLCANO and not self._set_conditions(group, [{
+                "type": UNSCHEDULABLE, "status": "True", "transitionID": "", "lastTransitionTime": now_rfc3339(),
+                "reason": NOT_ENOUGH_RESOURCES, "message": message}]):
+            return
+        self._group_said[group.key] = message
+        self._group_event(group, WARNING, UNSCHEDULABLE, message)
+
+    def _group_ready(self, group: GroupView) -> None:
+        """The gang started after it was said to wait: its condition says so now (Volcano's ``Scheduled``)."""
+        if group.flavor == VOLCANO and not self._set_conditions(group, [{
+                "type": "Scheduled", "status": "True", "transitionID": "", "lastTransitionTime": now_rfc3339(),
+                "reason": "tasks in gang are ready to be scheduled", "message": ""}]):
+            return
+        self._group_said.pop(group.key, None)
+        self._group_event(group, NORMAL, "Scheduled", "pod group is ready")
+
+    def _set_conditions(self, group: GroupView, conditions: list[dict[str, Any]]) -> bool:
+        namespace, _, name = group.key.partition("/")
+        try:
+            self.client.patch(FLAVOR_RESOURCES[group.flavor], name, {"status": {"conditions": conditions}},
+                              namespace, **_TIMEOUT)
+        except NotFound:
+            return False
+        except (ApiError, TransportError) as e:
+            log.warning("writing the conditions of podgroup %s failed: %s", group.key, e)
+            self._wake.set()
+            return False
+        return True
+
+    def _group_event(self, group: GroupView, kind: str, reason: str, message: str) -> None:
+        podgroup = self._podgroups[group.flavor].store.get(group.key)
+        if podgroup is None:
+            return
+        resource = FLAVOR_RESOURCES[group.flavor]
+        component = VOLCANO if group.flavor == VOLCANO else SCHEDULER_PLUGINS_NAME
+        self._recorder_for(component).event(ObjectReference.of(podgroup, resource.api_version, "PodGroup"), kind,
+                                            reason, message)
+
     # --- writes -----------------------------------------------------------------------------------------------
 
     def _bind(self, pod: dict[str, Any]) -> bool:
@@ -386,7 +472,9 @@ class LocalScheduler:
 
     def _recorder(self, pod: dict[str, Any]) -> EventRecorder:
         """Events come from the scheduler the pod names (``default-scheduler``, ``volcano``…), as on a cluster."""
-        component = (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
+        return self._recorder_for((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER)
+
+    def _recorder_for(self, component: str) -> EventRecorder:
         recorder = self._recorders.get(component)
         if recorder is None:
             recorder = self._recorders[component] = EventRecorder(self.client.sibling(None), component=component)

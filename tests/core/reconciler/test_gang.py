@@ -50,6 +50,35 @@ def with_template(job: dict[str, Any], rtype: str, **spec: Any) -> dict[str, Any
 
 
 @pytest.mark.as_service_account(install="overlays/gang-scheduling")
+def test_a_podgroup_volcano_marks_unschedulable_is_said_on_the_job_once_per_reason(h: Harness,
+                                                                                   volcano: gs.PodGroups) -> None:
+    """Volcano's condition on a group it will not admit becomes a Warning PodGroupPending on the job (what Volcano's
+    own job controller writes), once per message: a resync or another change of the group says nothing new."""
+    controller = h.start(gang_scheduler_name="volcano")
+    h.create_job(mxjob("j", worker=2))
+    uid = h.job(NS, "j")["metadata"]["uid"]
+    volcano.wait(NS, "j")
+
+    def unschedulable(message: str) -> None:
+        reply = h.kube.patch(volcano.path(NS, "j"), {"status": {"phase": "Pending", "conditions": [{
+            "type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": message}]}})
+        assert reply.ok, reply.body
+    unschedulable("2/2 tasks in gang unschedulable: resource in cluster is overused")
+    [event] = h.wait_events(NS, uid, "PodGroupPending")
+    assert (event["type"], event["message"]) == (
+        "Warning", "PodGroup default/j is unschedulable: 2/2 tasks in gang unschedulable: resource in cluster is "
+                   "overused")
+    volcano.set_phase(NS, "j", "Pending")            # the group changes, the reason does not
+    h.settle(controller, f"{NS}/j")
+    assert [e["count"] for e in h.events(NS, uid, "PodGroupPending")] == [1]
+    unschedulable("2/2 tasks in gang unschedulable: cpu 2 short")
+    events = h.wait_events(NS, uid, "PodGroupPending", count=2)
+    assert sorted(e["message"].rpartition(": ")[2] for e in events) == ["cpu 2 short", "resource in cluster is "
+                                                                                        "overused"]
+    assert h.pods(NS, "j") == []
+
+
+@pytest.mark.as_service_account(install="overlays/gang-scheduling")
 def test_volcano_holds_every_pod_until_the_podgroup_is_admitted(h: Harness, volcano: gs.PodGroups) -> None:
     controller = h.start(gang_scheduler_name="volcano")
     h.create_job(mxjob("j", scheduler=1, server=1, worker=2) | {"metadata": {

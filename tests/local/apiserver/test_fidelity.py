@@ -205,9 +205,11 @@ def test_exec_attach_and_port_forward_answer_as_kube(apiserver: APIServer, kube:
     copied = kubectl.run("cp", "n:/etc/hostname", str(tmp_path / "hostname"))   # kubectl cp is an exec of tar
     assert copied.stderr == ("Error from server (BadRequest): the local kubelet does not support exec: pod n "
                              f"{local} (use kubectl logs to see their output)\n")
+    # port-forward is served (tests/local/apiserver/kinds/test_port_forward.py); a pod no kubelet started has no
+    # address to forward to
     forwarded = kubectl.run("port-forward", "pod/n", "0:80", timeout=10)
-    assert forwarded.stderr == ("error: error upgrading connection: the local kubelet does not support port-forward: "
-                                f"pod n {local} (connect to its ports on this machine directly)\n")
+    assert forwarded.stderr == ("error: error upgrading connection: pod n has no IP address yet (status.podIP): the "
+                                "local kubelet has not started it\n")
     pending = kubectl.run("port-forward", "pod/p", "0:80", timeout=10)   # kubectl's own check, as against kube
     assert pending.stderr == "error: unable to forward port because pod is not running. Current status=Pending\n"
     reply = kube.post(f"{PODS}/n/attach", None, container="c", stdout="true")

@@ -134,6 +134,38 @@ def test_always_restarts_with_crash_loop_back_off(tmp_path):
         assert pod["status"]["phase"] == "Running"
 
 
+def test_container_events_are_the_kubelets_created_started_backoff_and_killing(tmp_path):
+    """What ``kubectl describe pod`` shows of a crash-looping container, then of its deletion: each event names the
+    container (``fieldPath``), with the kubelet's reasons and messages."""
+    with local_cluster(tmp_path, backoff=5.0) as (_cluster, kube, kubectl):
+        assert kube.post(PODS, script_pod("p", "import time, sys; time.sleep(0.2); sys.exit(2)",
+                                          restart_policy="Always")).ok
+
+        def lifecycle() -> list[tuple[str, str, str]] | None:
+            said = kubelet_events(kube, "p")
+            return said if ("Warning", "BackOff") in [e[:2] for e in said] else None
+        pod = get_pod(kube, "p")
+        ref = f"p_default({pod['metadata']['uid']})"
+        # started twice (the first restart is immediate: the same event again, counted), then the back-off
+        assert wait_for(lifecycle, timeout=30, what="the back-off said") == [
+            ("Normal", "Created", "Created container: main"), ("Normal", "Started", "Started container main"),
+            ("Warning", "BackOff", f"Back-off restarting failed container main in pod {ref}")]
+        events = [e for e in kube.get("/api/v1/namespaces/default/events",
+                                      fieldSelector="involvedObject.name=p").body["items"]
+                  if e["source"]["component"] == "kubelet"]
+        assert {e["involvedObject"].get("fieldPath") for e in events} == {"spec.containers{main}"}
+        assert wait_for(lambda: [e["count"] for e in kube.get(
+            "/api/v1/namespaces/default/events", fieldSelector="involvedObject.name=p,reason=Started").body[
+            "items"]] == [2], timeout=10, what="the second start counted")
+
+        assert kube.post(PODS, script_pod("long", "import time; print('up', flush=True); time.sleep(60)")).ok
+        wait_for(lambda: "up" in kubectl.run("logs", "long").stdout, timeout=30, what="the container running")
+        kubectl.ok("delete", "pod", "long", "--timeout=30s")
+        assert wait_for(lambda: (said := kubelet_events(kube, "long")) and len(said) == 3 and said, timeout=10) == [
+            ("Normal", "Created", "Created container: main"), ("Normal", "Started", "Started container main"),
+            ("Normal", "Killing", "Stopping container main")]
+
+
 TREE = """
 import os, signal, subprocess, sys, time, pathlib
 {ignore}
@@ -324,8 +356,9 @@ def test_containers_that_cannot_start_say_why(local):
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"}, "data": {"x": "1"}}).ok
     wait_phase(kube, "cfg", "Succeeded", timeout=30)
 
-    assert wait_for(lambda: kubelet_events(kube, "cfg"), timeout=10) == [
-        ("Warning", "Failed", 'Error: configmap "later" not found')]
+    assert wait_for(lambda: (said := kubelet_events(kube, "cfg")) and len(said) >= 3 and said, timeout=10) == [
+        ("Warning", "Failed", 'Error: configmap "later" not found'), ("Normal", "Created", "Created container: main"),
+        ("Normal", "Started", "Started container main")]
 
     # No command, and no image entrypoint here: a kubelet's CreateContainerError, then (it can never start) the end
     # of a container that failed to start, so restartPolicy Never fails the pod at once.

@@ -51,9 +51,12 @@ def test_int64_max_grace_periods_delete_a_pod_a_namespace_and_an_mxjob(tmp_path)
         stubborn = running_group(kube, "stubborn")
         kubectl.ok("delete", "pod", "stubborn", "--timeout=30s")
         assert get_pod(kube, "stubborn") is None and not group_alive(stubborn)
-        assert wait_for(lambda: kubelet_events(kube, "stubborn"), timeout=10) == [
+        assert wait_for(lambda: (said := kubelet_events(kube, "stubborn")) and len(said) >= 4 and said,
+                        timeout=10) == [
+            ("Normal", "Created", "Created container: main"), ("Normal", "Started", "Started container main"),
             ("Warning", "GracePeriodCapped", f"Grace period {INT64_MAX}s is longer than the local kubelet waits: "
-                                             f"containers get {CAP:g}s after SIGTERM, then SIGKILL")]
+                                             f"containers get {CAP:g}s after SIGTERM, then SIGKILL"),
+            ("Normal", "Killing", "Stopping container main")]
 
         # A namespace holding such a pod finishes terminating.
         kubectl.ok("create", "namespace", "doomed")
@@ -84,7 +87,8 @@ def test_int64_max_grace_periods_delete_a_pod_a_namespace_and_an_mxjob(tmp_path)
         pod = wait_phase(kube, "late", "Failed", timeout=20)
         assert pod["status"]["reason"] == "DeadlineExceeded"
         assert container_status(pod)["state"]["terminated"]["exitCode"] == 128 + signal.SIGKILL
-        assert wait_for(lambda: kubelet_events(kube, "late"), timeout=10)[0][1] == "GracePeriodCapped"
+        said = wait_for(lambda: (events := kubelet_events(kube, "late")) and len(events) >= 4 and events, timeout=10)
+        assert [e[1] for e in said] == ["Created", "Started", "GracePeriodCapped", "Killing"]
 
 
 def test_without_a_command_a_restarting_pod_retries_with_back_off_each_try_a_restart(tmp_path):

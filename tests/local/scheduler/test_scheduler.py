@@ -172,6 +172,37 @@ def test_a_volcano_gang_binds_all_together_or_not_at_all(tmp_path):
         assert phases[:2] == ["Inqueue", "Running"], phases
 
 
+def test_a_volcano_gang_that_can_never_fit_is_marked_unschedulable_saying_what_it_lacks(tmp_path):
+    """Five one-CPU workers on a four-CPU node, all or nothing: Volcano would never admit the group. Its PodGroup
+    gets Volcano's condition (Unschedulable, NotEnoughResources) and Warning event naming the CPU it lacks, and the
+    job a Warning ``PodGroupPending`` saying why its pods are not created; no pod exists."""
+    with local_cluster(tmp_path, controller=True, capacity={"cpu": "4"}, gang_scheduler_name="volcano") as (
+            _cluster, kube, kubectl):
+        podgroups = volcano(kube)
+        assert kube.post(MXJOBS, mxjob("huge", "1", workers=5, others=False)).ok
+        podgroups.wait("default", "huge")
+
+        def condition() -> dict[str, Any] | None:
+            return next((c for c in ((podgroups.get("default", "huge") or {}).get("status") or {}).get(
+                "conditions") or [] if c["type"] == "Unschedulable" and c["status"] == "True"), None)
+        found = wait_for(condition, timeout=30, what="the PodGroup's Unschedulable condition")
+        assert found["reason"] == "NotEnoughResources"
+        assert "5/5 tasks in gang unschedulable" in found["message"]
+        assert "cpu 5 (the node allocates 4)" in found["message"], found
+        said = wait_for(lambda: kubectl.ok(
+            "get", "events", "--field-selector", "involvedObject.kind=PodGroup,reason=Unschedulable",
+            "-o", "jsonpath={range .items[*]}{.type} {.source.component}: {.message}{end}"), timeout=30,
+            what="the PodGroup's Unschedulable event")
+        assert said.startswith("Warning volcano: 5/5 tasks in gang unschedulable") and \
+            "cpu 5 (the node allocates 4)" in said, said
+        job_event = wait_for(lambda: kubectl.ok(
+            "get", "events", "--field-selector", "involvedObject.kind=MXJob,reason=PodGroupPending",
+            "-o", "jsonpath={.items[*].message}"), timeout=30, what="the job's PodGroupPending event")
+        assert "PodGroup default/huge is unschedulable: 5/5 tasks in gang unschedulable" in job_event
+        assert "cpu 5 (the node allocates 4)" in job_event
+        assert not [p for p in kube.get(PODS).body["items"] if p["metadata"]["name"].startswith("huge-")]
+
+
 def test_a_higher_priority_job_submitted_later_binds_first(tmp_path):
     with local_cluster(tmp_path, controller=True, capacity={"cpu": "2"}) as (_cluster, kube, _kubectl):
         priority_class(kube, "high", 1000)

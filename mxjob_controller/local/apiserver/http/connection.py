@@ -370,10 +370,12 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         ex.code = resp.code
         if self.server.stopping.is_set():
             self.close_connection = True  # the server is going: this is the connection's last answer
-        streamed = resp.stream is not None or resp.chunks is not None
+        streamed = resp.stream is not None or resp.chunks is not None or resp.upgrade is not None
         headers = {**ex.response_headers, **resp.headers} if ex.response_headers else resp.headers
         try:
-            if resp.stream is not None:
+            if resp.upgrade is not None:
+                self._switch(resp, headers)
+            elif resp.stream is not None:
                 self._stream_watch(resp.stream, resp, headers)
             elif resp.chunks is not None:
                 self._stream_chunks(resp, resp.chunks, headers)
@@ -571,6 +573,20 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         for piece in pieces:
             self.wfile.write(piece)
         self.wfile.write(b"\r\n")
+
+    def _switch(self, resp: Response, headers: dict[str, str]) -> None:
+        """101 Switching Protocols, then the connection is the new protocol's (``resp.upgrade``) until it ends; it
+        is closed after. The request was read whole before the answer, so nothing of the new protocol's is in the
+        reader's buffer (its client waits for the 101 before it speaks)."""
+        self.close_connection = True
+        lines = ["HTTP/1.1 101 Switching Protocols", *(f"{k}: {v}" for k, v in headers.items())]
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace"))
+        self.wfile.flush()
+        assert resp.upgrade is not None
+        resp.upgrade(self.connection, self.server.stopping)
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _stream_chunks(self, resp: Response, chunks: Iterator[bytes], headers: dict[str, str]) -> None:
         self._write_head(resp.code, resp.content_type, headers, None)
