@@ -585,8 +585,6 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         assert resp.upgrade is not None
         resp.upgrade(self.connection, self.server.stopping)
 
-    def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _stream_chunks(self, resp: Response, chunks: Iterator[bytes], headers: dict[str, str]) -> None:
         self._write_head(resp.code, resp.content_type, headers, None)
