@@ -420,6 +420,11 @@ def is_status(body: bytes) -> bool:
     return isinstance(obj, dict) and obj.get("kind") == "Status"
 
 
+def is_go_not_found(answer: Answer) -> bool:
+    """kube-apiserver's own answer to a path outside its API (Go's ``http.NotFound``): plain text, not a Status."""
+    return answer.code == 404 and answer.body == b"404 page not found\n"
+
+
 def judge(stats: ProbeStats, probe: Probe, answer: Answer) -> None:
     """Count one exchange into ``stats``."""
     stats.sent += 1
@@ -440,7 +445,7 @@ def judge(stats: ProbeStats, probe: Probe, answer: Answer) -> None:
         stats.largest_error = max(stats.largest_error, answer.size)
         if answer.size > MAX_ERROR_BYTES:
             stats.note("oversized error", probe, f"{answer.code}, {answer.size} bytes")
-        if not is_status(answer.body):
+        if not is_status(answer.body) and not is_go_not_found(answer):
             stats.not_status += 1
             stats.note("not a Status", probe, f"{answer.code}: {answer.body[:120]!r}")
     # 505: the request's HTTP version, as Go answers it; 504 "Too large resource version": kube's answer to a list

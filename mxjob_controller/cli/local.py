@@ -19,6 +19,7 @@ from mxjob_controller.cli.manifests import expand, read_documents
 from mxjob_controller.kube import quantity
 from mxjob_controller.local.apiserver.auth.pod_security_labels import LEVELS
 from mxjob_controller.local.apiserver.http.deadlines import REQUEST_TIMEOUT
+from mxjob_controller.local.apiserver.http.inflight_limits import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
 from mxjob_controller.local.kubelet.devices import GPU_RESOURCE, GpuSpecError, detect_nvidia_gpus, parse_gpus
 from mxjob_controller.local.kubelet.node import CapacityError, parse_capacity
 from mxjob_controller.local.kubelet.options import KubeletOptions
@@ -33,9 +34,8 @@ log = logging.getLogger(__name__)
 DEFAULT_KUBECONFIG = ".mxjob-local/kubeconfig"
 RUN_KUBECONFIG = ".mxjob-local/run-kubeconfig"
 JOB_KINDS = ("MXJob", "TFJob", "GenericJob")   # what local run follows (local/submission.py: JOB_RESOURCES)
-# The defaults `local up --help` shows, kept here so that loading this module loads no cluster (a test holds them
-# equal to the modules that own them: flowcontrol's MAX_*_INFLIGHT, job_ports' DEFAULT_RANGE)
-MAX_REQUESTS_INFLIGHT, MAX_MUTATING_REQUESTS_INFLIGHT = 400, 200
+# A default `local up --help` shows, kept here so that loading this module loads no cluster (a test holds it equal
+# to job_ports' DEFAULT_RANGE)
 DEFAULT_JOB_PORTS = "20000-29999"
 METRICS_ADDRESS = "127.0.0.1:8080"   # local up's controller /metrics (run's default port, on loopback)
 _AUTHORIZATION = {"rbac": "RBAC", "always-allow": "AlwaysAllow"}   # --authorization → kube's mode names

@@ -258,6 +258,7 @@ def test_local_up_and_run_refuse_a_bad_gpus_value_naming_the_flag(tmp_path, monk
     assert not (tmp_path / "kc").exists()
 
 
+@pytest.mark.integration
 def test_local_up_serves_the_controllers_metrics_for_prometheus(tmp_path):
     """``--metrics-bind-address``: the embedded controllers' ``/metrics``, as ``run`` serves them, count a job
     run through kubectl (the names manifests/monitoring's dashboard and alerts read)."""
@@ -294,6 +295,7 @@ def test_local_up_serves_the_controllers_metrics_for_prometheus(tmp_path):
     assert proc.returncode == 0
 
 
+@pytest.mark.integration
 def test_kubectl_explain_shows_the_schemas_descriptions(tmp_path):
     proc, kubeconfig = start_local_up(tmp_path, "--kubelet", "none", "--metrics-bind-address", "0")
     try:
@@ -310,6 +312,7 @@ def test_kubectl_explain_shows_the_schemas_descriptions(tmp_path):
     assert proc.returncode == 0
 
 
+@pytest.mark.integration
 def test_local_up_says_where_a_failed_jobs_logs_went(tmp_path):
     """With MXJob's default cleanPodPolicy (All) a failed job's pods, and their logs, are deleted as it fails: the
     console says so and how to keep them; with None it names the kubectl command that shows them, which works."""
@@ -347,16 +350,14 @@ def test_local_up_says_where_a_failed_jobs_logs_went(tmp_path):
 
 
 def test_the_clis_defaults_are_those_of_the_modules_that_own_them():
-    """cli/local.py keeps the defaults `local up --help` shows, so that loading it loads no cluster."""
+    """cli/local.py keeps the job ports' default `local up --help` shows, so that loading it loads no cluster."""
     from mxjob_controller.cli import local as cli_local
-    from mxjob_controller.local.apiserver.http import flowcontrol
     from mxjob_controller.local.job_ports import DEFAULT_RANGE
 
-    assert (cli_local.MAX_REQUESTS_INFLIGHT, cli_local.MAX_MUTATING_REQUESTS_INFLIGHT) == (
-        flowcontrol.MAX_REQUESTS_INFLIGHT, flowcontrol.MAX_MUTATING_REQUESTS_INFLIGHT)
     assert f"{DEFAULT_RANGE[0]}-{DEFAULT_RANGE[1]}" == cli_local.DEFAULT_JOB_PORTS
 
 
+@pytest.mark.integration
 def test_local_run_speaks_first_for_little_cpu_and_a_ctrl_c_then_stops_it(tmp_path):
     """Its first line comes before the cluster's modules load: the process has used at most half a CPU second by
     then (CPU, not wall time: a busy machine does not change it much); a Ctrl-C right after ends the run, 130."""

@@ -43,6 +43,7 @@ def test_a_claimed_path_is_refused_free_ones_are_numbered_and_a_release_frees_it
     second.release()
 
 
+@pytest.mark.integration
 def test_a_claim_of_a_process_that_died_is_free_again(tmp_path):
     path = tmp_path / "kubeconfig"
     code = ("import sys, os; from mxjob_controller.local.kubeconfig_claim import claim_path; "

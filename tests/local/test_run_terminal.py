@@ -20,16 +20,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("local-run")]
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_RUN = [sys.executable, "-m", "mxjob_controller", "local", "run"]
-SWEEP_SECTION = "## Run a sweep on this machine: capacity, queues and gangs"
+# The 8-job sweep as docs/local-cluster.md gives it, under this heading.
+SWEEP_DOC, SWEEP_SECTION = ROOT / "docs" / "local-cluster.md", "### What `local run` checks, shows and exits with"
 _MOVES = re.compile(r"\r?\x1b\[\d+A")
 
 
 def readme_sweep_command() -> str:
-    """README's sweep command line, as written (its comment aside)."""
-    text = (ROOT / "README.md").read_text()
+    """The docs' 8-job sweep command line, as written (its comment aside)."""
+    text = SWEEP_DOC.read_text()
     section = text[text.index(SWEEP_SECTION):]
     block = re.search(r"^```sh\n(.*?)^```$", section, re.S | re.M).group(1)
-    line = next(line for line in block.splitlines() if " local run " in line)
+    line = next(line for line in block.splitlines() if " local run " in line and "examples/sweep/*.yaml" in line)
     return line.split("  #")[0].strip()
 
 

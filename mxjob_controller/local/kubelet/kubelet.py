@@ -55,6 +55,10 @@ from mxjob_controller.runtime.informer import SharedInformer, drop_managed_field
 log = logging.getLogger(__name__)
 
 _HOUSEKEEPING = 1.0     # seconds between looks for removed pods whose worker has ended
+# How long a controller's pods' places outlive its last pod here: a job controller restarting every replica
+# deletes them all before it creates their successors (seconds later, after a failed write or a backoff), and
+# those must find what their predecessors wrote.
+PLACES_GRACE = 300.0
 _SYNC_TIMEOUT = 30.0
 
 
@@ -80,6 +84,7 @@ class Kubelet:
         self._workers: dict[str, PodWorker] = {}        # pod uid → its worker, while it runs
         self._finished: set[str] = set()                # uids whose worker ended: never started again
         self._gone_pending: dict[str, PodWorker] = {}   # removed pods whose worker still stops their containers
+        self._controllers_seen: dict[str, float] = {}   # controller uid → when a pod of it was last here
         self._pods = SharedInformer(client, PODS, transform=drop_managed_fields,
                                     indexers={CONTROLLER_UID_INDEX: controller_uid_index})
         self._pods.add_handler(self._on_pod, lambda _old, new: self._on_pod(new), self._on_pod_deleted)
@@ -249,20 +254,31 @@ class Kubelet:
 
     def _places_in_use(self) -> Callable[[PodKey], bool]:
         """Whether a pod may still come to the places of a key (sandbox.py): a pod of that name is here (its
-        containers may still be stopping), or, for a controller's pods, any pod of that controller (it recreates
-        its replicas under their names). Made once per sweep: each key then costs a lookup or two."""
+        containers may still be stopping), or, for a controller's pods, a pod of that controller was here within
+        PLACES_GRACE (it recreates its replicas under their names). Made once per sweep: each key then costs a
+        lookup or two. Runs on the housekeeping thread only (it alone touches ``_controllers_seen``)."""
         with self._lock:
             running = {(w.namespace, w.name) for w in [*self._workers.values(), *self._gone_pending.values()]}
 
-        controllers: dict[str, bool] = {}   # controller uid → has pods here (asked once per sweep)
+        controllers: dict[str, bool] = {}   # controller uid → has pods here, or had within the grace
+        now = time.monotonic()
+        seen = self._controllers_seen
+        for gone in set(seen) - {key[2] for key in self.sandbox.place_keys()}:
+            del seen[gone]
 
         def in_use(key: PodKey) -> bool:
             namespace, name, controller = key
             if (namespace, name) in running or self._pods.store.get(f"{namespace}/{name}") is not None:
+                if controller:
+                    seen[controller] = now
                 return True
-            if controller and controller not in controllers:
-                controllers[controller] = bool(self._pods.store.by_index(CONTROLLER_UID_INDEX, controller))
-            return bool(controller) and controllers[controller]
+            if not controller:
+                return False
+            if controller not in controllers:
+                if self._pods.store.by_index(CONTROLLER_UID_INDEX, controller):
+                    seen[controller] = now
+                controllers[controller] = now - seen.setdefault(controller, now) < PLACES_GRACE
+            return controllers[controller]
         return in_use
 
     # --- the node ---------------------------------------------------------------------------------------------

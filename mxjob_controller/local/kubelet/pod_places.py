@@ -6,7 +6,8 @@ A pod's places belong to its identity: its namespace, its name and the uid of it
 controller recreates under the same name (an MXJob replica restarted by its ``ExitCode`` policy) finds what its
 predecessor wrote there, with the same host ids (as a StatefulSet's volume follows its pod's name); no other pod
 ever sees them. A pod without a controller has them until it is removed; a controller's are removed once no pod
-of that controller is left.
+of that controller has been here for a grace (``kubelet.PLACES_GRACE``, 5 min: a job restarting every replica
+deletes them all before it creates their successors).
 
 Every temporary folder of a local cluster (the kubelet's, the sandbox's, the TLS folders) is named
 ``mxjob-<what>-<pid>-…`` under the temporary directory, so that the next kubelet to start removes those whose

@@ -316,6 +316,10 @@ class Sandbox:
         if self.cgroups is not None:
             self.cgroups.remove_pod(uid)
 
+    def place_keys(self) -> list[PodKey]:
+        """The pod identities that have places now."""
+        return list(self.places.keys()) if self.places is not None else []
+
     def release_places(self, keep: Callable[[PodKey], bool]) -> None:
         """Remove the places of the pod identities ``keep`` says no pod will come back to."""
         if self.places is not None:

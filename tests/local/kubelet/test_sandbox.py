@@ -19,6 +19,7 @@ import pytest
 from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
 from mxjob_controller.local.kubelet.options import KubeletOptions
+from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX
 from tests.local_support import (
     PID_NAMESPACE,
     boot_seconds,
@@ -247,6 +248,36 @@ def test_an_oom_killed_worker_is_restarted_under_exit_code(local):
         return {(e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == "oom"}
     wait_for(lambda: ("ExitedWithCode", "Pod: default.oom-worker-0 exited with code 137") in reasons() and
              any(r == "MXJobRestarting" for r, _m in reasons()), timeout=30, what="the 137 and the restart")
+
+
+
+def test_a_replica_recreated_after_all_its_controllers_pods_went_finds_its_places(local):
+    """A job restarting every replica deletes them all before it creates their successors (seconds later, after a
+    failed write or a backoff): the kubelet's sweep in between keeps the controller's places (chaos found a worker
+    whose second life missed its first life's mark)."""
+    cluster, kube, _kubectl = local
+    if not cluster.kubelet.sandbox.namespaces:
+        pytest.skip("no pod sandbox here: a pod's /tmp is this machine's")
+    owner = kube.post("/api/v1/namespaces/default/configmaps",
+                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "replica-owner"}}).body
+    controller = {"apiVersion": "v1", "kind": "ConfigMap", "name": "replica-owner", "uid": owner["metadata"]["uid"],
+                  "controller": True}
+    script = "import pathlib; m = pathlib.Path('/tmp/mark'); print('found' if m.exists() else 'new'); m.write_text('x')"
+    pod = script_pod("replica-0", script)
+    pod["metadata"]["ownerReferences"] = [controller]
+    assert kube.post(PODS, pod).ok
+    first = wait_phase(kube, "replica-0", "Succeeded", timeout=60)
+    assert pod_file(cluster, first, "/tmp/mark").exists()
+    assert kube.delete(PODS + "/replica-0", gracePeriodSeconds=0).ok
+    kubelet = cluster.kubelet
+    wait_for(lambda: get_pod(kube, "replica-0") is None and not kubelet._gone_pending and
+             ("default", "replica-0") not in {(w.namespace, w.name) for w in kubelet._workers.values()} and
+             not kubelet._pods.store.by_index(CONTROLLER_UID_INDEX, owner["metadata"]["uid"]),
+             timeout=30, what="the pod gone from the API, the kubelet and its cache")
+    kubelet.sandbox.release_places(kubelet._places_in_use())   # the housekeeping's sweep, with no pod of it left
+    assert kube.post(PODS, pod).ok
+    wait_phase(kube, "replica-0", "Succeeded", timeout=60)
+    assert kube.get(PODS + "/replica-0/log").body.strip() == "found"
 
 
 def cpu_seconds(pids: list[int]) -> float:

@@ -39,11 +39,10 @@ from mxjob_controller.local.apiserver.auth.user import (
     UNAUTHENTICATED,
     UserInfo,
 )
+from mxjob_controller.local.apiserver.http.inflight_limits import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT
 from mxjob_controller.local.apiserver.request import EarlyResponseError, Exchange, RequestInfo, Response
 from mxjob_controller.runtime.client.budget import FLOW_SCHEMA_HEADER, PRIORITY_LEVEL_HEADER
 
-MAX_REQUESTS_INFLIGHT = 400  # kube-apiserver's --max-requests-inflight default
-MAX_MUTATING_REQUESTS_INFLIGHT = 200  # ... and --max-mutating-requests-inflight
 MAX_RETRY_AFTER = 32  # kube's dropped-requests tracker never asks for more
 TOO_MANY_REQUESTS = b"Too many requests, please try again later.\n"
 _ALL = "*"
