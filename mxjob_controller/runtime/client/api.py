@@ -1,9 +1,9 @@
 """The API client: generic verbs over any resource, plain dicts in and out, typed errors.
 
-Built on the official client's transport: the urllib3 pool manager that ``kubernetes.client.rest.RESTClientObject``
-configures from a ``kubernetes.client.Configuration`` (TLS, proxy, pool sizes, connection retries). Its connection
-objects make every socket; ordinary requests then go over those sockets by ``transport`` (HTTP/1.1 by hand), and
-watches, streams and anything through a proxy through the pool manager itself. Bodies are encoded as compact JSON and
+Ordinary requests go over sockets of the client's own by ``transport`` (HTTP/1.1 by hand, framed by
+``runtime/http1``); watches, streams and anything through a proxy through a urllib3 pool manager (public API
+only), built from the same configuration: TLS (an ``ssl_context`` of the same settings), proxy, pool sizes,
+connection retries. Bodies are encoded as compact JSON and
 responses JSON-decoded into dicts once, by us: no model object is ever built.
 
 Guarantees (one :class:`Client` is meant to be shared by every thread of a process):
@@ -40,7 +40,6 @@ from urllib.parse import urlencode, urlsplit
 
 import urllib3
 
-from mxjob_controller.runtime.client._kube import Configuration, RESTClientObject
 from mxjob_controller.runtime.client.budget import PROBE_PATH, BudgetDecision, BudgetKeeper
 from mxjob_controller.runtime.client.config import ClientConfig
 from mxjob_controller.runtime.client.errors import (
@@ -55,7 +54,7 @@ from mxjob_controller.runtime.client.errors import (
 )
 from mxjob_controller.runtime.client.resource import Resource
 from mxjob_controller.runtime.client.retries import RetryTally, jittered_wait
-from mxjob_controller.runtime.client.transport import AnswerTimeoutError, Connections
+from mxjob_controller.runtime.client.transport import AnswerTimeoutError, Connections, Target, client_ssl_context
 from mxjob_controller.runtime.client.watch import WatchStream
 from mxjob_controller.runtime.token_bucket import TokenBucket
 
@@ -128,34 +127,14 @@ class Client:
         self.budget = BudgetKeeper(_decision_for(config, budget_of), self._probe_headers)
         self.retries = retries or RetryTally(urlsplit(config.host).netloc)   # siblings share it
         self._closed = threading.Event()
-        self._rest = RESTClientObject(self._transport_configuration(config), pools_size=4,
-                                      maxsize=config.max_connections)
-        # Requests go straight to its urllib3 pool manager: the official wrapper re-encodes every body and builds
-        # a model exception per error, a fifth of the client's CPU per request (``make bench``: ``large_job``).
-        self._pool = self._rest.pool_manager
+        # Requests go straight to a urllib3 pool manager: the official client's wrapper re-encoded every body and
+        # built a model exception per error, a fifth of the client's CPU per request (``make bench``: ``large_job``).
+        self._pool = _pool_manager(config)
         # Ordinary requests (not streams, not through a proxy) go over sockets of our own (``transport``): most of
-        # what urllib3 costs a request is spared; the sockets are still made by the pool manager's settings.
+        # what urllib3 costs a request is spared; their TLS is made of the same settings.
         self._prefix = urlsplit(config.host).path.rstrip("/")
-        self._direct = None if config.proxy_url else Connections(self._pool.connection_from_url(config.host),
-                                                                 config.max_connections)
-
-    @staticmethod
-    def _transport_configuration(config: ClientConfig) -> Any:
-        cfg = Configuration()
-        cfg.host = config.host
-        cfg.verify_ssl = config.verify_tls
-        cfg.ssl_ca_cert = config.ca_file
-        cfg.cert_file = config.client_cert_file
-        cfg.key_file = config.client_key_file
-        cfg.tls_server_name = config.tls_server_name
-        cfg.proxy = config.proxy_url
-        cfg.connection_pool_maxsize = config.max_connections
-        # urllib3 would otherwise silently re-send 413/429/503 answers carrying Retry-After (below our retry
-        # policy and rate limiter) and re-send reads that timed out (doubling every timeout). Left to it: retrying
-        # connections that could not be established, where nothing reached the server.
-        cfg.retries = urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0, other=0,
-                                    respect_retry_after_header=False, raise_on_status=False)
-        return cfg
+        self._direct = None if config.proxy_url else Connections(
+            Target.of(config.host, _ssl_context(config), config.tls_server_name), config.max_connections)
 
     @property
     def rate_limiter(self) -> TokenBucket | None:
@@ -183,7 +162,7 @@ class Client:
         """End every wait in progress (rate limit, Retry-After) with :class:`Cancelled`, refuse later requests,
         and drop pooled connections. Streams already open are left to their readers to close."""
         self._closed.set()
-        self._rest.pool_manager.clear()
+        self._pool.clear()
         if self._direct is not None:
             self._direct.clear()
 
@@ -247,7 +226,8 @@ class Client:
             started = time.monotonic()
             try:
                 if self._direct is not None and not stream:
-                    resp = self._direct.request(method, self._prefix + target, headers, payload, *timeout)
+                    resp = self._direct.request(method, self._prefix + target, headers, payload, *timeout,
+                                                deadline=ends)
                 else:
                     resp = self._pool.urlopen(method, url, body=payload, headers=headers, preload_content=False,
                                               timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]))
@@ -508,6 +488,32 @@ class Client:
             opts["preconditions"] = pre
         return self.request("DELETE", resource.path(_ns(resource, namespace), name), body=opts, timeout=timeout,
                             deadline=deadline, cancel=cancel)
+
+
+def _ssl_context(config: ClientConfig) -> Any:
+    """A new ``ssl.SSLContext`` of the client's TLS settings (None for a plain-HTTP server)."""
+    if not config.host.startswith("https:"):
+        return None
+    return client_ssl_context(config.verify_tls, config.ca_file, config.client_cert_file, config.client_key_file)
+
+
+def _pool_manager(config: ClientConfig) -> urllib3.PoolManager:
+    """The pool manager of watches, streams and proxied requests: urllib3's public API, given a context of its own
+    (it changes the one it is given). Left to urllib3's retries: connections that could not be established, where
+    nothing reached the server; not 413/429/503 answers carrying Retry-After (below our retry policy and rate
+    limiter), nor reads that timed out (that would double every timeout)."""
+    retries = urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0, other=0,
+                            respect_retry_after_header=False, raise_on_status=False)
+    options: dict[str, Any] = {"num_pools": 4, "maxsize": config.max_connections, "retries": retries}
+    context = _ssl_context(config)
+    if context is not None:
+        options["ssl_context"] = context
+        options["cert_reqs"] = "CERT_REQUIRED" if config.verify_tls else "CERT_NONE"
+        if config.tls_server_name:
+            options["server_hostname"] = config.tls_server_name
+    if config.proxy_url:
+        return urllib3.ProxyManager(config.proxy_url, **options)
+    return urllib3.PoolManager(**options)
 
 
 def _ns(resource: Resource, namespace: str | None, obj: Mapping[str, Any] | None = None,

@@ -146,7 +146,7 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused(peer_client):
 
     peer, client = peer_client([answer_then_close, ok()])
     assert client.request("GET", "/x") == {"kind": "Status", "ok": 1}
-    wait_for(lambda: client._direct._idle and client._direct._idle[0].dropped(), timeout=5)
+    wait_for(lambda: client._direct._idle and not client._direct._idle[0].quiet(), timeout=5)
     assert client.request("GET", "/y") == {"kind": "Status", "ok": 1}   # on a new connection, not an error
     assert peer.connections == 2
 
