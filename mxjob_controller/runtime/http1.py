@@ -183,25 +183,28 @@ class Framing:
 
 def body_framing(headers: HeaderMap, *, request: bool, method: str = "", status: int = 0) -> Framing:
     """RFC 9112 §6.3 for a request (``request``) or for the answer with ``status`` to a ``method`` request.
-    ``Transfer-Encoding`` must be exactly one ``chunked`` (a server answers others 501, Go's code) and
-    never comes with ``Content-Length``. A request without either has no body; an answer has one until close."""
-    if not request and (method == "HEAD" or 100 <= status < 200 or status in (204, 304)):
-        return Framing(NO_BODY)
+    ``Transfer-Encoding`` must be exactly one ``chunked`` (a server answers others 501, Go's code) and never comes
+    with ``Content-Length``; both are checked even where no body follows (HEAD, 1xx, 204, 304), as h11 checks
+    them. A request without either has no body; an answer has one until the connection ends."""
     encodings = headers.get("transfer-encoding")
     lengths = headers.get("content-length") or []
     if encodings is None and len(lengths) == 1 and _LENGTH.fullmatch(lengths[0]):   # the usual case, at once
-        length = int(lengths[0])
-        return Framing(LENGTH, length) if length else Framing(NO_BODY)
-    if encodings:
+        framing = Framing(LENGTH, int(lengths[0])) if lengths[0].strip("0") else Framing(NO_BODY)
+    elif encodings:
         if len(encodings) > 1 or encodings[0].strip().lower() != "chunked":
             raise FramingError(f"unsupported transfer encoding: {_go_quote_list(encodings)}", 501)
         if lengths:
             raise FramingError("http: message cannot contain both Transfer-Encoding and Content-Length")
-        return Framing(CHUNKED)
-    length = content_length(lengths)
-    if length is None:
-        return Framing(NO_BODY if request else UNTIL_CLOSE)
-    return Framing(LENGTH, length) if length else Framing(NO_BODY)
+        framing = Framing(CHUNKED)
+    else:
+        length = content_length(lengths)
+        if length is None:
+            framing = Framing(NO_BODY if request else UNTIL_CLOSE)
+        else:
+            framing = Framing(LENGTH, length) if length else Framing(NO_BODY)
+    if not request and (method == "HEAD" or 100 <= status < 200 or status in (204, 304)):
+        return Framing(NO_BODY)
+    return framing
 
 
 def keep_alive(version: str, headers: HeaderMap) -> bool:
