@@ -289,9 +289,12 @@ class Client:
         if auth:
             headers["Authorization"] = auth   # without it kube answers 401, before its flow control sees the request
         timeout = min(self.config.connect_timeout, self.config.timeout)
-        try:
-            resp = self._pool.urlopen("GET", self.config.host + PROBE_PATH, headers=headers, retries=False,
-                                      timeout=urllib3.Timeout(connect=timeout, read=timeout))
+        try:   # on the transport when it serves the client: a malformed answer refused at once, not read to the end
+            if self._direct is not None:
+                resp = self._direct.request("GET", self._prefix + PROBE_PATH, headers, None, timeout, timeout)
+            else:
+                resp = self._pool.urlopen("GET", self.config.host + PROBE_PATH, headers=headers, retries=False,
+                                          timeout=urllib3.Timeout(connect=timeout, read=timeout))
         except (urllib3.exceptions.HTTPError, OSError) as e:
             log.info("cannot ask %s whether it has API Priority and Fairness: %s", self.config.host, e)
             return None
