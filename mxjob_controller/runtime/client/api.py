@@ -17,6 +17,9 @@ Guarantees (one :class:`Client` is meant to be shared by every thread of a proce
   watch times the client's ordinary timeout) covering its rate-limit wait, its attempts and its retry waits. No
   wait goes past it: a token that would come later raises :class:`RateLimitTimeout` at once, and so does the
   server's error when its ``Retry-After`` would;
+- a 401 to a credential a program made (an ``exec`` plugin, an ``auth-provider``: a ``RefreshableToken``) makes
+  it anew and sends the request again, once per call (client-go's exec round-tripper); the credential's client
+  certificate, if it gives one, is the one the client's connections present;
 - a 429 or 5xx response carrying ``Retry-After`` is retried after that many seconds plus up to a fifth of them at
   random (``retries``), up to ``max_retries`` times (client-go's default is 10) and within the deadline, each retry
   counted in ``rest_client_request_retries_total``; every other failure is raised at once as its typed error (see
@@ -42,7 +45,7 @@ import urllib3
 
 from mxjob_controller.runtime.client._kube import Configuration, RESTClientObject
 from mxjob_controller.runtime.client.budget import PROBE_PATH, BudgetDecision, BudgetKeeper
-from mxjob_controller.runtime.client.config import ClientConfig
+from mxjob_controller.runtime.client.config import ClientConfig, CredentialError, RefreshableToken
 from mxjob_controller.runtime.client.errors import (
     ApiError,
     Cancelled,
@@ -147,6 +150,13 @@ class Client:
         cfg.ssl_ca_cert = config.ca_file
         cfg.cert_file = config.client_cert_file
         cfg.key_file = config.client_key_file
+        if not cfg.cert_file and isinstance(config.token, RefreshableToken):
+            # A plugin's certificate: one file holding it and its key, replaced whole when the plugin gives another;
+            # urllib3 loads it for every connection it makes, so new connections present the newest.
+            try:
+                cfg.cert_file = cfg.key_file = config.token.client_certificate()
+            except CredentialError as e:   # a request will run the plugin again and raise this to its caller
+                log.warning("%s", e)
         cfg.tls_server_name = config.tls_server_name
         cfg.proxy = config.proxy_url
         cfg.connection_pool_maxsize = config.max_connections
@@ -233,6 +243,7 @@ class Client:
         url = self.config.host + target
         payload = _encode_body(body)
         attempt = 0
+        renewed = False
         while True:
             if self._closed.is_set():
                 raise Cancelled(f"{method} {path}: the client is closed")
@@ -261,6 +272,12 @@ class Client:
                 err = error_for_response(e.status, e.body, e.headers, method)
                 log.debug("%s %s -> %d %s (%.1f ms)", method, path, err.code, err.reason,
                           (time.monotonic() - started) * 1000)
+                if err.code == 401 and not renewed:
+                    renewed = True   # once per call: a credential refused again is the caller's error
+                    if self._renew_credential(auth):
+                        log.info("%s %s: 401; the credential (%r) was made anew: sending again", method, path,
+                                 self.config.token)
+                        continue
                 asked = _retry_wait(err)
                 if asked is None or attempt >= self.max_retries:
                     raise err from None
@@ -284,6 +301,14 @@ class Client:
                 raise TransportError(f"{method} {path}: {type(cause).__name__}: {cause}") from e
             log.debug("%s %s -> %d (%.1f ms)", method, path, resp.status, (time.monotonic() - started) * 1000)
             return resp
+
+    def _renew_credential(self, sent: str | None) -> bool:
+        """After a 401 to the Authorization ``sent``: whether the configuration's credential could be made anew."""
+        source = self.config.token
+        if not isinstance(source, RefreshableToken):
+            return False
+        refused = sent.removeprefix("Bearer ") if sent and sent.startswith("Bearer ") else None
+        return source.refresh(refused)
 
     def _take_token(self, method: str, path: str, ends: float, cancel: threading.Event | None) -> None:
         """Wait for the rate limiter's permission to send, within ``ends``."""
