@@ -1,7 +1,7 @@
 """``mxjob-controller run --kubeconfig K`` where K's user is a credential plugin (``exec``, as on EKS, GKE and AKS),
 against the embedded API server with TLS and token authentication: it becomes ready with the plugin's token, runs
-the plugin again when the credential expires (the leader keeps renewing its lease, never refused), and a missing plugin ends the start with
-the command and its installHint said, no traceback."""
+the plugin again when the credential expires (the leader keeps renewing its lease, never refused), and a missing
+plugin ends the start with the command and its installHint said, no traceback."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from mxjob_controller.local.apiserver.server import ServerOptions
-from tests.runtime.client.kubeconfigs import exec_plugin, runs
 from tests.run_process import LOCAL_PORTS, UA_PREFIX, RunProcess, install_mxjob_crd
+from tests.runtime.client.kubeconfigs import exec_plugin, runs
 from tests.support import wait_for
 
 pytestmark = pytest.mark.slow

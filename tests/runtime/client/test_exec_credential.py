@@ -40,8 +40,8 @@ def test_a_token_credential_of_either_version_with_its_expiry(version):
     assert got.token == "t0k" and got.client_certificate is None
     assert got.expires == 1893553445.0
     assert not got.expired(1893553444.0) and got.expired(1893553445.0)
-    fractional = parse_exec_credential(credential(version, token="t", expirationTimestamp="2030-01-02T03:04:05.5+00:00"),
-                                       version, "u")
+    fractional = parse_exec_credential(
+        credential(version, token="t", expirationTimestamp="2030-01-02T03:04:05.5+00:00"), version, "u")
     assert fractional.expires == 1893553445.5
     forever = parse_exec_credential(credential(version, token="t"), version, "u")
     assert forever.expires is None and not forever.expired(1e12)

@@ -103,7 +103,7 @@ def test_a_failing_or_endless_plugin_is_an_error_with_its_exit_code_and_stderr(a
     endless.chmod(0o755)
     monkeypatch.setattr(exec_module, "RUN_TIMEOUT", 0.5)
     source = load_kubeconfig([exec_kubeconfig(apiserver, tmp_path / "config", command=str(endless))]).token
-    with pytest.raises(CredentialError, match="did not finish within 0.5s"):
+    with pytest.raises(CredentialError, match=r"did not finish within 0\.5s"):
         source()
 
     printing = tmp_path / "printing"

@@ -1,6 +1,6 @@
 """Kubeconfig files (runtime/client/kubeconfig.py), as client-go's loader reads them: several files merged (the first
 wins), paths relative to their file, token files, basic auth and inline client certificates (written 0600), and
-what is refused (an exec entry without its apiVersion, a CA with insecure-skip-tls-verify, a missing file or context)."""
+what is refused (an exec entry with no apiVersion, a CA with insecure-skip-tls-verify, a missing file or context)."""
 
 from __future__ import annotations
 
