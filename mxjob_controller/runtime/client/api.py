@@ -19,7 +19,8 @@ Guarantees (one :class:`Client` is meant to be shared by every thread of a proce
   server's error when its ``Retry-After`` would;
 - a 401 to a credential a program made (an ``exec`` plugin, an ``auth-provider``: a ``RefreshableToken``) makes
   it anew and sends the request again, once per call (client-go's exec round-tripper); the credential's client
-  certificate, if it gives one, is the one the client's connections present;
+  certificate, if it gives one, is the one the client's connections present (a new one: the kept connections are
+  dropped first);
 - a 429 or 5xx response carrying ``Retry-After`` is retried after that many seconds plus up to a fifth of them at
   random (``retries``), up to ``max_retries`` times (client-go's default is 10) and within the deadline, each retry
   counted in ``rest_client_request_retries_total``; every other failure is raised at once as its typed error (see
@@ -141,6 +142,7 @@ class Client:
         self._prefix = urlsplit(config.host).path.rstrip("/")
         self._direct = None if config.proxy_url else Connections(self._pool.connection_from_url(config.host),
                                                                  config.max_connections)
+        self._cert_generation = getattr(config.token, "certificate_generation", 0)
 
     @staticmethod
     def _transport_configuration(config: ClientConfig) -> Any:
@@ -255,6 +257,7 @@ class Client:
             auth = self.config.authorization()
             if auth:
                 headers["Authorization"] = auth
+            self._check_certificate()
             started = time.monotonic()
             try:
                 if self._direct is not None and not stream:
@@ -301,6 +304,16 @@ class Client:
                 raise TransportError(f"{method} {path}: {type(cause).__name__}: {cause}") from e
             log.debug("%s %s -> %d (%.1f ms)", method, path, resp.status, (time.monotonic() - started) * 1000)
             return resp
+
+    def _check_certificate(self) -> None:
+        """When the credential plugin gave a new client certificate: drop the kept connections, which present the
+        old one (client-go closes them too); the next connect loads the new file."""
+        generation = getattr(self.config.token, "certificate_generation", 0)
+        if generation != self._cert_generation:
+            self._cert_generation = generation
+            if self._direct is not None:
+                self._direct.drop_idle()
+            self._pool.clear()   # urllib3's pools (streams, a proxy): made anew on their next request
 
     def _renew_credential(self, sent: str | None) -> bool:
         """After a 401 to the Authorization ``sent``: whether the configuration's credential could be made anew."""

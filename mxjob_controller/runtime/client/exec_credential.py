@@ -22,7 +22,8 @@ does, this does:
 - every run has a timeout (:data:`RUN_TIMEOUT`, :data:`INTERACTIVE_RUN_TIMEOUT` when the user may be asked).
 
 A certificate the plugin gives is written, with its key, to one private file (replaced whole when a later run
-gives another): the client presents it on the connections it opens from then on (``api.Client``).
+gives another, and :attr:`ExecToken.certificate_generation` counted up): the client presents it on the connections
+it opens, and when it changes drops the connections it kept, as client-go does (``api.Client``).
 
 The pure half (:func:`parse_plugin`, :func:`parse_exec_credential`, :func:`exec_info`) is separate from the
 runner (:class:`ExecToken`), so that what is accepted and refused is tested without running anything.
@@ -226,7 +227,9 @@ class ExecToken:
         self._lock = threading.Lock()
         self._credential: ExecCredential | None = None
         self._cert_file: str | None = None
-        self.runs = 0   # how many times the plugin ran (for messages and tests)
+        self._cert_pem: str | None = None
+        self.certificate_generation = 0   # counts the certificates given: the client drops connections made before
+        self.runs = 0                     # how many times the plugin ran (for messages and tests)
 
     def __repr__(self) -> str:
         return f"ExecToken({self.plugin.command!r} of user {self.user!r})"
@@ -291,9 +294,10 @@ class ExecToken:
         register_secret(credential.token)
         if credential.client_certificate and credential.client_key:
             pem = credential.client_certificate.rstrip("\n") + "\n" + credential.client_key.rstrip("\n") + "\n"
-            self._cert_file = private_file(pem.encode(), replacing=self._cert_file)
-        else:
-            self._cert_file = None
+            if pem != self._cert_pem:
+                self._cert_file = private_file(pem.encode(), replacing=self._cert_file)
+                self._cert_pem = pem
+                self.certificate_generation += 1
         if stderr.strip():
             log.info("exec plugin %r of user %r said: %s", command, user, _tail(stderr))
         log.debug("exec plugin %r of user %r ran in %.0f ms (run %d)", command, user,

@@ -135,6 +135,14 @@ class Connections:
         for sock in idle:
             sock.close()
 
+    def drop_idle(self) -> None:
+        """Close the idle sockets, keeping the pool open: the next requests connect anew (a new client
+        certificate to present)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for sock in idle:
+            sock.close()
+
     def _idle_socket(self) -> _Socket | None:
         while True:
             with self._lock:
