@@ -189,12 +189,15 @@ class DelegatedAuthProvider:
                        "users": [{"name": "u", "user": self._entry}]}
                 self._loader = KubeConfigLoader(doc)
             header = self._loader._load_auth_provider_token()
-        except ImportError as e:
-            library = "google-auth" if self.name == "gcp" else "adal"
-            raise CredentialError(f"{where}: refreshing its token needs the {library!r} package ({e}); or use its "
-                                  "exec plugin instead (gke-gcloud-auth-plugin, kubelogin), as kubectl >= 1.26 "
-                                  "requires") from None
         except Exception as e:   # the official loader raises whatever its libraries raise
+            # Without its library the loader fails so: adal's absence is an ImportError; google-auth's, no
+            # credentials (None) whose token it then reads.
+            if isinstance(e, ImportError) or (self.name == "gcp" and isinstance(e, AttributeError)):
+                library, plugin = ("google-auth", "gke-gcloud-auth-plugin") if self.name == "gcp" else \
+                    ("adal", "kubelogin")
+                raise CredentialError(f"{where}: its token has expired and refreshing it needs the {library!r} "
+                                      f"package, not installed; or use the {plugin} exec plugin instead, as kubectl "
+                                      ">= 1.26 requires") from None
             raise CredentialError(f"{where}: {type(e).__name__}: {e}") from None
         if not header:
             raise CredentialError(f"{where}: no access-token in its config and none could be obtained")

@@ -6,6 +6,7 @@ sources of ``exec`` and ``auth-provider`` users (nothing runs: a plugin runs whe
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 from pathlib import Path
 
@@ -173,3 +174,26 @@ def test_a_plugin_without_a_terminal_in_always_mode_fails_before_running(tmp_pat
     with pytest.raises(CredentialError, match="requires an interactive terminal"):
         source()
     assert source.runs == 0
+
+
+def test_gcp_and_azure_tokens_come_from_the_official_loader_and_an_expired_one_says_what_refreshing_needs():
+    def provider(name: str, **config: str) -> DelegatedAuthProvider:
+        return DelegatedAuthProvider({"auth-provider": {"name": name, "config": config}}, "u", name)
+
+    assert provider("gcp", **{"access-token": "ya29.a", "expiry": "2100-01-01T00:00:00Z"})() == "ya29.a"
+    assert provider("azure", **{"access-token": "az.a", "expires-on": "4102444800"})() == "az.a"
+    if not _installed("google.auth"):   # with it, the refresh would ask Google
+        with pytest.raises(CredentialError, match="refreshing it needs the 'google-auth' package, not installed; or "
+                                                  "use the gke-gcloud-auth-plugin exec plugin"):
+            provider("gcp", **{"access-token": "ya29.a", "expiry": "2000-01-01T00:00:00Z"})()
+    if not _installed("adal"):
+        with pytest.raises(CredentialError, match="needs the 'adal' package, not installed; or use the kubelogin"):
+            provider("azure", **{"access-token": "az.a", "expires-on": "1000", "tenant-id": "t",
+                                 "refresh-token": "r", "client-id": "c"})()
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:   # its parent package is missing
+        return False
