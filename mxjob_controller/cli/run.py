@@ -29,7 +29,14 @@ from prometheus_client import disable_created_metrics
 
 from mxjob_controller import __version__
 from mxjob_controller.cli import training_operator as to
-from mxjob_controller.cli.flag_types import BindAddress, GoDuration, NameList, NamespaceList, go_bool_option
+from mxjob_controller.cli.flag_types import (
+    BindAddress,
+    GoDuration,
+    NameList,
+    NamespaceList,
+    go_bool_option,
+    go_flag_spellings,
+)
 from mxjob_controller.core.podgroups import VOLCANO
 from mxjob_controller.frameworks import DEFAULT_FRAMEWORKS, FRAMEWORKS, OPTIONAL_BY_DEFAULT
 from mxjob_controller.kube.names import dns1123_label_errors, dns1123_subdomain_errors
@@ -89,7 +96,12 @@ SECTIONS = {
 
 class RunCommand(click.Command):
     """Reports every usage error as one :class:`FlagError` line naming the flag (and its variable when the bad
-    value came from the environment); ``--help`` shows the compatibility flags in sections of their own."""
+    value came from the environment); takes Go's one-dash spelling of every long flag (``-leader-elect``);
+    ``--help`` shows the compatibility flags in sections of their own."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        long_flags = {opt for param in self.get_params(ctx) for opt in param.opts if opt.startswith("--")}
+        return super().parse_args(ctx, go_flag_spellings(args, long_flags))
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         section_of = {name: title for title, names in SECTIONS.items() for name in names}

@@ -164,6 +164,15 @@ def test_flags_with_no_meaning_here_are_accepted_with_a_warning_each():
     assert all("(training-operator) has no effect here: " in w for w in warnings)
 
 
+def test_go_s_one_dash_spellings_work_too():
+    settings, warnings = parsed("-enable-scheme=tfjob", "-zap-log-level", "error", "-leader-elect",
+                                "-webhook-server-port=8443", "-zap-time-encoding=epoch", "-kube-api-qps", "-1")
+    assert (settings.frameworks, settings.log_level, settings.leader_elect) == (("tensorflow",), "error", True)
+    assert (settings.webhook_bind_address, settings.kube_api_qps) == (":8443", -1.0)
+    assert [w.split(" ", 1)[0] for w in warnings] == ["--zap-time-encoding=epoch"]
+    assert "No such option '-n'" in error("-nope"), "not a flag of run: still exit 2"
+
+
 def test_the_shared_flags_keep_their_meaning():
     """training-operator's flags of the same name as this operator's: what its main.go gives them."""
     settings, warnings = parsed("--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
