@@ -16,6 +16,8 @@ does, this does:
   terminal) or ``Always`` (a terminal is required: without one the run fails at once, saying so). A plugin that
   may be interactive shares this process's standard input and error (its prompts reach the user); otherwise its
   standard error is captured, and its last lines are in the error when it fails;
+- the plugin runs when a credential is first needed: a token for a request, or the certificate when an
+  ``api.Client`` is made (its connections' settings are fixed then); loading the kubeconfig runs nothing;
 - the credential is cached until ``status.expirationTimestamp`` (none: for the process's life) and the plugin
   run again after it, or when the server answers 401 to the token it gave (once per refused credential, however
   many requests were refused with it);

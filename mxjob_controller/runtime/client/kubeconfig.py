@@ -7,7 +7,6 @@
 - A ``master`` URL (the ``--master`` flag) replaces the cluster's server and keeps everything else.
 - A server written without a scheme gets ``https://`` when any TLS setting is present, else ``http://``
   (client-go's ``DefaultServerURL``).
-
 - A user authenticates with, in client-go's order: a credential plugin (``exec``: ``exec_credential``) or an
   ``auth-provider`` (``oidc``, ``gcp``, ``azure``: ``auth_provider``), which are exclusive; else ``tokenFile``
   (re-read when it changes) or ``token``; and/or a client certificate; or a username and password.
