@@ -1,15 +1,17 @@
 """Credential plugins run for real (runtime/client/exec_credential.py), against the embedded API server with TLS
 and token authentication: the client's requests carry the plugin's token; the plugin runs once while its credential
 is valid, again when it expires and when the server answers 401 to it (the request then succeeds); what it is told
-(``KUBERNETES_EXEC_INFO``, no stdin); and its failures said plainly: a missing command with its installHint, a
-non-zero exit with its stderr, a plugin that never ends. A certificate from the plugin is the client's. An oidc
-auth-provider's expired id-token is refreshed at its issuer's token endpoint (a small issuer served here)."""
+(``KUBERNETES_EXEC_INFO``) and given (no stdin; on a terminal, the terminal); and its failures said plainly: a
+missing command with its installHint, a non-zero exit with its stderr, a plugin that never ends. A certificate from
+the plugin is what the client's connections present, a new one on every connection. An oidc auth-provider's
+expired id-token is refreshed at its issuer's token endpoint (a small issuer served here)."""
 
 from __future__ import annotations
 
 import base64
 import datetime
 import json
+import os
 import ssl
 import sys
 import threading
@@ -34,10 +36,12 @@ from mxjob_controller.runtime.client.exec_credential import ExecPlugin, ExecToke
 from mxjob_controller.runtime.tls import TLSMaterial
 from tests.runtime.client.kubeconfigs import exec_plugin, runs
 from tests.support import wait_for
+from tests.terminal import run_in_terminal
 
 pytestmark = pytest.mark.integration
 
 V1 = "client.authentication.k8s.io/v1"
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -287,3 +291,23 @@ def test_an_expired_oidc_id_token_is_refreshed_at_the_issuers_token_endpoint(iss
     with pytest.raises(CredentialError, match="the token endpoint answered 400: invalid_grant unknown refresh token"):
         source.refresh(fresh)
     assert parse_qs(_Issuer.asked[1][2])["refresh_token"] == ["refresh-2"]
+
+
+def test_on_a_terminal_an_interactive_plugin_shares_it_and_is_told_so(tmp_path):
+    plugin = tmp_path / "plugin"
+    plugin.write_text(f"""#!{sys.executable}
+import json, os, sys
+spec = json.loads(os.environ["KUBERNETES_EXEC_INFO"])["spec"]
+open({str(tmp_path / "seen")!r}, "w").write(json.dumps({{"interactive": spec["interactive"], "stdin": os.isatty(0)}}))
+print("To sign in, open https://login.example/device and enter ABCD-1234", file=sys.stderr)
+print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"token": "device-token"}}}}))
+""")
+    plugin.chmod(0o755)
+    program = ("from mxjob_controller.runtime.client.exec_credential import ExecPlugin, ExecToken\n"
+               f"source = ExecToken(ExecPlugin({V1!r}, {str(plugin)!r}, interactive_mode='Always'), 'u')\n"
+               "print('got', source())\n")
+    run = run_in_terminal([sys.executable, "-c", program], columns=100, rows=10, cwd=REPO,
+                          env=dict(os.environ), timeout=30)
+    assert run.returncode == 0, run.raw
+    assert run.rows == ["To sign in, open https://login.example/device and enter ABCD-1234", "got device-token"]
+    assert json.loads((tmp_path / "seen").read_text()) == {"interactive": True, "stdin": True}
