@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -251,7 +250,8 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
                              pod_security=pod_security_config),
         crds=not no_crds, kubelet=kubelet_mode == "process", controller=controller, webhooks=webhooks and not no_crds,
         threadiness=threadiness, gang_scheduler_name=gang_scheduler_name,
-        job_ports=job_ports, metrics_bind_address=_metrics_address(metrics_bind_address) if controller else "0",
+        job_ports=job_ports, metrics_bind_address=metrics_bind_address if controller else "0",
+        metrics_free_port_if_taken=metrics_bind_address == METRICS_ADDRESS,
         kubelet_options=KubeletOptions(workdir=os.path.abspath(workdir or os.getcwd()),
                                        backoff_initial=crashloop_backoff, sandbox=sandbox,
                                        pod_pids_limit=pod_max_pids, container_user=container_user,
@@ -265,7 +265,7 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         cluster.start()
     except OSError as e:
         claim.release()
-        raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        raise click.ClickException(f"cannot listen on {e.filename or f'{host}:{port}'}: {e.strerror or e}") from None
     reports = None
     try:
         if service_account is not None and token_dir is not None:   # before the kubeconfig: that says "ready"
@@ -312,21 +312,6 @@ def up(host: str, port: int, kubeconfig_out: str, no_crds: bool, bookmark_interv
         claim.release()
         if token_dir is not None:   # the token died with the server: as a pod's volume, it goes too
             Path(token_dir, "token").unlink(missing_ok=True)
-
-
-def _metrics_address(value: str) -> str:
-    """``--metrics-bind-address``; the default falls back to any free port when another process holds it (a second
-    ``local up``, a controller), so that it never keeps a cluster from starting."""
-    if value != METRICS_ADDRESS:
-        return value
-    host, _, port = value.rpartition(":")
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((host, int(port)))
-        except OSError:
-            log.warning("--metrics-bind-address %s is taken: serving the controllers' metrics on a free port", value)
-            return f"{host}:0"
-    return value
 
 
 def _parse_service_account(value: str | None) -> tuple[str, str] | None:

@@ -23,6 +23,7 @@ webhook's rules), and MXJob ``v1alpha1`` served through the conversion webhook.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import logging
 import os
@@ -86,6 +87,7 @@ class ClusterOptions:
     gang_scheduler_name: str | None = None             # the controller's --gang-scheduler-name (volcano, or a
     #                                                    scheduler-plugins name the local scheduler then acts as)
     metrics_bind_address: str = "0"                    # the controllers' /metrics, as run's flag ("0": off)
+    metrics_free_port_if_taken: bool = False           # that address taken at start: any free port instead
 
 
 class LocalCluster:
@@ -221,8 +223,16 @@ class LocalCluster:
         controllers = build_controllers(client, options, DEFAULT_FRAMEWORKS).start()
         if parse_bind_address(self.options.metrics_bind_address) is not None:
             # what `run --metrics-bind-address` serves: the same registry, so the same dashboards and alerts work
-            self.metrics = Endpoints(registry, metrics_address=self.options.metrics_bind_address,
-                                     probe_address="0").start()
+            address = self.options.metrics_bind_address
+            try:
+                self.metrics = Endpoints(registry, metrics_address=address, probe_address="0").start()
+            except OSError as e:
+                if e.errno != errno.EADDRINUSE or not self.options.metrics_free_port_if_taken:
+                    raise OSError(e.errno, e.strerror, f"{address} (the controllers' metrics)") from None
+                # Taken by another process (a second local up, a controller): never a reason not to start.
+                log.warning("metrics address %s is taken: serving the controllers' metrics on a free port", address)
+                host = address.rpartition(":")[0]
+                self.metrics = Endpoints(registry, metrics_address=f"{host}:0", probe_address="0").start()
         return controllers
 
     def stop(self, timeout: float = 15.0) -> bool:

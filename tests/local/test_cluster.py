@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -305,3 +307,34 @@ def test_no_crds_needs_no_controller(tmp_path):
     assert run.returncode == 2 and "--no-controller" in run.stderr
 
 
+
+
+@pytest.mark.parametrize("free_port_if_taken", [True, False])
+def test_a_taken_metrics_address_never_keeps_the_cluster_from_starting_by_default(free_port_if_taken):
+    """local up's default metrics address, held by another process at the moment of binding (no probe beforehand
+    to race with), moves to a free port; an address the user chose fails naming it, not the API server's."""
+    from mxjob_controller.local.apiserver.server import ServerOptions
+    from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = f"127.0.0.1:{holder.getsockname()[1]}"
+        options = ClusterOptions(server=ServerOptions(), controller=True, kubelet=False, crds=True, webhooks=False,
+                                 threadiness=1, metrics_bind_address=taken,
+                                 metrics_free_port_if_taken=free_port_if_taken)
+        cluster = LocalCluster(options)
+        if not free_port_if_taken:
+            with pytest.raises(OSError) as raised:
+                cluster.start()
+            assert raised.value.filename == f"{taken} (the controllers' metrics)"
+            assert cluster.stop(20.0)
+            return
+        cluster.start()
+        try:
+            url = cluster.metrics.metrics_server.url
+            assert not url.endswith(taken.rpartition(":")[2])
+            with urllib.request.urlopen(url + "/metrics", timeout=10) as reply:
+                assert b"mxjob" in reply.read()
+        finally:
+            assert cluster.stop(20.0)

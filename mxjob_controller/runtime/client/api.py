@@ -17,6 +17,10 @@ Guarantees (one :class:`Client` is meant to be shared by every thread of a proce
   watch times the client's ordinary timeout) covering its rate-limit wait, its attempts and its retry waits. No
   wait goes past it: a token that would come later raises :class:`RateLimitTimeout` at once, and so does the
   server's error when its ``Retry-After`` would;
+- a 401 to a credential a program made (an ``exec`` plugin, an ``auth-provider``: a ``RefreshableToken``) makes
+  it anew and sends the request again, once per call (client-go's exec round-tripper); the credential's client
+  certificate, if it gives one, is the one the client's connections present (a new one: the kept connections are
+  dropped first);
 - a 429 or 5xx response carrying ``Retry-After`` is retried after that many seconds plus up to a fifth of them at
   random (``retries``), up to ``max_retries`` times (client-go's default is 10) and within the deadline, each retry
   counted in ``rest_client_request_retries_total``; every other failure is raised at once as its typed error (see
@@ -41,7 +45,7 @@ from urllib.parse import urlencode, urlsplit
 import urllib3
 
 from mxjob_controller.runtime.client.budget import PROBE_PATH, BudgetDecision, BudgetKeeper
-from mxjob_controller.runtime.client.config import ClientConfig
+from mxjob_controller.runtime.client.config import ClientConfig, CredentialError, RefreshableToken
 from mxjob_controller.runtime.client.errors import (
     ApiError,
     Cancelled,
@@ -133,6 +137,7 @@ class Client:
         # Ordinary requests (not streams, not through a proxy) go over sockets of our own (``transport``): most of
         # what urllib3 costs a request is spared; their TLS is made of the same settings.
         self._prefix = urlsplit(config.host).path.rstrip("/")
+        self._cert_generation = getattr(config.token, "certificate_generation", 0)
         self._direct = None if config.proxy_url else Connections(
             Target.of(config.host, _ssl_context(config), config.tls_server_name), config.max_connections)
 
@@ -212,6 +217,7 @@ class Client:
         url = self.config.host + target
         payload = _encode_body(body)
         attempt = 0
+        renewed = False
         while True:
             if self._closed.is_set():
                 raise Cancelled(f"{method} {path}: the client is closed")
@@ -223,6 +229,7 @@ class Client:
             auth = self.config.authorization()
             if auth:
                 headers["Authorization"] = auth
+            self._check_certificate()
             started = time.monotonic()
             try:
                 if self._direct is not None and not stream:
@@ -241,6 +248,12 @@ class Client:
                 err = error_for_response(e.status, e.body, e.headers, method)
                 log.debug("%s %s -> %d %s (%.1f ms)", method, path, err.code, err.reason,
                           (time.monotonic() - started) * 1000)
+                if err.code == 401 and not renewed:
+                    renewed = True   # once per call: a credential refused again is the caller's error
+                    if self._renew_credential(auth):
+                        log.info("%s %s: 401; the credential (%r) was made anew: sending again", method, path,
+                                 self.config.token)
+                        continue
                 asked = _retry_wait(err)
                 if asked is None or attempt >= self.max_retries:
                     raise err from None
@@ -264,6 +277,27 @@ class Client:
                 raise TransportError(f"{method} {path}: {type(cause).__name__}: {cause}") from e
             log.debug("%s %s -> %d (%.1f ms)", method, path, resp.status, (time.monotonic() - started) * 1000)
             return resp
+
+    def _check_certificate(self) -> None:
+        """When the credential plugin gave a new client certificate: drop the kept connections, which present the
+        old one (client-go closes them too); the next connect loads the new file."""
+        generation = getattr(self.config.token, "certificate_generation", 0)
+        if generation != self._cert_generation:
+            self._cert_generation = generation
+            # The certificate is loaded into an SSLContext when one is made: new contexts, for new connections.
+            if self._direct is not None:
+                self._direct.drop_idle(Target.of(self.config.host, _ssl_context(self.config),
+                                                 self.config.tls_server_name))
+            old, self._pool = self._pool, _pool_manager(self.config)
+            old.clear()   # urllib3's pools (streams, a proxy): their streams open keep their connections
+
+    def _renew_credential(self, sent: str | None) -> bool:
+        """After a 401 to the Authorization ``sent``: whether the configuration's credential could be made anew."""
+        source = self.config.token
+        if not isinstance(source, RefreshableToken):
+            return False
+        refused = sent.removeprefix("Bearer ") if sent and sent.startswith("Bearer ") else None
+        return source.refresh(refused)
 
     def _take_token(self, method: str, path: str, ends: float, cancel: threading.Event | None) -> None:
         """Wait for the rate limiter's permission to send, within ``ends``."""
@@ -494,10 +528,18 @@ class Client:
 
 
 def _ssl_context(config: ClientConfig) -> Any:
-    """A new ``ssl.SSLContext`` of the client's TLS settings (None for a plain-HTTP server)."""
+    """A new ``ssl.SSLContext`` of the client's TLS settings (None for a plain-HTTP server): the configured client
+    certificate, else the one a credential plugin gives (one file holding it and its key, replaced whole when the
+    plugin gives another; see ``Client._check_certificate``)."""
     if not config.host.startswith("https:"):
         return None
-    return client_ssl_context(config.verify_tls, config.ca_file, config.client_cert_file, config.client_key_file)
+    cert_file, key_file = config.client_cert_file, config.client_key_file
+    if not cert_file and isinstance(config.token, RefreshableToken):
+        try:
+            cert_file = key_file = config.token.client_certificate()
+        except CredentialError as e:   # a request will run the plugin again and raise this to its caller
+            log.warning("%s", e)
+    return client_ssl_context(config.verify_tls, config.ca_file, cert_file, key_file)
 
 
 def _pool_manager(config: ClientConfig) -> urllib3.PoolManager:

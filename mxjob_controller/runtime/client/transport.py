@@ -244,6 +244,16 @@ class Connections:
         for sock in idle:
             sock.close()
 
+    def drop_idle(self, target: Target | None = None) -> None:
+        """Close the idle sockets, keeping the pool open: the next requests connect anew, to ``target`` if given (a
+        new client certificate to present, in its ``ssl_context``)."""
+        with self._lock:
+            if target is not None:
+                self._target = target
+            idle, self._idle = self._idle, []
+        for sock in idle:
+            sock.close()
+
     def _idle_socket(self) -> _Socket | None:
         while True:
             with self._lock:
