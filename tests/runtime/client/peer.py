@@ -6,12 +6,14 @@ close), so that answers the embedded API server never sends can be tried.
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from mxjob_controller.runtime.client import Client, ClientConfig
+from mxjob_controller.runtime.tls import TLSMaterial
 
 JSON_OK = b'{"kind":"Status","ok":1}'
 
@@ -23,15 +25,18 @@ def ok(body: bytes = JSON_OK, extra: str = "") -> bytes:
 
 class ScriptedPeer:
     """A TCP server answering each request it reads with the next of ``answers`` (bytes, or a callable given the
-    connection, which may also close it); counts the connections it accepted."""
+    connection, which may also close it); counts the connections it accepted. With ``tls`` (a server context) every
+    connection is TLS."""
 
-    def __init__(self, answers: list[bytes | Callable[[socket.socket], None]]) -> None:
+    def __init__(self, answers: list[bytes | Callable[[socket.socket], None]],
+                 tls: ssl.SSLContext | None = None) -> None:
         self.answers = list(answers)
+        self._tls = tls
         self.connections = 0
         self.requests: list[bytes] = []
         self._server = socket.create_server(("127.0.0.1", 0))
         self._server.settimeout(0.2)
-        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self._server.getsockname()[1]}"
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._accept, name="scripted-peer", daemon=True)
         self._thread.start()
@@ -49,6 +54,12 @@ class ScriptedPeer:
 
     def _serve(self, conn: socket.socket) -> None:
         conn.settimeout(10)
+        if self._tls is not None:
+            try:
+                conn = self._tls.wrap_socket(conn, server_side=True)
+            except OSError:
+                conn.close()
+                return
         reader = conn.makefile("rb")
         try:
             while self.answers:
@@ -81,9 +92,16 @@ class ScriptedPeer:
 @pytest.fixture
 def peer_client() -> Iterator[Callable[..., tuple[ScriptedPeer, Client]]]:
     made: list[tuple[ScriptedPeer, Client]] = []
+    materials: list[TLSMaterial] = []
 
-    def make(answers: list, **config: object) -> tuple[ScriptedPeer, Client]:
-        peer = ScriptedPeer(answers)
+    def make(answers: list, tls: bool = False, **config: object) -> tuple[ScriptedPeer, Client]:
+        context = None
+        if tls:
+            material = TLSMaterial("127.0.0.1")
+            materials.append(material)
+            context = material.server_context()
+            config.setdefault("ca_file", str(material.ca_file))
+        peer = ScriptedPeer(answers, context)
         client = Client(ClientConfig(host=peer.url, qps=-1, **config), component="transport-tests",  # type: ignore[arg-type]
                         max_retries=0)
         made.append((peer, client))
@@ -93,3 +111,5 @@ def peer_client() -> Iterator[Callable[..., tuple[ScriptedPeer, Client]]]:
     for peer, client in made:
         client.close()
         peer.close()
+    for material in materials:
+        material.close()

@@ -33,16 +33,18 @@ FORGED = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 
 REAL = b'{"real":1}'
 
 
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
 @pytest.mark.parametrize("after", [FORGED, b"\r\n", b"\n", b"x"], ids=["forged-answer", "crlf", "lf", "one-byte"])
-def test_bytes_sent_with_an_answer_are_dropped_with_its_socket(peer_client, after):
-    peer, client = peer_client([ok() + after, ok(REAL), ok(REAL)])
+def test_bytes_sent_with_an_answer_are_dropped_with_its_socket(peer_client, after, tls):
+    peer, client = peer_client([ok() + after, ok(REAL), ok(REAL)], tls=tls)
     assert client.request("GET", "/x") == {"kind": "Status", "ok": 1}
     assert client.request("GET", "/y") == {"real": 1}      # not the forged answer: a new connection's
     assert client.request("GET", "/z") == {"real": 1}      # and a trailing CRLF does not fail every second request
     assert peer.connections == 2
 
 
-def test_bytes_that_come_while_the_socket_is_idle_make_it_unusable(peer_client):
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_bytes_that_come_while_the_socket_is_idle_make_it_unusable(peer_client, tls):
     send_forged = threading.Event()
 
     def answer_then_forge(conn: socket.socket) -> None:
@@ -50,7 +52,7 @@ def test_bytes_that_come_while_the_socket_is_idle_make_it_unusable(peer_client):
         if send_forged.wait(10):
             conn.sendall(FORGED)
 
-    peer, client = peer_client([answer_then_forge, ok(REAL)])
+    peer, client = peer_client([answer_then_forge, ok(REAL)], tls=tls)
     assert client.request("GET", "/x") == {"kind": "Status", "ok": 1}
     send_forged.set()
     wait_for(lambda: client._direct._idle and not client._direct._idle[0].quiet(), timeout=5)
