@@ -6,8 +6,10 @@ kept-alive loopback connection to a small server thread that answers every reque
                     counted) per GET, the best of several rounds of each
 
 Why it is kept: the transport exists for this saving; it must stay well under urllib3 when its framing gets
-stricter (the target: at most 1.5 times the CPU it cost before issue 45: 20 µs, against 150 µs for urllib3, on
-the development machine).
+stricter. The target, a ratio measured in the run itself (absolute µs move with the machine's load): at most 1.5
+times the share of ``http.client``'s CPU the transport cost before issue 45. That share was measured with the old
+transport beside the new one and ``http.client``, rounds in turn, three runs on 2026-12-02 (load about 2): 0.49,
+0.56, 0.64 (median 0.56); the new transport cost 0.92-1.11 times the old one in the same runs.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from collections.abc import Callable, Iterator
 from hack.bench.common import Outcome
 
 ROUNDS, REQUESTS = 5, 2000
-BEFORE_ISSUE_45_US = 20.1   # today's transport before the strict framing, on the development machine (best of 2 runs)
+# The transport's CPU per request over http.client's, before the strict framing (side by side, median of 3 runs).
+BEFORE_ISSUE_45_VS_HTTP_CLIENT = 0.56
 _BODY = json.dumps({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "c", "namespace": "default"},
                     "data": {f"k{i}": "v" * 40 for i in range(20)}}).encode()
 _ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-cache, private\r\n"
@@ -82,17 +85,12 @@ def canned_server() -> Iterator[int]:
         listener.close()
 
 
-def _cpu_per_request(get: Callable[[], bytes]) -> float:
-    """The best round's client CPU per call of ``get``, in µs."""
-    for _ in range(100):
+def _cpu_per_round(get: Callable[[], bytes]) -> float:
+    """One round's client CPU per call of ``get``, in µs."""
+    before = time.thread_time()
+    for _ in range(REQUESTS):
         get()
-    best = float("inf")
-    for _ in range(ROUNDS):
-        before = time.thread_time()
-        for _ in range(REQUESTS):
-            get()
-        best = min(best, (time.thread_time() - before) / REQUESTS * 1e6)
-    return best
+    return (time.thread_time() - before) / REQUESTS * 1e6
 
 
 def _transport(port: int) -> tuple[Callable[[], bytes], Callable[[], None]]:
@@ -126,13 +124,21 @@ def _http_client(port: int) -> tuple[Callable[[], bytes], Callable[[], None]]:
 def bench_client_transport(full: bool) -> Outcome:
     figures: dict[str, float] = {}
     with canned_server() as port:
-        for name, make in (("transport", _transport), ("urllib3", _urllib3), ("http_client", _http_client)):
-            get, close = make(port)
-            try:
+        clients = {name: make(port) for name, make in (("transport", _transport), ("urllib3", _urllib3),
+                                                       ("http_client", _http_client))}
+        try:
+            for name, (get, _close) in clients.items():
                 if get() != _BODY:
                     raise RuntimeError(f"{name}: the answer's body is not the one sent")
-                figures[name] = _cpu_per_request(get)
-            finally:
+                for _ in range(100):   # warm
+                    get()
+            # Rounds taken in turn, each client's best kept: a machine warming up or a burst of load elsewhere
+            # falls on every client alike rather than on whichever ran first.
+            for _ in range(ROUNDS):
+                for name, (get, _close) in clients.items():
+                    figures[name] = min(figures.get(name, float("inf")), _cpu_per_round(get))
+        finally:
+            for _get, close in clients.values():
                 close()
     ours = figures["transport"]
     return Outcome([("client CPU per GET: the transport (ours)", f"{ours:.1f} µs"),
@@ -144,8 +150,8 @@ def bench_client_transport(full: bool) -> Outcome:
                    figures={f"{k}_us_per_request": v for k, v in figures.items()},
                    ratios={"urllib3_vs_transport": figures["urllib3"] / ours,
                            "http_client_vs_transport": figures["http_client"] / ours},
-                   targets={f"transport CPU per request <= 1.5 x {BEFORE_ISSUE_45_US:g} µs (before issue 45)":
-                            ours <= 1.5 * BEFORE_ISSUE_45_US})
+                   targets={f"transport CPU / http.client's <= 1.5 x {BEFORE_ISSUE_45_VS_HTTP_CLIENT:.2f} (before "
+                            "issue 45)": ours / figures["http_client"] <= 1.5 * BEFORE_ISSUE_45_VS_HTTP_CLIENT})
 
 
 CLIENT_TRANSPORT = {"client_transport": bench_client_transport}
