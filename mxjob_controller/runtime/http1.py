@@ -141,9 +141,11 @@ def _parse_folded_lines(lines: list[bytes]) -> Headers:
 
 
 def header_map(headers: Headers) -> dict[str, list[str]]:
-    """The headers by lower-cased name: every value of each, in order."""
+    """The headers by lower-cased name (pairs from elsewhere than this module's parser may have any case): every
+    value of each, in order."""
     by_name: dict[str, list[str]] = {}
-    for name, value in headers:
+    for raw_name, value in headers:
+        name = raw_name.lower()
         if name in by_name:
             by_name[name].append(value)
         else:

@@ -72,14 +72,17 @@ def test_each_object_keeps_its_order_and_the_objects_are_shared_by_the_writers(c
         for i in range(40):
             recorder.event(job(i), NORMAL, f"Step{step}", f"step {step} of job-{i}")
     assert {shard_of(job(i).to_dict(), writers) for i in range(40)} == set(range(writers))
+    others = set(threading.enumerate())   # another test's recorder in this process may still be stopping
     recorder.start()
+    mine = [t for t in threading.enumerate() if t not in others and t.name.startswith("events-mxjob-controller-")]
+    assert len(mine) == writers
     assert recorder.stop(DEADLINE)
     written = events(kube)
     assert len(written) == 120
     for i in range(40):
         assert [e["reason"] for e in written if e["involvedObject"]["name"] == f"job-{i}"] == [
             "Step0", "Step1", "Step2"]
-    assert not any(t.name.startswith("events-mxjob-controller-") and t.is_alive() for t in threading.enumerate())
+    assert not any(t.is_alive() for t in mine)
 
 
 def test_a_terminal_event_goes_before_the_backlog_of_its_writer(apiserver: APIServer, client: Client,

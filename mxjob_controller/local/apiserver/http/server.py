@@ -261,6 +261,11 @@ class APIHTTPServer(ThreadingHTTPServer):
         with self._conns_lock:
             return len(self._conns)
 
+    def serving_count(self) -> int:
+        """Connections serving a request (its headers read), which the cap closes only for a heavy user's watch."""
+        with self._conns_lock:
+            return sum(conn.busy for conn in self._conns.values())
+
     # --- connections --------------------------------------------------------------------------------------
 
     def set_busy(self, sock: socket.socket, busy: bool) -> None:

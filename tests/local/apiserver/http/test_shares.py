@@ -141,6 +141,9 @@ def test_past_the_cap_the_system_takes_the_place_of_the_heaviest_users_watch():
                           .encode())
                 fillers.append(f)
             wait_for(lambda: api._http.connection_count() == api.options.max_connections, what="the cap reached")
+            # ... and every filler's headers read (a connection still sending them serves no request: it would be
+            # the one to go)
+            wait_for(lambda: api._http.serving_count() == api.options.max_connections, what="every one serving")
             try:
                 with _connect(api) as admin:
                     admin.sendall(f"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
