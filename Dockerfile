@@ -26,6 +26,8 @@ LABEL org.opencontainers.image.title="mxjob-controller" \
 # No pip or setuptools in the final image either (they stay in the builder).
 RUN python -m pip uninstall --yes pip setuptools wheel 2>/dev/null; rm -rf /root/.cache
 COPY --from=builder /opt/mxjob-controller /opt/mxjob-controller
+# training-operator's image runs /manager: a Deployment swapped to this image that keeps `command: [/manager]` works.
+RUN printf '#!/bin/sh\nexec mxjob-controller run "$@"\n' > /manager && chmod 0755 /manager
 ENV PATH=/opt/mxjob-controller/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1

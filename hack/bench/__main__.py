@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from hack.bench.cache import CACHE
+from hack.bench.client_transport import CLIENT_TRANSPORT
 from hack.bench.common import RESULTS, print_table, record
 from hack.bench.events import EVENTS
 from hack.bench.micro import MICRO
@@ -27,7 +28,8 @@ from hack.bench.scheduler import SCHEDULER
 from hack.bench.server_memory import SERVER_MEMORY
 from hack.bench.system import SYSTEM
 
-BENCHMARKS = {**SYSTEM, **EVENTS, **CACHE, **MICRO, **SERVER_MEMORY, **SANDBOX, **SCALE, **SCHEDULER}
+BENCHMARKS = {**SYSTEM, **EVENTS, **CACHE, **MICRO, **CLIENT_TRANSPORT, **SERVER_MEMORY, **SANDBOX, **SCALE,
+              **SCHEDULER}
 
 
 def main(argv: list[str]) -> int:

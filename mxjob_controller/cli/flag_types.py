@@ -8,6 +8,7 @@
 - :class:`NamespaceList`: one or more namespaces, repeated or comma/space separated, each a valid namespace name.
 - :class:`NameList`: one or more names out of a fixed set, repeated or comma/space separated (``--frameworks``).
 - :class:`BindAddress`: ``[host]:port`` or ``0`` (off), checked with the endpoints' own parser.
+- :func:`go_flag_spellings`: Go's one-dash spelling of a long flag (``-zap-log-level=debug``) as ``--``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,20 @@ def parse_go_duration(text: str) -> float:
         total += float(f"{whole or 0}.{frac or 0}") * _UNITS[unit]
         pos = m.end()
     return sign * total
+
+
+def go_flag_spellings(args: list[str], long_flags: set[str]) -> list[str]:
+    """``args`` with each ``-name`` / ``-name=value`` whose ``--name`` is one of ``long_flags`` spelled ``--name``:
+    Go's flag package takes one dash or two, and Deployments written for Go operators use both. Up to ``--``;
+    anything else (``-h``, a negative number, a value) is left as it is."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        name = arg.split("=", 1)[0]
+        one_dash = len(name) > 2 and name[0] == "-" and name[1] != "-" and f"-{name}" in long_flags
+        out.append(f"-{arg}" if one_dash else arg)
+    return out
 
 
 class GoDuration(click.ParamType):

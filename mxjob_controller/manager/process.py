@@ -130,7 +130,10 @@ class Manager:
         qps, burst, detect = s.client_budget()
         config = config.with_overrides(qps=qps, burst=burst, detect_flow_control=detect)
         if config.token is not None:
-            register_secret(config.token())
+            try:   # a credential plugin runs now: its failure (a missing command...) ends the start, said plainly
+                register_secret(config.token())
+            except ConfigError as e:
+                raise StartupError(f"cannot authenticate to {config.host}: {e}") from None
         register_secret(config.password)
         client = Client(config, component="controller", program=PROGRAM, version=__version__)
         self._clients.append(client)

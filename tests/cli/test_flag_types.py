@@ -29,3 +29,12 @@ def test_bad_durations_get_go_s_message(text, message):
 
 def test_bind_address_type_reuses_the_endpoints_parser():
     assert flag_types.BindAddress().convert("[::1]:8080", None, None) == "[::1]:8080"
+
+
+def test_go_s_one_dash_spelling_of_a_long_flag_becomes_two():
+    known = {"--zap-log-level", "--leader-elect", "--kube-api-qps", "--help"}
+    args = ["-zap-log-level=debug", "-leader-elect", "--kube-api-qps", "-1", "-h", "-help", "-nope", "--",
+            "-leader-elect"]
+    assert flag_types.go_flag_spellings(args, known) == [
+        "--zap-log-level=debug", "--leader-elect", "--kube-api-qps", "-1", "-h", "--help", "-nope", "--",
+        "-leader-elect"]

@@ -163,3 +163,15 @@ def test_dockerignore_lets_through_exactly_what_the_builder_copies():
     included = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
     assert included == set(builder_sources(ROOT / "Dockerfile"))
     assert ignored(ROOT / ".dockerignore")[:2] == ["mxjob_controller/local", "mxjob_controller/cli/local.py"]
+
+
+def test_the_images_manager_is_run_as_training_operators_command_expects(tmp_path):
+    """A training-operator Deployment keeps ``command: [/manager]``: the image's /manager, made by the Dockerfile's
+    own RUN line (here into a folder of the test's), runs ``mxjob-controller run`` with the Deployment's args."""
+    _builder, final = stages(ROOT / "Dockerfile")
+    (line,) = [" ".join(w[1:]) for w in final if w[0] == "RUN" and "/manager" in w]
+    manager = tmp_path / "manager"
+    subprocess.run(["sh", "-c", line.replace("/manager", str(manager))], check=True, timeout=30)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    shown = subprocess.run([str(manager), "--help"], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert "training-operator" in shown.stdout and "--enable-scheme" in shown.stdout, shown.stdout

@@ -1,9 +1,9 @@
 """The API client: generic verbs over any resource, plain dicts in and out, typed errors.
 
-Built on the official client's transport: the urllib3 pool manager that ``kubernetes.client.rest.RESTClientObject``
-configures from a ``kubernetes.client.Configuration`` (TLS, proxy, pool sizes, connection retries). Its connection
-objects make every socket; ordinary requests then go over those sockets by ``transport`` (HTTP/1.1 by hand), and
-watches, streams and anything through a proxy through the pool manager itself. Bodies are encoded as compact JSON and
+Ordinary requests go over sockets of the client's own by ``transport`` (HTTP/1.1 by hand, framed by
+``runtime/http1``); watches, streams and anything through a proxy through a urllib3 pool manager (public API
+only), built from the same configuration: TLS (an ``ssl_context`` of the same settings), proxy, pool sizes,
+connection retries. Bodies are encoded as compact JSON and
 responses JSON-decoded into dicts once, by us: no model object is ever built.
 
 Guarantees (one :class:`Client` is meant to be shared by every thread of a process):
@@ -17,6 +17,10 @@ Guarantees (one :class:`Client` is meant to be shared by every thread of a proce
   watch times the client's ordinary timeout) covering its rate-limit wait, its attempts and its retry waits. No
   wait goes past it: a token that would come later raises :class:`RateLimitTimeout` at once, and so does the
   server's error when its ``Retry-After`` would;
+- a 401 to a credential a program made (an ``exec`` plugin, an ``auth-provider``: a ``RefreshableToken``) makes
+  it anew and sends the request again, once per call (client-go's exec round-tripper); the credential's client
+  certificate, if it gives one, is the one the client's connections present (a new one: the kept connections are
+  dropped first);
 - a 429 or 5xx response carrying ``Retry-After`` is retried after that many seconds plus up to a fifth of them at
   random (``retries``), up to ``max_retries`` times (client-go's default is 10) and within the deadline, each retry
   counted in ``rest_client_request_retries_total``; every other failure is raised at once as its typed error (see
@@ -40,9 +44,8 @@ from urllib.parse import urlencode, urlsplit
 
 import urllib3
 
-from mxjob_controller.runtime.client._kube import Configuration, RESTClientObject
 from mxjob_controller.runtime.client.budget import PROBE_PATH, BudgetDecision, BudgetKeeper
-from mxjob_controller.runtime.client.config import ClientConfig
+from mxjob_controller.runtime.client.config import ClientConfig, CredentialError, RefreshableToken
 from mxjob_controller.runtime.client.errors import (
     ApiError,
     Cancelled,
@@ -55,7 +58,7 @@ from mxjob_controller.runtime.client.errors import (
 )
 from mxjob_controller.runtime.client.resource import Resource
 from mxjob_controller.runtime.client.retries import RetryTally, jittered_wait
-from mxjob_controller.runtime.client.transport import AnswerTimeoutError, Connections
+from mxjob_controller.runtime.client.transport import AnswerTimeoutError, Connections, Target, client_ssl_context
 from mxjob_controller.runtime.client.watch import WatchStream
 from mxjob_controller.runtime.token_bucket import TokenBucket
 
@@ -128,34 +131,15 @@ class Client:
         self.budget = BudgetKeeper(_decision_for(config, budget_of), self._probe_headers)
         self.retries = retries or RetryTally(urlsplit(config.host).netloc)   # siblings share it
         self._closed = threading.Event()
-        self._rest = RESTClientObject(self._transport_configuration(config), pools_size=4,
-                                      maxsize=config.max_connections)
-        # Requests go straight to its urllib3 pool manager: the official wrapper re-encodes every body and builds
-        # a model exception per error, a fifth of the client's CPU per request (``make bench``: ``large_job``).
-        self._pool = self._rest.pool_manager
+        # Requests go straight to a urllib3 pool manager: the official client's wrapper re-encoded every body and
+        # built a model exception per error, a fifth of the client's CPU per request (``make bench``: ``large_job``).
+        self._pool = _pool_manager(config)
         # Ordinary requests (not streams, not through a proxy) go over sockets of our own (``transport``): most of
-        # what urllib3 costs a request is spared; the sockets are still made by the pool manager's settings.
+        # what urllib3 costs a request is spared; their TLS is made of the same settings.
         self._prefix = urlsplit(config.host).path.rstrip("/")
-        self._direct = None if config.proxy_url else Connections(self._pool.connection_from_url(config.host),
-                                                                 config.max_connections)
-
-    @staticmethod
-    def _transport_configuration(config: ClientConfig) -> Any:
-        cfg = Configuration()
-        cfg.host = config.host
-        cfg.verify_ssl = config.verify_tls
-        cfg.ssl_ca_cert = config.ca_file
-        cfg.cert_file = config.client_cert_file
-        cfg.key_file = config.client_key_file
-        cfg.tls_server_name = config.tls_server_name
-        cfg.proxy = config.proxy_url
-        cfg.connection_pool_maxsize = config.max_connections
-        # urllib3 would otherwise silently re-send 413/429/503 answers carrying Retry-After (below our retry
-        # policy and rate limiter) and re-send reads that timed out (doubling every timeout). Left to it: retrying
-        # connections that could not be established, where nothing reached the server.
-        cfg.retries = urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0, other=0,
-                                    respect_retry_after_header=False, raise_on_status=False)
-        return cfg
+        self._cert_generation = getattr(config.token, "certificate_generation", 0)
+        self._direct = None if config.proxy_url else Connections(
+            Target.of(config.host, _ssl_context(config), config.tls_server_name), config.max_connections)
 
     @property
     def rate_limiter(self) -> TokenBucket | None:
@@ -183,7 +167,7 @@ class Client:
         """End every wait in progress (rate limit, Retry-After) with :class:`Cancelled`, refuse later requests,
         and drop pooled connections. Streams already open are left to their readers to close."""
         self._closed.set()
-        self._rest.pool_manager.clear()
+        self._pool.clear()
         if self._direct is not None:
             self._direct.clear()
 
@@ -233,6 +217,7 @@ class Client:
         url = self.config.host + target
         payload = _encode_body(body)
         attempt = 0
+        renewed = False
         while True:
             if self._closed.is_set():
                 raise Cancelled(f"{method} {path}: the client is closed")
@@ -244,10 +229,12 @@ class Client:
             auth = self.config.authorization()
             if auth:
                 headers["Authorization"] = auth
+            self._check_certificate()
             started = time.monotonic()
             try:
                 if self._direct is not None and not stream:
-                    resp = self._direct.request(method, self._prefix + target, headers, payload, *timeout)
+                    resp = self._direct.request(method, self._prefix + target, headers, payload, *timeout,
+                                                deadline=ends)
                 else:
                     resp = self._pool.urlopen(method, url, body=payload, headers=headers, preload_content=False,
                                               timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]))
@@ -261,6 +248,12 @@ class Client:
                 err = error_for_response(e.status, e.body, e.headers, method)
                 log.debug("%s %s -> %d %s (%.1f ms)", method, path, err.code, err.reason,
                           (time.monotonic() - started) * 1000)
+                if err.code == 401 and not renewed:
+                    renewed = True   # once per call: a credential refused again is the caller's error
+                    if self._renew_credential(auth):
+                        log.info("%s %s: 401; the credential (%r) was made anew: sending again", method, path,
+                                 self.config.token)
+                        continue
                 asked = _retry_wait(err)
                 if asked is None or attempt >= self.max_retries:
                     raise err from None
@@ -284,6 +277,27 @@ class Client:
                 raise TransportError(f"{method} {path}: {type(cause).__name__}: {cause}") from e
             log.debug("%s %s -> %d (%.1f ms)", method, path, resp.status, (time.monotonic() - started) * 1000)
             return resp
+
+    def _check_certificate(self) -> None:
+        """When the credential plugin gave a new client certificate: drop the kept connections, which present the
+        old one (client-go closes them too); the next connect loads the new file."""
+        generation = getattr(self.config.token, "certificate_generation", 0)
+        if generation != self._cert_generation:
+            self._cert_generation = generation
+            # The certificate is loaded into an SSLContext when one is made: new contexts, for new connections.
+            if self._direct is not None:
+                self._direct.drop_idle(Target.of(self.config.host, _ssl_context(self.config),
+                                                 self.config.tls_server_name))
+            old, self._pool = self._pool, _pool_manager(self.config)
+            old.clear()   # urllib3's pools (streams, a proxy): their streams open keep their connections
+
+    def _renew_credential(self, sent: str | None) -> bool:
+        """After a 401 to the Authorization ``sent``: whether the configuration's credential could be made anew."""
+        source = self.config.token
+        if not isinstance(source, RefreshableToken):
+            return False
+        refused = sent.removeprefix("Bearer ") if sent and sent.startswith("Bearer ") else None
+        return source.refresh(refused)
 
     def _take_token(self, method: str, path: str, ends: float, cancel: threading.Event | None) -> None:
         """Wait for the rate limiter's permission to send, within ``ends``."""
@@ -309,9 +323,12 @@ class Client:
         if auth:
             headers["Authorization"] = auth   # without it kube answers 401, before its flow control sees the request
         timeout = min(self.config.connect_timeout, self.config.timeout)
-        try:
-            resp = self._pool.urlopen("GET", self.config.host + PROBE_PATH, headers=headers, retries=False,
-                                      timeout=urllib3.Timeout(connect=timeout, read=timeout))
+        try:   # on the transport when it serves the client: a malformed answer refused at once, not read to the end
+            if self._direct is not None:
+                resp = self._direct.request("GET", self._prefix + PROBE_PATH, headers, None, timeout, timeout)
+            else:
+                resp = self._pool.urlopen("GET", self.config.host + PROBE_PATH, headers=headers, retries=False,
+                                          timeout=urllib3.Timeout(connect=timeout, read=timeout))
         except (urllib3.exceptions.HTTPError, OSError) as e:
             log.info("cannot ask %s whether it has API Priority and Fairness: %s", self.config.host, e)
             return None
@@ -508,6 +525,40 @@ class Client:
             opts["preconditions"] = pre
         return self.request("DELETE", resource.path(_ns(resource, namespace), name), body=opts, timeout=timeout,
                             deadline=deadline, cancel=cancel)
+
+
+def _ssl_context(config: ClientConfig) -> Any:
+    """A new ``ssl.SSLContext`` of the client's TLS settings (None for a plain-HTTP server): the configured client
+    certificate, else the one a credential plugin gives (one file holding it and its key, replaced whole when the
+    plugin gives another; see ``Client._check_certificate``)."""
+    if not config.host.startswith("https:"):
+        return None
+    cert_file, key_file = config.client_cert_file, config.client_key_file
+    if not cert_file and isinstance(config.token, RefreshableToken):
+        try:
+            cert_file = key_file = config.token.client_certificate()
+        except CredentialError as e:   # a request will run the plugin again and raise this to its caller
+            log.warning("%s", e)
+    return client_ssl_context(config.verify_tls, config.ca_file, cert_file, key_file)
+
+
+def _pool_manager(config: ClientConfig) -> urllib3.PoolManager:
+    """The pool manager of watches, streams and proxied requests: urllib3's public API, given a context of its own
+    (it changes the one it is given). Left to urllib3's retries: connections that could not be established, where
+    nothing reached the server; not 413/429/503 answers carrying Retry-After (below our retry policy and rate
+    limiter), nor reads that timed out (that would double every timeout)."""
+    retries = urllib3.Retry(total=3, connect=3, read=0, redirect=0, status=0, other=0,
+                            respect_retry_after_header=False, raise_on_status=False)
+    options: dict[str, Any] = {"num_pools": 4, "maxsize": config.max_connections, "retries": retries}
+    context = _ssl_context(config)
+    if context is not None:
+        options["ssl_context"] = context
+        options["cert_reqs"] = "CERT_REQUIRED" if config.verify_tls else "CERT_NONE"
+        if config.tls_server_name:
+            options["server_hostname"] = config.tls_server_name
+    if config.proxy_url:
+        return urllib3.ProxyManager(config.proxy_url, **options)
+    return urllib3.PoolManager(**options)
 
 
 def _ns(resource: Resource, namespace: str | None, obj: Mapping[str, Any] | None = None,

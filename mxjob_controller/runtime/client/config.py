@@ -5,6 +5,10 @@ Credentials that change under a running process are read when used, not once: a 
 re-read whenever the kubelet rotates it (the file's identity or mtime changes), as client-go's cached file token
 source does. Certificate and key *data* (base64 in a kubeconfig) are written once to private 0600 files, since
 OpenSSL loads them only from files; those files are removed when the process exits. Nothing here logs secrets.
+
+Credentials that a program makes (a kubeconfig's ``exec`` plugin, an ``auth-provider``) are token sources too
+(``exec_credential``, ``auth_provider``): consulted per request, cached until they expire, and asked again once when
+the server answers 401 (:meth:`RefreshableToken.refresh`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import shutil
 import tempfile
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Protocol, runtime_checkable
+
+from mxjob_controller.runtime.client.errors import TransportError
 
 DEFAULT_QPS = 5.0    # client-go's rest.DefaultQPS
 DEFAULT_BURST = 10   # client-go's rest.DefaultBurst
@@ -26,9 +32,31 @@ class ConfigError(Exception):
     """No usable configuration: a missing file, an unknown context, malformed credentials."""
 
 
+class CredentialError(ConfigError, TransportError):
+    """A credential program (an ``exec`` plugin, an ``auth-provider``'s refresh) failed: missing, exited non-zero,
+    timed out, or printed no usable credential. A configuration error at start-up, a transport error (retried as
+    one) when it happens to a request later."""
+
+
 class TokenSource(Protocol):
     def __call__(self) -> str | None:
         """The bearer token to send now, or None."""
+        ...
+
+
+@runtime_checkable
+class RefreshableToken(Protocol):
+    """A token source that can make a new credential when the server refused the one it gave (401)."""
+
+    def __call__(self) -> str | None: ...
+
+    def refresh(self, refused: str | None) -> bool:
+        """Forget ``refused`` (the token the server answered 401 to) and get a new credential, unless another caller
+        already did; True when the token to send now differs from ``refused`` (a retry is worth it)."""
+        ...
+
+    def client_certificate(self) -> str | None:
+        """A PEM file holding the client certificate and its key to present, or None (the credential has none)."""
         ...
 
 
@@ -121,11 +149,17 @@ _data_lock = threading.Lock()
 
 def data_file(data: str, what: str) -> str:
     """Write base64 ``data`` (a ``*-data`` kubeconfig field) to a private file and return its path."""
-    global _data_dir
     try:
         raw = base64.b64decode(data, validate=True)
     except ValueError as e:
         raise ConfigError(f"{what}: not valid base64 ({e})") from None
+    return private_file(raw)
+
+
+def private_file(raw: bytes, replacing: str | None = None) -> str:
+    """Write ``raw`` to a private 0600 file removed at exit and return its path. ``replacing``: a path this function
+    returned before, whose content is replaced at once (a rename: a reader sees the old bytes or the new, whole)."""
+    global _data_dir
     with _data_lock:
         if _data_dir is None:
             _data_dir = tempfile.mkdtemp(prefix="kube-client-")
@@ -133,4 +167,7 @@ def data_file(data: str, what: str) -> str:
         fd, path = tempfile.mkstemp(dir=_data_dir, suffix=".pem")
     with os.fdopen(fd, "wb") as f:
         f.write(raw)
-    return path
+    if replacing is None:
+        return path
+    os.replace(path, replacing)
+    return replacing

@@ -2,26 +2,28 @@
 
 - Several files (``KUBECONFIG=a:b``) merge as clientcmd merges them: the first file to define a cluster, user
   or context name wins it, and the first non-empty ``current-context`` wins; missing files are skipped.
-- Relative paths (certificate-authority, client-certificate, client-key, tokenFile) are relative to the file
-  that names them.
+- Relative paths (certificate-authority, client-certificate, client-key, tokenFile, an ``exec`` command holding a
+  ``/``) are relative to the file that names them; an ``exec`` command without one is looked up in ``PATH``.
 - A ``master`` URL (the ``--master`` flag) replaces the cluster's server and keeps everything else.
 - A server written without a scheme gets ``https://`` when any TLS setting is present, else ``http://``
   (client-go's ``DefaultServerURL``).
-
-Credential plugins (``exec``) and the removed ``auth-provider`` mechanism are not supported: such a user is
-reported by name rather than silently sent anonymous requests.
+- A user authenticates with, in client-go's order: a credential plugin (``exec``: ``exec_credential``) or an
+  ``auth-provider`` (``oidc``, ``gcp``, ``azure``: ``auth_provider``), which are exclusive; else ``tokenFile``
+  (re-read when it changes) or ``token``; and/or a client certificate; or a username and password.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from mxjob_controller.runtime.client.auth_provider import auth_provider_token
 from mxjob_controller.runtime.client.config import ClientConfig, ConfigError, FileToken, StaticToken, data_file
+from mxjob_controller.runtime.client.exec_credential import ExecToken, cluster_info, parse_plugin
 
 
 def load_kubeconfig(paths: Iterable[str | os.PathLike[str]], context: str | None = None,
@@ -48,10 +50,11 @@ def load_kubeconfig(paths: Iterable[str | os.PathLike[str]], context: str | None
 
     settings: dict[str, Any] = {}
     settings.update(_cluster_settings(cluster, cluster_dir, cluster_name))
-    settings.update(_user_settings(user, user_dir, user_name))
     server = master or cluster.get("server") or ""
     if not server:
         raise ConfigError(f"cluster {cluster_name!r} (of context {name!r}) has no server")
+    settings.update(_user_settings(user, user_dir, user_name,
+                                   lambda: cluster_info(cluster, server, _read_ca(settings.get("ca_file")))))
     tls = bool(settings.get("ca_file") or settings.get("client_cert_file") or not settings.get("verify_tls", True))
     source = f"kubeconfig context {name!r}" + (f" with --master {master}" if master else "")
     return ClientConfig(host=_with_scheme(server, tls), namespace=ctx_body.get("namespace") or "default",
@@ -109,11 +112,20 @@ def _cluster_settings(cluster: dict[str, Any], base: Path, name: str) -> dict[st
     return s
 
 
-def _user_settings(user: dict[str, Any], base: Path, name: str) -> dict[str, Any]:
-    for unsupported in ("exec", "auth-provider"):
-        if user.get(unsupported):
-            raise ConfigError(f"user {name!r} authenticates with {unsupported!r}, which this client does not "
-                              "support; use a token, a token file or a client certificate")
+def _read_ca(path: str | None) -> bytes | None:
+    if not path:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read the certificate authority {path}: {e}") from None
+
+
+def _user_settings(user: dict[str, Any], base: Path, name: str,
+                   cluster: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``cluster``: the context's cluster as an exec plugin that asks for it is told (``provideClusterInfo``)."""
+    if user.get("exec") and user.get("auth-provider"):
+        raise ConfigError(f"user {name!r}: exec and auth-provider cannot be used together")
     s: dict[str, Any] = {}
     if user.get("client-certificate-data"):
         s["client_cert_file"] = data_file(user["client-certificate-data"], f"user {name!r} client-certificate-data")
@@ -125,7 +137,12 @@ def _user_settings(user: dict[str, Any], base: Path, name: str) -> dict[str, Any
         s["client_key_file"] = _path(user["client-key"], base)
     if bool(s.get("client_cert_file")) != bool(s.get("client_key_file")):
         raise ConfigError(f"user {name!r}: a client certificate needs its key and a key its certificate")
-    if user.get("tokenFile"):
+    if user.get("exec"):
+        plugin = parse_plugin(user["exec"], name, lambda command: _path(command, base))
+        s["token"] = ExecToken(plugin, name, cluster() if plugin.provide_cluster_info else None)
+    elif user.get("auth-provider"):
+        s["token"] = auth_provider_token(user["auth-provider"], name, user, lambda c: _idp_ca(c, base, name))
+    elif user.get("tokenFile"):
         s["token"] = FileToken(_path(user["tokenFile"], base), initial=user.get("token") or None)
     elif user.get("token"):
         s["token"] = StaticToken(user["token"])
@@ -133,6 +150,15 @@ def _user_settings(user: dict[str, Any], base: Path, name: str) -> dict[str, Any
         s["username"] = user.get("username") or ""
         s["password"] = user.get("password") or ""
     return s
+
+
+def _idp_ca(config: Any, base: Path, user: str) -> str | None:
+    """The CA file an oidc provider's ``idp-certificate-authority(-data)`` names, or None (the system's roots)."""
+    if config.get("idp-certificate-authority-data"):
+        return data_file(config["idp-certificate-authority-data"], f"user {user!r} idp-certificate-authority-data")
+    if config.get("idp-certificate-authority"):
+        return _path(config["idp-certificate-authority"], base)
+    return None
 
 
 def _with_scheme(server: str, tls: bool) -> str:

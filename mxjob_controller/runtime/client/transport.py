@@ -1,40 +1,53 @@
-"""The client's transport for ordinary requests: HTTP/1.1 on kept-alive sockets, read and written by hand.
+"""The client's transport for ordinary requests: HTTP/1.1 on kept-alive sockets of its own, read and written by hand.
 
 Why not urllib3's ``urlopen`` for them: its layers (pool manager, URL parsing, retry and timeout objects, and
 ``http.client``'s header parsing through the ``email`` package) cost most of a request's client CPU, which is most
-of a controller's. The sockets themselves are still made by urllib3 (its connection objects, from the same pool
-manager's settings: TLS verification, CA bundle, client certificates, SNI name), so TLS behaves exactly as before;
-only the bytes of a request and of its answer are handled here. Watches, log streams and requests through a proxy
-stay on urllib3 (see ``api.Client``).
+of a controller's (``make bench``: ``client_transport``). The sockets are plain ``socket.create_connection`` ones,
+wrapped by the client's ``ssl.SSLContext`` (:func:`client_ssl_context`: the same verification, CA bundle, client
+certificate and SNI name the client's urllib3 pool manager is given for watches and streams). Answers are framed
+by :mod:`mxjob_controller.runtime.http1`, the rules the embedded API server reads requests by.
 
 Guarantees:
 - one request at a time per socket; an idle socket is kept (at most ``maxsize``) only when its answer was read
-  whole and said nothing against keeping it (``Connection: close``, HTTP/1.0, a body that ends with the
-  connection), and it is given back to a request only while the server has not closed it (polled first, as
-  urllib3 does);
-- every read and write waits at most the read timeout; connecting at most the connect timeout, retried up to
-  :data:`CONNECT_RETRIES` times when it fails (as the client's urllib3 retry policy did), never once a request was
-  sent: a request is sent once or not at all by this module;
-- an answer that breaks HTTP/1.1 framing, or ends early, raises :class:`MalformedAnswerError` and its socket is closed;
-  a read that times out raises :class:`AnswerTimeoutError` (the request may have been applied); connecting that fails
-  raises the ``OSError`` of the last try.
+  whole, nothing came after it, and the answer said nothing against keeping it (``Connection: close``, HTTP/1.0,
+  a body that ends with the connection); it is given back to a request only while nothing has arrived on it since
+  (polled first, TLS's decrypted bytes included): a byte a server sends after an answer is never read as the
+  next request's answer; the socket is closed instead;
+- the whole exchange (connecting, sending, 1xx answers, head and body) ends by the call's ``deadline`` (a
+  ``time.monotonic()`` value): each read and write waits at most the read timeout and never past the deadline,
+  recomputed before every read, so a server trickling bytes or flooding 1xx answers is cut off on time;
+- connecting waits at most the connect timeout, retried up to :data:`CONNECT_RETRIES` times when it fails (as the
+  client's urllib3 retry policy did), never once a request was sent: a request is sent once or not at all;
+- an answer that breaks HTTP/1.1 framing, or ends early, raises :class:`MalformedAnswerError` and its socket is
+  closed; a read that times out raises :class:`AnswerTimeoutError` (the request may have been applied), its socket
+  closed too; connecting that fails raises the ``OSError`` of the last try.
 """
 
 from __future__ import annotations
 
+import io
 import re
+import select
+import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
-import urllib3
+from mxjob_controller.runtime import http1
+
+try:
+    import certifi  # the official client's roots (it depends on certifi), when no CA bundle is configured
+except ImportError:  # pragma: no cover - the system's roots then
+    certifi = None
 
 CONNECT_RETRIES = 3
-MAX_LINE = 65536          # bytes of a status line, a header line or a chunk-size line
-MAX_HEADERS = 100         # header lines of one answer (http.client's limit)
+MAX_INTERIM = 32          # 1xx answers tolerated before the real one
 _DISALLOWED_TARGET = re.compile(r"[\x00-\x20\x7f]")
 _DISALLOWED_VALUE = re.compile(r"[\r\n\x00]")
+_NO_READ = -1.0           # the reader's deadline meaning "never touch the socket" (what is buffered only)
 
 
 class MalformedAnswerError(OSError):
@@ -42,7 +55,7 @@ class MalformedAnswerError(OSError):
 
 
 class AnswerTimeoutError(TimeoutError):
-    """No byte of the answer (or of its rest) arrived within the read timeout."""
+    """The answer (or its rest) did not arrive within the read timeout or by the call's deadline."""
 
 
 @dataclass(slots=True)
@@ -55,6 +68,51 @@ class Answer:
 
     def release_conn(self) -> None:
         """Nothing to give back: the body is read and the socket returned already (the urllib3 response's API)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where the sockets go: ``scheme`` "http" or "https" (then ``ssl_context`` wraps them, for ``server_hostname``,
+    default ``host``)."""
+
+    scheme: str
+    host: str
+    port: int
+    ssl_context: ssl.SSLContext | None = None
+    server_hostname: str | None = None
+
+    @classmethod
+    def of(cls, url: str, ssl_context: ssl.SSLContext | None = None, server_hostname: str | None = None) -> Target:
+        parts = urlsplit(url)
+        scheme = parts.scheme or "http"
+        port = parts.port or (443 if scheme == "https" else 80)
+        return cls(scheme, parts.hostname or "localhost", port, ssl_context if scheme == "https" else None,
+                   server_hostname)
+
+    @property
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == (443 if self.scheme == "https" else 80) else f"{host}:{self.port}"
+
+
+def client_ssl_context(verify: bool = True, ca_file: str | None = None, cert_file: str | None = None,
+                       key_file: str | None = None) -> ssl.SSLContext:
+    """The TLS settings of the client's sockets (and, as a separate instance, of its urllib3 pool manager, which
+    changes the context it is given): the server verified against ``ca_file`` (else certifi's roots, as the
+    official client did, else the system's), its name checked, unless ``verify`` is False; a client certificate
+    when given."""
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    if verify:
+        if ca_file:
+            context.load_verify_locations(cafile=ca_file)
+        elif certifi is not None:   # else the system's roots, loaded by create_default_context
+            context.load_verify_locations(cafile=certifi.where())
+    else:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
+    return context
 
 
 def request_head(method: str, target: str, host: str, headers: dict[str, str], body_length: int | None) -> bytes:
@@ -72,56 +130,107 @@ def request_head(method: str, target: str, host: str, headers: dict[str, str], b
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
+class _Wire(io.RawIOBase):
+    """A socket's bytes for a buffered reader, each read bounded by ``timeout`` seconds and the absolute
+    ``deadline`` (monotonic); with ``deadline`` :data:`_NO_READ` it reads nothing (what is buffered is all there
+    is). ``ended``: the peer closed its side."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self.sock = sock
+        self.timeout = 0.0
+        self.deadline = _NO_READ
+        self.ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        if self.deadline == _NO_READ:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the call's deadline passed")
+        self.sock.settimeout(min(left, self.timeout))
+        count = self.sock.recv_into(buffer)
+        if not count:
+            self.ended = True
+        return count
+
+
 class _Socket:
-    """One connection: urllib3's connection object (it made the socket, TLS included) and a buffered reader."""
+    """One connection: the socket and its buffered reader."""
 
-    __slots__ = ("conn", "reader")
+    __slots__ = ("poller", "reader", "sock", "wire")
 
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-        self.reader = conn.sock.makefile("rb")
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.poller: Any = None
+        self.wire = _Wire(sock)
+        self.reader = io.BufferedReader(self.wire, 65536)
 
     def close(self) -> None:
         try:
-            self.reader.close()
-        finally:
-            self.conn.close()
+            self.sock.close()
+        except OSError:
+            pass
 
-    def dropped(self) -> bool:
-        """Whether the server closed it (or sent bytes nobody asked for) while it was idle: urllib3's own look
-        (a readable idle socket), and for TLS the bytes already decrypted, which no poll sees."""
-        sock = self.conn.sock
-        return not self.conn.is_connected or bool(getattr(sock, "pending", lambda: 0)())
+    def quiet(self, poll: bool = True) -> bool:
+        """Whether nothing is waiting to be read: no byte buffered, none decrypted (TLS), and (``poll``) none
+        arrived and no close."""
+        self.wire.deadline = _NO_READ
+        if self.reader.peek(1) or self.wire.ended:
+            return False
+        if isinstance(self.sock, ssl.SSLSocket) and self.sock.pending():
+            return False
+        if not poll:
+            return True
+        try:
+            if self.poller is None:
+                self.poller = select.poll()
+                self.poller.register(self.sock, select.POLLIN)
+            return not self.poller.poll(0)
+        except (OSError, ValueError):
+            return False
 
 
 class Connections:
-    """Kept-alive sockets to one server (``pool``: the urllib3 connection pool whose settings make them)."""
+    """Kept-alive sockets to one server (``target``)."""
 
-    def __init__(self, pool: Any, maxsize: int) -> None:
-        self._pool = pool
-        self._host = _host_header(pool)
+    def __init__(self, target: Target, maxsize: int) -> None:
+        self._target = target
+        self._host = target.host_header
         self._maxsize = max(1, maxsize)
         self._idle: list[_Socket] = []
         self._lock = threading.Lock()
         self._closed = False
 
     def request(self, method: str, target: str, headers: dict[str, str], body: bytes | None,
-                connect_timeout: float, read_timeout: float) -> Answer:
-        """Send one request and read its whole answer."""
+                connect_timeout: float, read_timeout: float, deadline: float | None = None) -> Answer:
+        """Send one request and read its whole answer, by ``deadline`` (monotonic; default: the read timeout from
+        now) at the latest."""
+        ends = deadline if deadline is not None else time.monotonic() + read_timeout
         length = len(body) if body is not None else (0 if method in ("POST", "PUT", "PATCH") else None)
         head = request_head(method, target, self._host, headers, length)
-        sock = self._idle_socket() or self._connect(connect_timeout)
+        sock = self._idle_socket() or self._connect(min(connect_timeout, max(ends - time.monotonic(), 0.001)))
         try:
-            sock.conn.sock.settimeout(read_timeout)
-            sock.conn.sock.sendall(head + body if body else head)
+            left = ends - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the call's deadline passed")
+            sock.sock.settimeout(min(read_timeout, left))
+            sock.sock.sendall(head + body if body else head)
+            sock.wire.timeout, sock.wire.deadline = read_timeout, ends
             answer, reusable = _read_answer(sock.reader, method)
         except TimeoutError as e:
             sock.close()
-            raise AnswerTimeoutError(f"no answer within {read_timeout:g}s") from e
+            raise AnswerTimeoutError(f"no whole answer within {read_timeout:g}s or by the call's deadline") from e
+        except http1.FramingError as e:
+            sock.close()
+            raise MalformedAnswerError(str(e)) from None
         except BaseException:
             sock.close()
             raise
-        if reusable:
+        if reusable and sock.quiet(poll=False):   # bytes after the answer: it cannot be trusted
             self._keep(sock)
         else:
             sock.close()
@@ -135,13 +244,23 @@ class Connections:
         for sock in idle:
             sock.close()
 
+    def drop_idle(self, target: Target | None = None) -> None:
+        """Close the idle sockets, keeping the pool open: the next requests connect anew, to ``target`` if given (a
+        new client certificate to present, in its ``ssl_context``)."""
+        with self._lock:
+            if target is not None:
+                self._target = target
+            idle, self._idle = self._idle, []
+        for sock in idle:
+            sock.close()
+
     def _idle_socket(self) -> _Socket | None:
         while True:
             with self._lock:
                 if not self._idle:
                     return None
                 sock = self._idle.pop()
-            if not sock.dropped():
+            if sock.quiet():
                 return sock
             sock.close()
 
@@ -153,97 +272,58 @@ class Connections:
         sock.close()
 
     def _connect(self, timeout: float) -> _Socket:
+        target = self._target
         tries = 0
         while True:
-            conn = self._pool._new_conn()   # urllib3's own way to make a configured connection
-            conn.timeout = timeout
+            raw = None
             try:
-                conn.connect()   # with urllib3's socket options: TCP_NODELAY among them
-                return _Socket(conn)
-            except (OSError, urllib3.exceptions.HTTPError) as e:
-                conn.close()
+                raw = socket.create_connection((target.host, target.port), timeout=timeout)
+                raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if target.ssl_context is not None:
+                    raw = target.ssl_context.wrap_socket(raw, server_hostname=target.server_hostname or target.host)
+                return _Socket(raw)
+            except OSError as e:
+                if raw is not None:
+                    raw.close()
                 tries += 1
                 # A certificate the client does not trust stays untrusted: only reaching the server is retried.
-                if tries > CONNECT_RETRIES or isinstance(e, (ssl.SSLError, urllib3.exceptions.SSLError)):
+                if tries > CONNECT_RETRIES or isinstance(e, ssl.SSLError):
                     raise
-
-
-def _host_header(pool: Any) -> str:
-    host, port = pool.host, pool.port
-    host = f"[{host}]" if ":" in host else host
-    default = 443 if pool.scheme == "https" else 80
-    return host if port in (None, default) else f"{host}:{port}"
 
 
 # --- reading an answer -------------------------------------------------------------------------------------------
 
-def _line(reader: Any) -> bytes:
-    line = reader.readline(MAX_LINE + 1)
-    if len(line) > MAX_LINE:
-        raise MalformedAnswerError("a line of the answer is too long")
-    return line
-
-
-def _read_answer(reader: Any, method: str) -> tuple[Answer, bool]:
-    """The answer to ``method``, and whether its connection may carry another request."""
-    while True:
-        status_line = _line(reader)
-        if not status_line:
-            raise MalformedAnswerError("the server closed the connection without answering")
-        parts = status_line.decode("latin-1").rstrip("\r\n").split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit() or len(parts[1]) != 3:
-            raise MalformedAnswerError(f"not an HTTP status line: {status_line[:100]!r}")
-        version, status = parts[0], int(parts[1])
-        headers = _headers(reader)
-        if not 100 <= status < 200 or status == 101:
-            break   # an interim answer (100 Continue, 103 Early Hints) precedes the real one
-    keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-    if method == "HEAD" or status in (101, 204, 304):
+def _read_answer(reader: http1.Readable, method: str) -> tuple[Answer, bool]:
+    """The answer to ``method``, and whether its connection may carry another request; FramingError if it breaks
+    HTTP/1.1 (or ends early)."""
+    for _ in range(MAX_INTERIM + 1):
+        line = http1.read_line(reader, http1.MAX_LINE, "status line")
+        version, status, _reason = http1.parse_status_line(line)
+        fields = http1.read_header_block(reader)
+        if status >= 200:
+            break
+        if status == 101:
+            raise http1.FramingError("101 Switching Protocols to a request that asked for no upgrade")
+        # an interim answer (100 Continue, 103 Early Hints) precedes the real one
+    else:
+        raise http1.FramingError(f"more than {MAX_INTERIM} interim (1xx) answers")
+    by_name = http1.header_map(fields)
+    framing = http1.body_framing(by_name, request=False, method=method, status=status)
+    headers = {k: v[0] if len(v) == 1 else ", ".join(v) for k, v in by_name.items()}   # as urllib3 joins them
+    keep = http1.keep_alive(version, by_name)
+    kind = framing.kind
+    if kind == http1.LENGTH:
+        return Answer(status, headers, http1.read_exactly(reader, framing.length)), keep
+    if kind == http1.NO_BODY:
         return Answer(status, headers, b""), keep
-    coding = headers.get("transfer-encoding", "").lower()
-    if coding:
-        if coding != "chunked":
-            raise MalformedAnswerError(f"unsupported Transfer-Encoding {coding!r}")
-        return Answer(status, headers, _chunked(reader)), keep
-    length = headers.get("content-length")
-    if length is None:   # the body ends with the connection
-        return Answer(status, headers, reader.read()), False
-    if not length.isdigit():
-        raise MalformedAnswerError(f"invalid Content-Length {length!r}")
-    data = reader.read(int(length))
-    if len(data) != int(length):
-        raise MalformedAnswerError(f"the answer ended after {len(data)} of its {length} bytes")
-    return Answer(status, headers, data), keep
+    if kind == http1.CHUNKED:
+        return Answer(status, headers, http1.read_chunked(reader)), keep
+    return Answer(status, headers, reader.read()), False   # the body ends with the connection
 
 
-def _headers(reader: Any) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for _ in range(MAX_HEADERS + 1):
-        line = _line(reader)
-        if line in (b"\r\n", b"\n"):
-            return headers
-        if not line:
-            raise MalformedAnswerError("the connection ended in the answer's headers")
-        name, sep, value = line.decode("latin-1").partition(":")
-        if not sep or not name or name != name.strip():
-            raise MalformedAnswerError(f"malformed header line {line[:100]!r}")
-        key, value = name.lower(), value.strip()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    raise MalformedAnswerError(f"more than {MAX_HEADERS} header lines")
-
-
-def _chunked(reader: Any) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        size_line = _line(reader).split(b";", 1)[0].strip()
-        try:
-            size = int(size_line, 16)
-        except ValueError:
-            raise MalformedAnswerError(f"invalid chunk size {size_line[:20]!r}") from None
-        if size == 0:
-            _headers(reader)   # trailers, if any, up to the empty line
-            return b"".join(parts)
-        chunk = reader.read(size)
-        if len(chunk) != size or reader.read(2) != b"\r\n":
-            raise MalformedAnswerError("the connection ended in a chunk of the answer")
-        parts.append(chunk)
+def parse_answer(data: bytes, method: str = "GET") -> tuple[Answer, bool, bytes]:
+    """An answer read from ``data`` as the transport reads it from a socket (for the tests and the fuzzing): the
+    answer, whether the socket would be kept, and the bytes after it; FramingError as :func:`_read_answer`."""
+    reader = io.BytesIO(data)
+    answer, keep = _read_answer(reader, method)
+    return answer, keep, data[reader.tell():]

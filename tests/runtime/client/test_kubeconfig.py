@@ -1,6 +1,6 @@
 """Kubeconfig files (runtime/client/kubeconfig.py), as client-go's loader reads them: several files merged (the first
 wins), paths relative to their file, token files, basic auth and inline client certificates (written 0600), and
-what is refused (exec plugins, a CA with insecure-skip-tls-verify, a missing file or context)."""
+what is refused (an exec entry with no apiVersion, a CA with insecure-skip-tls-verify, a missing file or context)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_kubeconfig_merging_relative_paths_and_credentials(tmp_path):
 def test_unsupported_or_contradictory_kubeconfigs_are_refused(tmp_path):
     path = tmp_path / "config"
     path.write_text(yaml.safe_dump(kubeconfig_doc("https://x", user={"exec": {"command": "aws"}})))
-    with pytest.raises(ConfigError, match="exec"):
+    with pytest.raises(ConfigError, match="user 'u': exec: apiVersion '' is not supported"):
         load_kubeconfig([path])
     path.write_text(yaml.safe_dump(kubeconfig_doc("https://x", ca="/ca.pem", insecure=True)))
     with pytest.raises(ConfigError, match="insecure"):

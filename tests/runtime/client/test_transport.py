@@ -10,94 +10,14 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from mxjob_controller.runtime.client import CONFIGMAPS, Client, ClientConfig, ReadTimeout, TransportError
 from mxjob_controller.runtime.client.transport import request_head
+from tests.runtime.client.peer import JSON_OK, ok
 from tests.support import configmap, wait_for
-
-JSON_OK = b'{"kind":"Status","ok":1}'
-
-
-def ok(body: bytes = JSON_OK, extra: str = "") -> bytes:
-    return (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
-            ).encode() + body
-
-
-class ScriptedPeer:
-    """A TCP server answering each request it reads with the next of ``answers`` (bytes, or a callable given the
-    connection, which may also close it); counts the connections it accepted."""
-
-    def __init__(self, answers: list[bytes | Callable[[socket.socket], None]]) -> None:
-        self.answers = list(answers)
-        self.connections = 0
-        self.requests: list[bytes] = []
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self._server.settimeout(0.2)
-        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._accept, name="scripted-peer", daemon=True)
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), name="scripted-peer-conn", daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        conn.settimeout(10)
-        reader = conn.makefile("rb")
-        try:
-            while self.answers:
-                head = b""
-                while not head.endswith(b"\r\n\r\n"):
-                    line = reader.readline()
-                    if not line:
-                        return
-                    head += line
-                length = next((int(h.split(b":")[1]) for h in head.split(b"\r\n")
-                               if h.lower().startswith(b"content-length:")), 0)
-                self.requests.append(head + reader.read(length))
-                answer = self.answers.pop(0)
-                if callable(answer):
-                    answer(conn)
-                else:
-                    conn.sendall(answer)
-        except OSError:
-            pass
-        finally:
-            reader.close()
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._server.close()
-        self._thread.join(5)
-
-
-@pytest.fixture
-def peer_client() -> Iterator[Callable[..., tuple[ScriptedPeer, Client]]]:
-    made: list[tuple[ScriptedPeer, Client]] = []
-
-    def make(answers: list, **config: object) -> tuple[ScriptedPeer, Client]:
-        peer = ScriptedPeer(answers)
-        client = Client(ClientConfig(host=peer.url, qps=-1, **config), component="transport-tests",  # type: ignore[arg-type]
-                        max_retries=0)
-        made.append((peer, client))
-        return peer, client
-
-    yield make
-    for peer, client in made:
-        client.close()
-        peer.close()
 
 
 def test_requests_share_one_kept_alive_connection_of_the_api_server(apiserver):
@@ -146,7 +66,7 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused(peer_client):
 
     peer, client = peer_client([answer_then_close, ok()])
     assert client.request("GET", "/x") == {"kind": "Status", "ok": 1}
-    wait_for(lambda: client._direct._idle and client._direct._idle[0].dropped(), timeout=5)
+    wait_for(lambda: client._direct._idle and not client._direct._idle[0].quiet(), timeout=5)
     assert client.request("GET", "/y") == {"kind": "Status", "ok": 1}   # on a new connection, not an error
     assert peer.connections == 2
 

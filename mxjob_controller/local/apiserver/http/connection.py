@@ -5,20 +5,25 @@ One thread per connection (keep-alive), each named ``apiserver-conn-N``; ``TCP_N
 (without it each small response waits ~40 ms for a delayed ACK). Every failure becomes a
 ``metav1.Status``; an unexpected exception is a 500 and is logged, never a dead server.
 
-Requests are framed as Go's ``net/http`` frames them for kube-apiserver, and what it refuses is refused here,
-always with a ``Status`` in JSON and ``Connection: close`` (Go answers these in plain text):
+Requests are framed as Go's ``net/http`` frames them for kube-apiserver, by the rules the API client reads answers
+with (``runtime/http1``: one strictness for both ends), and what it refuses is refused here, always with a
+``Status`` in JSON and ``Connection: close`` (Go answers these in plain text):
 
 - a request line that is not ``METHOD TARGET HTTP/1.x`` → 400 (bytes that cannot begin a method, such as a
   TLS handshake, are refused at once, without waiting for a line end); another major version → 505; a line
   over 64 KiB → 414;
 - header lines over 64 KiB, more than 100 headers, or more than 1 MiB of headers (kube's ``MaxHeaderBytes``)
-  → 431; the request line and headers must arrive within 32 s (kube's ``ReadHeaderTimeout``), else the
+  → 431; a header line that is not ``token: value`` (a blank before the colon, a control character in the value,
+  a folded line first) → 400, as RFC 9112 §5.1 asks (a folded line after a header continues it, §5.2);
+  the request line and headers must arrive within 32 s (kube's ``ReadHeaderTimeout``), else the
   connection is closed without an answer, as Go does. The deadline is absolute, as Go's: it counts from the
   connection's start (a keep-alive's next request: from its first byte), so a client sending a header line every
   few seconds is cut off all the same. The body must have arrived by ``read_timeout`` after the request's start
   (Go's ``ReadTimeout``); an idle keep-alive is closed after 90 s (kube's ``IdleTimeout``);
 - any method that is a token reaches the router (an unknown one is 405 there); others are 400;
-- ``Content-Length`` headers that disagree → 400 (identical ones are one, as Go dedupes them);
+- ``Content-Length`` headers that disagree, or one that is not 1-19 ASCII digits (empty too, as Go 1.22) → 400
+  (identical ones are one, as Go dedupes them); a chunk size that is not 1-16 hex digits, or a chunk's data not
+  ending in CRLF → 400; trailers bounded as headers are (100 lines, 64 KiB);
   ``Transfer-Encoding`` other than a single ``chunked`` → 400 (Go: 501), and with a ``Content-Length``
   → 400, where Go lets chunked win: either reading of such a request could be the wrong one (smuggling).
 
@@ -69,15 +74,14 @@ from mxjob_controller.local.apiserver.request import (
     dumps,
     frame_pieces,
 )
+from mxjob_controller.runtime import http1
 
 log = logging.getLogger(__name__)
 
 _DRAIN_LIMIT = 64 * 1024 * 1024  # read and discard an oversized body up to this, so the client sees the 413
 _UNREAD_DROP_LIMIT = 256 * 1024  # an unread body up to this is dropped to keep the connection (Go's value)
-_MAX_REQUEST_LINE = 65536  # http.server's limit (→ 414)
-_MAX_HEADER_LINE = 65536  # http.client's limits (→ 431)
-_MAX_HEADERS = 100
-_MAX_HEADER_BYTES = 1 << 20  # kube-apiserver's http.Server{MaxHeaderBytes} (→ 431)
+_MAX_REQUEST_LINE = http1.MAX_LINE  # http.server's limit (→ 414)
+_MAX_HEADER_BYTES = http1.MAX_HEADER_BYTES  # kube-apiserver's http.Server{MaxHeaderBytes} (→ 431)
 HEADER_TIMEOUT = 32.0  # kube-apiserver's http.Server{ReadHeaderTimeout}
 READ_TIMEOUT = 60.0  # the whole request, body included (Go's ReadTimeout; kube bounds it by --request-timeout)
 IDLE_TIMEOUT = 90.0  # kube-apiserver's http.Server{IdleTimeout}
@@ -86,10 +90,6 @@ _LINGER_BYTES = 4 << 20  # ... and how much of it
 _SEPARATE_BODY_BYTES = 64 * 1024  # a body this large is sent after the headers, not copied into one buffer with them
 # RFC 9110 token characters: a method is one or more of them.
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_VERSION = re.compile(rb"HTTP/([0-9]{1,3})\.([0-9]{1,3})")
-# Go's net/http reads lengths as ParseUint (decimal) and chunk sizes as hex digits: no sign, no "0x", no "_".
-_CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
-_CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
 
 
 Application = Callable[[Exchange], Response]
@@ -255,33 +255,22 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         self.close_connection = True  # until the request is known good
         line = self.raw_requestline.rstrip(b"\r\n")
         self.requestline = line.decode("iso-8859-1")
-        words = line.split(b" ")
-        if len(words) != 3 or not words[1]:
-            self.send_error(HTTPStatus.BAD_REQUEST, f"malformed HTTP request {_quote(line[:256])}")
+        try:
+            self.command, self.path, self.request_version = http1.parse_request_line(line)
+        except http1.FramingError as e:
+            self.send_error(e.status, str(e))
             return False
-        method, target, version = words
-        matched = _VERSION.fullmatch(version)
-        if matched is None:
-            self.send_error(HTTPStatus.BAD_REQUEST, f"malformed HTTP version {_quote(version[:64])}")
-            return False
-        if matched.group(1) != b"1":
-            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "unsupported protocol version")
-            return False
-        if not _TOKEN.fullmatch(method):
-            self.send_error(HTTPStatus.BAD_REQUEST, f"invalid method {_quote(method[:64])}")
-            return False
-        self.command, self.path = method.decode("ascii"), target.decode("iso-8859-1")
-        self.request_version = "HTTP/1.0" if matched.group(2) == b"0" else "HTTP/1.1"
         if self.path.startswith("//"):
             self.path = "/" + self.path.lstrip("/")
         try:
-            self.headers = _read_headers(self.rfile, _MAX_HEADER_BYTES - len(self.raw_requestline))
-        except ValueError as e:
-            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, str(e))
+            self.headers = Headers(http1.read_header_block(self.rfile, max_bytes=_MAX_HEADER_BYTES
+                                                           - len(self.raw_requestline)))
+        except http1.IncompleteMessageError:   # the client went away in its headers: nobody to answer
             return False
-        connection = self.headers.get("Connection", "").lower()
-        self.close_connection = connection == "close" or (self.request_version == "HTTP/1.0"
-                                                          and connection != "keep-alive")
+        except http1.FramingError as e:   # 431 past the limits, 400 for a line that is not a header
+            self.send_error(e.status, str(e))
+            return False
+        self.close_connection = not http1.keep_alive(self.request_version, self.headers.by_name)
         # Answered when the body is read (_continue), not now: a request refused before would otherwise be sent
         # its body for nothing.
         self.expect_continue = (self.headers.get("Expect", "").lower() == "100-continue"
@@ -444,31 +433,17 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         """What reads the request's body (None: it has none), once its framing is known good: lengths or codings
         that could smuggle a second request are a 400 now, from the headers alone, as Go refuses them."""
         self.unread_length = None
-        encodings = self.headers.get_all("Transfer-Encoding") or []
-        lengths = [v.strip() for v in self.headers.get_all("Content-Length") or []]
-        if len(set(lengths)) > 1:
+        try:
+            framing = http1.body_framing(self.headers.by_name, request=True)
+        except http1.FramingError as e:   # Go answers an unknown coding 501; kube's clients know this 400
             self.close_connection = True
-            raise errors.bad_request("http: message cannot contain multiple Content-Length headers; got "
-                                     + _go_quote_list(lengths))
-        if encodings:
-            if len(encodings) > 1 or encodings[0].strip().lower() != "chunked":
-                self.close_connection = True
-                raise errors.bad_request(f"unsupported transfer encoding: {_go_quote_list(encodings)}")
-            if lengths:
-                self.close_connection = True
-                raise errors.bad_request("http: message cannot contain both Transfer-Encoding and Content-Length")
+            raise errors.bad_request(str(e)) from None
+        if framing.kind == http1.CHUNKED:
             return self._read_chunked
-        length_text = lengths[0] if lengths else ""
-        if not length_text:
+        if framing.kind == http1.NO_BODY:
             return None
-        if not _CONTENT_LENGTH.fullmatch(length_text):  # never read(-1): that waits for the client to close
-            self.close_connection = True
-            raise errors.bad_request(f"invalid Content-Length {length_text!r}")
-        length = int(length_text)
-        if length == 0:
-            return None
-        self.unread_length = length
-        return functools.partial(self._read_length, length)
+        self.unread_length = framing.length
+        return functools.partial(self._read_length, framing.length)
 
     def _continue(self) -> None:
         """``100 Continue`` for a client that waits for it before sending the body it is now asked for."""
@@ -515,25 +490,14 @@ class ConnectionHandler(BaseHTTPRequestHandler):
 
     def _read_chunks(self) -> bytes:
         self._continue()
-        parts, total = [], 0
-        while True:
-            line = self.rfile.readline(1024)
-            size_text = line.split(b";")[0].strip()
-            if not _CHUNK_SIZE.fullmatch(size_text):  # a negative size would read(-1): until the client closes
-                self.close_connection = True
-                raise errors.bad_request("malformed chunked request body")
-            size = int(size_text, 16)
-            if size == 0:
-                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass
-                break
-            total += size
-            if total > MAX_BODY_BYTES:
-                self.close_connection = True
-                raise errors.too_large(MAX_BODY_BYTES)
-            parts.append(self.rfile.read(size))
-            self.rfile.readline(16)
-        return b"".join(parts)
+        try:
+            return http1.read_chunked(self.rfile, MAX_BODY_BYTES, too_large=lambda: errors.too_large(MAX_BODY_BYTES))
+        except http1.FramingError:   # a size that is not hex digits, data not ending in CRLF, the client gone
+            self.close_connection = True
+            raise errors.bad_request("malformed chunked request body") from None
+        except StatusError:
+            self.close_connection = True
+            raise
 
     def _write_head(self, code: int, ctype: str, headers: dict[str, str], length: int | None,
                     body: bytes = b"", tail: bytes = b"") -> None:
@@ -662,48 +626,22 @@ class Headers:
     (The stdlib's ``HTTPMessage`` stores and fetches every header through the ``email`` package's policy, a cost
     paid on every request.)"""
 
-    __slots__ = ("_by_name",)
+    __slots__ = ("by_name",)
 
-    def __init__(self, pairs: list[list[str]]) -> None:
-        self._by_name: dict[str, list[str]] = {}
-        for name, value in pairs:
-            self._by_name.setdefault(name.lower(), []).append(value)
+    def __init__(self, pairs: http1.Headers) -> None:
+        self.by_name = http1.header_map(pairs)   # lower-cased name → its values
 
     def get(self, name: str, default: Any = None) -> Any:
-        values = self._by_name.get(name.lower())
+        values = self.by_name.get(name.lower())
         return values[0] if values else default
 
     def get_all(self, name: str, default: Any = None) -> Any:
-        values = self._by_name.get(name.lower())
+        values = self.by_name.get(name.lower())
         return list(values) if values else default
 
     def names(self) -> list[str]:
         """Every header name sent, lower-cased, in the order first sent."""
-        return list(self._by_name)
-
-
-def _read_headers(rfile: Any, budget: int) -> Headers:
-    """Header lines up to the blank line (the stdlib's limits: 64 KiB a line, 100 headers; and ``budget`` bytes in
-    all); ValueError past them. Obsolete folded lines continue the previous header."""
-    pairs: list[list[str]] = []
-    while True:
-        line = rfile.readline(_MAX_HEADER_LINE + 1)
-        if len(line) > _MAX_HEADER_LINE:
-            raise ValueError(f"header line longer than {_MAX_HEADER_LINE} bytes")
-        if line in (b"\r\n", b"\n", b""):
-            break
-        budget -= len(line)
-        if budget < 0:
-            raise ValueError(f"headers larger than {_MAX_HEADER_BYTES} bytes")
-        if len(pairs) >= _MAX_HEADERS:
-            raise ValueError(f"more than {_MAX_HEADERS} headers")
-        text = line.decode("iso-8859-1")
-        if text[:1] in (" ", "\t") and pairs:
-            pairs[-1][1] += " " + text.strip()
-            continue
-        name, _, value = text.partition(":")
-        pairs.append([name.strip(), value.strip()])
-    return Headers(pairs)
+        return list(self.by_name)
 
 
 def _ready(sock: socket.socket, events: int, timeout: float) -> bool:
@@ -725,11 +663,6 @@ def _could_start_request(data: bytes) -> bool:
 def _quote(data: bytes) -> str:
     """Bytes from the wire as Go's ``%q`` shows them: a double-quoted string with escapes."""
     return json.dumps(data.decode("iso-8859-1"))
-
-
-def _go_quote_list(values: list[str]) -> str:
-    """Go's ``%q`` of a ``[]string``: ``["2" "40"]``."""
-    return "[" + " ".join(json.dumps(v) for v in values) + "]"
 
 
 def _pretty(query: dict[str, str]) -> bool:
