@@ -285,6 +285,8 @@ def test_a_backlog_is_not_rewritten_while_it_waits_and_a_freed_slot_binds_the_ne
                      queue.stats().unschedulable + queue.stats().backoff == 5, timeout=30,
                      what=f"the waiting pods tried again after nudge {nudge}")
         assert queue.stats().moves.get("NodeUpdate", 0) >= 3
+        # one attempt per pod per nudge: a retry that writes nothing sets off no further retry
+        assert queue.stats().attempts == attempts + 15
         after = pods()
         assert {n: after[n]["metadata"]["resourceVersion"] for n in waiting} == \
             {n: before[n]["metadata"]["resourceVersion"] for n in waiting}
