@@ -66,8 +66,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check mxjob_controller tests hack
 	$(BIN)/lint-imports --no-cache
 
-## bench: the benchmarks (hack/bench/: throughput, large job, idle, idle CPU, latency, memory, ingest, micro, scale), each
-## against its floor, in about 8 minutes on 2 cores (scale: 3); BENCH_ARGS picks some, e.g. BENCH_ARGS='throughput large_job'
+## bench: the benchmarks (hack/bench/: throughput, large job, idle, idle CPU, latency, memory, ingest, micro, scale,
+## scheduler backlog), each against its floor, in about 8 minutes on 2 cores (scale: 3); BENCH_ARGS picks some, e.g.
+## BENCH_ARGS='throughput large_job'
 bench: $(STAMP)
 	$(BIN)/python -m hack.bench $(BENCH_ARGS)
 

@@ -24,10 +24,12 @@ from hack.bench.events import EVENTS
 from hack.bench.micro import MICRO
 from hack.bench.sandbox import SANDBOX
 from hack.bench.scale import SCALE
+from hack.bench.scheduler import SCHEDULER
 from hack.bench.server_memory import SERVER_MEMORY
 from hack.bench.system import SYSTEM
 
-BENCHMARKS = {**SYSTEM, **EVENTS, **CACHE, **MICRO, **CLIENT_TRANSPORT, **SERVER_MEMORY, **SANDBOX, **SCALE}
+BENCHMARKS = {**SYSTEM, **EVENTS, **CACHE, **MICRO, **CLIENT_TRANSPORT, **SERVER_MEMORY, **SANDBOX, **SCALE,
+              **SCHEDULER}
 
 
 def main(argv: list[str]) -> int:

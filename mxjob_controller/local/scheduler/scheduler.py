@@ -6,20 +6,27 @@ scheduler-plugins' coscheduling would on a one-node cluster.
     scheduler.stop(timeout=5)
 
 It talks to the API server over HTTP like any scheduler: informers on pods, the node, both PodGroup APIs and
-PriorityClasses feed one thread (``local-scheduler``), which runs a pass whenever something changed (and every
-:data:`_RESYNC` seconds): it reads what the node allocates and what its bound, unfinished pods request, lets
-``placement`` decide, then binds (``pods/binding``), marks each pod that waits ``PodScheduled=False`` reason
-``Unschedulable`` with kube's message and a ``FailedScheduling`` Warning (once per new message), and writes the
-PodGroups' status as their scheduler would. A gang that waits says why as Volcano does: its PodGroup gets the
-condition ``Unschedulable`` (reason ``NotEnoughResources``; scheduler-plugins' PodGroups have no conditions) and a
-Warning event ``Unschedulable``, naming what it needs beyond what the node allocates when it could never fit
-(``placement.gang_shortfall``), or the room it waits for (a Volcano group not admitted yet); once it starts, the
-condition becomes ``Scheduled``. Pods of a scheduler it does not act as, or held by
-``schedulingGates``, are left alone, as on a cluster without that scheduler.
+PriorityClasses feed one thread (``local-scheduler``), which runs a pass when something changed that it acts on:
+it reads what the node allocates and what its bound, unfinished pods request, lets ``placement`` decide for the pods
+its queue (``queue``: kube-scheduler's activeQ, backoffQ and unschedulablePods) holds ready, then binds
+(``pods/binding``), marks each pod that waits ``PodScheduled=False`` reason ``Unschedulable`` with kube's message and
+a ``FailedScheduling`` Warning (each only when the message changed: an unchanged condition is not written again, and
+a pod retried for the same reason adds no event), and writes the PodGroups' status as their scheduler would. A pod
+that did not fit is tried again only on a cluster event that could make it fit (a bound pod deleted or finished,
+the node's capacity, labels or taints changed, its PodGroup changed) or 5 minutes on, as kube-scheduler does: a
+backlog costs no CPU and no API request while nothing changes.
+
+A gang that waits says why as Volcano does: its PodGroup gets the condition ``Unschedulable`` (reason
+``NotEnoughResources``; scheduler-plugins' PodGroups have no conditions) and a Warning event ``Unschedulable``,
+naming what it needs beyond what the node allocates when it could never fit (``placement.gang_shortfall``), or the
+room it waits for (a Volcano group not admitted yet); once it starts, the condition becomes ``Scheduled``.
+Pods of a scheduler it does not act as, or held by ``schedulingGates``, are left alone, as on a cluster without
+that scheduler.
 
 Guarantees: a pod it bound counts on the node from the moment the binding succeeds (before the informer shows it),
-so two passes never give the same room twice; a bind that fails is retried at the next pass; :meth:`stop` ends
-its thread and informers within the timeout.
+so two passes never give the same room twice; a bind or a status write that fails is retried after the pod's
+backoff (a PodGroup's, after :data:`_RETRY`); a pass looks at the whole cache, so a missed informer event strands no
+pod; :meth:`stop` ends its thread and informers within the timeout.
 
 The gang schedulers' PodGroups (pure, on top): their CRDs (applied by the local cluster, so a job with
 ``schedulingPolicy`` runs end to end on one machine), which group a pod belongs to, a group's view for a pass and
@@ -74,6 +81,7 @@ from mxjob_controller.local.scheduler.placement import (
     shortfall_text,
     shortfalls,
 )
+from mxjob_controller.local.scheduler.queue import IN_FLIGHT, SchedulingQueue
 from mxjob_controller.runtime.client import (
     NODES,
     PODS,
@@ -93,7 +101,8 @@ DEFAULT_SCHEDULER = "default-scheduler"
 UNSCHEDULABLE = "Unschedulable"
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"     # Volcano's reason on a PodGroup's Unschedulable condition
 FAILED_SCHEDULING = "FailedScheduling"
-_RESYNC = 1.0          # seconds between passes when nothing changed (retries of failed writes)
+_RETRY = 1.0           # seconds before a PodGroup write that failed is tried again
+_IDLE_WAIT = 30.0      # the longest the thread sleeps with nothing due (every way of stopping it wakes it)
 _INFORMERS_SYNC_TIMEOUT = 30.0
 _TIMEOUT = dict(timeout=10, deadline=15)
 
@@ -210,6 +219,9 @@ class LocalScheduler:
         self._said: dict[str, str] = {}                     # uid → the Unschedulable message last written
         self._group_said: dict[str, str] = {}               # PodGroup key → the same, of a gang
         self._recorders: dict[str, EventRecorder] = {}
+        self.queue = SchedulingQueue(time.monotonic)
+        self.passes = 0                                     # passes run (tests wait on it rather than sleep)
+        self._retry_at: float | None = None                 # when failed PodGroup writes are due again
         flavors = {flavor: resource for flavor, resource in FLAVOR_RESOURCES.items()
                    if resource.group in options.podgroup_groups}
         self._informers = [SharedInformer(client, resource,
@@ -217,8 +229,10 @@ class LocalScheduler:
                            for resource in (PODS, NODES, PRIORITY_CLASSES, *flavors.values())]
         self._pods, self._nodes, self._priorities = self._informers[:3]
         self._podgroups = dict(zip(flavors, self._informers[3:], strict=True))
-        for informer in self._informers:
-            informer.add_handler(self._changed, lambda _old, _new: self._wake.set(), self._changed)
+        self._pods.add_handler(self._changed, self._pod_updated, self._pod_deleted)
+        self._nodes.add_handler(self._node_changed, self._node_updated, self._node_changed)
+        for informer in self._podgroups.values():
+            informer.add_handler(self._podgroup_changed, self._podgroup_updated, self._podgroup_changed)
         self._thread = threading.Thread(target=self._run, name="local-scheduler", daemon=True)
 
     # --- lifecycle --------------------------------------------------------------------------------------------
@@ -250,19 +264,82 @@ class LocalScheduler:
             recorder.client.close()
         return clean
 
+    # --- cluster events (informer threads) ---------------------------------------------------------------------
+
     def _changed(self, _obj: object) -> None:
         self._wake.set()
 
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """kube's pod events, as far as they concern a pass: an unbound pod whose spec or metadata changed is
+        tried again now (a status write, ours included, does not count); a bound pod that finished frees its room
+        (``AssignedPodDelete``: kube takes a terminal pod out of its cache); a bound pod's phase moves its PodGroup's
+        counts."""
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        if not new_spec.get("nodeName"):
+            if _placement_relevant(old) != _placement_relevant(new):
+                self.queue.add(_key(new), _group_key(new, self.options.coscheduling_names))
+                self._wake.set()
+            return
+        if is_terminal(new) and not is_terminal(old):
+            self.queue.move_all("AssignedPodDelete")
+            self._wake.set()
+        elif not old_spec.get("nodeName") or (old.get("status") or {}).get("phase") != \
+                (new.get("status") or {}).get("phase"):
+            self._wake.set()
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        if (pod.get("spec") or {}).get("nodeName") and not is_terminal(pod):
+            self.queue.move_all("AssignedPodDelete")
+        else:
+            self.queue.delete(_key(pod))
+        self._wake.set()
+
+    def _node_changed(self, _node: dict[str, Any]) -> None:
+        self.queue.move_all("NodeAdd")
+        self._wake.set()
+
+    def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """kube's ``NodeUpdate`` for what could make a pod fit: allocatable, labels, taints, unschedulable."""
+        if _node_relevant(old) != _node_relevant(new):
+            self.queue.move_all("NodeUpdate")
+            self._wake.set()
+
+    def _podgroup_changed(self, podgroup: dict[str, Any]) -> None:
+        meta = podgroup.get("metadata") or {}
+        self.queue.move_all("PodGroupAdd", [f"{meta.get('namespace')}/{meta.get('name')}"])
+        self._wake.set()
+
+    def _podgroup_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """A PodGroup's spec, metadata or phase changed (not the counts and conditions this scheduler writes): its
+        pods are tried again."""
+        if _podgroup_relevant(old) != _podgroup_relevant(new):
+            meta = new.get("metadata") or {}
+            self.queue.move_all("PodGroupUpdate", [f"{meta.get('namespace')}/{meta.get('name')}"])
+            self._wake.set()
+
+    # --- the loop -------------------------------------------------------------------------------------------------
+
     def _run(self) -> None:
         while not self.stopping.is_set():
-            self._wake.wait(_RESYNC)
+            due = [at for at in (self.queue.next_due(), self._retry_at) if at is not None]
+            timeout = min([_IDLE_WAIT, *(max(0.0, at - time.monotonic()) for at in due)])
+            woken = self._wake.wait(timeout)
             self._wake.clear()
             if self.stopping.is_set():
                 return
+            retry = self._retry_at is not None and time.monotonic() >= self._retry_at
+            if not (woken or retry or self.queue.ready()):
+                continue
+            self._retry_at = None
             try:
                 self.schedule_once()
-            except Exception:   # a pass that failed is run again at the next wake; the thread lives on
+            except Exception:   # a pass that failed is run again at the next wake or retry; the thread lives on
                 log.exception("local scheduler pass failed")
+                self._retry_later()
+
+    def _retry_later(self) -> None:
+        at = time.monotonic() + _RETRY
+        self._retry_at = at if self._retry_at is None else min(self._retry_at, at)
 
     # --- one pass ---------------------------------------------------------------------------------------------
 
@@ -271,8 +348,20 @@ class LocalScheduler:
         if node is None:
             return
         allocatable = amounts((node.get("status") or {}).get("allocatable"))
+        self.passes += 1
         pods = self._pods.store.list()
         used, waiting, counts = self._survey(pods)
+        self.queue.sync({pod.key: pod.group for pod in waiting})
+        ready = set(self.queue.pop())
+        try:
+            self._place(ready, pods, used, waiting, counts, allocatable)
+        finally:   # a pod taken and not decided on (the pass failed) is retried after its backoff, never stranded
+            for key in ready:
+                if self.queue.where(key) == IN_FLIGHT:
+                    self.queue.error(key)
+
+    def _place(self, ready: set[str], pods: list[dict[str, Any]], used: Amounts, waiting: list[WaitingPod],
+               counts: dict[str, dict[str, int]], allocatable: Amounts) -> None:
         groups = self._groups(counts)
         for gone in set(self._group_said) - set(groups):
             del self._group_said[gone]
@@ -280,14 +369,20 @@ class LocalScheduler:
         for key in admitted:
             groups[key] = self._write_group(groups[key], PHASE_INQUEUE)
         self._explain_groups(groups, waiting, allocatable, used, set(admitted))
-        decision = plan(waiting, groups, allocatable, used)
+        decision = plan([pod for pod in waiting if pod.key in ready], groups, allocatable, used)
         by_key = {_key(pod): pod for pod in pods}
         bound: set[str] = set()
         for key in decision.bind:
             if self._bind(by_key[key]):
                 bound.add(key)
+                self.queue.done(key)
+            else:
+                self.queue.error(key)
         for key, message in decision.waiting.items():
-            self._say_unschedulable(by_key[key], message)
+            if self._say_unschedulable(by_key[key], message):
+                self.queue.unschedulable(key)
+            else:
+                self.queue.error(key)
         if bound:   # the groups' counts changed: their phases follow in this pass, not the next
             used, waiting, counts = self._survey(self._pods.store.list())
             groups = self._groups(counts)
@@ -412,7 +507,7 @@ class LocalScheduler:
             return False
         except (ApiError, TransportError) as e:
             log.warning("writing the conditions of podgroup %s failed: %s", group.key, e)
-            self._wake.set()
+            self._retry_later()
             return False
         return True
 
@@ -436,9 +531,8 @@ class LocalScheduler:
         except (Conflict, NotFound):
             return False    # bound meanwhile, gated, being deleted, or gone: the informer will say
         except (ApiError, TransportError) as e:
-            log.warning("binding pod %s/%s to node %s failed (%s): retrying", meta["namespace"], meta["name"],
-                        self.options.node_name, e)
-            self._wake.set()
+            log.warning("binding pod %s/%s to node %s failed (%s): retrying after its backoff", meta["namespace"],
+                        meta["name"], self.options.node_name, e)
             return False
         self._assumed[meta["uid"]] = pod_requests(pod.get("spec") or {})
         self._said.pop(meta["uid"], None)
@@ -447,12 +541,14 @@ class LocalScheduler:
                                   f"{self.options.node_name}")
         return True
 
-    def _say_unschedulable(self, pod: dict[str, Any], message: str) -> None:
+    def _say_unschedulable(self, pod: dict[str, Any], message: str) -> bool:
         """kube-scheduler's record of a failed attempt: the pod's condition, and a Warning event, each time the
-        reason changes (not every pass: a sweep's queue would flood the API)."""
+        reason changes (not every attempt: a sweep's queue would flood the API; kube skips an unchanged condition and
+        its event correlator folds repeated events). False when the write failed (the pod is retried after its
+        backoff)."""
         meta = pod["metadata"]
         if self._said.get(meta["uid"]) == message:
-            return
+            return True
         current = next((c for c in (pod.get("status") or {}).get("conditions") or []
                         if c.get("type") == "PodScheduled"), {})
         since = current.get("lastTransitionTime") if current.get("status") == "False" else None
@@ -463,12 +559,13 @@ class LocalScheduler:
                 self.client.patch(PODS, meta["name"], {"status": {"conditions": [condition]}}, meta["namespace"],
                                   patch_type="strategic", subresource="status", **_TIMEOUT)
             except (Conflict, NotFound):
-                return
+                return True     # bound, changed or gone meanwhile: the informer's event says what next
             except (ApiError, TransportError) as e:
                 log.warning("recording why pod %s/%s waits failed: %s", meta["namespace"], meta["name"], e)
-                return
+                return False
         self._said[meta["uid"]] = message
         self._recorder(pod).event(ObjectReference.of(pod, "v1", "Pod"), WARNING, FAILED_SCHEDULING, message)
+        return True
 
     def _recorder(self, pod: dict[str, Any]) -> EventRecorder:
         """Events come from the scheduler the pod names (``default-scheduler``, ``volcano``…), as on a cluster."""
@@ -496,7 +593,7 @@ class LocalScheduler:
             pass
         except (ApiError, TransportError) as e:
             log.warning("writing the status of podgroup %s failed: %s", group.key, e)
-            self._wake.set()
+            self._retry_later()
             return group
         log.info("podgroup %s (%s): %s", group.key, group.flavor, phase)
         return dataclasses.replace(group, phase=phase)
@@ -505,3 +602,27 @@ class LocalScheduler:
 def _key(pod: dict[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def _group_key(pod: Mapping[str, Any], coscheduling_names: frozenset[str]) -> str | None:
+    member = group_of(pod, coscheduling_names)
+    return member[1] if member else None
+
+
+def _placement_relevant(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What of an unbound pod a placement reads: an update that leaves it alone (a status write) is no reason to
+    try the pod again (kube's ``isPodUpdated`` ignores status and resourceVersion too)."""
+    meta = pod.get("metadata") or {}
+    return pod.get("spec"), meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp")
+
+
+def _node_relevant(node: Mapping[str, Any]) -> tuple[Any, ...]:
+    spec, status = node.get("spec") or {}, node.get("status") or {}
+    return (status.get("allocatable"), (node.get("metadata") or {}).get("labels"), spec.get("taints"),
+            spec.get("unschedulable"))
+
+
+def _podgroup_relevant(podgroup: Mapping[str, Any]) -> tuple[Any, ...]:
+    meta = podgroup.get("metadata") or {}
+    return (podgroup.get("spec"), meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"),
+            (podgroup.get("status") or {}).get("phase"))

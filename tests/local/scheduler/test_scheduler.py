@@ -245,3 +245,56 @@ def test_gated_pods_wait_and_cannot_be_bound(tmp_path):
         reply = kube.post(PODS, script_pod("classless", "print('x')", priorityClassName="nope"))
         assert reply.status == 403
         assert reply.body["message"] == 'pods "classless" is forbidden: no PriorityClass with name nope was found'
+
+
+def test_a_backlog_is_not_rewritten_while_it_waits_and_a_freed_slot_binds_the_next_pod_at_once(tmp_path):
+    """Three pods fill a node of ``pods: 3``; five more wait. Cluster events that cannot make them fit (the node's
+    labels changed: kube retries waiting pods on a NodeUpdate) make the queue try them again, which writes nothing:
+    their PodScheduled condition is unchanged, so their resourceVersion is, and no FailedScheduling event is added.
+    Then one running pod is deleted: a waiting pod binds in its place promptly (no 5-minute wait, no backoff to sit
+    out)."""
+    with local_cluster(tmp_path, capacity={"pods": "3"}) as (cluster, kube, _kubectl):
+        names = [f"backlog-{i}" for i in range(8)]
+        for name in names:
+            assert kube.post(PODS, script_pod(name, LONG)).ok
+
+        def pods() -> dict[str, dict[str, Any]]:
+            return {p["metadata"]["name"]: p for p in kube.get(PODS).body["items"]}
+
+        def settled() -> bool:
+            now = pods()
+            return sum(p["status"].get("phase") == "Running" for p in now.values()) == 3 and sum(
+                bool(unschedulable(kube, n)) for n, p in now.items() if not p["spec"].get("nodeName")) == 5
+        wait_for(settled, timeout=60, what="3 pods running and 5 marked unschedulable")
+        before = pods()
+        waiting = sorted(n for n, p in before.items() if not p["spec"].get("nodeName"))
+        assert len(waiting) == 5
+        assert unschedulable(kube, waiting[0])["message"] == "0/1 nodes are available: 1 Too many pods."
+
+        def failed_scheduling() -> int:
+            return sum(e.get("count") or 1 for e in kube.get("/api/v1/namespaces/default/events").body["items"]
+                       if e["reason"] == "FailedScheduling")
+        queue = cluster.scheduler.queue
+        wait_for(lambda: queue.stats().unschedulable == 5, timeout=30, what="the 5 pods in unschedulablePods")
+        events = wait_for(lambda: failed_scheduling() >= 5 and failed_scheduling(), timeout=30,
+                          what="their FailedScheduling events")
+        attempts = queue.stats().attempts
+        for nudge in range(3):
+            assert kube.patch("/api/v1/nodes/local", {"metadata": {"labels": {"example.com/nudge": str(nudge)}}}).ok
+            wait_for(lambda n=nudge: queue.stats().attempts >= attempts + 5 * (n + 1) and
+                     queue.stats().unschedulable + queue.stats().backoff == 5, timeout=30,
+                     what=f"the waiting pods tried again after nudge {nudge}")
+        assert queue.stats().moves.get("NodeUpdate", 0) >= 3
+        # one attempt per pod per nudge: a retry that writes nothing sets off no further retry
+        assert queue.stats().attempts == attempts + 15
+        after = pods()
+        assert {n: after[n]["metadata"]["resourceVersion"] for n in waiting} == \
+            {n: before[n]["metadata"]["resourceVersion"] for n in waiting}
+        assert failed_scheduling() == events
+        # A slot freed: the first waiting pod in the queue's order binds in its place.
+        victim = next(n for n, p in after.items() if p["spec"].get("nodeName"))
+        assert kube.delete(pod_path(victim), {"gracePeriodSeconds": 0}).ok
+        wait_for(lambda: kube.get(pod_path(victim)).status == 404, timeout=30, what=f"{victim} gone")
+        bound = wait_for(lambda: [n for n in waiting if pods()[n]["spec"].get("nodeName")], timeout=5,
+                         what="a waiting pod bound in the freed slot")
+        assert len(bound) == 1
