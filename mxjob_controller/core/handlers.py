@@ -61,7 +61,8 @@ from typing import Any
 from mxjob_controller.core.job_vocabulary import api_group, replica_of
 from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, controller_ref, deletion_key, object_key
 from mxjob_controller.runtime.expectations import ControllerExpectations, ExpectationKey, last_known_state
-from mxjob_controller.runtime.informer import SharedInformer
+from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
+from mxjob_controller.runtime.shared_values import SharedValues, interned
 
 # --- caches -------------------------------------------------------------------------------------------------------
 
@@ -113,35 +114,61 @@ _POD_STATUS_KEPT = ("phase", "reason", "message", "startTime")
 _CONTAINER_STATUS_KEPT = ("name", "restartCount", "state")
 
 
+# One canonical labels map and owner-reference list per distinct value, shared by the children that carry it (a
+# pod and its service have the same labels; all children of a job the same owner reference); strings interned.
+_SHARED = SharedValues()
+_UNIQUE = ("uid", "resourceVersion")   # one object's own: interning them would only grow the table
+
+
 def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         return {}
-    return {k: meta[k] for k in _META_KEPT if k in meta}
+    out: dict[str, Any] = {}
+    for k in _META_KEPT:
+        if k not in meta:
+            continue
+        value = meta[k]
+        if k == "labels":
+            value = _SHARED.flat_dict(value)
+        elif k == "ownerReferences":
+            value = _SHARED.dict_list(value)
+        elif k not in _UNIQUE:
+            value = interned(value)
+        out[k] = value
+    return out
 
 
 def _container_statuses(entries: Any) -> list[Any]:
-    return [{k: e[k] for k in _CONTAINER_STATUS_KEPT if k in e} if isinstance(e, dict) else e for e in entries]
+    return [{k: interned(e[k]) for k in _CONTAINER_STATUS_KEPT if k in e} if isinstance(e, dict) else e
+            for e in entries]
 
 
 def _typed(obj: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    out: dict[str, Any] = {k: interned(obj[k]) for k in ("apiVersion", "kind") if k in obj}
     out["metadata"] = _metadata(obj)
     return out
 
 
 def pod_cache_view(obj: dict[str, Any]) -> dict[str, Any]:
-    """The cached form of a pod: the fields the module docstring lists, nothing else (a new dict)."""
+    """The cached form of a pod: the fields the module docstring lists, nothing else (a new dict; strings interned,
+    labels and owner references shared with the other cached children that carry the same)."""
     out = _typed(obj)
     status = obj.get("status")
     if isinstance(status, dict):
-        kept = {k: status[k] for k in _POD_STATUS_KEPT if k in status}
+        kept = {k: interned(status[k]) for k in _POD_STATUS_KEPT if k in status}
         for key in ("initContainerStatuses", "containerStatuses"):
             entries = status.get(key)
             if isinstance(entries, list):
                 kept[key] = _container_statuses(entries)
         out["status"] = kept
     return out
+
+
+def job_cache_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """The cached form of a job: the whole object but ``metadata.managedFields``, every key and string interned
+    (conditions, replica statuses and templates repeat from job to job)."""
+    return interned(drop_managed_fields(obj))
 
 
 def service_cache_view(obj: dict[str, Any]) -> dict[str, Any]:

@@ -51,7 +51,14 @@ from prometheus_client import CollectorRegistry
 from mxjob_controller.core.child_writes import POD, SERVICE, ChildKind, WritePool
 from mxjob_controller.core.framework import Framework
 from mxjob_controller.core.gang import GangScheduling, PodGroupHandlers
-from mxjob_controller.core.handlers import ChildHandlers, JobCaches, JobHandlers, pod_cache_view, service_cache_view
+from mxjob_controller.core.handlers import (
+    ChildHandlers,
+    JobCaches,
+    JobHandlers,
+    job_cache_view,
+    pod_cache_view,
+    service_cache_view,
+)
 from mxjob_controller.core.job_vocabulary import legacy_selector, owned_selector
 from mxjob_controller.core.metrics import JobMetrics, JobStateCollector
 from mxjob_controller.core.podgroups import (
@@ -187,7 +194,7 @@ class JobController:
         jobs: list[SharedInformer] = []
         for namespace in scopes:
             jobs.append(self.factory.informer(self.framework.resource, namespace=namespace,
-                                              resync_period=self.options.resync_period))
+                                              resync_period=self.options.resync_period, transform=job_cache_view))
             for kind in (POD, SERVICE):
                 self._owned[kind].append(self.factory.informer(
                     kind.resource, namespace=namespace, label_selector=owned_selector(self.framework.operator_name),

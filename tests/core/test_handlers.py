@@ -16,7 +16,13 @@ from mxjob_controller.core import job_vocabulary as lb
 from mxjob_controller.core.child_sync import classify
 from mxjob_controller.core.failure_policy import container_restarts, ran_for
 from mxjob_controller.core.finished_jobs import cleanup_plan
-from mxjob_controller.core.handlers import ChildHandlers, JobHandlers, pod_cache_view, service_cache_view
+from mxjob_controller.core.handlers import (
+    ChildHandlers,
+    JobHandlers,
+    job_cache_view,
+    pod_cache_view,
+    service_cache_view,
+)
 from mxjob_controller.core.job_status import exit_message
 from mxjob_controller.core.pods import failure_of, replica_state, termination
 from mxjob_controller.runtime.cache_keys import DeletedFinalStateUnknown, controller_uid_index, object_key
@@ -219,3 +225,27 @@ def test_decisions_over_views_equal_decisions_over_whole_pods(policy: str) -> No
         assert [o["metadata"]["uid"] for o in view_plan.pods] == [o["metadata"]["uid"] for o in whole_plan.pods]
         assert [o["metadata"]["uid"] for o in view_plan.services] == \
             [o["metadata"]["uid"] for o in whole_plan.services]
+
+
+def test_views_share_equal_labels_and_owners_and_keep_their_values() -> None:
+    pod, other = pod_cache_view(copy.deepcopy(PODS[1])), pod_cache_view(copy.deepcopy(PODS[1]))
+    assert pod == other
+    assert pod["metadata"]["labels"] is other["metadata"]["labels"]
+    assert pod["metadata"]["ownerReferences"] is other["metadata"]["ownerReferences"]
+    assert pod["metadata"]["labels"] == PODS[1]["metadata"]["labels"]
+    assert pod["metadata"]["ownerReferences"] == PODS[1]["metadata"]["ownerReferences"]
+    service = service_cache_view({"apiVersion": "v1", "kind": "Service",
+                                  "metadata": copy.deepcopy(PODS[1]["metadata"])})
+    assert service["metadata"]["ownerReferences"] is pod["metadata"]["ownerReferences"]
+
+
+def test_the_job_view_is_the_job_without_managed_fields() -> None:
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob",
+           "metadata": {"name": "j", "namespace": "ns", "uid": UID, "managedFields": [{"manager": "m"}]},
+           "spec": {"mxReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": {"containers": [
+               {"name": "mxnet", "image": "i"}]}}}}},
+           "status": {"conditions": [{"type": "Created", "status": "True"}], "replicaStatuses": {"Worker": {}}}}
+    view = job_cache_view(copy.deepcopy(job))
+    expected = copy.deepcopy(job)
+    del expected["metadata"]["managedFields"]
+    assert view == expected

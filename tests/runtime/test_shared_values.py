@@ -1,0 +1,50 @@
+"""Shared values of cached objects: equal to what was given, held once, and dropped once no object uses them."""
+
+from __future__ import annotations
+
+import json
+
+from mxjob_controller.runtime.shared_values import SharedValues, interned
+
+
+def test_interned_copies_equal_data_with_shared_strings() -> None:
+    a = json.loads('{"metadata": {"namespace": "ns-interned"}, "items": [{"k": "v-interned", "n": 1, "b": true}]}')
+    b = json.loads('{"metadata": {"namespace": "ns-interned"}, "items": [{"k": "v-interned", "n": 1, "b": true}]}')
+    assert a["metadata"]["namespace"] is not b["metadata"]["namespace"]
+    ia, ib = interned(a), interned(b)
+    assert ia == a and ib == b
+    assert ia is not a and ia["items"] is not a["items"]
+    assert ia["metadata"]["namespace"] is ib["metadata"]["namespace"]
+    assert ia["items"][0]["k"] is ib["items"][0]["k"]
+
+
+def test_equal_flat_dicts_and_lists_are_one_object() -> None:
+    shared = SharedValues()
+    labels = [json.loads('{"job-name": "j", "replica-index": "0"}') for _ in range(2)]
+    one, two = shared.flat_dict(labels[0]), shared.flat_dict(labels[1])
+    assert one == labels[0] and one is two
+    assert shared.flat_dict({"job-name": "j", "replica-index": "1"}) is not one
+    flag = shared.flat_dict({"x": True})
+    assert shared.flat_dict({"x": 1}) is not flag and type(shared.flat_dict({"x": 1})["x"]) is int
+    owners = [json.loads('[{"kind": "MXJob", "uid": "u-1", "controller": true}]') for _ in range(2)]
+    assert shared.dict_list(owners[0]) is shared.dict_list(owners[1])
+    assert shared.dict_list(owners[0]) == owners[0]
+    assert shared.dict_list(json.loads('[{"kind": "MXJob", "uid": "u-1", "controller": false}]')) != owners[0]
+
+
+def test_nested_values_and_non_dicts_pass_through_equal() -> None:
+    shared = SharedValues()
+    nested = {"a": {"b": "c"}}
+    assert shared.flat_dict(nested) == nested
+    assert shared.dict_list([{"a": ["x"]}]) == [{"a": ["x"]}]
+    assert shared.flat_dict(None) is None and shared.dict_list("x") == "x"
+    assert len(shared) == 0
+
+
+def test_entries_no_object_uses_are_swept() -> None:
+    shared = SharedValues()
+    kept = [shared.flat_dict({"i": str(i)}) for i in range(10)]
+    for i in range(SharedValues.MIN_SWEEP * 3):
+        shared.flat_dict({"gone": str(i)})          # nobody keeps these
+    assert len(shared) < SharedValues.MIN_SWEEP * 2
+    assert all(shared.flat_dict({"i": str(i)}) is kept[i] for i in range(10))
