@@ -25,6 +25,9 @@ as the API server sends it is mostly what the controller wrote itself (the templ
 None of it is read again: the cache serves classification, counting and the failure policy, which read the fields
 below. Dropping the rest at ingest makes the pod cache several times smaller (``make bench``: ``memory``), which is
 what lets one controller keep tens of thousands of pods (training-operator's full-object cache OOMs, #1661).
+What is kept is held once where it repeats (``runtime/shared_values``): strings interned, one labels map and one
+owner-reference list per distinct value shared by the children that carry it; cached jobs are whole but for
+``managedFields``, their keys and strings interned.
 
 Kept, for both kinds (``metadata``):
 
