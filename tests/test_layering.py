@@ -176,6 +176,8 @@ SEPARATE_VOCABULARIES: dict[str, set[str]] = {
     # MXJob's storage version, v1alpha1's status marker field value, TFJob's version
     "'v1'": {"mxnet/api.py:STORAGE_VERSION", "mxnet/v1alpha1/vocabulary.py:V1_STATUS_FIELD",
              "tensorflow/api.py:VERSION"},
+    # GenericJob's active outcome vs the local scheduler's queue a pod waits in
+    "'active'": {"generic/status_rules.py:ACTIVE", "local/scheduler/queue.py:ACTIVE"},
     # each thread's own stop budget, tuned on its own
     "_JOIN_TIMEOUT=5.0": {"runtime/endpoints.py:_JOIN_TIMEOUT", "runtime/lease_watch.py:_JOIN_TIMEOUT"},
 }

@@ -25,8 +25,8 @@ that scheduler.
 
 Guarantees: a pod it bound counts on the node from the moment the binding succeeds (before the informer shows it),
 so two passes never give the same room twice; a bind or a status write that fails is retried after the pod's
-backoff (a PodGroup's, after :data:`_RETRY`); a pass looks at the whole cache, so a missed informer event strands no
-pod; :meth:`stop` ends its thread and informers within the timeout.
+backoff (a PodGroup's, after :data:`_PODGROUP_WRITE_RETRY`); a pass looks at the whole cache, so a missed informer
+event strands no pod; :meth:`stop` ends its thread and informers within the timeout.
 
 The gang schedulers' PodGroups (pure, on top): their CRDs (applied by the local cluster, so a job with
 ``schedulingPolicy`` runs end to end on one machine), which group a pod belongs to, a group's view for a pass and
@@ -101,7 +101,7 @@ DEFAULT_SCHEDULER = "default-scheduler"
 UNSCHEDULABLE = "Unschedulable"
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"     # Volcano's reason on a PodGroup's Unschedulable condition
 FAILED_SCHEDULING = "FailedScheduling"
-_RETRY = 1.0           # seconds before a PodGroup write that failed is tried again
+_PODGROUP_WRITE_RETRY = 1.0           # seconds before a PodGroup write that failed is tried again
 _IDLE_WAIT = 30.0      # the longest the thread sleeps with nothing due (every way of stopping it wakes it)
 _INFORMERS_SYNC_TIMEOUT = 30.0
 _TIMEOUT = dict(timeout=10, deadline=15)
@@ -338,7 +338,7 @@ class LocalScheduler:
                 self._retry_later()
 
     def _retry_later(self) -> None:
-        at = time.monotonic() + _RETRY
+        at = time.monotonic() + _PODGROUP_WRITE_RETRY
         self._retry_at = at if self._retry_at is None else min(self._retry_at, at)
 
     # --- one pass ---------------------------------------------------------------------------------------------

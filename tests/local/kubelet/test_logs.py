@@ -39,7 +39,8 @@ def test_timestamps_are_linear_in_a_lines_length():
     line is now about ten times the work, not a hundred."""
     small, large = (min(_stamp_cpu(n) for _ in range(3)) for n in (3 * MIB, 30 * MIB))
     assert large < 1.0, f"30 MiB line: {large:.2f} s of CPU"
-    assert large / max(small, 1e-3) < 25, (small, large)
+    # (a floor above the small line's few hundred µs, a busy machine's noise; quadratic work is a hundredfold)
+    assert large / max(small, 3e-3) < 25, (small, large)
 
 
 def test_stamped_lines_keep_their_bytes_and_times():
