@@ -3,11 +3,8 @@
 
 A container writes its log file itself (the file is its stdout and stderr), so no line carries a time. A container
 runtime stamps each line when it reads it from the container's pipe; here one thread (``kubelet-log-times``) looks
-at the size of every running container's file and notes (size, time) when it grew. A line's time is the first sample
-that saw it whole: at most one sample after it was written. A file is looked at every :data:`SAMPLE_SECONDS` while
-it grows; one that does not is looked at half as often each time, down to every :data:`QUIET_SAMPLE_SECONDS`, so
-that a node of 110 quiet containers costs the thread next to nothing (the first line after a quiet spell is then
-stamped at most that late; every later line of a burst, within one sample again).
+at the size of every running container's file every :data:`SAMPLE_SECONDS` and notes (size, time) when it grew. A
+line's time is the first sample that saw it whole: at most one sample after it was written.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 SAMPLE_SECONDS = 0.05
-QUIET_SAMPLE_SECONDS = 0.8
 
 
 class Timeline:
@@ -34,14 +30,11 @@ class Timeline:
         self._sizes: list[int] = [0]
         self._times: list[float] = [start]
 
-    def note(self, size: int, now: float) -> bool:
-        """Whether the file grew since the last sample."""
+    def note(self, size: int, now: float) -> None:
         with self._lock:
             if size > self._sizes[-1]:
                 self._sizes.append(size)
                 self._times.append(max(now, self._times[-1]))
-                return True
-            return False
 
     def time_of(self, end: int) -> float:
         """When the bytes up to offset ``end`` had all appeared (now, for bytes no sample has seen yet)."""
@@ -103,29 +96,20 @@ class LogTimes:
             thread.join(timeout)
 
     def _sample_until_closed(self) -> None:
-        pace: dict[Path, tuple[float, float]] = {}   # path → (next look, interval): this thread's alone
         while not self._closed.wait(SAMPLE_SECONDS):
             with self._lock:
                 running = [(p, self._timelines[p]) for p in self._running]
-            now = time.monotonic()
             for path, timeline in running:
-                due, interval = pace.get(path, (now, SAMPLE_SECONDS))
-                if due > now:
-                    continue
-                interval = SAMPLE_SECONDS if self._note(path, timeline) else min(2 * interval, QUIET_SAMPLE_SECONDS)
-                pace[path] = (now + interval, interval)
-            if len(pace) > len(running):
-                live = {path for path, _timeline in running}
-                pace = {path: step for path, step in pace.items() if path in live}
+                self._note(path, timeline)
 
-    def _note(self, path: Path, timeline: Timeline) -> bool:
-        """Sample one file; whether it grew."""
+    def _note(self, path: Path, timeline: Timeline) -> None:
         try:
             size = self._measure(path)
         except OSError as e:
             log.warning("sampling the log %s failed: %s", path, e)
-            return False
-        return size is not None and timeline.note(size, time.time())
+            return
+        if size is not None:
+            timeline.note(size, time.time())
 
 
 def stamp(ts: float) -> bytes:
