@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -110,12 +111,15 @@ def blocks(section: tuple[str, str]) -> list[str]:
 
 
 def checkout_like(tmp_path: Path) -> Path:
-    """A directory where the blocks' relative paths resolve, and ``.mxjob-local/`` is the test's own."""
+    """A directory where the blocks' relative paths resolve, and ``.mxjob-local/`` is the test's own. ``examples/``
+    is a copy, not a link: the pods read their scripts from it, and a checkout cloned under /tmp (as the brief's
+    fresh-clone run is) lies in what the pod sandbox gives each pod as its own /tmp, where a link to it leads nowhere
+    (the working directory alone is passed through)."""
     work = tmp_path / "checkout"
     work.mkdir()
     (work / ".venv").symlink_to(sys.prefix)
-    for name in ("examples", "manifests"):
-        (work / name).symlink_to(ROOT / name)
+    shutil.copytree(ROOT / "examples", work / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    (work / "manifests").symlink_to(ROOT / "manifests")   # read by kubectl on this machine only
     return work
 
 

@@ -82,10 +82,22 @@ def sweep_leftovers(directory: str | None = None, alive: Callable[[int], bool] |
 
 
 def remove_tree(path: str | os.PathLike[str]) -> None:
-    """Remove ``path`` whatever a pod left in it (folders it made unreadable to their owner included)."""
+    """Remove ``path`` whatever a pod left in it (folders it made unreadable to their owner included). Only folders
+    inside ``path`` have their mode changed: never the folder it lies in (``/tmp`` made 0700 locked every other
+    user out of it)."""
+    top = os.path.abspath(path)
+
     def unblock(_function: Any, failed: str, _error: Any) -> None:
         with contextlib.suppress(OSError):
+            failed = os.path.abspath(failed)
             parent = os.path.dirname(failed)
+            if failed == top:   # the tree's own folder: opened up itself (if it is still there), never its parent
+                if os.path.isdir(failed) and not os.path.islink(failed):
+                    os.chmod(failed, stat.S_IRWXU)
+                    shutil.rmtree(failed, ignore_errors=True)
+                return
+            if parent != top and not parent.startswith(top + os.sep):
+                return
             os.chmod(parent, stat.S_IRWXU)
             if os.path.isdir(failed) and not os.path.islink(failed):
                 os.chmod(failed, stat.S_IRWXU)

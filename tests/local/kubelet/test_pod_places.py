@@ -3,7 +3,9 @@ controller and go when released; what a killed cluster left behind is swept at t
 
 from __future__ import annotations
 
-from mxjob_controller.local.kubelet.pod_places import PodPlaces, sweep_leftovers
+import stat
+
+from mxjob_controller.local.kubelet.pod_places import PodPlaces, remove_tree, sweep_leftovers
 
 
 def test_leftovers_of_gone_clusters_are_swept_and_nothing_else(tmp_path):
@@ -34,3 +36,21 @@ def test_a_pods_places_follow_its_name_and_controller_and_go_when_released(tmp_p
     assert places.host_path(again, "/etc/passwd") is None
     places.release(lambda key: key[2] == "job")   # only the controller's pods may come back
     assert folder_r.exists() and not folder_a.exists() and places.host_path(bare, "/tmp/x") is None
+
+
+def test_removing_a_tree_never_changes_the_folder_it_lies_in(tmp_path):
+    """A tree already gone, or one a pod locked up inside, is removed without touching its parent's mode (CI's
+    /tmp was made 0700 by the removal of a folder that was gone: every other user was locked out of it)."""
+    parent = tmp_path / "shared"
+    parent.mkdir()
+    parent.chmod(0o1777)
+    remove_tree(parent / "gone")
+    assert stat.S_IMODE(parent.stat().st_mode) == 0o1777
+    tree = parent / "places"
+    (tree / "tmp" / "locked").mkdir(parents=True)
+    (tree / "tmp" / "locked" / "file").write_text("x")
+    (tree / "tmp" / "locked").chmod(0)
+    (tree / "tmp").chmod(0)
+    remove_tree(tree)
+    assert not tree.exists()
+    assert stat.S_IMODE(parent.stat().st_mode) == 0o1777
