@@ -5,6 +5,7 @@ linear in a line's length."""
 from __future__ import annotations
 
 import os
+import select
 import time
 
 import pytest
@@ -14,7 +15,7 @@ from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
 from mxjob_controller.local.kubelet.log_rotation import RotatedLog
 from mxjob_controller.local.kubelet.log_times import Timeline, stamped
 from mxjob_controller.local.kubelet.options import KubeletOptions
-from tests.local_support import container_status, local_cluster, pod_path, script_pod, wait_phase
+from tests.local_support import container_status, local_cluster, pod_file, pod_path, script_pod, wait_phase
 from tests.support import Kube, Kubectl, wait_for
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -111,7 +112,12 @@ def test_following_a_log_keeps_its_place_across_rotations(tmp_path):
     """``kubectl logs -f`` from the start to the end of a container that rotates its log a dozen times (64 KiB
     files here): every line once, in order; with five files kept, a later read starts at the oldest kept line."""
     tmp_path.chmod(0o777)
-    script = ("import sys, time\nfor i in range(8000):\n    print(f'{i:06d} ' + 'x' * 92, flush=True)\n"
+    # The container writes its first line, then waits for the follower to have it (the test leaves /tmp/go in
+    # the pod's own /tmp): a follower that started after five rotations would rightly miss the first file.
+    script = ("import os, sys, time\nprint(f'{0:06d} ' + 'x' * 92, flush=True)\n"
+              "deadline = time.monotonic() + 120\n"
+              "while not os.path.exists('/tmp/go') and time.monotonic() < deadline:\n    time.sleep(0.02)\n"
+              "for i in range(1, 8000):\n    print(f'{i:06d} ' + 'x' * 92, flush=True)\n"
               "    if i % 500 == 0:\n        time.sleep(0.05)\n")
     options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
                              kubelet_options=KubeletOptions(workdir=str(tmp_path), container_log_max_size=64 * 1024,
@@ -120,8 +126,18 @@ def test_following_a_log_keeps_its_place_across_rotations(tmp_path):
         kubectl = Kubectl(cluster.server.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "cache")
         kube = Kube(cluster.server.url)
         assert kube.post(PODS, script_pod("rotating", script)).ok
-        wait_phase(kube, "rotating", "Running", "Succeeded")
-        followed = kubectl.ok("logs", "-f", "rotating", timeout=120).splitlines()
+        pod = wait_phase(kube, "rotating", "Running", "Succeeded")
+        follower = kubectl.popen("logs", "-f", "rotating")
+        try:
+            assert select.select([follower.stdout], [], [], 60)[0], "the follower printed nothing in 60 s"
+            first = follower.stdout.readline()   # the follower holds the first line: the writing may go on
+            go = pod_file(cluster, pod, "/tmp/go")
+            go.write_text("")
+            out, _err = follower.communicate(timeout=120)
+        finally:
+            follower.kill()
+            follower.wait(10)
+        followed = (first + out).splitlines()
         assert followed == [f"{i:06d} " + "x" * 92 for i in range(8000)], "each line once, in order"
         wait_phase(kube, "rotating", "Succeeded")
         kept = kubectl.ok("logs", "rotating").splitlines()
