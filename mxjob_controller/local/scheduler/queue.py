@@ -37,6 +37,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from mxjob_controller.runtime.backoff import exponential_delay
+
 INITIAL_BACKOFF = 1.0           # podInitialBackoffSeconds
 MAX_BACKOFF = 10.0              # podMaxBackoffSeconds
 MAX_IN_UNSCHEDULABLE = 300.0    # podMaxInUnschedulablePodsDuration
@@ -188,7 +190,7 @@ class SchedulingQueue:
         ``calculateBackoffDuration``)."""
         if attempts <= 0:
             return 0.0
-        return min(self.max_backoff, self.initial_backoff * 2 ** min(attempts - 1, 62))
+        return exponential_delay(self.initial_backoff, attempts - 1, self.max_backoff)
 
     def _backoff_end(self, entry: _Entry) -> float:
         return entry.failed_at + self.backoff(entry.attempts)
