@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from mxjob_controller.kube.limits import MAX_OBJECT_BYTES
 from mxjob_controller.kube.vocabulary import BOOKMARK
 from mxjob_controller.local.apiserver.storage.memory import release_free_memory
 from mxjob_controller.local.apiserver.storage.watch import (
@@ -93,7 +94,6 @@ HISTORY_BYTES = 64 << 20  # what every kind's history together may keep alive, e
 RELEASE_AFTER = 16 << 20  # bytes freed before the pruner hands free memory back to the system
 RELEASE_EVERY = 30.0      # seconds: and at least this often (answers and requests are freed too, not only history)
 PRUNE_EVERY = 5.0         # seconds between prunings, at most
-MAX_OBJECT_BYTES = 1572864  # etcd's default --max-request-bytes (1.5 MiB), which kube-apiserver's writes must pass
 BLOCK_TIMEOUT = 3.0       # seconds a read waits for a version not reached yet (the watch cache's blockTimeout)
 
 
