@@ -324,6 +324,7 @@ class APIServer:
             if self._thread.is_alive():
                 left.append(self._thread.name)
         self.store.close_watchers()
+        self.store.end_waits()   # a read waiting for a resourceVersion answers now, not after its wait
         left += http.drain(_remaining(deadline))
         http.server_close()
         if not self.store.stop_pruning(_remaining(deadline)):

@@ -129,6 +129,7 @@ class Store:
         # Signalled by every committed write (under the store's lock, briefly); waited on without it (wait_until).
         self._advanced = threading.Condition(threading.Lock())
         self._waiting = 0   # readers in wait_until now (kube's watch cache counts them too: waitingUntilFresh)
+        self._waits_ended = False   # end_waits: the server is stopping, no reader waits any more
 
     # --- reads ----------------------------------------------------------------------------------------
 
@@ -151,9 +152,17 @@ class Store:
         with self._advanced:
             self._waiting += 1
             try:
-                return self._advanced.wait_for(lambda: self._rv >= rv, wait)
+                self._advanced.wait_for(lambda: self._rv >= rv or self._waits_ended, wait)
+                return self._rv >= rv
             finally:
                 self._waiting -= 1
+
+    def end_waits(self) -> None:
+        """End every :meth:`wait_until` now, and any later one at once (the server is stopping: its readers answer
+        rather than hold the stop up to ``block_timeout``)."""
+        with self._advanced:
+            self._waits_ended = True
+            self._advanced.notify_all()
 
     def waiting(self) -> int:
         """How many readers are in :meth:`wait_until` now."""

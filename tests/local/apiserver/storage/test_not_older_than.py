@@ -103,6 +103,27 @@ def test_a_list_or_get_far_ahead_is_kubes_504_after_the_wait(apiserver: APIServe
     assert apiserver.store.waiting() == 0
 
 
+def test_a_wait_ends_when_the_server_stops(apiserver: APIServer, kube: Kube):
+    """A stop does not wait for a read's 3 s: the waiting list answers (the 504) as the server stops."""
+    current = settled(apiserver, kube)
+    answers: list[Reply] = []
+    waiter = Kube.of(apiserver)
+    thread = threading.Thread(target=lambda: answers.append(waiter.get(CMS, resourceVersion=current + 1000)),
+                              name="test-list-at-stop", daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: apiserver.store.waiting() == 1, timeout=BLOCK_TIMEOUT - 0.5, what="the list to wait")
+        started = time.monotonic()
+        assert apiserver.stop(5.0)
+        assert time.monotonic() - started < BLOCK_TIMEOUT - 1.0
+        thread.join(5.0)
+    finally:
+        waiter.close()
+    assert not thread.is_alive()
+    [reply] = answers
+    assert (reply.status, reply.body) == (504, too_large(current + 1000, current))
+
+
 @pytest.mark.parametrize("server_options", [ServerOptions(tls=True, block_timeout=SHORT_WAIT)])
 def test_an_exact_list_ahead_is_the_504_at_once(apiserver: APIServer, kube: Kube):
     """``Exact`` goes to etcd in kube, which does not wait for a future revision."""
