@@ -318,8 +318,9 @@ class Store:
                 hook(key, ev)
             except Exception:  # the write is committed: a hook's bug must not fail it, nor skip the others
                 log.exception("commit hook %r failed on %s event of %s", hook, ev.type, key)
-        with self._advanced:
-            self._advanced.notify_all()
+        if self._waiting:   # read unlocked: a reader counted after this read sees the new _rv before it waits
+            with self._advanced:
+                self._advanced.notify_all()
 
     def add_commit_hook(self, hook: CommitHook) -> None:
         """Call ``hook(key, event)`` for every committed write, on the writer's thread, under the store's lock.
