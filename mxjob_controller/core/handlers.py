@@ -58,6 +58,7 @@ transformed objects decides as it does over whole ones, and this table is the li
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -170,8 +171,10 @@ def pod_cache_view(obj: dict[str, Any]) -> dict[str, Any]:
 
 def job_cache_view(obj: dict[str, Any]) -> dict[str, Any]:
     """The cached form of a job: the whole object but ``metadata.managedFields``, every key and string interned
-    (conditions, replica statuses and templates repeat from job to job)."""
-    return interned(drop_managed_fields(obj))
+    (conditions, replica statuses and templates repeat from job to job), and the large parts of its ``spec`` (replica
+    specs, pod templates) shared with every cached job that has the same (``SharedValues.tree``)."""
+    return {sys.intern(k): _SHARED.tree(v) if k == "spec" else interned(v)
+            for k, v in drop_managed_fields(obj).items()}
 
 
 def service_cache_view(obj: dict[str, Any]) -> dict[str, Any]:

@@ -9,9 +9,11 @@ distinct values were held some hundreds of thousands of times. The cache transfo
 - :func:`interned`: a deep copy of JSON data with every key and string value interned (``sys.intern``: mortal in
   CPython, an interned string is freed with its last reference, so deleted objects leave nothing behind);
 - :class:`SharedValues`: one canonical object per distinct value of a small flat sub-dict (labels) or list of flat
-  dicts (owner references). Its table holds a reference to each canonical object; entries that no cached object
-  uses any more (only the table refers to them) are dropped whenever the table has doubled since the last sweep, so
-  the table stays within twice what the caches use.
+  dicts (owner references), and (:meth:`SharedValues.tree`) per distinct large subtree of a job's ``spec`` (the
+  replica specs and pod templates that a sweep's jobs, and every job of one template, repeat): such a subtree is
+  keyed by a digest of its JSON, found equal before it is shared. Its table holds a reference to each canonical
+  object; entries that no cached object uses any more (only the table refers to them) are dropped whenever the
+  table has doubled since the last sweep, so the table stays within twice what the caches use.
 
 Cached objects are read-only (``runtime/informer``): sharing a sub-dict between two of them is then invisible to
 their readers, which see the same values as before.
@@ -19,11 +21,14 @@ their readers, which see the same values as before.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 import threading
 from typing import Any
 
 _SCALARS = (str, int, float, bool, type(None))
+TREE_MIN_BYTES = 256   # a smaller subtree is copied, not shared: its digest and table entry would cost about as much
 
 
 def interned(value: Any) -> Any:
@@ -83,6 +88,30 @@ class SharedValues:
                 return interned(entries)
             keys.append(key)
         return self._canonical(("l", tuple(keys)), lambda: interned(entries))
+
+    def tree(self, value: Any, min_bytes: int = TREE_MIN_BYTES) -> Any:
+        """``value`` (JSON data) copied with strings interned, and each dict or list of it whose JSON takes at least
+        ``min_bytes`` replaced by the canonical copy of an equal one (shared by every cached object that holds it)."""
+        if isinstance(value, str):
+            return sys.intern(value)
+        if isinstance(value, dict):
+            copy: Any = {sys.intern(k) if isinstance(k, str) else k: self.tree(v, min_bytes) for k, v in value.items()}
+        elif isinstance(value, list):
+            copy = [self.tree(v, min_bytes) for v in value]
+        else:
+            return value
+        try:
+            encoded = json.dumps(copy, separators=(",", ":"), allow_nan=False).encode()
+        except (TypeError, ValueError):   # not JSON (a tuple key, NaN): held as it is
+            return copy
+        if len(encoded) < min_bytes:
+            return copy
+        key = ("t", hashlib.blake2b(encoded, digest_size=16).digest())
+        with self._lock:
+            found = self._table.get(key)
+        if found is not None and found == copy:
+            return found
+        return copy if found is not None else self._canonical(key, lambda: copy)
 
     def _canonical(self, key: Any, build: Any) -> Any:
         with self._lock:

@@ -48,3 +48,15 @@ def test_entries_no_object_uses_are_swept() -> None:
         shared.flat_dict({"gone": str(i)})          # nobody keeps these
     assert len(shared) < SharedValues.MIN_SWEEP * 2
     assert all(shared.flat_dict({"i": str(i)}) is kept[i] for i in range(10))
+
+
+def test_equal_large_subtrees_are_held_once_and_small_or_different_ones_are_not():
+    shared = SharedValues()
+    template = {"containers": [{"name": "mxnet", "image": "img", "command": ["python", "train.py"] * 20}]}
+    a = shared.tree({"replicas": 1, "template": json.loads(json.dumps(template))})
+    b = shared.tree({"replicas": 2, "template": json.loads(json.dumps(template))})
+    assert a["template"] is b["template"] and a["template"] == template
+    assert a["replicas"] == 1 and b["replicas"] == 2 and a is not b   # the small parents stay apart
+    other = shared.tree({"template": {"containers": [{**template["containers"][0], "image": "other"}]}})
+    assert other["template"] is not a["template"] and other["template"]["containers"][0]["image"] == "other"
+    assert shared.tree({"x": True}) == {"x": True} and shared.tree([1.0]) == [1.0]
