@@ -20,6 +20,7 @@ The pure part (classification, limits, Retry-After) is on top; :class:`FlowContr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
@@ -48,8 +49,11 @@ TOO_MANY_REQUESTS = b"Too many requests, please try again later.\n"
 _ALL = "*"
 
 
+@functools.cache
 def _uid(kind: str, name: str) -> str:
-    """A stable UID per bootstrap object (kube's are random per cluster; stable ones make runs comparable)."""
+    """A stable UID per bootstrap object (kube's are random per cluster; stable ones make runs comparable). Every
+    request's answer carries two (its FlowSchema's and PriorityLevel's): a uuid5 computed once per object, not
+    per request."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"flowcontrol.apiserver.k8s.io/{kind}/{name}"))
 
 
