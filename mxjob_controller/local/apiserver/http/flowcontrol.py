@@ -290,6 +290,7 @@ class FlowControl:
         self._lock = threading.Lock()
         self._stopping = False
         self.stats = FlowStats()
+        self._pf: dict[str, dict[str, str]] = {}   # schema name → its answers' PF headers
 
     def limit(self, level: str) -> int:
         return self._levels[level].limit
@@ -382,7 +383,12 @@ class FlowControl:
             ex.finishers.append(lambda: self.release(seat))
 
     def _pf_headers(self, schema: FlowSchema) -> dict[str, str]:
-        return {FLOW_SCHEMA_HEADER: schema.uid, PRIORITY_LEVEL_HEADER: self._levels[schema.priority_level].config.uid}
+        """The answer's ``X-Kubernetes-PF-*`` headers (a copy: the caller may change it), built once per schema."""
+        headers = self._pf.get(schema.name)
+        if headers is None:
+            headers = self._pf[schema.name] = {
+                FLOW_SCHEMA_HEADER: schema.uid, PRIORITY_LEVEL_HEADER: self._levels[schema.priority_level].config.uid}
+        return dict(headers)
 
     def metrics(self) -> list[str]:
         return self.stats.render({name: level.limit for name, level in self._levels.items() if level.limit})
