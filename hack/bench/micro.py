@@ -175,8 +175,9 @@ def kubeflow_status(r: int, i: int) -> dict:
     stamp = f"2026-01-01T00:{r % 60:02d}:{i % 60:02d}Z"
     return {
         "conditions": [
-            {"type": "Created", "status": "True", "reason": "MXJobCreated", "message": f"MXJob default/{name} is created.",
-             "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {"type": "Created", "status": "True", "reason": "MXJobCreated",
+             "message": f"MXJob default/{name} is created.", "lastUpdateTime": "2026-01-01T00:00:00Z",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"},
             {"type": "Running", "status": "True", "reason": "MXJobRunning",
              "message": f"MXJob default/{name} is running.", "lastUpdateTime": stamp,
              "lastTransitionTime": "2026-01-01T00:00:01Z"}],
@@ -221,7 +222,8 @@ def bench_status_patch(full: bool) -> Outcome:
         finally:
             kube.close()
     return Outcome([(f"server CPU per MXJob status merge patch ({STATUS_PATCH_ROUNDS} rounds of "
-                     f"{STATUS_PATCH_WRITES}, {STATUS_PATCH_JOBS} jobs)", ", ".join(f"{x:.2f}" for x in rounds) + " ms"),
+                     f"{STATUS_PATCH_WRITES}, {STATUS_PATCH_JOBS} jobs)",
+                     ", ".join(f"{x:.2f}" for x in rounds) + " ms"),
                     ("best round / median round", f"{min(rounds):.2f} / {statistics.median(rounds):.2f} ms")],
                    inputs={"rounds": STATUS_PATCH_ROUNDS, "patches_per_round": STATUS_PATCH_WRITES,
                            "jobs": STATUS_PATCH_JOBS},
