@@ -65,15 +65,7 @@ class Strategy:
             status = new.get("status")
             managed = (new.get("metadata") or {}).get("managedFields")
             new.clear()
-            new.update(deep_copy(old))
-            if managed is not None:   # as the field manager left them: they record this status write
-                new["metadata"]["managedFields"] = managed
-            else:
-                new.get("metadata", {}).pop("managedFields", None)
-            if status is None:
-                new.pop("status", None)
-            else:
-                new["status"] = status
+            new.update(_old_with(old, status, managed))
             return
         meta, old_meta = new.setdefault("metadata", {}), old.get("metadata", {})
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
@@ -129,3 +121,29 @@ class Strategy:
         """The grace period a first delete gives ``obj`` (kube's CheckGracefulDelete); None: not graceful."""
         return None
 
+
+def _old_with(old: dict, status: Any, managed: Any) -> dict:
+    """A copy of ``old`` whose status is ``status`` and whose managed fields are ``managed`` (each left out when
+    None), keys in ``old``'s order: a status write keeps everything else as stored. The two parts it replaces are
+    not copied first: on a status write they are most of a job (its conditions, replica statuses and every
+    manager's FieldsV1 document)."""
+    out: dict = {}
+    for key, value in old.items():
+        if key == "status":
+            if status is not None:
+                out[key] = status
+        elif key == "metadata" and isinstance(value, dict):
+            meta: dict = {}
+            for k, v in value.items():
+                if k != "managedFields":
+                    meta[k] = deep_copy(v)
+                elif managed is not None:
+                    meta[k] = managed
+            if managed is not None:   # as the field manager left them: they record this status write
+                meta["managedFields"] = managed
+            out[key] = meta
+        else:
+            out[key] = deep_copy(value)
+    if status is not None and "status" not in out:
+        out["status"] = status
+    return out

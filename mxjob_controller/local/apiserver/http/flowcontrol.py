@@ -20,6 +20,7 @@ The pure part (classification, limits, Retry-After) is on top; :class:`FlowContr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
@@ -48,8 +49,11 @@ TOO_MANY_REQUESTS = b"Too many requests, please try again later.\n"
 _ALL = "*"
 
 
+@functools.cache
 def _uid(kind: str, name: str) -> str:
-    """A stable UID per bootstrap object (kube's are random per cluster; stable ones make runs comparable)."""
+    """A stable UID per bootstrap object (kube's are random per cluster; stable ones make runs comparable). Every
+    request's answer carries two (its FlowSchema's and PriorityLevel's): a uuid5 computed once per object, not
+    per request."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"flowcontrol.apiserver.k8s.io/{kind}/{name}"))
 
 
@@ -286,6 +290,7 @@ class FlowControl:
         self._lock = threading.Lock()
         self._stopping = False
         self.stats = FlowStats()
+        self._pf: dict[str, dict[str, str]] = {}   # schema name → its answers' PF headers
 
     def limit(self, level: str) -> int:
         return self._levels[level].limit
@@ -378,7 +383,12 @@ class FlowControl:
             ex.finishers.append(lambda: self.release(seat))
 
     def _pf_headers(self, schema: FlowSchema) -> dict[str, str]:
-        return {FLOW_SCHEMA_HEADER: schema.uid, PRIORITY_LEVEL_HEADER: self._levels[schema.priority_level].config.uid}
+        """The answer's ``X-Kubernetes-PF-*`` headers (a copy: the caller may change it), built once per schema."""
+        headers = self._pf.get(schema.name)
+        if headers is None:
+            headers = self._pf[schema.name] = {
+                FLOW_SCHEMA_HEADER: schema.uid, PRIORITY_LEVEL_HEADER: self._levels[schema.priority_level].config.uid}
+        return dict(headers)
 
     def metrics(self) -> list[str]:
         return self.stats.render({name: level.limit for name, level in self._levels.items() if level.limit})

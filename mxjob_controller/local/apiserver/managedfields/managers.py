@@ -208,7 +208,13 @@ def update(managers: Managers, old: Any, new: Any, t: Type, who: Entry, now: str
     if mine:
         previous = out.get(who.identity)
         fields = mine | previous.paths() if previous is not None else mine
-        out[who.identity] = replace(who, time=now, fields=frozenset(fields), raw=None)
+        stored = managers.get(who.identity)
+        if stored is not None and stored.raw is not None and fields == stored.paths():
+            # The writer's set is what it was (a controller writing the same status fields again, the common
+            # case): its FieldsV1 document is written back as read, only its time moves; not built again.
+            out[who.identity] = replace(stored, time=now)
+        else:
+            out[who.identity] = replace(who, time=now, fields=frozenset(fields), raw=None)
     return cap_updaters(out)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Protocol
 
 import yaml
@@ -396,11 +395,14 @@ class VerbsBase:
         kind = "CreateOptions" if operation == CREATE else "UpdateOptions"
         name = (obj.get("metadata") or {}).get("name") or req.name or ""
         namespace = self._admission_namespace(req, name)
+        options = write_options(kind, req.query, ctx.dry_run)
         attrs = AdmissionAttributes(operation, req.rt, req.subresource or "", name, namespace, obj, old, ctx.dry_run,
-                                    write_options(kind, req.query, ctx.dry_run), req.user)
+                                    options, req.user)
         if self.validating_plugins:
-            plugin_attrs = attrs if requested_name is None else replace(
-                attrs, name=requested_name, namespace=self._admission_namespace(req, requested_name))
+            # built, not dataclasses.replace()d: replace() walks the fields' metadata on every call (every create)
+            plugin_attrs = attrs if requested_name is None else AdmissionAttributes(
+                operation, req.rt, req.subresource or "", requested_name,
+                self._admission_namespace(req, requested_name), obj, old, ctx.dry_run, options, req.user)
             for plugin in self.validating_plugins:
                 with_warnings(functools.partial(plugin, annotations=ctx.audit_annotations), plugin_attrs,
                               ctx.warnings)

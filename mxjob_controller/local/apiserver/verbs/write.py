@@ -11,7 +11,7 @@ from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.patch.field_manager import force_flag, keep_times_when_unchanged, parse_apply_body
-from mxjob_controller.local.apiserver.patch.patchers import PATCHERS
+from mxjob_controller.local.apiserver.patch.patchers import PATCHERS, Patcher, merge_patch
 from mxjob_controller.local.apiserver.request import (
     APPLY_PATCH,
     JSON_PATCH,
@@ -158,7 +158,7 @@ class WriteVerbs(VerbsBase):
         for _attempt in range(WRITE_ATTEMPTS):
             current = self._get_entry(req)
             old = self._served(req.rt, [current])[0].obj  # the patch applies to the object as served
-            patched = patcher(req.rt, deep_copy(old), patch)
+            patched = patcher(req.rt, _patch_target(old, patcher), patch)
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch does not produce an object")
             meta = patched.get("metadata")
@@ -317,3 +317,20 @@ class WriteVerbs(VerbsBase):
         if warnings:
             resp.headers["Warning"] = warning_header(warnings)
         return resp
+
+
+def _patch_target(old: dict, patcher: Patcher) -> dict:
+    """What ``patcher`` is given: a private copy of ``old``, except that a merge patch (which builds its result
+    without changing its target) shares ``old``'s ``metadata.managedFields``: the field manager takes them out of
+    the patched object and writes new ones before anything writes into it (the schema check before it finds
+    nothing to change in stored ones), and a job's FieldsV1 documents are much of what a status patch would copy."""
+    meta = old.get("metadata")
+    if patcher is not merge_patch or not isinstance(meta, dict) or "managedFields" not in meta:
+        return deep_copy(old)
+    out: dict = {}
+    for key, value in old.items():
+        if key == "metadata":
+            out[key] = {k: v if k == "managedFields" else deep_copy(v) for k, v in meta.items()}
+        else:
+            out[key] = deep_copy(value)
+    return out

@@ -99,6 +99,22 @@ def test_an_update_takes_what_it_changes_and_removals_leave_everyone():
     assert mf.update(got, new, new, CONFIGMAP, Entry("third", UPDATE, "v1"), "t3") == got
 
 
+def test_a_writer_changing_the_fields_it_owns_again_keeps_its_stored_document_and_moves_its_time():
+    """A controller writing the same status fields again: its FieldsV1 document is written back as it was read (the
+    same object, not rebuilt), only its time moves; a write adding a field rebuilds it."""
+    old = cm({"a": "1"})
+    stored = mf.decode(mf.encode(mf.update({}, {}, old, CONFIGMAP, Entry("writer", UPDATE, "v1"), "t1")), lazy=True)
+    raw = next(iter(stored.values())).raw
+    again = mf.update(stored, old, cm({"a": "2"}), CONFIGMAP, Entry("writer", UPDATE, "v1"), "t2")
+    (entry,) = again.values()
+    assert entry.raw is raw and entry.time == "t2"
+    assert _encoded(again) == [{"manager": "writer", "operation": "Update", "apiVersion": "v1", "time": "t2",
+                                "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {".": {}, "f:a": {}}}}]
+    more = mf.update(stored, old, cm({"a": "2", "b": "3"}), CONFIGMAP, Entry("writer", UPDATE, "v1"), "t3")
+    assert _encoded(more)[0]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}, "f:b": {}}}
+    assert next(iter(more.values())).raw is not raw
+
+
 def test_reset_fields_are_owned_by_nobody():
     old = pod({"name": "c"})
     new = {**old, "status": {"phase": "Running"}}

@@ -174,6 +174,34 @@ def test_status_subresource_splits_writes(kube):
     assert kube.get(f"{WIDGETS}/w/status").body["status"]["ready"] is True
 
 
+def test_a_status_merge_patch_leaves_the_version_it_patched_as_stored(apiserver, kube):
+    """A merge patch shares the stored object's managed fields instead of copying them, and a status write copies the
+    stored object but its status and managed fields: the version patched stays what it was, object and bytes, and
+    the new one keeps everything but status, in the stored order, with the status writer's fields."""
+    kube.post(CRDS, widget_crd())
+    kube.post(WIDGETS, widget("w", size=1, labels={"a": "b"}))
+    kube.patch(f"{WIDGETS}/w/status", {"status": {"phase": "Pending", "ready": False}})
+    rt = next(rt for rt in apiserver.registry.all() if rt.kind == "Widget")
+    before = apiserver.store.get(rt.storage_key, ("default", "w"))
+    as_read = json.loads(before.raw)
+    assert before.obj == as_read
+    rv = as_read["metadata"]["resourceVersion"]
+    patched = kube.patch(f"{WIDGETS}/w/status", {"metadata": {"resourceVersion": rv},
+                                                 "status": {"phase": "Running", "ready": None}})
+    assert patched.status == 200, patched.body
+    assert before.obj == as_read and json.loads(before.raw) == as_read   # the version patched, untouched
+    w = patched.body
+    assert w["status"] == {"phase": "Running"}
+    assert list(w) == list(as_read) and list(w["metadata"]) == list(as_read["metadata"])
+    assert {k: v for k, v in w.items() if k not in ("metadata", "status")} == \
+        {k: v for k, v in as_read.items() if k not in ("metadata", "status")}
+    assert w["metadata"]["labels"] == {"a": "b"}
+    status_entries = [e for e in w["metadata"]["managedFields"] if e.get("subresource") == "status"]
+    assert [e["fieldsV1"] for e in status_entries] == [{"f:status": {".": {}, "f:phase": {}}}]
+    stored = apiserver.store.get(rt.storage_key, ("default", "w"))
+    assert stored.obj == json.loads(stored.raw) == w
+
+
 def test_status_subresource_absent_is_404(kube):
     kube.post(CRDS, widget_crd(status=False))
     kube.post(WIDGETS, widget("w"))
