@@ -25,14 +25,13 @@ from __future__ import annotations
 import dataclasses
 import errno
 import functools
+import json
 import logging
 import os
 import time
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
-
-import yaml
 
 from mxjob_controller import __version__
 from mxjob_controller.kube.jsoncopy import deep_copy
@@ -61,16 +60,14 @@ def packaged_crds() -> list[dict[str, Any]]:
 
 @functools.cache
 def _parsed_crds() -> list[dict[str, Any]]:
-    """Parsed once per process: the MXJob CRD is 7,500 lines of YAML (a second of pure-Python parsing)."""
-    folder = resources.files("mxjob_controller").joinpath("data", "crds")
-    docs: list[dict[str, Any]] = []
-    if not folder.is_dir():
-        return docs
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith((".yaml", ".yml")):
-            docs.extend(d for d in yaml.load_all(entry.read_text(), Loader=loader) if d)
-    return docs
+    """Read once per process, from the JSON copy ``make crd`` writes beside the YAML files (``data/crds.json``, the
+    same CRDs: parsing the YAML, 7,500 lines for the MXJob CRD alone, took a third of a second of CPU at each
+    start), in the files' order."""
+    data = resources.files("mxjob_controller").joinpath("data", "crds.json")
+    if not data.is_file():
+        return []
+    by_file = json.loads(data.read_bytes())
+    return [by_file[name] for name in sorted(by_file)]
 
 
 @dataclass(frozen=True, slots=True)
