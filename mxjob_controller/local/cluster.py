@@ -31,6 +31,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -108,11 +109,17 @@ class LocalCluster:
         self._certificate: Any = None
         self._clients: list[Client] = []
 
-    def start(self) -> LocalCluster:
+    def start(self, api_ready: Callable[[Kubelet | None], None] | None = None) -> LocalCluster:
         """Start every part; on failure, stop what started and raise. What waits rather than computes runs side by
         side (issue 48: start fast): the sandbox's probe (a process) from the first moment, then the kubelet, the
-        scheduler and the controllers together, each waiting for its informers' first lists."""
+        scheduler and the controllers together, each waiting for its informers' first lists.
+
+        ``api_ready``, when given, is called on this thread as soon as the API serves everything a client may
+        write (the CRDs, the webhooks, the PodGroup CRDs) while the kubelet (made, given as the argument; None
+        without one), scheduler and controllers are still starting: ``local run`` submits its jobs there, and they
+        are reconciled once the controllers' caches have synced. What it raises stops the cluster and is raised."""
         steps: list[_Step] = []
+        made: Kubelet | None = None
         try:
             if self.options.kubelet and self.options.kubelet_options.sandbox:
                 probe_ahead(self.options.kubelet_options.container_user)
@@ -131,7 +138,7 @@ class LocalCluster:
                     log.info("applied CRD %s", crd["metadata"]["name"])
             if self.options.kubelet:
                 kubelet_options = dataclasses.replace(self.options.kubelet_options, private_paths=self.private_paths)
-                kubelet = Kubelet(self._client("kubelet", -1.0, 1), kubelet_options)
+                made = kubelet = Kubelet(self._client("kubelet", -1.0, 1), kubelet_options)
                 self.server.rest.log_reader = kubelet.logs.read
                 steps.append(_Step("local-start-kubelet", lambda: setattr(self, "kubelet", kubelet.start())))
                 served = self._podgroup_crds()
@@ -140,6 +147,8 @@ class LocalCluster:
             if self.options.controller:
                 steps.append(_Step("local-start-controllers",
                                    lambda: setattr(self, "controller", self._start_controller())))
+            if api_ready is not None:
+                api_ready(made)
             for step in steps:
                 step.wait()
         except BaseException:
