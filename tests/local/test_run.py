@@ -162,8 +162,9 @@ def test_logs_show_every_container_however_quickly_it_ran_and_its_pod_was_remove
 
 def test_gpus_flag_gives_each_worker_a_declared_device_of_its_own(tmp_path):
     """``--gpus 5,7``: two TFJob workers asking for one GPU each, running at once (each listens on an abstract
-    socket named after it and waits until it reaches the other's: pods share no writable file), see one declared
-    device each, never the same."""
+    socket named after it, reaches the other's and stays until the other has reached its own: pods share no
+    writable file, and the first to finish must not leave before its peer has seen it), see one declared device
+    each, never the same."""
     tmp_path.chmod(0o777)
     token = f"gpus-{time.monotonic_ns()}"
     script = ("import os, socket, time\n"
@@ -174,6 +175,8 @@ def test_gpus_flag_gives_each_worker_a_declared_device_of_its_own(tmp_path):
               "while time.monotonic() < end:\n"
               "    try:\n        socket.socket(socket.AF_UNIX).connect(name(other))\n        break\n"
               "    except OSError:\n        time.sleep(0.05)\n"
+              "else:\n    raise SystemExit('never reached ' + other)\n"
+              "listener.settimeout(60)\nlistener.accept()\n"
               "print('sees', os.environ['CUDA_VISIBLE_DEVICES'], os.environ['NVIDIA_VISIBLE_DEVICES'], flush=True)\n")
     job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "gpus"},
            "spec": {"successPolicy": "AllWorkers", "tfReplicaSpecs": {"Worker": {"replicas": 2, "template": {
