@@ -42,7 +42,7 @@ test-caches:
 ## test: lint, then the whole test suite (what CI runs) on PYTEST_WORKERS pytest-xdist workers (0: one process),
 ## with the 25 slowest tests listed; the last line says how long pytest took (pytest's own summary, "N passed in ...",
 ## stays its last pytest line). pytest's cache is on: after a run, PYTEST_ARGS=--lf re-runs what failed.
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 4
 test:
 	@$(MAKE) --no-print-directory -j3 $(STAMP) monitoring-tools test-caches   # the installs side by side
 	@$(MAKE) --no-print-directory lint

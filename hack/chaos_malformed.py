@@ -449,7 +449,8 @@ def judge(stats: ProbeStats, probe: Probe, answer: Answer) -> None:
             stats.not_status += 1
             stats.note("not a Status", probe, f"{answer.code}: {answer.body[:120]!r}")
     # 505: the request's HTTP version, as Go answers it; 504 "Too large resource version": kube's answer to a list
-    # at a resourceVersion the server has not reached (resourceVersionMatch=Exact), a Timeout to retry.
+    # at a resourceVersion the server has not reached (at once for resourceVersionMatch=Exact, else after the
+    # watch cache's 3 s wait), a Timeout to retry.
     if answer.code >= 500 and answer.code != 505 and not (answer.code == 504 and b"Too large resource version"
                                                           in answer.body):
         stats.server_errors += 1

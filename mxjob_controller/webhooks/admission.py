@@ -18,6 +18,12 @@ rule (``Ignore`` trades it for jobs checked only by the controller). An MXJob ar
 is checked in its own shape first (``mxnet/v1alpha1/``: paths as the user wrote them), then as the ``v1`` object it
 converts to.
 
+An object past what kube can store (:data:`~mxjob_controller.kube.limits.MAX_OBJECT_BYTES`, 1.5 MiB of JSON) is
+refused before it is judged or defaulted, with kube's 413 ``RequestEntityTooLarge``: no verdict on it could matter (etcd
+would refuse it), and judging costs CPU in proportion to its size. Anyone who reaches the webhook port may post a
+review (webhooks do not authenticate the API server): a 7 MB review of volumes or bad ports took seconds of CPU to
+judge; measuring it costs what decoding it did.
+
 Defaulting (:func:`default_review`) answers CREATE and UPDATE of the kinds with the job's defaults written in
 (``FrameworkEntry.defaults``: training-operator's ``SetDefaults_*``, which it only applies in memory), as one
 ``replace`` of ``/spec``; nothing to add, no patch. The API server calls mutating webhooks before validating ones,
@@ -36,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mxjob_controller.kube.field_errors import MAX_MESSAGE_CHARS, FieldError, aggregate, clip, status_causes
+from mxjob_controller.kube.limits import MAX_OBJECT_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +85,35 @@ class ReviewError(ValueError):
     """The review itself is malformed (answered 400: the API server applies its failurePolicy)."""
 
 
+def object_size(obj: dict[str, Any]) -> int:
+    """The characters of ``obj``'s compact JSON: its size as the API server stores it (a non-ASCII character counted
+    once). Costs about what decoding it did (C code); ReviewError when it cannot be encoded."""
+    try:
+        return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False))
+    except (RecursionError, ValueError, TypeError) as e:
+        raise ReviewError(f"the object cannot be encoded as JSON: {e}") from None
+
+
+def _too_large(gvk: Mapping[str, Any], name: str, size: int) -> dict[str, Any]:
+    """kube's ``NewRequestEntityTooLargeError``: 413, its message prefixed "Request entity too large: "."""
+    what = f"{gvk.get('kind')}.{gvk.get('group')}" if gvk.get("group") else str(gvk.get("kind"))
+    return {"metadata": {}, "status": "Failure", "code": 413, "reason": "RequestEntityTooLarge",
+            "message": f'Request entity too large: {what} "{clip(name)}" is {size} bytes of JSON, over the '
+                       f"{MAX_OBJECT_BYTES} bytes kube can store (etcd's --max-request-bytes)"}
+
+
+def _refused_if_too_large(api_version: str, request: Mapping[str, Any], obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The denial of an object too large to be stored, or None: checked before any judging or defaulting."""
+    size = object_size(obj)
+    if size <= MAX_OBJECT_BYTES:
+        return None
+    name = str((obj.get("metadata") or {}).get("name") or request.get("name") or "")
+    log.info("refused %s %s/%s unjudged: %d bytes", (request.get("kind") or {}).get("kind"),
+             request.get("namespace") or "", clip(name), size)
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": {
+        "uid": request["uid"], "allowed": False, "status": _too_large(request.get("kind") or {}, name, size)}}
+
+
 def _request_of(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """(the review's apiVersion, its request); ReviewError when it is not a review with a request and its uid."""
     api_version = body.get("apiVersion")
@@ -100,6 +136,9 @@ def default_review(body: Mapping[str, Any], defaulters: Mapping[tuple[str, str],
     if defaults is None or request.get("operation") not in ("CREATE", "UPDATE") or not isinstance(obj, dict) \
             or not isinstance(obj.get("spec"), dict):
         return answer
+    refused = _refused_if_too_large(api_version, request, obj)
+    if refused is not None:
+        return refused
     spec = defaults(obj).get("spec")
     if spec != obj["spec"]:
         patch = [{"op": "replace", "path": "/spec", "value": spec}]
@@ -123,6 +162,9 @@ def review(body: Mapping[str, Any], kinds: Mapping[tuple[str, str], Kind]) -> di
     if operation == "UPDATE" and isinstance(old, dict) and (
             obj.get("spec") == old.get("spec") or (obj.get("metadata") or {}).get("deletionTimestamp")):
         return _allowed(uid, api_version)
+    refused = _refused_if_too_large(api_version, request, obj)
+    if refused is not None:
+        return refused
     version = f"{gvk.get('group')}/{gvk.get('version')}" if gvk.get("group") else str(gvk.get("version") or "")
     errors = kind.validate(obj, version)
     if not errors:

@@ -69,7 +69,14 @@ from mxjob_controller.local.apiserver.resources import Registry, ResourceType
 from mxjob_controller.local.apiserver.rest import REST
 from mxjob_controller.local.apiserver.router import Router
 from mxjob_controller.local.apiserver.storage.memory import limit_allocator
-from mxjob_controller.local.apiserver.storage.store import HISTORY_AGE, HISTORY_BYTES, Missing, Store, StoreOptions
+from mxjob_controller.local.apiserver.storage.store import (
+    BLOCK_TIMEOUT,
+    HISTORY_AGE,
+    HISTORY_BYTES,
+    Missing,
+    Store,
+    StoreOptions,
+)
 from mxjob_controller.local.apiserver.storage.watch import MAX_BACKLOG_BYTES
 from mxjob_controller.local.apiserver.strategy import Strategy
 from mxjob_controller.local.apiserver.validation import strict_json, typed_decode
@@ -122,6 +129,7 @@ class ServerOptions:
     watcher_queue: int = 10_000  # events a watcher may lag behind before it is disconnected
     watcher_bytes: int = MAX_BACKLOG_BYTES  # ... and the encoded bytes of those events (0: no bound)
     bookmark_interval: float = 60.0
+    block_timeout: float = BLOCK_TIMEOUT  # seconds a read waits for a resourceVersion not reached (kube's: 3 s)
     fault_seed: int = 0  # seeds every fault rule's random choices (faults.py)
     audit_capacity: int = DEFAULT_CAPACITY  # audit records kept in memory
     audit_log: str | None = None  # also append audit records here, as JSON lines
@@ -156,7 +164,7 @@ class APIServer:
         self.registry.add(*builtin.BUILTIN_TYPES, *REVIEW_TYPES)
         self.store = Store(StoreOptions(self.options.history_events, self.options.history_age,
                                         self.options.watcher_queue, self.options.history_bytes,
-                                        self.options.watcher_bytes))
+                                        self.options.watcher_bytes, block_timeout=self.options.block_timeout))
         self.security = Security(self.store, tls=self.options.tls, authorization=self.options.authorization_mode,
                                  host=self.options.host)
         try:
@@ -316,6 +324,7 @@ class APIServer:
             if self._thread.is_alive():
                 left.append(self._thread.name)
         self.store.close_watchers()
+        self.store.end_waits()   # a read waiting for a resourceVersion answers now, not after its wait
         left += http.drain(_remaining(deadline))
         http.server_close()
         if not self.store.stop_pruning(_remaining(deadline)):

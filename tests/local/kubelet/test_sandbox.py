@@ -143,6 +143,30 @@ def test_setsid_cannot_escape_the_pod(local):
     assert namespace_processes(stays, both_up) == []
 
 
+def test_each_pod_has_its_own_dev_shm_and_run_lock(local):
+    """Issue 44: ``/run/lock`` was the host's, shared by every pod (a lock file one pod took, another saw). Each
+    container now has a private tmpfs at ``/dev/shm`` and ``/run/lock``: what one pod writes there, another pod and the
+    host never see."""
+    _cluster, kube, _kubectl = local
+    plant = ("import os, pathlib, time\n"
+             "for folder in ('/run/lock', '/dev/shm'):\n"
+             "    pathlib.Path(folder, 'planted-by-a-pod').write_text(os.environ['HOSTNAME'])\n"
+             "print('planted', flush=True)\n"
+             "time.sleep(300)\n")
+    assert kube.post(PODS, script_pod("planter", plant)).ok
+    wait_for(lambda: (r := kube.get(pod_path("planter") + "/log")).ok and "planted" in str(r.body), timeout=30,
+             what="the planter's files written")
+    look = ("import json, os\n"
+            "print(json.dumps({folder: sorted(os.listdir(folder)) for folder in ('/run/lock', '/dev/shm')}))\n")
+    assert kube.post(PODS, script_pod("looker", look)).ok
+    wait_phase(kube, "looker", "Succeeded", "Failed")
+    seen = kube.get(pod_path("looker") + "/log").body
+    assert seen == {"/run/lock": [], "/dev/shm": []}, seen
+    for folder in ("/run/lock", "/dev/shm"):
+        assert not Path(folder, "planted-by-a-pod").exists(), f"the host's {folder} got the pod's file"
+    assert kube.delete(pod_path("planter")).ok
+
+
 def test_local_up_killed_by_sigkill_leaves_no_container(tmp_path):
     tmp_path.chmod(0o777)
     kubeconfig = tmp_path / "kubeconfig"

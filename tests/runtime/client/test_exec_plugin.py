@@ -311,3 +311,68 @@ print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"
     assert run.returncode == 0, run.raw
     assert run.rows == ["To sign in, open https://login.example/device and enter ABCD-1234", "got device-token"]
     assert json.loads((tmp_path / "seen").read_text()) == {"interactive": True, "stdin": True}
+
+
+def test_a_certificate_a_later_run_gives_is_presented_though_the_first_run_gave_a_token_only(tmp_path):
+    """The first credential is a bearer token only (the connections present no certificate); the plugin's next
+    run gives a client certificate: every connection from then on presents it, as client-go's exec authenticator
+    does (it re-reads the certificate on each new TLS connection)."""
+    client_ca, pairs = _client_certificates(("later",))
+    plugin = tmp_path / "plugin"
+    first = {"apiVersion": V1, "kind": "ExecCredential", "status": {"token": "t1", "expirationTimestamp": "__SOON__"}}
+    second = {"apiVersion": V1, "kind": "ExecCredential",
+              "status": {"clientCertificateData": pairs[0][0], "clientKeyData": pairs[0][1]}}
+    plugin.write_text(f"""#!{sys.executable}
+import datetime, json, os
+counter = {str(tmp_path / "plugin.runs")!r}
+n = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
+answer = {first!r} if n == 1 else {second!r}
+if "expirationTimestamp" in answer["status"]:
+    soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1)
+    answer["status"]["expirationTimestamp"] = soon.isoformat()
+open(counter, "w").write(str(n))
+print(json.dumps(answer))
+""")
+    plugin.chmod(0o755)
+    serving = TLSMaterial("127.0.0.1")
+    context = serving.server_context()
+    context.verify_mode = ssl.CERT_OPTIONAL
+    context.load_verify_locations(cadata=client_ca.decode())
+
+    class Anyone(_WhoAmI):
+        def do_GET(self) -> None:
+            if not self.connection.getpeercert():
+                data = json.dumps({"kind": "Namespace", "metadata": {"name": "no-certificate"}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            super().do_GET()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Anyone)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="whoami",
+                              daemon=True)
+    thread.start()
+    source = ExecToken(ExecPlugin(V1, str(plugin), interactive_mode="Never"), "u")
+    config = ClientConfig(host=f"https://127.0.0.1:{server.server_address[1]}", ca_file=str(serving.ca_file),
+                          token=source)
+    client = Client(config, component="exec-tests")
+    try:
+        assert client.request("GET", "/api/v1/namespaces/x")["metadata"]["name"] == "no-certificate"
+        wait_for(lambda: client.request("GET", "/api/v1/namespaces/x")["metadata"]["name"] == "later",
+                 timeout=10, what="the later run's certificate presented")
+        answer = client.stream("/api/v1/namespaces/x")   # a stream's connection (urllib3's pool) presents it too
+        try:
+            assert json.loads(answer.data)["metadata"]["name"] == "later"
+        finally:
+            answer.release_conn()
+        assert source.runs == 2
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+        serving.close()

@@ -7,7 +7,11 @@ It plays etcd plus kube-apiserver's watch cache:
   on a timer, :meth:`Store.start_pruning`, so a quiet kind's history goes too: a deleted object's old versions
   with it) and by the bytes all kinds' histories keep alive together (the oldest events go first, whatever their
   kind, as an etcd compaction takes the oldest revisions); a resume from before what is kept gets 410;
-- watchers registered atomically with their backlog, so none misses or duplicates an event;
+- watchers registered atomically with their backlog, so none misses or duplicates an event; a watch from a version
+  the store has not reached yet starts there (it gets only later events, as kube's watch cache gives them);
+- a wait for a version the store has not reached (:meth:`Store.wait_until`, the watch cache's
+  ``waitUntilFreshAndBlock``): bounded by ``block_timeout`` (kube's 3 s), on a condition every write signals, so the
+  waiter holds no store lock and delays no writer;
 - commit hooks called in commit order (under the lock), so what they index follows the store exactly;
 - only what JSON can carry is stored: each object is encoded at commit time, and one that cannot be is refused
   whole (:class:`Unserialisable`) before anything changes; so is one whose encoding passes etcd's request limit
@@ -24,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from mxjob_controller.kube.limits import MAX_OBJECT_BYTES
 from mxjob_controller.kube.vocabulary import BOOKMARK
 from mxjob_controller.local.apiserver.storage.memory import release_free_memory
 from mxjob_controller.local.apiserver.storage.watch import (
@@ -89,7 +94,7 @@ HISTORY_BYTES = 64 << 20  # what every kind's history together may keep alive, e
 RELEASE_AFTER = 16 << 20  # bytes freed before the pruner hands free memory back to the system
 RELEASE_EVERY = 30.0      # seconds: and at least this often (answers and requests are freed too, not only history)
 PRUNE_EVERY = 5.0         # seconds between prunings, at most
-MAX_OBJECT_BYTES = 1572864  # etcd's default --max-request-bytes (1.5 MiB), which kube-apiserver's writes must pass
+BLOCK_TIMEOUT = 3.0       # seconds a read waits for a version not reached yet (the watch cache's blockTimeout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +105,7 @@ class StoreOptions:
     history_bytes: int = HISTORY_BYTES   # across kinds (event_bytes); 0: no bound
     watcher_bytes: int = MAX_BACKLOG_BYTES  # encoded bytes of live events a watcher may lag behind; 0: no bound
     max_object_bytes: int = MAX_OBJECT_BYTES  # an object's encoded size, at most (TooLarge past it); 0: no bound
+    block_timeout: float = BLOCK_TIMEOUT  # seconds :meth:`Store.wait_until` waits for a version at most
 
 
 CommitHook = Callable[[str, Event], None]
@@ -120,6 +126,10 @@ class Store:
         self._pruner: threading.Thread | None = None
         self._pruning_stops = threading.Event()
         self.encodings = SharedEncodings()   # the forms of objects that watch frames share
+        # Signalled by every committed write (under the store's lock, briefly); waited on without it (wait_until).
+        self._advanced = threading.Condition(threading.Lock())
+        self._waiting = 0   # readers in wait_until now (kube's watch cache counts them too: waitingUntilFresh)
+        self._waits_ended = False   # end_waits: the server is stopping, no reader waits any more
 
     # --- reads ----------------------------------------------------------------------------------------
 
@@ -131,6 +141,33 @@ class Store:
     @property
     def resource_version(self) -> int:
         return self._rv
+
+    def wait_until(self, rv: int, timeout: float | None = None) -> bool:
+        """Block until the store has reached ``rv`` (True), or ``timeout`` seconds (default ``block_timeout``) have
+        passed (False): the watch cache's ``waitUntilFreshAndBlock``. Holds no store lock while it waits: writers
+        signal a condition of its own, so a waiting reader delays neither writers nor other readers."""
+        if self._rv >= rv:
+            return True
+        wait = self.options.block_timeout if timeout is None else timeout
+        with self._advanced:
+            self._waiting += 1
+            try:
+                self._advanced.wait_for(lambda: self._rv >= rv or self._waits_ended, wait)
+                return self._rv >= rv
+            finally:
+                self._waiting -= 1
+
+    def end_waits(self) -> None:
+        """End every :meth:`wait_until` now, and any later one at once (the server is stopping: its readers answer
+        rather than hold the stop up to ``block_timeout``)."""
+        with self._advanced:
+            self._waits_ended = True
+            self._advanced.notify_all()
+
+    def waiting(self) -> int:
+        """How many readers are in :meth:`wait_until` now."""
+        with self._advanced:
+            return self._waiting
 
     def get(self, key: str, okey: ObjKey) -> Entry | None:
         return self._objects.get(key, {}).get(okey)
@@ -268,7 +305,8 @@ class Store:
         self._freed += before - hist.bytes
 
     def _publish(self, key: str, ev: Event) -> None:
-        """Record, tell the watchers, then the hooks: all under the lock, so in commit order."""
+        """Record, tell the watchers, then the hooks: all under the lock, so in commit order; then wake the readers
+        waiting for a version (:meth:`wait_until`)."""
         self._record(key, ev)
         watchers = self._watchers.get(key)
         if watchers:
@@ -280,6 +318,9 @@ class Store:
                 hook(key, ev)
             except Exception:  # the write is committed: a hook's bug must not fail it, nor skip the others
                 log.exception("commit hook %r failed on %s event of %s", hook, ev.type, key)
+        if self._waiting:   # read unlocked: a reader counted after this read sees the new _rv before it waits
+            with self._advanced:
+                self._advanced.notify_all()
 
     def add_commit_hook(self, hook: CommitHook) -> None:
         """Call ``hook(key, event)`` for every committed write, on the writer's thread, under the store's lock.
@@ -299,7 +340,9 @@ class Store:
         ``since`` None: synthetic ADDED events for every current object, then changes (RV unset or "0"); with
         ``initial_events_end``, a BOOKMARK event at the store's resourceVersion right after those ADDED events
         (a WatchList's end of initial events: its entry is empty).
-        ``since`` N: every retained change after N, then live ones; TooOld if history no longer reaches N.
+        ``since`` N: every retained change after N, then live ones; TooOld if history no longer reaches N. An N the
+        store has not reached: the changes after N only, when they come (kube's watch cache does not wait there:
+        "clients can wait for events without unnecessary blocking").
         """
         with self._lock:
             w = Watcher(key, matcher, self.options.watcher_queue, self.options.watcher_bytes)
@@ -312,6 +355,8 @@ class Store:
                 if since < hist.compacted_rv:
                     raise TooOld(since, hist.oldest_available())
                 backlog = hist.since(since)
+                if since > self._rv:
+                    w.after = since
             for ev in backlog:
                 if not w.offer(ev, initial=True):
                     break
@@ -335,7 +380,7 @@ class Store:
     def bookmark_rv(self, w: Watcher) -> int | None:
         """A resourceVersion the watcher has seen everything up to, or None while it has events queued."""
         with self._lock:
-            if w.pending():
+            if w.pending() or self._rv < w.after:
                 return None
             return self._rv
 

@@ -150,13 +150,14 @@ class Watcher:
         self.overflowed = False
         self.close_reason = ""
         self.events_sent = 0
+        self.after = 0   # events at or before this version are not for it (a watch from a version not reached yet)
 
     def offer(self, event: Event, initial: bool = False) -> bool:
         """Queue ``event`` if it concerns this watcher; returns False (and closes) when the watcher is too far
         behind. ``initial``: part of what the watch starts with, which the byte budget does not count."""
         if self.closed.is_set():
             return False
-        if not self._concerns(event):
+        if event.rv <= self.after or not self._concerns(event):
             return True
         if self._queue.qsize() >= self.max_queue:
             self.overflowed = True

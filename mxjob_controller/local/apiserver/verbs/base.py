@@ -20,6 +20,7 @@ from mxjob_controller.local.apiserver.kinds.pod_log_options import LogOptions
 from mxjob_controller.local.apiserver.patch.field_manager import FieldManager
 from mxjob_controller.local.apiserver.request import MAX_BODY_BYTES, Request, Response, dumps
 from mxjob_controller.local.apiserver.resources import ResourceType
+from mxjob_controller.local.apiserver.storage.list_options import MAX_RV
 from mxjob_controller.local.apiserver.storage.store import ObjKey, Store
 from mxjob_controller.local.apiserver.storage.watch import Entry
 from mxjob_controller.local.apiserver.strategy import Strategy, WriteContext
@@ -117,7 +118,7 @@ def _dry_run(query: Mapping[str, str], verb: str) -> bool:
 def parse_rv(text: str) -> int:
     try:
         rv = int(text)
-        if rv < 0:
+        if not 0 <= rv <= MAX_RV:
             raise ValueError
         return rv
     except (TypeError, ValueError):

@@ -114,6 +114,7 @@ class ReadVerbs(VerbsBase):
             return getter(req)
         if req.subresource and req.subresource not in req.rt.subresources:
             raise errors.no_route()
+        list_options.wait_for_get(self.store, req.query)   # a get at N waits as a list does (cacher.Get)
         return self._object_response(req, self._get_entry(req))
 
     def _matcher(self, req: Request) -> Callable[[dict], bool]:
@@ -195,6 +196,11 @@ class ReadVerbs(VerbsBase):
         # starts at the given version, or now.
         initial = list_options.send_initial_events(req.query)
         if initial is True:
+            # the state at least as new as the version asked: waited for as a list waits; past the wait, the
+            # cacher's errWatcher (a stream of one ERROR event, the list's 504 Status)
+            if since is not None and not self.store.wait_until(since):
+                err = list_options.too_large_resource_version(since, self.store.resource_version)
+                return Response(200, b"", stream=None, chunks=iter([_error_frame(err)]))
             since = None
         elif initial is False and since is None:
             since = self.store.resource_version
