@@ -306,7 +306,7 @@ class _Step:
 
     TIMEOUT = 120.0   # above every part's own start timeouts (informers' cache sync: 30 s; the sandbox probe's)
 
-    def __init__(self, name: str, start: Any) -> None:
+    def __init__(self, name: str, start: Callable[[], object]) -> None:
         self._start = start
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
