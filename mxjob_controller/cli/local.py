@@ -484,17 +484,18 @@ def _log_through(display: Any) -> None:
 
 def _run_on(cluster: LocalCluster, docs: list[dict], sources: list[str], claim: Any, options: Any,
             interrupt: threading.Event, display: Any, validate: str, started: float) -> int:
-    """Start ``cluster``, submit ``docs`` as soon as its API server takes them (the rest of the cluster starts
-    meanwhile), and follow their jobs: the exit code."""
+    """Start ``cluster``, check ``docs`` (their dry runs) as soon as its API server takes them while the rest of
+    the cluster starts, create them once it has, and follow their jobs: the exit code."""
     from mxjob_controller.local import run as local_run  # noqa: PLC0415
     from mxjob_controller.local.preflight import workdir_warnings  # noqa: PLC0415
+    from mxjob_controller.local.submission import check, create  # noqa: PLC0415
     from mxjob_controller.runtime.client import KubeError  # noqa: PLC0415
 
     submitted: dict[str, Any] = {}
 
     def submit(kubelet: Any) -> None:
-        """Called as soon as the API server takes writes (issue 48: start fast): the kubelet, the scheduler and
-        the controllers start meanwhile, and reconcile the jobs once they have."""
+        """Called as soon as the API server takes writes (issue 48: start fast), while the kubelet, the scheduler
+        and the controllers start: the warnings and the dry runs, most of a submission's work."""
         if interrupt.is_set():
             return
         if kubelet is not None:   # before any of the jobs' containers can start
@@ -504,8 +505,7 @@ def _run_on(cluster: LocalCluster, docs: list[dict], sources: list[str], claim: 
                 click.echo(warning, err=True)
         client = submitted["client"] = cluster.client("local-run")
         try:
-            submitted["jobs"] = local_run.submit(client, docs, validate, sources,
-                                                 warn=lambda line: click.echo(line, err=True))
+            submitted["checked"] = check(client, docs, validate, sources, warn=lambda line: click.echo(line, err=True))
         except local_run.SubmitError as e:
             submitted["error"] = (f"Error: {e}", e.exit_code)
         except KubeError as e:
@@ -522,6 +522,13 @@ def _run_on(cluster: LocalCluster, docs: list[dict], sources: list[str], claim: 
         return local_run.INTERRUPTED
     display.message(f"Local cluster ready in {time.monotonic() - started:.1f}s; kubectl: export KUBECONFIG="
                     f"{Path(claim.path).resolve()}")
+    if "error" not in submitted:   # created once the controllers run: a sweep's pods come in the files' order
+        try:
+            submitted["jobs"] = create(submitted["client"], submitted["checked"])
+        except local_run.SubmitError as e:
+            submitted["error"] = (f"Error: {e}", e.exit_code)
+        except KubeError as e:
+            submitted["error"] = (f"Error: {e}", local_run.FAILED)
     if "error" in submitted:
         message, code = submitted["error"]
         click.echo(message, err=True)
