@@ -94,8 +94,8 @@ def all_running(kube: Kube, name: str, count: int) -> list[dict[str, Any]] | Non
 
 def test_a_job_created_as_soon_as_the_api_takes_writes_runs_once_the_rest_has_started(tmp_path):
     """Issue 48: ``api_ready`` is called while the kubelet (made, not started), scheduler and controllers still
-    start on threads of their own (``local run`` sends its dry runs there); a job created then is reconciled. The job is stored with its scheduler ports, and runs to its
-    end."""
+    start on threads of their own (``local run`` sends its dry runs there). A job created then is stored with its
+    scheduler ports, and runs to its end."""
     tmp_path.chmod(0o777)
     seen: dict[str, Any] = {}
 
