@@ -67,7 +67,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 
 ## bench: the benchmarks (hack/bench/: throughput, large job, idle, idle CPU, latency, memory, ingest, micro, scale,
-## scheduler backlog), each against its floor, in about 8 minutes on 2 cores (scale: 3); BENCH_ARGS picks some, e.g.
+## scheduler backlog, start-up), each against its floor, in about 8 minutes on 2 cores (scale: 3); BENCH_ARGS picks some, e.g.
 ## BENCH_ARGS='throughput large_job'
 bench: $(STAMP)
 	$(BIN)/python -m hack.bench $(BENCH_ARGS)

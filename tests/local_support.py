@@ -116,11 +116,22 @@ def group_of(pod: dict[str, Any], container: str = "main") -> int:
 
 
 def group_alive(pgid: int) -> bool:
+    """True while a process of group ``pgid`` exists that is not a zombie (as :func:`pid_alive`: an ended process
+    not yet reaped by whoever adopted it runs nothing)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
-    return True
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                return True
+    return False
 
 
 def pid_alive(pid: int) -> bool:

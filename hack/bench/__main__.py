@@ -26,10 +26,11 @@ from hack.bench.sandbox import SANDBOX
 from hack.bench.scale import SCALE
 from hack.bench.scheduler import SCHEDULER
 from hack.bench.server_memory import SERVER_MEMORY
+from hack.bench.startup import STARTUP
 from hack.bench.system import SYSTEM
 
 BENCHMARKS = {**SYSTEM, **EVENTS, **CACHE, **MICRO, **CLIENT_TRANSPORT, **SERVER_MEMORY, **SANDBOX, **SCALE,
-              **SCHEDULER}
+              **SCHEDULER, **STARTUP}
 
 
 def main(argv: list[str]) -> int:

@@ -484,13 +484,35 @@ def _log_through(display: Any) -> None:
 
 def _run_on(cluster: LocalCluster, docs: list[dict], sources: list[str], claim: Any, options: Any,
             interrupt: threading.Event, display: Any, validate: str, started: float) -> int:
-    """Start ``cluster``, submit ``docs`` and follow their jobs: the exit code."""
+    """Start ``cluster``, check ``docs`` (their dry runs) as soon as its API server takes them while the rest of
+    the cluster starts, create them once it has, and follow their jobs: the exit code."""
     from mxjob_controller.local import run as local_run  # noqa: PLC0415
     from mxjob_controller.local.preflight import workdir_warnings  # noqa: PLC0415
+    from mxjob_controller.local.submission import check, create  # noqa: PLC0415
     from mxjob_controller.runtime.client import KubeError  # noqa: PLC0415
 
+    submitted: dict[str, Any] = {}
+
+    def submit(kubelet: Any) -> None:
+        """Called as soon as the API server takes writes (issue 48: start fast), while the kubelet, the scheduler
+        and the controllers start: the warnings and the dry runs, most of a submission's work."""
+        if interrupt.is_set():
+            return
+        if kubelet is not None:   # before any of the jobs' containers can start
+            sandbox = kubelet.sandbox
+            for warning in workdir_warnings(docs, sandbox.user_of, sandbox.usable_dir, kubelet.options.workdir,
+                                            sandbox.cwd_blocked):
+                click.echo(warning, err=True)
+        client = submitted["client"] = cluster.client("local-run")
+        try:
+            submitted["checked"] = check(client, docs, validate, sources, warn=lambda line: click.echo(line, err=True))
+        except local_run.SubmitError as e:
+            submitted["error"] = (f"Error: {e}", e.exit_code)
+        except KubeError as e:
+            submitted["error"] = (f"Error: {e}", local_run.FAILED)
+
     try:
-        cluster.start()
+        cluster.start(api_ready=submit)
     except OSError as e:
         click.echo(f"Error: the local cluster cannot start: {e.strerror or e}", err=True)
         return local_run.FAILED
@@ -500,19 +522,18 @@ def _run_on(cluster: LocalCluster, docs: list[dict], sources: list[str], claim: 
         return local_run.INTERRUPTED
     display.message(f"Local cluster ready in {time.monotonic() - started:.1f}s; kubectl: export KUBECONFIG="
                     f"{Path(claim.path).resolve()}")
-    if cluster.kubelet is not None:
-        sandbox = cluster.kubelet.sandbox
-        for warning in workdir_warnings(docs, sandbox.user_of, sandbox.usable_dir, cluster.kubelet.options.workdir,
-                                        sandbox.cwd_blocked):
-            click.echo(warning, err=True)
-    client = cluster.client("local-run")
-    try:
-        jobs = local_run.submit(client, docs, validate, sources, warn=lambda line: click.echo(line, err=True))
-    except local_run.SubmitError as e:
-        click.echo(f"Error: {e}", err=True)
-        return e.exit_code
-    except KubeError as e:
-        click.echo(f"Error: {e}", err=True)
-        return local_run.FAILED
+    if "error" not in submitted:   # created once the controllers run: a sweep's pods come in the files' order
+        try:
+            submitted["jobs"] = create(submitted["client"], submitted["checked"])
+        except local_run.SubmitError as e:
+            submitted["error"] = (f"Error: {e}", e.exit_code)
+        except KubeError as e:
+            submitted["error"] = (f"Error: {e}", local_run.FAILED)
+    if "error" in submitted:
+        message, code = submitted["error"]
+        click.echo(message, err=True)
+        return code
+    jobs = submitted["jobs"]
     display.message(f"Running {len(jobs)} job(s)")
-    return local_run.run_jobs(cluster, client, jobs, options, sys.stdout, interrupt, display).exit_code
+    return local_run.run_jobs(cluster, submitted["client"], jobs, options, sys.stdout, interrupt,
+                              display).exit_code

@@ -253,7 +253,9 @@ class JobController:
             if self.flavor is not None:
                 require_podgroup_api(self.client, self.flavor, timeout=self.options.cache_sync_timeout)
             self.recorder.start()
-            self.pool.start()
+            # The write pool's threads start with its first write (WritePool.submit), not here: a controller of a
+            # kind nobody writes (the TFJob and GenericJob controllers of an MXJob's `local run`) starts none, and
+            # a start is not a sixteen thread hand-offs longer (issue 48: start fast).
             self.factory.start()
             # Compile the pod template schema now, while the caches fill: else the first job's reconcile pays for
             # it, and every job queued behind it.

@@ -43,6 +43,9 @@ from mxjob_controller.kubeflow_api.crd_schema import structural
 MANIFEST_DIR = "manifests/crd"
 PACKAGE_DATA_DIR = "mxjob_controller/data/crds"
 KUSTOMIZATION_PATH = f"{MANIFEST_DIR}/kustomization.yaml"
+# The package data's CRDs once more, as one minified JSON object (file name → CRD): what the local cluster reads at
+# start, in milliseconds, where parsing the YAML took a third of a second of CPU (issue 48: start fast).
+PACKAGE_DATA_JSON = "mxjob_controller/data/crds.json"
 #: Client-side ``kubectl apply`` keeps the whole object in a 256 KiB annotation; stay well below.
 MAX_MINIFIED_BYTES = 200 * 1024
 
@@ -277,4 +280,6 @@ def rendered_files(crds: list[dict[str, Any]]) -> dict[str, str]:
     for crd in crds:
         files.update(crd_files(crd))
     manifests = [path.rsplit("/", 1)[1] for path in files if path.startswith(MANIFEST_DIR + "/")]
-    return {**files, KUSTOMIZATION_PATH: render_kustomization(manifests)}
+    packaged = {f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml": crd for crd in crds}
+    return {**files, KUSTOMIZATION_PATH: render_kustomization(manifests),
+            PACKAGE_DATA_JSON: json.dumps(packaged, separators=(",", ":"), sort_keys=True) + "\n"}

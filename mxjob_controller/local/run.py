@@ -44,12 +44,15 @@ from mxjob_controller.local.run_view import Display, JobView
 from mxjob_controller.local.scheduler.placement import amounts, figure, gang_never_fits, pod_requests, shortfalls
 from mxjob_controller.local.submission import JOB_RESOURCES, Job, SubmitError, api_message, submit
 from mxjob_controller.runtime.client import EVENTS, PODS, Client, KubeError
+from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 
 log = logging.getLogger(__name__)
 
 __all__ = ["JOB_RESOURCES", "Job", "Outcome", "RunOptions", "SubmitError", "run_jobs", "submit"]
 SUCCEEDED, FAILED, TIMED_OUT, INTERRUPTED = 0, 1, 124, 130
-_POLL = 0.25          # seconds between looks at the jobs
+_POLL = 0.25          # seconds between looks at the jobs (a job's end is seen at once: a watch wakes the look)
+_INTERRUPT_CHECK = 0.05   # seconds a wait between looks may take to notice the interrupt
+_STOP_WATCH = 2.0     # seconds the jobs' watches get to stop at the end
 _TAIL = 20            # log lines shown of each failed container
 _DRAIN = 5.0          # seconds the log streams get to deliver their last lines once every job succeeded
 #: Waiting reasons that are only a container on its way: not worth showing.
@@ -120,6 +123,8 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
     kubelet = cluster.kubelet
     streams = _LogStreams(kubelet.logs, write, stop_logs) if options.logs and kubelet is not None else None
     views = {job.key: JobView(job.key) for job in jobs}
+    ended = threading.Event()
+    watches = _watch_ends(client, jobs, ended)
     try:
         while True:
             for job in jobs:
@@ -153,14 +158,51 @@ def run_jobs(cluster: LocalCluster, client: Client, jobs: Sequence[Job], options
                 message = f"timed out after {options.timeout:g}s: not finished: {pending}"
                 write(message)
                 return Outcome(TIMED_OUT, message, {k: v.state for k, v in views.items()})
-            if interrupt.wait(_POLL):
+            if _wait(interrupt, ended, _POLL):
                 display.finish()
                 write("interrupted: stopping the local cluster")
                 return Outcome(INTERRUPTED, "interrupted", {k: v.state for k, v in views.items()})
     finally:
         stop_logs.set()
+        for watch in watches:
+            watch.stop(_STOP_WATCH)
         if streams is not None:
             streams.join(1.0)
+
+
+def _watch_ends(client: Client, jobs: Sequence[Job], ended: threading.Event) -> list[SharedInformer]:
+    """A watch of each of the jobs' kinds that sets ``ended`` when one of them has ended (or is gone): the look
+    that sees it comes at once, not up to a poll later (issue 48: a short job's run ends as soon as it does). Only
+    ends: a busy job's every status write does not bring its looks (each lists its pods) closer together."""
+    def check(obj: dict[str, Any]) -> None:
+        if _has_ended(obj):
+            ended.set()
+
+    watches = []
+    for resource in dict.fromkeys(job.resource for job in jobs):
+        watch = SharedInformer(client, resource, transform=drop_managed_fields, name=f"local-run-{resource.plural}")
+        watch.add_handler(check, lambda _old, new: check(new), lambda _obj: ended.set(), inline=True)
+        watches.append(watch.start())
+    return watches
+
+
+def _has_ended(job: Mapping[str, Any]) -> bool:
+    status = job.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):   # GenericJob's model
+        return True
+    return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"
+               for c in status.get("conditions") or [])
+
+
+def _wait(interrupt: threading.Event, ended: threading.Event, seconds: float) -> bool:
+    """Wait up to ``seconds`` for the next look, less when a job has ended; True if ``interrupt`` was set."""
+    deadline = time.monotonic() + seconds
+    while not interrupt.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0 or ended.wait(min(left, _INTERRUPT_CHECK)):
+            ended.clear()
+            return False
+    return True
 
 
 def queue_positions(waiting: Sequence[dict[str, Any]]) -> dict[str, tuple[int, int, str]]:

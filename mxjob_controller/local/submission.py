@@ -70,6 +70,21 @@ def submit(client: Client, docs: Sequence[dict[str, Any]], validate: str = "Stri
 
     ``validate``: the server's ``fieldValidation`` (Strict, Warn, Ignore); ``sources``: the file each came from;
     ``warn``: where ``Warn``'s problems go."""
+    return create(client, check(client, docs, validate, sources, warn))
+
+
+class Checked(NamedTuple):
+    """Documents that passed their dry runs (:func:`check`), to be created by :func:`create`."""
+
+    targets: list[_Target]
+    validate: str
+
+
+def check(client: Client, docs: Sequence[dict[str, Any]], validate: str = "Strict",
+          sources: Sequence[str] | None = None, warn: Callable[[str], None] | None = None) -> Checked:
+    """The first half of :func:`submit`: the namespaces the documents need, and a dry run of each (SubmitError at
+    the first refusal). ``local run`` checks while the cluster's controllers still start, and creates once they
+    run, so that a sweep's jobs get their pods, and their places in the scheduler's queue, in the files' order."""
     targets = [_target(client, doc, (sources or [])[i] if i < len(sources or []) else "")
                for i, doc in enumerate(docs)]
     made: set[str] = set()
@@ -85,10 +100,15 @@ def submit(client: Client, docs: Sequence[dict[str, Any]], validate: str = "Stri
         if validate == "Warn" and warn is not None:
             for problem in _strict_problems(client, target):
                 warn(f"Warning: {target.what}: {problem}")
+    return Checked(targets, validate)
+
+
+def create(client: Client, checked: Checked) -> list[Job]:
+    """The second half of :func:`submit`: create the checked documents in order; the jobs among them."""
     jobs: list[Job] = []
-    for target in targets:
+    for target in checked.targets:
         try:
-            created = _create(client, target, validate, dry_run=False)
+            created = _create(client, target, checked.validate, dry_run=False)
         except KubeError as e:
             raise _refusal(client, target, e) from None
         kind = target.doc.get("kind") or ""

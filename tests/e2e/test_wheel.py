@@ -88,6 +88,7 @@ def test_the_wheel_holds_the_package_and_its_data_only(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "mxjob_controller/data/crds/kubeflow.org_mxjobs.yaml" in names
     assert "mxjob_controller/data/crds/kubeflow.org_tfjobs.yaml" in names
+    assert "mxjob_controller/data/crds.json" in names   # what the local cluster reads at start
     assert "mxjob_controller/cli/run.py" in names
     assert not [n for n in names if n.startswith(("tests/", "hack/", "manifests/")) or "__pycache__" in n]
     assert not [n for n in names if n.startswith(("mxjob_controller/local/", "mxjob_controller/cli/local.py"))]

@@ -4,6 +4,7 @@ checker's in test_crd_schema.py)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from mxjob_controller.core.pods import RETRYABLE_EXIT_CODES
 from mxjob_controller.frameworks import all_crds, crd_files
 from mxjob_controller.generic.crd import genericjob_crd
 from mxjob_controller.kube.k8s_schemas import schema_version
-from mxjob_controller.kubeflow_api.crd import KUSTOMIZATION_PATH, MAX_MINIFIED_BYTES, minified_size
+from mxjob_controller.kubeflow_api.crd import KUSTOMIZATION_PATH, MAX_MINIFIED_BYTES, PACKAGE_DATA_JSON, minified_size
 from mxjob_controller.kubeflow_api.crd_schema import structural_problems
 from mxjob_controller.mxnet.crd import MANIFEST_PATH, mxjob_crd
 from mxjob_controller.tensorflow.crd import tfjob_crd
@@ -57,7 +58,7 @@ def test_committed_files_match_the_generator() -> None:
     files = crd_files()
     crds = ["kubeflow.org_mxjobs.yaml", "kubeflow.org_tfjobs.yaml", "batch.tensorstack.dev_genericjobs.yaml"]
     assert set(files) == {*(f"manifests/crd/{c}" for c in crds), *(f"mxjob_controller/data/crds/{c}" for c in crds),
-                          KUSTOMIZATION_PATH}
+                          KUSTOMIZATION_PATH, PACKAGE_DATA_JSON}
     assert yaml.safe_load(files[KUSTOMIZATION_PATH])["resources"] == crds
     for rel, content in files.items():
         path = ROOT / rel
@@ -228,3 +229,11 @@ def test_every_top_level_field_is_described_for_kubectl_explain(crd):
         assert schema.get("description"), version["name"]
         undescribed = [p for p in _undescribed(schema) if p.count(".") == 0]
         assert undescribed == ["metadata"], (version["name"], undescribed)   # only type: object allowed there
+
+
+def test_the_json_copy_holds_the_yaml_files_crds() -> None:
+    """The local cluster reads data/crds.json (fast); kubectl users and the wheel's YAML readers the files: the same
+    CRDs, file by file."""
+    folder = ROOT / "mxjob_controller" / "data" / "crds"
+    from_yaml = {p.name: yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))}
+    assert json.loads((ROOT / PACKAGE_DATA_JSON).read_text()) == from_yaml

@@ -17,9 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
+from mxjob_controller.local.apiserver.server import ServerOptions
+from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
 from mxjob_controller.local.job_ports import ANNOTATION
 from mxjob_controller.local.kubelet import kubelet as kubelet_module
 from mxjob_controller.local.kubelet.addresses import PodAddresses
+from mxjob_controller.local.kubelet.options import KubeletOptions
 from tests.local_support import group_alive, group_of, local_cluster, script_pod
 from tests.run_process import clean_env
 from tests.support import Kube, Kubectl, wait_for
@@ -87,6 +90,38 @@ def job_pods(kube: Kube, name: str) -> list[dict[str, Any]]:
 def all_running(kube: Kube, name: str, count: int) -> list[dict[str, Any]] | None:
     pods = job_pods(kube, name)
     return pods if len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods) else None
+
+
+def test_a_job_created_as_soon_as_the_api_takes_writes_runs_once_the_rest_has_started(tmp_path):
+    """Issue 48: ``api_ready`` is called while the kubelet (made, not started), scheduler and controllers still
+    start on threads of their own (``local run`` sends its dry runs there). A job created then is stored with its
+    scheduler ports, and runs to its end."""
+    tmp_path.chmod(0o777)
+    seen: dict[str, Any] = {}
+
+    def submit(kubelet: Any) -> None:
+        seen["kubelet made"] = kubelet is not None
+        early = Kube.of(cluster.server)
+        try:
+            seen["created"] = early.post("/apis/kubeflow.org/v1/namespaces/default/mxjobs",
+                                         mxjob("early", RENDEZVOUS, workers=1))
+        finally:
+            early.close()
+
+    cluster = LocalCluster(ClusterOptions(server=ServerOptions(bookmark_interval=0.2), threadiness=2,
+                                          job_ports=(21000, 21999),
+                                          kubelet_options=KubeletOptions(workdir=str(tmp_path), stop_grace=1.0)))
+    cluster.start(api_ready=submit)
+    try:
+        assert seen["kubelet made"] and seen["created"].ok, seen
+        assert ANNOTATION in seen["created"].body["metadata"]["annotations"]
+        kube = Kube.of(cluster.server)
+        wait_for(lambda: condition(kube, "early", "Succeeded") or condition(kube, "early", "Failed"), timeout=90,
+                 what="the early job finished")
+        assert condition(kube, "early", "Succeeded")
+        kube.close()
+    finally:
+        assert cluster.stop(20.0), "the local cluster did not stop cleanly"
 
 
 def test_jobs_side_by_side_each_get_their_own_scheduler_port(tmp_path):

@@ -91,14 +91,18 @@ class ContainerProcess:
             pass
 
     def group_alive(self) -> bool:
-        """Whether any process of the group is left (the leader reaped or not)."""
+        """Whether any process of the group is left (the leader reaped or not), zombies aside: a process of the
+        group that has ended but was not yet reaped by whoever adopted it (a sandboxed container's processes,
+        orphaned when its namespace's init ends, go to this machine's init, which may take seconds to reap) runs
+        nothing and holds nothing but its pid. Counting it kept a stopping pod waiting out its grace period
+        (issue 48: `local run`'s end took 1.3-2 s longer in one run out of three)."""
         try:
             os.killpg(self.pid, 0)
         except ProcessLookupError:
             return False
         except PermissionError:
             return True
-        return True
+        return self.poll() is None or _live_member(self.pid)
 
     def pidfd(self) -> int | None:
         try:
@@ -173,6 +177,26 @@ class Reaper:
                     on_exit(proc)
                 except Exception:
                     log.exception("handling the exit of process %d failed", pid)
+
+
+def _live_member(group: int) -> bool:
+    """Whether a process of process group ``group`` is not a zombie (read from /proc; True where it cannot be read:
+    the group then counts as alive, as before)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue   # gone meanwhile
+        if len(fields) > 2 and int(fields[2]) == group and fields[0] != b"Z":
+            return True
+    return False
 
 
 def terminate_groups(procs: Sequence[ContainerProcess], grace: float) -> None:

@@ -47,8 +47,10 @@ import pwd
 import select
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,7 +189,7 @@ class Sandbox:
         self.config = config
         self.root = os.geteuid() == 0
         self.own = (os.geteuid(), os.getegid())
-        wanted = config.default_user or (NOBODY if self.root else self.own)
+        wanted = _wanted_user(config.default_user)
         self.namespaces = False
         self.why_not = "turned off (--no-sandbox)" if not config.enabled else ""
         self.cgroups: CgroupTree | None = None
@@ -338,10 +340,47 @@ class Sandbox:
         return list(dict.fromkeys(paths))
 
 
-@functools.cache
+def _wanted_user(default_user: tuple[int, int] | None) -> tuple[int, int]:
+    """Whom containers run as unless their securityContext says: the configured user, else nobody for root, else
+    our own."""
+    return default_user or (NOBODY if os.geteuid() == 0 else (os.geteuid(), os.getegid()))
+
+
+_probes: dict[tuple[int, int], Future[str]] = {}
+_probes_lock = threading.Lock()
+
+
+def probe_ahead(default_user: tuple[int, int] | None = None) -> None:
+    """Start, in a thread of its own, the probe a :class:`Sandbox` of ``default_user`` makes at its start: the
+    local cluster starts it first, so that the probe's process (an interpreter start, tens of milliseconds) runs
+    while the API server starts and takes its CRDs (issue 48: start fast). The thread ends with the probe, within
+    its timeout."""
+    user = _wanted_user(default_user)
+    with _probes_lock:
+        if user in _probes:
+            return
+    threading.Thread(target=_probe, args=(user,), name="sandbox-probe", daemon=True).start()
+
+
 def _probe(user: tuple[int, int]) -> str:
-    """Start one sandboxed ``true`` as ``user`` (once per process), with every step a container's start takes: ''
-    if it worked, else why not."""
+    """Whether a sandboxed process starts as ``user``: found once per process (the first caller runs it, others
+    wait for its answer)."""
+    with _probes_lock:
+        answer = _probes.get(user)
+        first = answer is None
+        if answer is None:
+            answer = _probes[user] = Future()
+    if first:
+        try:
+            answer.set_result(_run_probe(user))
+        except BaseException as e:
+            answer.set_exception(e)
+    return answer.result(_PROBE_TIMEOUT + _START_TIMEOUT + 5.0)
+
+
+def _run_probe(user: tuple[int, int]) -> str:
+    """Start one sandboxed ``true`` as ``user``, with every step a container's start takes: '' if it worked, else
+    why not."""
     scratch = own_temp_dir("sandbox")
     try:
         places = [(inside, str(scratch)) for inside in PRIVATE_DIRS[:2]]

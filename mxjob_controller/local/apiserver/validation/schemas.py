@@ -5,10 +5,12 @@ it prunes unknown fields (built-in objects never store them), applies a CRD sche
 checks types, formats, value constraints and the built-in rules. It returns the problems it found and the
 unknown fields it dropped; the caller applies ``fieldValidation`` to the latter.
 
-A built-in kind's schema is compiled on its first write (most of the fifty kinds served are never written in
-a run, and compiling them all would cost the server's start a second of CPU); a CRD's versions when the CRD is
-created or updated (the registry tells us: its schema errors belong to that write), and a CRD's are dropped when
-it is deleted.
+Every schema is compiled on its kind's first write: a built-in kind's (most of the fifty kinds served are never
+written in a run, and compiling them all would cost the server's start a second of CPU), and a CRD version's
+likewise (the local cluster applies five CRDs at start, and a run writes one or two of their kinds: compiling them
+all cost its start a tenth of a second of CPU; issue 48). A CRD's problems are its create's or update's to report,
+by the CRD strategy's checks (``kinds/crds.py``), not the compiler's. A CRD's compiled versions are dropped when it
+is deleted or changed (the registry tells us: a change serves new resource types).
 """
 
 from __future__ import annotations
@@ -41,20 +43,20 @@ class SchemaValidation:
         self.refresh()
 
     def refresh(self) -> None:
-        """Compile what the registry newly serves, forget what it no longer serves (on every change).
+        """Forget what the registry no longer serves (on every change); what it newly serves is compiled on its
+        first use (:meth:`schema_for`).
 
         A resource type is immutable: a CRD update serves new ones, so a compiled schema never goes stale.
         """
         with self._lock:
             old = self._schemas
-            self._schemas = {rt: old[rt] if rt in old else self._compile(rt)
-                             for rt in self._registry.all() if rt in old or rt.is_custom}
+            self._schemas = {rt: old[rt] for rt in self._registry.all() if rt in old}
 
     def schema_for(self, rt: ResourceType) -> CompiledSchema | None:
         schemas = self._schemas
         if rt in schemas:
             return schemas[rt]
-        with self._lock:  # a built-in kind's first use (or a request raced the registry's listener): compile it once
+        with self._lock:  # a kind's first use: compile it once
             if rt not in self._schemas:
                 self._schemas = {**self._schemas, rt: self._compile(rt)}
             return self._schemas[rt]
