@@ -29,8 +29,8 @@ The lifecycle, as a kubelet runs it:
 Only this thread changes the pod's containers (the reaper only wakes it), so their records need no lock.
 Status is written through ``pods/<name>/status`` (merge patch of the whole status) once per turn of the thread in
 which it changed (the latest status, not each step: the first write already says what the first start came to); a
-write that fails is retried on the next turn, never dropped. The thread ends when the pod reaches ``Succeeded`` or ``Failed``,
-is removed, or the kubelet stops (then containers get ``stop_grace`` seconds and nothing is written).
+write that fails is retried on the next turn, never dropped. The thread ends when the pod reaches ``Succeeded`` or
+``Failed``, is removed, or the kubelet stops (then containers get ``stop_grace`` seconds and nothing is written).
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ import dataclasses
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
