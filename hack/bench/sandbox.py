@@ -3,6 +3,9 @@
 - ``pod_start``: create → Succeeded of a ``python -c pass`` pod, one at a time, alternating between a cluster with the
   sandbox and one without (``--no-sandbox``), so the machine's load weighs on both alike; the medians and their
   difference (what the sandbox adds to a container's start);
+- ``pod_burst``: 400 ``sleep 3600`` pods created at once (4 client threads) on a node of ``pods=1000``, the seconds
+  until every one is Running (the list polled), beside the floor: a plain ``subprocess.Popen`` loop starting the same
+  400 processes (targets: all Running within 8 s, i.e. at least 50 pods/s, and within 10x the floor);
 - ``cpu_limit``: a pod with ``limits.cpu: 500m`` spinning three threads, its cores used over a window read from
   /proc (target: at most 0.6).
 """
@@ -11,8 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import statistics
+import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -32,9 +38,10 @@ def _pod(name: str, script: str, **container: object) -> dict:
                                      **container}]}}
 
 
-def _cluster(workdir: str, sandbox: bool) -> LocalCluster:
+def _cluster(workdir: str, sandbox: bool, capacity: dict[str, str] | None = None) -> LocalCluster:
     return LocalCluster(ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
-                                       kubelet_options=KubeletOptions(workdir=workdir, sandbox=sandbox)))
+                                       kubelet_options=KubeletOptions(workdir=workdir, sandbox=sandbox,
+                                                                      capacity=capacity or {})))
 
 
 def _until(client: Client, name: str, phases: tuple[str, ...]) -> dict:
@@ -77,6 +84,104 @@ def bench_pod_start(full: bool) -> Outcome:
                     ("the sandbox adds", f"{on_ms - off_ms:.0f} ms")],
                    inputs={"rounds": rounds}, figures={"on_ms": on_ms, "off_ms": off_ms},
                    ratios={"on_over_off": on_ms / off_ms})
+
+
+BURST_PODS = 400
+BURST_THREADS = 4
+
+
+def _sleep_pod(name: str) -> dict:
+    """A ``sleep 3600`` pod requesting 1m CPU and 1Mi: without requests the scheduler counts its non-zero defaults
+    (100m, 200Mi; placement.py), and 400 of those do not fit a 2-core node."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"],
+                                     "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]}}
+
+
+def _in_threads(work: list[str], do: object) -> None:
+    """``do(name)`` for every name, split over BURST_THREADS named threads; the first error is raised."""
+    errors: list[BaseException] = []
+
+    def run(names: list[str]) -> None:
+        try:
+            for name in names:
+                do(name)  # type: ignore[operator]
+        except BaseException as e:  # reported to the caller below
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(work[i::BURST_THREADS],), name=f"bench-burst-{i}", daemon=True)
+               for i in range(BURST_THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT)
+    if errors:
+        raise errors[0]
+
+
+def _popen_floor(count: int) -> float:
+    """Seconds a plain ``subprocess.Popen`` loop takes to start ``count`` ``sleep 3600`` (then all killed)."""
+    procs: list[subprocess.Popen] = []
+    started = time.monotonic()
+    try:
+        for _ in range(count):
+            procs.append(subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, start_new_session=True))
+        return time.monotonic() - started
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGKILL)
+        for proc in procs:
+            proc.wait(TIMEOUT)
+
+
+def _any_not_running(client: Client) -> bool:
+    """Whether a pod of the namespace is not Running yet: one item at most is asked for (the field selector does the
+    rest on the server), so the polling weighs little on the cluster it measures, which shares this process."""
+    page = client.list(PODS, "default", field_selector="status.phase!=Running", limit=1, timeout=10, deadline=20)
+    return bool(page.get("items"))
+
+
+def _running(client: Client) -> int:
+    items = client.list_all(PODS, "default", timeout=10, deadline=20).get("items") or []
+    return sum((pod.get("status") or {}).get("phase") == "Running" for pod in items)
+
+
+def bench_pod_burst(full: bool) -> Outcome:
+    count = BURST_PODS
+    names = [f"burst-{i}" for i in range(count)]
+    floor = _popen_floor(count)
+    with tempfile.TemporaryDirectory() as workdir:
+        os.chmod(workdir, 0o777)
+        with _cluster(workdir, True, {"pods": "1000"}) as cluster:
+            client = cluster.client("bench")
+            load = os.getloadavg()[0]
+            started = time.monotonic()
+            _in_threads(names, lambda n: client.create(PODS, _sleep_pod(n), "default"))
+            created = time.monotonic() - started
+            deadline = started + TIMEOUT
+            while _any_not_running(client):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"only {_running(client)} of {count} pods Running after {TIMEOUT:g}s")
+                time.sleep(0.02)
+            took = time.monotonic() - started
+            _in_threads(names, lambda n: client.delete(PODS, n, "default", grace_period_seconds=0))
+            deadline = time.monotonic() + TIMEOUT
+            while client.list_all(PODS, "default").get("items"):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the burst's pods were not all removed")
+                time.sleep(0.1)
+    rate = count / took
+    ratio = took / floor
+    return Outcome([(f"{count} sleep pods, sandbox on: all Running", f"{took:.1f} s ({rate:.1f} pods/s)"),
+                    ("  of which the creates", f"{created:.1f} s"),
+                    (f"floor: a Popen loop starting {count} sleep", f"{floor:.2f} s"),
+                    ("ratio to the floor", f"{ratio:.1f}x"),
+                    ("load average (1 min) at the start", f"{load:.1f}")],
+                   inputs={"pods": count, "client_threads": BURST_THREADS, "load": round(load, 1)},
+                   figures={"seconds": took, "pods_per_s": rate, "creates_s": created, "floor_s": floor},
+                   ratios={"over_floor": ratio},
+                   targets={"400 pods all Running <= 8 s": took <= 8.0, "<= 10x the Popen floor": ratio <= 10.0})
 
 
 def _pod_file(cluster: LocalCluster, name: str, inside: str) -> Path:
@@ -138,4 +243,4 @@ def bench_cpu_limit(full: bool) -> Outcome:
                    targets={"cores used <= 0.6 under limits.cpu 500m": cores <= 0.6 or not enforced})
 
 
-SANDBOX = {"pod_start": bench_pod_start, "cpu_limit": bench_cpu_limit}
+SANDBOX = {"pod_start": bench_pod_start, "pod_burst": bench_pod_burst, "cpu_limit": bench_cpu_limit}

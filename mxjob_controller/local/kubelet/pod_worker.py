@@ -27,9 +27,10 @@ The lifecycle, as a kubelet runs it:
    when it is stopped for good (deletion, deadline). There is no ``Pulling``/``Pulled``: no image is pulled.
 
 Only this thread changes the pod's containers (the reaper only wakes it), so their records need no lock.
-Status is written through ``pods/<name>/status`` (merge patch of the whole status) whenever it changes; a write that
-fails is retried on the next turn, never dropped. The thread ends when the pod reaches ``Succeeded`` or ``Failed``,
-is removed, or the kubelet stops (then containers get ``stop_grace`` seconds and nothing is written).
+Status is written through ``pods/<name>/status`` (merge patch of the whole status) once per turn of the thread in
+which it changed (the latest status, not each step: the first write already says what the first start came to); a
+write that fails is retried on the next turn, never dropped. The thread ends when the pod reaches ``Succeeded`` or
+``Failed``, is removed, or the kubelet stops (then containers get ``stop_grace`` seconds and nothing is written).
 """
 
 from __future__ import annotations
@@ -195,7 +196,8 @@ class PodWorker:
         if not self._admit():
             self._write_final()
             return
-        self._write_status()
+        # No status before the first turn: it starts the first containers and writes what came of it (Running, or
+        # why they wait), as kube's status manager writes a pod's latest status rather than each step on the way.
         for slot in self.init[:1] or self.app:
             slot.due = time.monotonic()
         while True:

@@ -1,10 +1,11 @@
 """The first process of every sandboxed container: builds the pod sandbox with Linux system calls, then runs the
-container's command in it. The kubelet runs it as ``python -I -S -c SOURCE FD``, the source read once by the
-kubelet's own import (never from a file at each start: nothing a pod could have written is ever executed);
-standard library only (the package is not loaded). It reads from descriptor ``FD`` a dict built by ``sandbox.py``,
-in ``marshal``'s format (built into the interpreter: JSON's import costs more than the rest of the start): what to
-build, and the command with its environment (neither on a command line, which every local user can read, nor in
-its environment, where the pod's ``LD_PRELOAD`` would load into a process still privileged).
+container's command in it. The kubelet runs it as ``python -I -S -c BOOTSTRAP FD`` (``sandbox.INIT_BOOTSTRAP``),
+which reads from descriptor ``FD``, in ``marshal``'s format (built into the interpreter: JSON's import costs more
+than the rest of the start), this module's code, compiled once by the kubelet's own import of its text (never read
+from a file at each start: nothing a pod could have written is ever executed), and calls :func:`run` on the spec
+sent with it: a dict built by ``sandbox.py``, what to build and the command with its environment (neither on a
+command line, which every local user can read, nor in its environment, where the pod's ``LD_PRELOAD`` would load
+into a process still privileged). Standard library only (the package is not loaded).
 
 Three processes, each with one job:
 
@@ -413,14 +414,19 @@ def _relay(spec, argv, env):
             os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
+def run(spec):
+    """Build the sandbox ``spec`` describes and run its command in it (the relay exits with the container)."""
+    _relay(spec, spec.pop("argv"), spec.pop("env"))
+    return 127
+
+
 def main(args):
     if len(args) != 1 or not args[0].isdigit():
         print("usage: sandbox_init FD (a marshalled spec to read from descriptor FD)", file=sys.stderr)
         return 2
     with os.fdopen(int(args[0]), "rb") as f:
         spec = marshal.loads(f.read())
-    _relay(spec, spec.pop("argv"), spec.pop("env"))
-    return 127
+    return run(spec)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ host ids its user namespace maps them to. Pure.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from collections.abc import Callable, Mapping
@@ -173,6 +174,7 @@ def seccomp_profile(pod: Mapping[str, Any], container: Mapping[str, Any]) -> str
     return "Unconfined"
 
 
+@functools.lru_cache(maxsize=64)   # pure, and the same few masks for every container
 def runtime_default_filter(capabilities: int, machine: str) -> bytes | None:
     """The runtime's default profile as a classic BPF program (``struct sock_filter`` entries) for this machine,
     given the container's capability mask; None where it is not known (another architecture than x86_64)."""

@@ -50,6 +50,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +106,7 @@ _PODGROUP_WRITE_RETRY = 1.0           # seconds before a PodGroup write that fai
 _IDLE_WAIT = 30.0      # the longest the thread sleeps with nothing due (every way of stopping it wakes it)
 _INFORMERS_SYNC_TIMEOUT = 30.0
 _TIMEOUT = dict(timeout=10, deadline=15)
+_BIND_WORKERS = 8       # binding requests of one pass in flight at once
 
 
 # --- the PodGroup APIs ------------------------------------------------------------------------------------------------
@@ -233,6 +235,7 @@ class LocalScheduler:
         self._nodes.add_handler(self._node_changed, self._node_updated, self._node_changed)
         for informer in self._podgroups.values():
             informer.add_handler(self._podgroup_changed, self._podgroup_updated, self._podgroup_changed)
+        self._binder: ThreadPoolExecutor | None = None       # made at the first pass that binds several pods
         self._thread = threading.Thread(target=self._run, name="local-scheduler", daemon=True)
 
     # --- lifecycle --------------------------------------------------------------------------------------------
@@ -257,6 +260,8 @@ class LocalScheduler:
         if self._thread.is_alive():
             self._thread.join(max(0.1, end - time.monotonic()))
             clean = not self._thread.is_alive()
+        if self._binder is not None:   # idle once the thread has ended (a pass waits for its binds)
+            self._binder.shutdown(wait=clean, cancel_futures=True)
         for informer in self._informers:
             clean = informer.stop(max(0.1, end - time.monotonic())) and clean
         for recorder in self._recorders.values():
@@ -372,8 +377,8 @@ class LocalScheduler:
         decision = plan([pod for pod in waiting if pod.key in ready], groups, allocatable, used)
         by_key = {_key(pod): pod for pod in pods}
         bound: set[str] = set()
-        for key in decision.bind:
-            if self._bind(by_key[key]):
+        for key, done in zip(decision.bind, self._bind_all([by_key[key] for key in decision.bind]), strict=True):
+            if done:
                 bound.add(key)
                 self.queue.done(key)
             else:
@@ -522,7 +527,23 @@ class LocalScheduler:
 
     # --- writes -----------------------------------------------------------------------------------------------
 
-    def _bind(self, pod: dict[str, Any]) -> bool:
+    def _bind_all(self, pods: list[dict[str, Any]]) -> list[bool]:
+        """Bind every pod of a pass's decision, whether each succeeded. The ``pods/binding`` requests go out
+        together (kube-scheduler's binding cycle runs apart from its scheduling cycle, a goroutine per pod), on at
+        most :data:`_BIND_WORKERS` threads: one after another, a burst of pods would wait out a round trip each.
+        What a success changes (the pod assumed on the node, its event) is done here, on the scheduler's thread."""
+        if len(pods) > 1:
+            if self._binder is None:
+                self._binder = ThreadPoolExecutor(_BIND_WORKERS, thread_name_prefix="local-scheduler-bind")
+            posted = list(self._binder.map(self._post_binding, pods))
+        else:
+            posted = [self._post_binding(pod) for pod in pods]
+        for pod, done in zip(pods, posted, strict=True):
+            if done:
+                self._bound(pod)
+        return posted
+
+    def _post_binding(self, pod: dict[str, Any]) -> bool:
         meta = pod["metadata"]
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"]},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": self.options.node_name}}
@@ -534,12 +555,15 @@ class LocalScheduler:
             log.warning("binding pod %s/%s to node %s failed (%s): retrying after its backoff", meta["namespace"],
                         meta["name"], self.options.node_name, e)
             return False
+        return True
+
+    def _bound(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
         self._assumed[meta["uid"]] = pod_requests(pod.get("spec") or {})
         self._said.pop(meta["uid"], None)
         self._recorder(pod).event(ObjectReference.of(pod, "v1", "Pod"), NORMAL, "Scheduled",
                                   f"Successfully assigned {meta['namespace']}/{meta['name']} to "
                                   f"{self.options.node_name}")
-        return True
 
     def _say_unschedulable(self, pod: dict[str, Any], message: str) -> bool:
         """kube-scheduler's record of a failed attempt: the pod's condition, and a Warning event, each time the
