@@ -18,11 +18,10 @@ import signal
 import statistics
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from hack.bench.common import Outcome
+from hack.bench.common import Outcome, run_threads
 from mxjob_controller.local.apiserver.server import ServerOptions
 from mxjob_controller.local.cluster import ClusterOptions, LocalCluster
 from mxjob_controller.local.kubelet.options import KubeletOptions
@@ -99,26 +98,6 @@ def _sleep_pod(name: str) -> dict:
                                      "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]}}
 
 
-def _in_threads(work: list[str], do: object) -> None:
-    """``do(name)`` for every name, split over BURST_THREADS named threads; the first error is raised."""
-    errors: list[BaseException] = []
-
-    def run(names: list[str]) -> None:
-        try:
-            for name in names:
-                do(name)  # type: ignore[operator]
-        except BaseException as e:  # reported to the caller below
-            errors.append(e)
-    threads = [threading.Thread(target=run, args=(work[i::BURST_THREADS],), name=f"bench-burst-{i}", daemon=True)
-               for i in range(BURST_THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(TIMEOUT)
-    if errors:
-        raise errors[0]
-
-
 def _popen_floor(count: int) -> float:
     """Seconds a plain ``subprocess.Popen`` loop takes to start ``count`` ``sleep 3600`` (then all killed)."""
     procs: list[subprocess.Popen] = []
@@ -157,7 +136,8 @@ def bench_pod_burst(full: bool) -> Outcome:
             client = cluster.client("bench")
             load = os.getloadavg()[0]
             started = time.monotonic()
-            _in_threads(names, lambda n: client.create(PODS, _sleep_pod(n), "default"))
+            run_threads("bench-burst", len(names), lambda i: client.create(PODS, _sleep_pod(names[i]), "default"),
+                        BURST_THREADS, TIMEOUT)
             created = time.monotonic() - started
             deadline = started + TIMEOUT
             while _any_not_running(client):
@@ -165,7 +145,9 @@ def bench_pod_burst(full: bool) -> Outcome:
                     raise RuntimeError(f"only {_running(client)} of {count} pods Running after {TIMEOUT:g}s")
                 time.sleep(0.02)
             took = time.monotonic() - started
-            _in_threads(names, lambda n: client.delete(PODS, n, "default", grace_period_seconds=0))
+            run_threads("bench-burst", len(names),
+                        lambda i: client.delete(PODS, names[i], "default", grace_period_seconds=0),
+                        BURST_THREADS, TIMEOUT)
             deadline = time.monotonic() + TIMEOUT
             while client.list_all(PODS, "default").get("items"):
                 if time.monotonic() > deadline:
