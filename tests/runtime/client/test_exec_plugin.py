@@ -9,12 +9,14 @@ expired id-token is refreshed at its issuer's token endpoint (a small issuer ser
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import json
 import os
 import ssl
 import sys
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -157,13 +159,15 @@ def _client_certificates(names: tuple[str, ...]) -> tuple[bytes, list[tuple[str,
 
 
 class _WhoAmI(BaseHTTPRequestHandler):
-    """Answers every GET with the common name of the client certificate its connection presented."""
+    """Answers every GET with the common name of the client certificate its connection presented (``no-certificate``
+    for a connection that presented none)."""
 
     protocol_version = "HTTP/1.1"   # kept-alive connections: a new certificate must not wait for them to close
 
     def do_GET(self) -> None:
-        subject = dict(item[0] for item in self.connection.getpeercert()["subject"])
-        data = json.dumps({"kind": "Namespace", "metadata": {"name": subject["commonName"]}}).encode()
+        peer = self.connection.getpeercert()
+        name = dict(item[0] for item in peer["subject"])["commonName"] if peer else "no-certificate"
+        data = json.dumps({"kind": "Namespace", "metadata": {"name": name}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -172,6 +176,27 @@ class _WhoAmI(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+@contextlib.contextmanager
+def _whoami(client_ca: bytes, verify_mode: ssl.VerifyMode) -> Iterator[tuple[TLSMaterial, int]]:
+    """A TLS :class:`_WhoAmI` server trusting ``client_ca`` for client certificates: its serving material and port."""
+    serving = TLSMaterial("127.0.0.1")
+    context = serving.server_context()
+    context.verify_mode = verify_mode
+    context.load_verify_locations(cadata=client_ca.decode())
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _WhoAmI)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="whoami",
+                              daemon=True)
+    thread.start()
+    try:
+        yield serving, server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+        serving.close()
 
 
 def test_the_plugins_client_certificate_is_presented_and_a_new_one_replaces_it_on_every_connection(tmp_path):
@@ -194,20 +219,10 @@ open(counter, "w").write(str(n))
 print(json.dumps(answer))
 """)
     plugin.chmod(0o755)
-    serving = TLSMaterial("127.0.0.1")
-    context = serving.server_context()
-    context.verify_mode = ssl.CERT_REQUIRED
-    context.load_verify_locations(cadata=client_ca.decode())
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _WhoAmI)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="whoami",
-                              daemon=True)
-    thread.start()
     source = ExecToken(ExecPlugin(V1, str(plugin), interactive_mode="Never"), "u")
-    config = ClientConfig(host=f"https://127.0.0.1:{server.server_address[1]}", ca_file=str(serving.ca_file),
-                          token=source)
-    client = Client(config, component="exec-tests")
-    try:
+    with _whoami(client_ca, ssl.CERT_REQUIRED) as (serving, port), \
+            Client(ClientConfig(host=f"https://127.0.0.1:{port}", ca_file=str(serving.ca_file), token=source),
+                   component="exec-tests") as client:
         pem = Path(source.client_certificate() or "")
         assert pem.stat().st_mode & 0o077 == 0
         assert client.request("GET", "/api/v1/namespaces/x")["metadata"]["name"] == "first"
@@ -216,12 +231,6 @@ print(json.dumps(answer))
                  timeout=10, what="the second certificate presented once the first expired")
         assert pem.read_text() == pairs[1][0].rstrip("\n") + "\n" + pairs[1][1].rstrip("\n") + "\n"
         assert source.runs == 2
-    finally:
-        client.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-        serving.close()
 
 
 def _jwt(claims: dict) -> str:
@@ -334,33 +343,10 @@ open(counter, "w").write(str(n))
 print(json.dumps(answer))
 """)
     plugin.chmod(0o755)
-    serving = TLSMaterial("127.0.0.1")
-    context = serving.server_context()
-    context.verify_mode = ssl.CERT_OPTIONAL
-    context.load_verify_locations(cadata=client_ca.decode())
-
-    class Anyone(_WhoAmI):
-        def do_GET(self) -> None:
-            if not self.connection.getpeercert():
-                data = json.dumps({"kind": "Namespace", "metadata": {"name": "no-certificate"}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                return
-            super().do_GET()
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Anyone)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="whoami",
-                              daemon=True)
-    thread.start()
     source = ExecToken(ExecPlugin(V1, str(plugin), interactive_mode="Never"), "u")
-    config = ClientConfig(host=f"https://127.0.0.1:{server.server_address[1]}", ca_file=str(serving.ca_file),
-                          token=source)
-    client = Client(config, component="exec-tests")
-    try:
+    with _whoami(client_ca, ssl.CERT_OPTIONAL) as (serving, port), \
+            Client(ClientConfig(host=f"https://127.0.0.1:{port}", ca_file=str(serving.ca_file), token=source),
+                   component="exec-tests") as client:
         assert client.request("GET", "/api/v1/namespaces/x")["metadata"]["name"] == "no-certificate"
         wait_for(lambda: client.request("GET", "/api/v1/namespaces/x")["metadata"]["name"] == "later",
                  timeout=10, what="the later run's certificate presented")
@@ -370,9 +356,3 @@ print(json.dumps(answer))
         finally:
             answer.release_conn()
         assert source.runs == 2
-    finally:
-        client.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-        serving.close()
