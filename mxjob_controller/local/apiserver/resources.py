@@ -12,6 +12,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from mxjob_controller.kube.selectors import FieldGetter
@@ -61,16 +62,18 @@ class ResourceType:
     storage_group: str | None = None  # stored with another group's objects (events.k8s.io's with core events)
     scale: ScalePaths | None = None  # the ``scale`` subresource, when the kind has one
 
-    @property
+    # The names below are asked for many times per request (the store's key ten times a write): built once per
+    # resource type, which is immutable (a CRD change serves new ones).
+    @cached_property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @cached_property
     def storage_key(self) -> str:
         group = self.group if self.storage_group is None else self.storage_group
         return f"{group}/{self.plural}"
 
-    @property
+    @cached_property
     def storage_api_version(self) -> str:
         version = self.storage_version or self.version
         group = self.group if self.storage_group is None else self.storage_group

@@ -179,11 +179,39 @@ def _rule_matches(rule: Rule, info: RequestInfo) -> bool:
     return _ALL in rule.namespaces or info.namespace in rule.namespaces
 
 
+#: Decisions already made, by everything a decision reads (``_decision_key``): a client sends the same few kinds of
+#: request over and over, and matching them against every schema cost each request about as much as its routing.
+#: Cleared when full (the key holds a URL path for non-resource requests, which a client may vary at will).
+_DECISIONS: dict[tuple, FlowSchema] = {}
+_DECISIONS_LIMIT = 4096
+
+
+def _decision_key(who: UserInfo, info: RequestInfo) -> tuple:
+    """What matching a request against the schemas reads: its user's name and groups, its verb, and either its
+    path (a non-resource request) or its group, resource and namespace."""
+    if info.resource_request:
+        return (who.name, who.groups, info.verb, True, info.group, info.combined_resource, info.namespace)
+    return (who.name, who.groups, info.verb, False, info.path)
+
+
 def classify(user: UserInfo | None, info: RequestInfo,
              schemas: tuple[FlowSchema, ...] = FLOW_SCHEMAS) -> FlowSchema:
     """The first FlowSchema (by precedence, then name) matching the request. ``user`` None (the server asks nobody
     who they are) is classified as kube classifies a request without credentials: ``system:anonymous``."""
     who = user or ANONYMOUS
+    if schemas is not FLOW_SCHEMAS:   # the cache holds the built-in schemas' decisions only
+        return _first_match(who, info, schemas)
+    key = _decision_key(who, info)
+    schema = _DECISIONS.get(key)
+    if schema is None:
+        schema = _first_match(who, info, schemas)
+        if len(_DECISIONS) >= _DECISIONS_LIMIT:
+            _DECISIONS.clear()
+        _DECISIONS[key] = schema
+    return schema
+
+
+def _first_match(who: UserInfo, info: RequestInfo, schemas: tuple[FlowSchema, ...]) -> FlowSchema:
     for schema in schemas:
         if any(_subject_matches(s, who) for s in schema.subjects) and any(_rule_matches(r, info)
                                                                           for r in schema.rules):

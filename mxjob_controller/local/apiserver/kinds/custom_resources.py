@@ -21,12 +21,17 @@ class CustomResourceStrategy(Strategy):
         self._lock = threading.Lock()
         self._rules: weakref.WeakKeyDictionary[ResourceType, tuple[TransitionRule, ...]] = \
             weakref.WeakKeyDictionary()
+        self._last: tuple[ResourceType, tuple[TransitionRule, ...]] | None = None
 
     def rules_for(self, rt: ResourceType) -> tuple[TransitionRule, ...]:
+        last = self._last   # the kind asked for last (a controller writes one kind): no lock, no weak reference
+        if last is not None and last[0] is rt:
+            return last[1]
         with self._lock:
             rules = self._rules.get(rt)
             if rules is None:
                 rules = self._rules[rt] = compile_rules(rt.schema, f"{rt.plural}.{rt.group}/{rt.version}")
+            self._last = (rt, rules)
             return rules
 
     def validate(self, obj: dict, old: dict | None, ctx: WriteContext) -> list[Cause]:

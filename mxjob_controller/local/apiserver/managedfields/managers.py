@@ -40,6 +40,25 @@ class ManagedFieldsError(ValueError):
     """``metadata.managedFields`` that kube cannot decode (its message)."""
 
 
+#: The sets of FieldsV1 documents read lately, by the document (its identity; the entry keeps it alive, so the
+#: identity cannot be another's): a controller's status writes hand its stored document back unchanged (``update``),
+#: and each write would read it again. Only stored documents (lazy entries) get here, and nothing writes into a
+#: stored object. Cleared when full.
+_READ: dict[int, tuple[Any, FieldSet]] = {}
+_READ_LIMIT = 1024
+
+
+def _read_fields_v1(raw: Any) -> FieldSet:
+    hit = _READ.get(id(raw))
+    if hit is not None and hit[0] is raw:
+        return hit[1]
+    fields = fp.from_fields_v1(raw)
+    if len(_READ) >= _READ_LIMIT:
+        _READ.clear()
+    _READ[id(raw)] = (raw, fields)
+    return fields
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One manager's fields. ``raw`` is the FieldsV1 document they were read from (or built as), written back
@@ -56,7 +75,7 @@ class Entry:
 
     def paths(self) -> FieldSet:
         if self.fields is None:
-            object.__setattr__(self, "fields", fp.from_fields_v1(self.raw))
+            object.__setattr__(self, "fields", _read_fields_v1(self.raw))
         return self.fields  # type: ignore[return-value]
 
     def owns_any(self, paths: FieldSet) -> bool:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from mxjob_controller.kube import schema as kube_schema
+from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kube.schema import CompiledSchema, Result
 from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.resources import Registry, ResourceType
@@ -39,6 +41,7 @@ class SchemaValidation:
         self._overrides = dict(overrides or {})
         self._lock = threading.Lock()
         self._schemas: dict[ResourceType, CompiledSchema | None] = {}
+        self._unchanged = UnchangedParts()
         registry.add_listener(self.refresh)
         self.refresh()
 
@@ -69,12 +72,40 @@ class SchemaValidation:
         if not rt.status_subresource:
             result = _apply(compiled, rt, obj, ctx)
         elif ctx.subresource == "status":
-            result = _apply(compiled, rt, obj, ctx)
+            result = self._apply_status(compiled, rt, obj, ctx)
             result.errors = [c for c in result.errors if _in_status(c)]
         else:
             result = _apply_without_status(compiled, rt, obj, ctx)
         return result.errors, result.unknown
 
+
+    def _apply_status(self, compiled: CompiledSchema, rt: ResourceType, obj: dict, ctx: WriteContext) -> Result:
+        """A status write (its errors outside status are dropped, and the strategy keeps all but the status as
+        stored): the parts other than status and metadata that equal what a walk already left unchanged and
+        without unknown fields (the controllers' status writes carry the job's spec unchanged) are not walked
+        again; the rest is walked as a whole object's would be. Custom resources only: a built-in kind's write
+        is canonicalized before the schema sees it."""
+        ident = _identity(rt, obj) if rt.is_custom else None
+        if ident is None:
+            return _apply(compiled, rt, obj, ctx)
+        skip = self._unchanged.known(ident, compiled, obj)
+        if not skip:
+            before = self._unchanged.candidates(ident, compiled, obj)
+            result = _apply(compiled, rt, obj, ctx)
+            self._unchanged.observe(ident, compiled, obj, before, result.unknown)
+            return result
+        view = {k: v for k, v in obj.items() if k not in skip}
+        result = _apply(compiled, rt, view, ctx)
+        if result.unknown:
+            # Unknown fields may make the answer show the whole object (fieldValidation=Strict): the skipped parts
+            # are walked too, so it is the object a whole walk leaves (2.0 written as 2, as everywhere else).
+            rest = {k: obj[k] for k in skip}
+            _apply(compiled, rt, rest, ctx)
+            skipped = {k: rest[k] for k in skip}
+        else:
+            skipped = {k: obj[k] for k in skip}
+        _merge_view(obj, view, skipped)
+        return result
 
     def _compile(self, rt: ResourceType) -> CompiledSchema | None:
         if rt.is_custom:
@@ -99,6 +130,99 @@ def _apply_without_status(compiled: CompiledSchema, rt: ResourceType, obj: dict,
     obj.update(view)  # root-level defaults added and unknown fields pruned on the view
     obj["status"] = status
     return result
+
+
+def _identity(rt: ResourceType, obj: dict) -> tuple[ResourceType, str, str] | None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    namespace, name = meta.get("namespace") or "", meta.get("name")
+    return (rt, namespace, name) if isinstance(name, str) and isinstance(namespace, str) else None
+
+
+def _merge_view(obj: dict, view: dict, skipped: dict) -> None:
+    """``obj`` as a whole walk would leave it: the walked ``view``'s keys and values (pruned ones gone, defaulted
+    ones added after the others), ``skipped``'s where the view left them out, in ``obj``'s order."""
+    out: dict = {}
+    for key in obj:
+        if key in skipped:
+            out[key] = skipped[key]
+        elif key in view:
+            out[key] = view[key]
+    for key, value in view.items():
+        if key not in out:
+            out[key] = value
+    obj.clear()
+    obj.update(out)
+
+
+class UnchangedParts:
+    """Per object (custom resources only), the top-level parts other than status and metadata that a status
+    write's walk was seen to leave as they were, without unknown fields: an equal part walks the same way again
+    (the walk of a subtree depends on nothing else with rules off, as on a status write), so it need not be walked.
+
+    A part is trusted once a walk of a value equal to a recorded copy changed nothing (compared with ``==``) and
+    found no unknown field in it; the first write after a part changes records it, the next verifies it, later
+    ones skip it. Value-based (the copies are private), so no write elsewhere can make an entry wrong; keyed by
+    the compiled schema too (a CRD change compiles a new one). Bounded (:attr:`LIMIT` objects, the oldest
+    forgotten first), at about a copy of each one's spec.
+    """
+
+    LIMIT = 1024
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (rt, namespace, name) -> (compiled, {key: (recorded value, trusted)})
+        self._parts: dict[tuple, tuple[CompiledSchema, dict[str, tuple[Any, bool]]]] = {}
+        self._refused = 0
+
+    def known(self, ident: tuple, compiled: CompiledSchema, obj: dict) -> frozenset[str]:
+        """The keys of ``obj`` whose values equal a trusted part."""
+        entry = self._parts.get(ident)
+        if entry is None or entry[0] is not compiled:
+            return frozenset()
+        parts = entry[1]
+        return frozenset(k for k, v in obj.items() if k in parts and parts[k][1] and _part(k, v) and parts[k][0] == v)
+
+    def candidates(self, ident: tuple, compiled: CompiledSchema, obj: dict) -> dict[str, Any]:
+        """Before a whole walk: the parts that equal a recorded, not yet trusted value (the walk may verify them)."""
+        entry = self._parts.get(ident)
+        if entry is None or entry[0] is not compiled:
+            return {}
+        parts = entry[1]
+        return {k: parts[k][0] for k, v in obj.items() if k in parts and _part(k, v) and parts[k][0] == v}
+
+    def observe(self, ident: tuple, compiled: CompiledSchema, obj: dict, before: dict[str, Any],
+                unknown: list[str]) -> None:
+        """After a whole walk of ``obj``: trust the ``before`` candidates it left equal, record copies of the other
+        parts, to be verified by the next write; nothing when the walk found an unknown field anywhere."""
+        parts: dict[str, tuple[Any, bool]] = {}
+        if not unknown:
+            for key, value in obj.items():
+                if not _part(key, value):
+                    continue
+                if key in before and before[key] == value:
+                    parts[key] = (before[key], True)
+                elif ident in self._parts or self._admit():
+                    parts[key] = (deep_copy(value), False)
+        with self._lock:
+            self._parts.pop(ident, None)
+            if parts:
+                self._parts[ident] = (compiled, parts)
+                while len(self._parts) > self.LIMIT:
+                    del self._parts[next(iter(self._parts))]
+
+    def _admit(self) -> bool:
+        """Whether a new object may be recorded: always below the limit; past it, one in 16 (evicting the oldest),
+        so that status writes round-robin over more objects than the limit do not each pay for a copy."""
+        if len(self._parts) < self.LIMIT:
+            return True
+        self._refused += 1
+        return self._refused % 16 == 0
+
+
+def _part(key: str, value: Any) -> bool:
+    return key not in ("status", "metadata") and type(value) in (dict, list)
 
 
 def _in_status(cause: Cause) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import random
 import select
 import ssl
 import statistics
@@ -68,6 +69,35 @@ def _resource(verb: str, resource: str, namespace: str = "", group: str = "") ->
 def test_requests_are_classified_by_kubes_default_flow_schemas(user, info, schema, level):
     got = classify(user, info)
     assert (got.name, got.priority_level) == (schema, level)
+
+
+def test_remembered_decisions_are_the_decisions_every_request_would_get():
+    """``classify`` remembers its decisions by what a decision reads; every combination of users and requests, asked
+    twice in a shuffled order, gets what matching it against the schemas anew gets."""
+    users = [ANONYMOUS, UserInfo("kubernetes-admin", groups=(MASTERS, AUTHENTICATED)),
+             UserInfo("alice", groups=(AUTHENTICATED,)), UserInfo("alice", groups=(AUTHENTICATED, MASTERS)),
+             UserInfo("system:serviceaccount:kube-system:cloud-controller", groups=(SERVICE_ACCOUNTS, AUTHENTICATED)),
+             UserInfo("system:serviceaccount:kubeflow:mxjob-controller", groups=(SERVICE_ACCOUNTS, AUTHENTICATED)),
+             UserInfo("system:node:n1", groups=("system:nodes", AUTHENTICATED)),
+             UserInfo("system:kube-controller-manager", groups=(AUTHENTICATED,))]
+    infos = [RequestInfo(verb="get", path="/readyz"), RequestInfo(verb="get", path="/metrics"),
+             RequestInfo(verb="get", path="/livez"), _resource("list", "pods"), _resource("create", "pods", "default"),
+             _resource("update", "leases", "kubeflow", "coordination.k8s.io"),
+             _resource("update", "leases", "kube-system", "coordination.k8s.io"),
+             _resource("get", "configmaps", "kube-system"), _resource("update", "configmaps", "kubeflow"),
+             _resource("patch", "nodes"), _resource("list", "namespaces"),
+             RequestInfo(verb="patch", resource_request=True, resource="pods", subresource="status",
+                         namespace="default")]
+    pairs = [(u, i) for u in users for i in infos] * 2
+    random.Random(48).shuffle(pairs)
+    decided = {}
+    for user, info in pairs:
+        fresh = classify(user, info, tuple(list(FLOW_SCHEMAS)))   # another tuple: never remembered
+        got = classify(user, info)
+        assert got is fresh or got == fresh
+        decided.setdefault((user, repr(info)), set()).add(got.name)
+    assert all(len(names) == 1 for names in decided.values())
+    assert len({name for names in decided.values() for name in names}) >= 6
 
 
 def test_each_level_gets_its_share_of_the_servers_seats_as_kube_computes_them():
