@@ -65,7 +65,7 @@ class Strategy:
             status = new.get("status")
             managed = (new.get("metadata") or {}).get("managedFields")
             new.clear()
-            new.update(_old_with(old, status, managed))
+            new.update(_old_with(old, status, managed, share=ctx.rt.is_custom))
             return
         meta, old_meta = new.setdefault("metadata", {}), old.get("metadata", {})
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
@@ -122,11 +122,15 @@ class Strategy:
         return None
 
 
-def _old_with(old: dict, status: Any, managed: Any) -> dict:
+def _old_with(old: dict, status: Any, managed: Any, share: bool = False) -> dict:
     """A copy of ``old`` whose status is ``status`` and whose managed fields are ``managed`` (each left out when
     None), keys in ``old``'s order: a status write keeps everything else as stored. The two parts it replaces are
     not copied first: on a status write they are most of a job (its conditions, replica statuses and every
-    manager's FieldsV1 document)."""
+    manager's FieldsV1 document).
+
+    ``share``: the parts other than metadata and status are ``old``'s own, not copies (a custom resource: nothing
+    after its status strategy writes into them, and a stored object is never changed, so two stored versions
+    may hold the same spec)."""
     out: dict = {}
     for key, value in old.items():
         if key == "status":
@@ -143,7 +147,7 @@ def _old_with(old: dict, status: Any, managed: Any) -> dict:
                 meta["managedFields"] = managed
             out[key] = meta
         else:
-            out[key] = deep_copy(value)
+            out[key] = value if share else deep_copy(value)
     if status is not None and "status" not in out:
         out["status"] = status
     return out

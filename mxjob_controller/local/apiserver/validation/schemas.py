@@ -84,22 +84,30 @@ class SchemaValidation:
         stored): the parts other than status and metadata that equal what a walk already left unchanged and
         without unknown fields (the controllers' status writes carry the job's spec unchanged) are not walked
         again; the rest is walked as a whole object's would be. Custom resources only: a built-in kind's write
-        is canonicalized before the schema sees it."""
-        ident = _identity(rt, obj) if rt.is_custom else None
+        is canonicalized before the schema sees it.
+
+        The parts other than status and metadata may be the stored object's own (a status merge patch shares them:
+        ``verbs/write._patch_target``): what is walked of them (which may prune and default) is copied first."""
+        if not rt.is_custom:
+            return _apply(compiled, rt, obj, ctx)
+        ident = _identity(rt, obj)
         if ident is None:
+            _own_parts(obj, ())
             return _apply(compiled, rt, obj, ctx)
         skip = self._unchanged.known(ident, compiled, obj)
         if not skip:
             before = self._unchanged.candidates(ident, compiled, obj)
+            _own_parts(obj, ())
             result = _apply(compiled, rt, obj, ctx)
             self._unchanged.observe(ident, compiled, obj, before, result.unknown)
             return result
+        _own_parts(obj, skip)
         view = {k: v for k, v in obj.items() if k not in skip}
         result = _apply(compiled, rt, view, ctx)
         if result.unknown:
             # Unknown fields may make the answer show the whole object (fieldValidation=Strict): the skipped parts
             # are walked too, so it is the object a whole walk leaves (2.0 written as 2, as everywhere else).
-            rest = {k: obj[k] for k in skip}
+            rest = {k: deep_copy(obj[k]) for k in skip}
             _apply(compiled, rt, rest, ctx)
             skipped = {k: rest[k] for k in skip}
         else:
@@ -138,6 +146,14 @@ def _identity(rt: ResourceType, obj: dict) -> tuple[ResourceType, str, str] | No
         return None
     namespace, name = meta.get("namespace") or "", meta.get("name")
     return (rt, namespace, name) if isinstance(name, str) and isinstance(namespace, str) else None
+
+
+def _own_parts(obj: dict, skip: frozenset[str] | tuple[()]) -> None:
+    """Replace ``obj``'s parts other than status and metadata (but ``skip``) with copies, before a walk that may
+    write into them."""
+    for key, value in obj.items():
+        if key not in skip and _part(key, value):
+            obj[key] = deep_copy(value)
 
 
 def _merge_view(obj: dict, view: dict, skipped: dict) -> None:

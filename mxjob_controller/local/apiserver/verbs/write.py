@@ -158,7 +158,8 @@ class WriteVerbs(VerbsBase):
         for _attempt in range(WRITE_ATTEMPTS):
             current = self._get_entry(req)
             old = self._served(req.rt, [current])[0].obj  # the patch applies to the object as served
-            patched = patcher(req.rt, _patch_target(old, patcher), patch)
+            patched = patcher(req.rt, _patch_target(old, patcher, req.subresource == "status" and req.rt.is_custom),
+                              patch)
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch does not produce an object")
             meta = patched.get("metadata")
@@ -319,11 +320,15 @@ class WriteVerbs(VerbsBase):
         return resp
 
 
-def _patch_target(old: dict, patcher: Patcher) -> dict:
+def _patch_target(old: dict, patcher: Patcher, status_write: bool = False) -> dict:
     """What ``patcher`` is given: a private copy of ``old``, except that a merge patch (which builds its result
     without changing its target) shares ``old``'s ``metadata.managedFields``: the field manager takes them out of
     the patched object and writes new ones before anything writes into it (the schema check before it finds
-    nothing to change in stored ones), and a job's FieldsV1 documents are much of what a status patch would copy."""
+    nothing to change in stored ones), and a job's FieldsV1 documents are much of what a status patch would copy.
+
+    ``status_write``: a merge patch of a custom resource's status, which shares ``old``'s parts other than
+    metadata and status too (a job's spec, its pod templates): the status strategy replaces them with the stored
+    ones, and before it nothing writes into them (the schema check copies what it walks: ``validation/schemas``)."""
     meta = old.get("metadata")
     if patcher is not merge_patch or not isinstance(meta, dict) or "managedFields" not in meta:
         return deep_copy(old)
@@ -331,6 +336,8 @@ def _patch_target(old: dict, patcher: Patcher) -> dict:
     for key, value in old.items():
         if key == "metadata":
             out[key] = {k: v if k == "managedFields" else deep_copy(v) for k, v in meta.items()}
+        elif status_write and key != "status":
+            out[key] = value
         else:
             out[key] = deep_copy(value)
     return out
