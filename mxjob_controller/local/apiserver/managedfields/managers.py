@@ -16,6 +16,7 @@ This is structured-merge-diff's ``Updater`` with the layers kube-apiserver wraps
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -182,8 +183,14 @@ def decode(raw: Any, lazy: bool = False) -> Managers:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
+def _parsed_time(value: str) -> float:
+    """Entries are ordered by their times on every write; an entry's time is read again by each later write."""
+    return parse_time(value) or 0.0
+
+
 def _time_order(entry: Entry) -> float:
-    return parse_time(entry.time) or 0.0
+    return _parsed_time(entry.time) if type(entry.time) is str else parse_time(entry.time) or 0.0
 
 
 def encode(managers: Managers) -> list[dict] | None:
