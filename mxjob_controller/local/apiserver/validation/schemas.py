@@ -96,10 +96,10 @@ class SchemaValidation:
             return _apply(compiled, rt, obj, ctx)
         skip = self._unchanged.known(ident, compiled, obj)
         if not skip:
-            before = self._unchanged.candidates(ident, compiled, obj)
+            given = {k: v for k, v in obj.items() if _part(k, v)}
             _own_parts(obj, ())
             result = _apply(compiled, rt, obj, ctx)
-            self._unchanged.observe(ident, compiled, obj, before, result.unknown)
+            self._unchanged.observe(ident, compiled, obj, given, result.unknown)
             return result
         _own_parts(obj, skip)
         view = {k: v for k, v in obj.items() if k not in skip}
@@ -177,20 +177,19 @@ class UnchangedParts:
     write's walk was seen to leave as they were, without unknown fields: an equal part walks the same way again
     (the walk of a subtree depends on nothing else with rules off, as on a status write), so it need not be walked.
 
-    A part is trusted once a walk of a value equal to a recorded copy changed nothing (compared with ``==``) and
-    found no unknown field in it; the first write after a part changes records it, the next verifies it, later
-    ones skip it. Value-based (the copies are private), so no write elsewhere can make an entry wrong; keyed by
-    the compiled schema too (a CRD change compiles a new one). Bounded (:attr:`LIMIT` objects, the oldest
-    forgotten first), at about a copy of each one's spec.
+    A write's parts are walked as copies (:func:`_own_parts`); a part the walk left equal to the value given
+    (compared with ``==``), finding no unknown field anywhere, is trusted from then on. The value kept is the one
+    the write was given, which nothing changes afterwards: a status merge patch's is the stored object's own (it is
+    never changed), any other write's is its own and dropped by the status strategy. Keyed by the compiled schema
+    too (a CRD change compiles a new one). Bounded: the oldest of :attr:`LIMIT` objects is forgotten first (kept
+    values are mostly shared with stored objects; a deleted object's are kept until then).
     """
 
     LIMIT = 1024
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # (rt, namespace, name) -> (compiled, {key: (recorded value, trusted)})
-        self._parts: dict[tuple, tuple[CompiledSchema, dict[str, tuple[Any, bool]]]] = {}
-        self._refused = 0
+        self._parts: dict[tuple, tuple[CompiledSchema, dict[str, Any]]] = {}   # (rt, namespace, name) -> ...
 
     def known(self, ident: tuple, compiled: CompiledSchema, obj: dict) -> frozenset[str]:
         """The keys of ``obj`` whose values equal a trusted part."""
@@ -198,43 +197,19 @@ class UnchangedParts:
         if entry is None or entry[0] is not compiled:
             return frozenset()
         parts = entry[1]
-        return frozenset(k for k, v in obj.items() if k in parts and parts[k][1] and _part(k, v) and parts[k][0] == v)
+        return frozenset(k for k, v in obj.items() if k in parts and _part(k, v) and parts[k] == v)
 
-    def candidates(self, ident: tuple, compiled: CompiledSchema, obj: dict) -> dict[str, Any]:
-        """Before a whole walk: the parts that equal a recorded, not yet trusted value (the walk may verify them)."""
-        entry = self._parts.get(ident)
-        if entry is None or entry[0] is not compiled:
-            return {}
-        parts = entry[1]
-        return {k: parts[k][0] for k, v in obj.items() if k in parts and _part(k, v) and parts[k][0] == v}
-
-    def observe(self, ident: tuple, compiled: CompiledSchema, obj: dict, before: dict[str, Any],
+    def observe(self, ident: tuple, compiled: CompiledSchema, obj: dict, given: dict[str, Any],
                 unknown: list[str]) -> None:
-        """After a whole walk of ``obj``: trust the ``before`` candidates it left equal, record copies of the other
-        parts, to be verified by the next write; nothing when the walk found an unknown field anywhere."""
-        parts: dict[str, tuple[Any, bool]] = {}
-        if not unknown:
-            for key, value in obj.items():
-                if not _part(key, value):
-                    continue
-                if key in before and before[key] == value:
-                    parts[key] = (before[key], True)
-                elif ident in self._parts or self._admit():
-                    parts[key] = (deep_copy(value), False)
+        """After a whole walk of ``obj`` (whose parts were ``given`` before it): trust those the walk left equal;
+        none when it found an unknown field anywhere."""
+        parts = {} if unknown else {k: v for k, v in given.items() if k in obj and obj[k] == v}
         with self._lock:
             self._parts.pop(ident, None)
             if parts:
                 self._parts[ident] = (compiled, parts)
                 while len(self._parts) > self.LIMIT:
                     del self._parts[next(iter(self._parts))]
-
-    def _admit(self) -> bool:
-        """Whether a new object may be recorded: always below the limit; past it, one in 16 (evicting the oldest),
-        so that status writes round-robin over more objects than the limit do not each pay for a copy."""
-        if len(self._parts) < self.LIMIT:
-            return True
-        self._refused += 1
-        return self._refused % 16 == 0
 
 
 def _part(key: str, value: Any) -> bool:

@@ -27,7 +27,7 @@ def test_status_patches_share_the_stored_spec_and_leave_every_stored_version_as_
     def stored() -> None:
         versions.append(apiserver.store.get(KEY, OKEY))
 
-    for i in range(4):   # the first records the spec, the second trusts it, the others skip its walk
+    for i in range(4):   # the first's walk leaves the spec as it was (trusted then), the others skip it
         reply = _status(kube, {"status": {"phase": f"p{i}", "done": i}})
         assert reply.status == 200, reply.body
         assert reply.body["status"] == {"phase": f"p{i}", "done": i} and reply.body["spec"] == {"size": 3}
