@@ -9,9 +9,20 @@ _UINT64 = (1 << 64) - 1
 _INT64_MAX = (1 << 63) - 1
 
 
+_last_second: tuple[int, str] = (-1, "")
+
+
 def now_rfc3339() -> str:
-    """The current time as metav1.Time serialises it (second precision, ``Z``)."""
-    return rfc3339(time.time())
+    """The current time as metav1.Time serialises it (second precision, ``Z``): formatted once per second (the
+    API server stamps every write with it, more than once)."""
+    global _last_second
+    second = int(time.time())
+    last = _last_second
+    if last[0] == second:
+        return last[1]
+    text = rfc3339(second)
+    _last_second = (second, text)
+    return text
 
 
 def rfc3339(ts: float) -> str:

@@ -66,37 +66,31 @@ class AuditRecord:
                 "annotations": self.annotations}
 
 
-def _selectors(verb: str, query: dict[str, str]) -> dict[str, str]:
-    if verb not in _VERBS_WITH_SELECTORS:
-        return {}
-    return {"label_selector": query.get("labelSelector", ""), "field_selector": query.get("fieldSelector", "")}
-
-
 class AuditLog:
     def __init__(self, capacity: int = DEFAULT_CAPACITY, path: str | Path | None = None) -> None:
         self._lock = threading.Lock()
-        self._records: deque[AuditRecord] = deque(maxlen=capacity)
+        self._records: deque[tuple] = deque(maxlen=capacity)  # AuditRecord fields, in order
         self.path = Path(path) if path else None
         self._file: IO[str] | None = None  # opened on the first record, closed by close()
 
     def observe(self, ex: Exchange, elapsed: float) -> None:
-        """An ``APIHTTPServer`` observer: record one finished exchange."""
+        """An ``APIHTTPServer`` observer: record one finished exchange. Kept as a tuple of the record's fields, in
+        their order, and made an :class:`AuditRecord` when asked for (a frozen record of 18 fields costs every
+        request a few microseconds to build, and most are never read)."""
         info = ex.info
         user, impersonated = (ex.impersonator, ex.user) if ex.impersonator is not None else (ex.user, None)
-        record = AuditRecord(time=time.time() - elapsed, method=info.method, path=info.path, verb=info.verb,
-                             group=info.group, version=info.version, resource=info.resource,
-                             subresource=info.subresource, namespace=info.namespace, name=info.name,
-                             user_agent=info.user_agent, code=ex.code, elapsed=elapsed,
-                             user=getattr(user, "name", "") or "",
-                             impersonated_user=getattr(impersonated, "name", "") or "",
-                             annotations=dict(ex.audit_annotations),
-                             **_selectors(info.verb, ex.query))
+        selectors = info.verb in _VERBS_WITH_SELECTORS
+        values = (time.time() - elapsed, info.method, info.path, info.verb, info.group, info.version, info.resource,
+                  info.subresource, info.namespace, info.name, info.user_agent, ex.code, elapsed,
+                  ex.query.get("labelSelector", "") if selectors else "",
+                  ex.query.get("fieldSelector", "") if selectors else "",
+                  getattr(user, "name", "") or "", getattr(impersonated, "name", "") or "", dict(ex.audit_annotations))
         with self._lock:
-            self._records.append(record)
+            self._records.append(values)
             if self.path is not None:
                 if self._file is None:
                     self._file = _open_private(self.path)
-                self._file.write(json.dumps(record.to_json(), separators=(",", ":")) + "\n")
+                self._file.write(json.dumps(AuditRecord(*values).to_json(), separators=(",", ":")) + "\n")
                 self._file.flush()
 
     def records(self, *, verb: str | None = None, resource: str | None = None, subresource: str | None = None,
@@ -106,7 +100,8 @@ class AuditLog:
         """Records, oldest first, matching every filter given (``user_agent`` is a prefix; ``since`` a time)."""
         with self._lock:
             snapshot = list(self._records)
-        return [r for r in snapshot
+        records = (AuditRecord(*values) for values in snapshot)
+        return [r for r in records
                 if (verb is None or r.verb == verb) and (resource is None or r.resource == resource)
                 and (subresource is None or r.subresource == subresource)
                 and (namespace is None or r.namespace == namespace) and (name is None or r.name == name)

@@ -88,6 +88,7 @@ IDLE_TIMEOUT = 90.0  # kube-apiserver's http.Server{IdleTimeout}
 LINGER_SECONDS = 0.5  # after a refusal, how long the rest of the request is drained (Go's rstAvoidanceDelay)
 _LINGER_BYTES = 4 << 20  # ... and how much of it
 _SEPARATE_BODY_BYTES = 64 * 1024  # a body this large is sent after the headers, not copied into one buffer with them
+_PHRASES = {status.value: status.phrase for status in HTTPStatus}  # a status line's words (no enum call per answer)
 # RFC 9110 token characters: a method is one or more of them.
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
@@ -504,11 +505,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         """Send the status line and headers, and ``body`` and ``tail`` with them: one send (one syscall) per
         response; a large body is sent after them instead, not copied behind them (a list of large objects is tens
         of megabytes), nor copied to have ``tail`` (a JSON body's final newline) after it."""
-        try:
-            phrase = HTTPStatus(code).phrase
-        except ValueError:
-            phrase = ""
-        lines = [f"HTTP/1.1 {code} {phrase}", f"Content-Type: {ctype}"]
+        lines = [f"HTTP/1.1 {code} {_PHRASES.get(code, '')}", f"Content-Type: {ctype}"]
         if "Cache-Control" not in headers:   # kube's WithCacheControl: a default the handler may replace
             lines.append("Cache-Control: no-cache, private")
         lines.append(f"Audit-Id: {uuid.uuid4()}")
