@@ -6,6 +6,7 @@ grace and propagation are in ``deletion.py``)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.local.apiserver import errors
@@ -158,8 +159,7 @@ class WriteVerbs(VerbsBase):
         for _attempt in range(WRITE_ATTEMPTS):
             current = self._get_entry(req)
             old = self._served(req.rt, [current])[0].obj  # the patch applies to the object as served
-            patched = patcher(req.rt, _patch_target(old, patcher, req.subresource == "status" and req.rt.is_custom),
-                              patch)
+            patched = _patched(req.rt, old, patcher, patch, req.subresource == "status" and req.rt.is_custom)
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch does not produce an object")
             meta = patched.get("metadata")
@@ -320,24 +320,45 @@ class WriteVerbs(VerbsBase):
         return resp
 
 
-def _patch_target(old: dict, patcher: Patcher, status_write: bool = False) -> dict:
-    """What ``patcher`` is given: a private copy of ``old``, except that a merge patch (which builds its result
-    without changing its target) shares ``old``'s ``metadata.managedFields``: the field manager takes them out of
-    the patched object and writes new ones before anything writes into it (the schema check before it finds
-    nothing to change in stored ones), and a job's FieldsV1 documents are much of what a status patch would copy.
+def _patched(rt: ResourceType, old: dict, patcher: Patcher, patch: Any, status_write: bool) -> Any:
+    """``patcher``'s result for ``old`` (the stored object as served), the caller's to change: a copy of ``old``
+    patched, except that a merge patch (which builds its result without changing its target, sharing what it does
+    not change) is applied to ``old`` itself and then copies what its result holds of ``old`` (:func:`_own`), so
+    that what the patch replaces (a status's conditions, most of a status write) is never copied. It shares
+    ``old``'s ``metadata.managedFields``: the field manager takes them out of the patched object and writes new
+    ones before anything writes into it (the schema check before it finds nothing to change in stored ones), and a
+    job's FieldsV1 documents are much of what a status patch would copy.
 
     ``status_write``: a merge patch of a custom resource's status, which shares ``old``'s parts other than
     metadata and status too (a job's spec, its pod templates): the status strategy replaces them with the stored
     ones, and before it nothing writes into them (the schema check copies what it walks: ``validation/schemas``)."""
     meta = old.get("metadata")
     if patcher is not merge_patch or not isinstance(meta, dict) or "managedFields" not in meta:
-        return deep_copy(old)
-    out: dict = {}
-    for key, value in old.items():
-        if key == "metadata":
-            out[key] = {k: v if k == "managedFields" else deep_copy(v) for k, v in meta.items()}
-        elif status_write and key != "status":
-            out[key] = value
-        else:
-            out[key] = deep_copy(value)
-    return out
+        return patcher(rt, deep_copy(old), patch)
+    patched = patcher(rt, old, patch)
+    if not isinstance(patched, dict):
+        return patched
+    for key, value in patched.items():
+        prior = old.get(key, _ABSENT)
+        if key == "metadata" and type(value) is dict and type(prior) is dict:
+            owned = patched[key] = dict(value) if value is prior else value
+            for k, v in owned.items():
+                if k != "managedFields":
+                    owned[k] = _own(v, prior.get(k, _ABSENT))
+        elif not (status_write and key != "status"):
+            patched[key] = _own(value, prior)
+    return patched
+
+
+_ABSENT = object()
+
+
+def _own(value: Any, prior: Any) -> Any:
+    """``value`` (a merge patch's result for ``prior``) with every part it shares with ``prior`` copied: the dicts
+    the merge built are new, what it took from the patch is the request's own."""
+    if value is prior:
+        return deep_copy(value)
+    if type(value) is dict and type(prior) is dict:
+        for key, child in value.items():
+            value[key] = _own(child, prior.get(key, _ABSENT))
+    return value
