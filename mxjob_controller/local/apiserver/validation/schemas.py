@@ -87,7 +87,7 @@ class SchemaValidation:
         is canonicalized before the schema sees it.
 
         The parts other than status and metadata may be the stored object's own (a status merge patch shares them:
-        ``verbs/write._patch_target``): what is walked of them (which may prune and default) is copied first."""
+        ``verbs/write._patched``): what is walked of them (which may prune and default) is copied first."""
         if not rt.is_custom:
             return _apply(compiled, rt, obj, ctx)
         ident = _identity(rt, obj)

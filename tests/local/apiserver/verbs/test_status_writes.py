@@ -1,7 +1,7 @@
 """A custom resource's status writes share the stored spec between versions, and never change a stored one.
 
 A status merge patch of a custom resource neither copies the stored object's parts other than metadata and status
-into its patch target nor into the object it stores (``verbs/write._patch_target``, ``strategy._old_with``): the
+into its patch target nor into the object it stores (``verbs/write._patched``, ``strategy._old_with``): the
 status strategy keeps them as stored, and a stored object is never changed. These tests hold both: the versions
 share their spec, and every version a status write left is, at the end, the bytes it was stored as.
 """
