@@ -429,6 +429,12 @@ def launch(spec: dict[str, Any], stdout: Any, launcher: Launcher | None = None) 
                 proc = launcher.launch(spec_r, status_w, stdout.fileno())
             except LauncherGoneError as e:
                 log.warning("%s: starting the container with an interpreter of its own", e.strerror)
+                # Pipes of its own: a launcher that answers late may still fork a relay holding these (it reads
+                # an empty spec and exits), never the spec meant for the interpreter.
+                for fd in (spec_r, spec_w, status_r, status_w):
+                    os.close(fd)
+                spec_r, spec_w = os.pipe()
+                status_r, status_w = os.pipe()
         if proc is None:
             proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", INIT_BOOTSTRAP, str(spec_r)], env={},
                                     stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
