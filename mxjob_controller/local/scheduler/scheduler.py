@@ -391,7 +391,7 @@ class LocalScheduler:
                 self.queue.unschedulable(key)
             else:
                 self.queue.error(key)
-        if bound:   # the groups' counts changed: their phases follow in this pass, not the next
+        if bound and groups:   # the groups' counts changed: their phases follow in this pass, not the next
             used, waiting, counts = self._survey(self._pods.store.list())
             groups = self._groups(counts)
         for group in groups.values():
