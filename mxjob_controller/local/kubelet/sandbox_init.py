@@ -454,6 +454,15 @@ def _launched(parent, fds, closing):
     os._exit(127)
 
 
+def _tell(sock, text):
+    """Send the kubelet a message; if it is gone (its end closed while a child ended), so is the launcher: quietly,
+    its children die with it."""
+    try:
+        sock.send(text.encode())
+    except OSError:
+        os._exit(0)
+
+
 def serve(control_fd, kubelet_pid):
     """The launcher (``sandbox.py``'s ``Launcher``): one process, started once, that forks each container's relay
     instead of a new interpreter per container (an interpreter's start was most of a sandboxed start's CPU). It dies
@@ -491,10 +500,13 @@ def serve(control_fd, kubelet_pid):
                     break
                 if pid == 0:
                     break
-                sock.send(f"exit {pid} {status}".encode())
+                _tell(sock, f"exit {pid} {status}")
         if sock in readable:
-            message, ancillary, _flags, _address = sock.recvmsg(256, room)
-            if not message:
+            try:
+                message, ancillary, _flags, _address = sock.recvmsg(256, room)
+            except OSError:
+                message, ancillary = b"", []
+            if not message:   # the kubelet is gone: so is the launcher, and its children with it
                 os._exit(0)
             fds = []
             for level, kind, data in ancillary:
@@ -508,14 +520,14 @@ def serve(control_fd, kubelet_pid):
             try:
                 pid = os.fork()
             except OSError as e:
-                sock.send(f"fail {request[1]} {e.errno}".encode())
+                _tell(sock, f"fail {request[1]} {e.errno}")
                 pid = None
             if pid == 0:
                 _launched(me, fds, (sock.fileno(), wake_r, wake_w))
             for fd in fds:
                 os.close(fd)
             if pid is not None:
-                sock.send(f"pid {request[1]} {pid}".encode())
+                _tell(sock, f"pid {request[1]} {pid}")
 
 
 def main(args):
