@@ -26,7 +26,9 @@ The definitions the table uses:
   replicas, plus one per worker of an ``ExitCode``-137 job, which is deleted and recreated once), plus pods of the
   same job uid, type and index alive at the same time (watch); duplicate Services likewise (one per replica); for a
   job the harness deletes, only creates before the delete count (one racing the delete is a late create or none);
-- late creates: pod or Service creates more than 2 s after the harness deleted the job;
+- late creates: pod or Service creates more than 2 s after the harness deleted a small job; for the large job
+  deleted while its children are being created, its last create at most 1 s after the delete (issue 48: the
+  creates waiting in the controller's client for a token or a retry are cancelled);
 - lost: a job not at its expected end state by the deadline; wrong: a job at another end state;
 - stray children: after the settle time, a pod or Service left in the namespace of a job that is gone, or of a
   finished job whose cleanPodPolicy removes it (All: everything; Running: pods still Running/Pending), or owned by
@@ -112,6 +114,7 @@ TERMINAL_EVENT = {"Succeeded": "MXJobSucceeded", "Failed": "MXJobFailed"}
 # The condition types turning True that the controller counts, and the counter family of each.
 COUNTED_CONDITIONS = {"Created": "created", "Succeeded": "successful", "Failed": "failed", "Restarting": "restarted"}
 LATE_CREATE_GRACE = 2.0       # seconds after a job's deletion its creates must have stopped
+LARGE_DELETE_GRACE = 1.0      # the same for the large job deleted mid-creation (issue 48; 2.0 s before, at 2 s)
 TAKEOVER_TARGET = 20.0        # lease 15 s + a candidate's retry (2 s x [1, 2.2)) + margin
 # Issue 16 asks for a first status within 5 s beside a large job on a healthy API
 # (tests/core/reconciler/test_fairness.py: 0.4 s). Here 15% of the controller's requests fail, watches break every
@@ -1050,6 +1053,8 @@ class Chaos:
         # duplicates and late creates
         dup_pods, dup_svcs, late = [], [], []
         large_delete_lag: float | None = None
+        large_delete_counts = (0, 0)   # its children created before the delete, and after it
+        small_delete_lag = 0.0
         for job in jobs:
             if not job.uid:
                 continue
@@ -1071,9 +1076,12 @@ class Chaos:
                 after = [t - job.acted for t in pods + svcs if t > job.acted]
                 if job.fate == "large-delete":
                     large_delete_lag = max(after, default=0.0)
-                elif any(a > LATE_CREATE_GRACE for a in after):
-                    late.append(f"{job.namespace}/{job.name}: {sum(a > LATE_CREATE_GRACE for a in after)} creates, "
-                                f"the last {max(after):.1f} s after the delete")
+                    large_delete_counts = (len(pods_before) + len(svcs_before), len(after))
+                else:
+                    small_delete_lag = max([small_delete_lag, *after])
+                    if any(a > LATE_CREATE_GRACE for a in after):
+                        late.append(f"{job.namespace}/{job.name}: {sum(a > LATE_CREATE_GRACE for a in after)} "
+                                    f"creates, the last {max(after):.1f} s after the delete")
         overlapping = obs.overlapping_pods()
         details["duplicate pods"] = dup_pods + overlapping
         details["duplicate services"] = dup_svcs
@@ -1082,13 +1090,15 @@ class Chaos:
                         f"{sum(1 for _ in dup_pods)} jobs, {len(overlapping)} overlapping", "0", not dup_pods
                         and not overlapping))
         rows.append(Row("duplicate Services", str(len(dup_svcs)), "0", not dup_svcs))
-        rows.append(Row(f"small jobs creating > {LATE_CREATE_GRACE:.0f} s after their deletion", str(len(late)), "0",
+        rows.append(Row(f"small jobs creating > {LATE_CREATE_GRACE:.0f} s after their deletion",
+                        f"{len(late)} (last create {small_delete_lag:.1f} s after)", "0",
                         not late))
         if opts.large_delete:
-            value = "n/a" if large_delete_lag is None else f"{large_delete_lag:.1f} s"
+            value = "n/a" if large_delete_lag is None else \
+                f"{large_delete_lag:.1f} s ({large_delete_counts[1]} creates after, {large_delete_counts[0]} before)"
             rows.append(Row(f"large job ({max(2, opts.large // 2)} replicas) deleted: last create after the delete",
-                            value, f"<= {LATE_CREATE_GRACE:.0f} s",
-                            large_delete_lag is not None and large_delete_lag <= LATE_CREATE_GRACE))
+                            value, f"<= {LARGE_DELETE_GRACE:.0f} s",
+                            large_delete_lag is not None and large_delete_lag <= LARGE_DELETE_GRACE))
 
         # end states
         lost, wrong = [], []

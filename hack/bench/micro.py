@@ -3,6 +3,7 @@
 - validation   a pod validated by the compiled schema (once per kind) vs kubernetes-validate's validate()
 - pod_write    server CPU per pod create, the embedded API server in its own process
 - status_patch server CPU per MXJob status merge patch (``PATCH .../mxjobs/NAME/status``), as the controller sends it
+- paged_list   server CPU of a list read 500 at a time (as client-go's pager and kubectl read one) vs one list
 - strategic_patch  server CPU per strategic merge patch of a 1,000 / 2,000 / 5,000-entry env list (issue 33)
 - slow_start   creating a 1/2/64 job's children in parallel slow-start batches vs one write at a time (20 ms latency)
 - cache_memory memory per cached pod: plain dicts without managedFields vs the official client's V1Pod models
@@ -374,7 +375,52 @@ def bench_import(full: bool) -> Outcome:
                    ratios={"time": theirs_t / ours_t, "memory": theirs_rss / ours_rss})
 
 
+PAGED_LIST_OBJECTS, PAGED_LIST_OBJECTS_FULL, PAGED_LIST_PAGE, PAGED_LIST_ROUNDS = 10_000, 30_000, 500, 5
+
+
+def bench_paged_list(full: bool) -> Outcome:
+    """A list read in pages (``limit`` 500 and ``continue``, as client-go's pager and kubectl read a list) costs
+    the server what one unpaginated list costs, as etcd's range reads do: each page is cut from its first page's
+    snapshot (``verbs/paging.py``), where rebuilding and sorting the snapshot for every page made it quadratic in
+    the list's length (20 times one list's server CPU at 10,000 objects). Server CPU of each, over interleaved
+    rounds; the best round of each is the figure."""
+    from hack.bench.common import run_threads
+    from mxjob_controller.runtime.client import CONFIGMAPS, Client, ClientConfig
+
+    count = PAGED_LIST_OBJECTS_FULL if full else PAGED_LIST_OBJECTS
+    with local_server() as (proc, url):
+        client = Client(ClientConfig(host=url, qps=-1), component="bench-paged-list")
+        try:
+            run_threads("bench-seed", count, lambda i: client.create(CONFIGMAPS, {
+                "metadata": {"name": f"cm-{i:06d}", "labels": {"shard": str(i % 7)}}, "data": {"k": "v" * 64}},
+                "default"), 8)
+            one, paged = [], []
+            for _ in range(PAGED_LIST_ROUNDS):
+                before = cpu_seconds(proc.pid)
+                whole = client.list(CONFIGMAPS, "default")
+                one.append(cpu_seconds(proc.pid) - before)
+                before = cpu_seconds(proc.pid)
+                pages = client.list_all(CONFIGMAPS, "default", page_size=PAGED_LIST_PAGE)
+                paged.append(cpu_seconds(proc.pid) - before)
+                if len(pages["items"]) != len(whole["items"]) or len(whole["items"]) < count:
+                    raise RuntimeError(f"the paged list has {len(pages['items'])} items, the list "
+                                       f"{len(whole['items'])}")
+        finally:
+            client.close()
+    ratio = min(paged) / min(one)
+    pages_of = -(-count // PAGED_LIST_PAGE)
+    return Outcome([(f"{count} ConfigMaps: one list, server CPU (best of {PAGED_LIST_ROUNDS}; all)",
+                     f"{min(one):.2f} s  ({', '.join(f'{x:.2f}' for x in one)})"),
+                    (f"the same in {pages_of} pages of {PAGED_LIST_PAGE}", f"{min(paged):.2f} s  "
+                     f"({', '.join(f'{x:.2f}' for x in paged)})"),
+                    ("paged / one list", f"{ratio:.2f}")],
+                   inputs={"objects": count, "page": PAGED_LIST_PAGE, "rounds": PAGED_LIST_ROUNDS},
+                   figures={"one_list_cpu_s": one, "paged_cpu_s": paged}, ratios={"paged_vs_one": ratio},
+                   targets={"a list read in pages <= 1.5x one list's server CPU": ratio <= 1.5})
+
+
 MICRO = {"validation": bench_validation, "pod_write": bench_pod_write, "status_patch": bench_status_patch,
+         "paged_list": bench_paged_list,
          "strategic_patch": bench_strategic_patch,
          "slow_start": bench_slow_start,
          "cache_memory": bench_cache_memory, "import": bench_import}

@@ -25,8 +25,10 @@ One pass, from the informer cache:
 All of it within one :class:`~mxjob_controller.core.child_writes.Slice` of writes (its first batch's worth always
 goes, so a small job is created in one pass however slow the API is): what the slice leaves is counted in
 ``deferred`` (the caller comes back for it), and a cancelled slice (the job was deleted) stops at once, down to
-the writes already queued, which check before they go. A slow start begins at the number of children of that kind
-that already exist (at most a batch), so a job created over many slices does not climb from 1 again each time.
+the writes already queued, which check before they go, and those already waiting in the client for a token or a
+retry, which the slice's cancel event stops before they are sent (core/cancellation.py). A slow start begins at
+the number of children of that kind that already exist (at most a batch), so a job created over many slices does
+not climb from 1 again each time.
 
 A name held by an object the job does not control is reported in the result (``blocked``), not retried here.
 Creations can be held back (``create=False``: a gang scheduler has not admitted the job yet); adoption and
@@ -214,12 +216,14 @@ class ChildSync:
             outcome = budget.run(upkeep, self.pool, self.write_timeout, initial_batch=within.max_batch)
             error = outcome.error
         blocked: list[tuple[str, str]] = []
-        lanes = [self._creations(ctx, kind, children, within.cancelled)
+        lanes = [self._creations(ctx, kind, children, within)
                  for kind, children in ((SERVICE, svc_children), (POD, pod_children))] \
             if create and error is None else []
         if any(lanes):
             outcome = budget.run_lanes(lanes, self.pool, self.write_timeout,
                                        initial_batches=[len(services), len(pods)], lags=[0, 1])
+            if any(created is Created.CANCELLED for _, _, created in outcome.results):
+                budget.cancelled = True   # stopped in the client: nothing left for a later pass either
             for kind in (SERVICE, POD):
                 done = [(name, created) for k, name, created in outcome.results if k is kind]
                 blocked += [(kind.kind, name) for name, created in done if created is Created.BLOCKED]
@@ -259,19 +263,20 @@ class ChildSync:
                 for surplus in children.excess]
 
     def _creations(self, ctx: JobContext, kind: ChildKind, children: Children,
-                   cancelled: Callable[[], bool]) -> list[Callable[[], Any]]:
+                   within: Slice) -> list[Callable[[], Any]]:
         """One task per missing child; its body is built when the task runs (a slice leaves most of them)."""
-        return [functools.partial(self._create, ctx, kind, rtype, index, cancelled)
+        return [functools.partial(self._create, ctx, kind, rtype, index, within)
                 for rtype, replica_children in children.by_type.items() for index in replica_children.missing]
 
     def _create(self, ctx: JobContext, kind: ChildKind, rtype: str, index: int,
-                cancelled: Callable[[], bool]) -> tuple[ChildKind, str, Created | None]:
-        """Create one child, unless its job was deleted since the task was queued (then ``None``)."""
+                within: Slice) -> tuple[ChildKind, str, Created]:
+        """Create one child, unless its job was deleted since the task was queued, or is deleted while the create
+        waits in the client for its token or a retry (then :attr:`Created.CANCELLED`: ``within.cancel``)."""
         name = child_name(ctx.name, rtype, index)
-        if cancelled():
-            return kind, name, None
+        if within.cancelled():
+            return kind, name, Created.CANCELLED
         body = self._pod(ctx, rtype, index) if kind is POD else self._service(ctx, rtype, index)
-        return kind, name, self.control.create(ctx, kind, rtype, index, body)
+        return kind, name, self.control.create(ctx, kind, rtype, index, body, cancel=within.cancel)
 
     def _pod(self, ctx: JobContext, rtype: str, index: int) -> dict[str, Any]:
         template = self.framework.pod_template(ctx.spec, rtype, index)

@@ -71,6 +71,7 @@ from mxjob_controller.runtime.client import (
     SERVICES,
     AlreadyExists,
     ApiError,
+    Cancelled,
     Client,
     Conflict,
     NotFound,
@@ -255,7 +256,9 @@ class Slice:
     time: a small job is never split over passes, each of which waits its turn in the queue), in batches of at most
     ``max_batch``; ``cancelled`` is asked before every batch. The write and time bounds are there so that other
     work gets its turn: they end a run only while ``contended()`` says other work waits (a large job alone goes on
-    in one pass instead of yielding to no one)."""
+    in one pass instead of yielding to no one). ``cancel``, when given, is the event ``cancelled()`` answers from
+    (set the moment the work is no longer wanted): each create hands it to the client, whose waits it ends and
+    which sends nothing once it is set (core/cancellation.py)."""
 
     writes: int
     seconds: float
@@ -263,6 +266,7 @@ class Slice:
     cancelled: Callable[[], bool] = lambda: False
     floor: int = 0
     contended: Callable[[], bool] = lambda: True
+    cancel: threading.Event | None = None
 
 
 UNBOUNDED = Slice(writes=1 << 62, seconds=float("inf"), max_batch=1 << 62)
@@ -365,8 +369,9 @@ SERVICE = ChildKind(SERVICES, "Service")
 
 class Created(enum.Enum):
     CREATED = "created"
-    EXISTS = "exists"      # the name was already ours: done
-    BLOCKED = "blocked"    # the name is held by an object the job does not control
+    EXISTS = "exists"        # the name was already ours: done
+    BLOCKED = "blocked"      # the name is held by an object the job does not control
+    CANCELLED = "cancelled"  # the job was deleted or replaced first: nothing was sent
 
 
 class ChildVanishedError(RuntimeError):
@@ -385,15 +390,23 @@ class ChildControl:
         self.expectations = expectations
 
     def create(self, ctx: JobContext, kind: ChildKind, replica_type: str, index: int,
-               body: dict[str, Any]) -> Created:
+               body: dict[str, Any], cancel: threading.Event | None = None) -> Created:
+        """``cancel``: set when the job is deleted; a create still waiting in the client then sends nothing and is
+        :attr:`Created.CANCELLED`, its expectation lowered again (no event will come for it)."""
         key = kind.expectation_key(ctx.key, replica_type)
         name = body["metadata"]["name"]
         extra = ctx.extra(replica_type, index)
         self.expectations.raise_expectations(key, adds=1)
         try:
-            self.client.create(kind.resource, body, ctx.namespace)
+            self.client.create(kind.resource, body, ctx.namespace, cancel=cancel)
         except AlreadyExists:
             return self._exists(ctx, kind, key, body, extra)
+        except Cancelled:
+            self.expectations.lower_expectations(key, adds=1)
+            if cancel is None or not cancel.is_set():
+                raise   # the client was closed (the process stops): an error, as before
+            log.debug("not creating %s %s: its job was deleted", kind.noun, name, extra=extra)
+            return Created.CANCELLED
         except Exception as e:
             self.expectations.lower_expectations(key, adds=1)
             log.warning("creating %s %s failed: %s", kind.noun, name, e, extra=extra)

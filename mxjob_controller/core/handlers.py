@@ -209,13 +209,19 @@ class JobHandlers:
     yet goes to the front (``enqueue_first``), so a new job gets its first status promptly even while the queue is
     long with the work of others (a large job being created, a hundred jobs finishing). A resync of a job that is
     ``settled`` at its cached resourceVersion (a finished job with nothing left to do: core/finished_jobs.py) queues
-    nothing: one dict lookup is its whole cost."""
+    nothing: one dict lookup is its whole cost.
+
+    A job deleted, given a ``deletionTimestamp``, or replaced by another of its name (a new UID) has the child
+    writes of a pass under way cancelled at once (``cancel``: core/cancellation.py), before its key is queued: the
+    queue may be long, and the pass's creates waiting in the client would go out meanwhile."""
 
     def __init__(self, enqueue: Enqueue, enqueue_first: Enqueue | None = None,
-                 settled: Callable[[str, str], bool] | None = None) -> None:
+                 settled: Callable[[str, str], bool] | None = None,
+                 cancel: Callable[[str, str | None], object] | None = None) -> None:
         self.enqueue = enqueue
         self.enqueue_first = enqueue_first or enqueue
         self.settled = settled
+        self.cancel = cancel
 
     def on_add(self, obj: dict[str, Any]) -> None:
         new = not ((obj.get("status") or {}).get("conditions"))
@@ -223,13 +229,22 @@ class JobHandlers:
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         key = object_key(new)
-        if old is new and self.settled is not None and \
-                self.settled(key, (new.get("metadata") or {}).get("resourceVersion") or ""):
-            return   # a resync of a settled job
+        if old is new:
+            if self.settled is not None and self.settled(key, (new.get("metadata") or {}).get("resourceVersion") or ""):
+                return   # a resync of a settled job
+        elif self.cancel is not None:
+            before, after = old.get("metadata") or {}, new.get("metadata") or {}
+            if after.get("deletionTimestamp"):
+                self.cancel(key, after.get("uid"))
+            elif before.get("uid") != after.get("uid"):   # replaced, its deletion missed (a relist): the old one's
+                self.cancel(key, before.get("uid"))
         self.enqueue(key)
 
     def on_delete(self, obj: Any) -> None:
-        self.enqueue(deletion_key(obj))
+        key = deletion_key(obj)
+        if self.cancel is not None:
+            self.cancel(key, (last_known_state(obj).get("metadata") or {}).get("uid"))
+        self.enqueue(key)
 
 
 class JobOwner:

@@ -219,7 +219,8 @@ class JobController:
         # Inline: these handlers only queue keys and mark expectations, never block, so they run on the informers'
         # own threads (a thread per handler made ingest 40% slower: runtime/informer_listener.py).
         enqueue = self.controller.queue.add
-        job_handlers = JobHandlers(enqueue, self.controller.queue.add_first, self.reconciler.finished.settled.holds)
+        job_handlers = JobHandlers(enqueue, self.controller.queue.add_first, self.reconciler.finished.settled.holds,
+                                   self.reconciler.cancellations.cancel)
         for informer in self.caches.jobs:
             informer.add_handler(job_handlers.on_add, job_handlers.on_update, job_handlers.on_delete, inline=True)
         for kind in (POD, SERVICE):

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from typing import Any
 
 from mxjob_controller.core import job_vocabulary as cond
 from mxjob_controller.core import suspend
+from mxjob_controller.core.cancellation import Cancellations
 from mxjob_controller.core.child_sync import Children, ChildSync, classify
 from mxjob_controller.core.child_writes import (
     ChildControl,
@@ -180,15 +182,25 @@ def current_job(key: str, caches: JobCaches, expectations: ControllerExpectation
     return status.freshest(key, obj)
 
 
-def pass_slice(caches: JobCaches, ctx: JobContext, options: ReconcilerOptions, contended: Callable[[], bool]) -> Slice:
-    """One pass's share of the child writes; stopped as soon as the job is deleted or replaced."""
+def pass_slice(caches: JobCaches, ctx: JobContext, options: ReconcilerOptions, contended: Callable[[], bool],
+               cancel: threading.Event | None = None) -> Slice:
+    """One pass's share of the child writes; stopped as soon as the job is deleted or replaced: by ``cancel`` (the
+    pass's event, which the job informer's handler sets: core/cancellation.py) or by the cache, whichever says so
+    first (the cache also sets the event, so writes waiting in the client stop too)."""
+    event = cancel if cancel is not None else threading.Event()
+
     def cancelled() -> bool:
+        if event.is_set():
+            return True
         current = caches.job(ctx.key)
         meta = (current or {}).get("metadata") or {}
-        return current is None or meta.get("uid") != ctx.uid or bool(meta.get("deletionTimestamp"))
+        if current is None or meta.get("uid") != ctx.uid or meta.get("deletionTimestamp"):
+            event.set()
+            return True
+        return False
 
     return Slice(writes=options.slice_writes, seconds=options.slice_seconds, max_batch=options.slice_batch,
-                 cancelled=cancelled, contended=contended)
+                 cancelled=cancelled, contended=contended, cancel=event)
 
 
 class ReconcilerBase:
@@ -227,11 +239,19 @@ class ReconcilerBase:
                                      write_timeout=self.options.write_timeout)
         self.exits = ExitReports(recorder, framework.default_container)
         self._invalid_logged = OncePerGeneration()
+        # The cancel events of the passes under way, which the job informer's handler sets on a deletion.
+        self.cancellations = Cancellations()
 
     def __call__(self, key: Hashable) -> Result:
         return self.reconcile(str(key))
 
     def reconcile(self, key: str) -> Result:
+        try:
+            return self._reconcile(key)
+        finally:
+            self.cancellations.release(key)
+
+    def _reconcile(self, key: str) -> Result:
         self.finished.settled.unsettle(key)   # judged afresh: this pass settles it again if nothing is left to do
         obj = current_job(key, self.caches, self.expectations, self.status)
         if obj is None:
@@ -278,7 +298,7 @@ class ReconcilerBase:
         raise NotImplementedError
 
     def _slice(self, ctx: JobContext) -> Slice:
-        return pass_slice(self.caches, ctx, self.options, self.contended)
+        return pass_slice(self.caches, ctx, self.options, self.contended, self.cancellations.event(ctx.key, ctx.uid))
 
 
 class JobReconciler(ReconcilerBase):

@@ -145,6 +145,27 @@ def test_the_job_handlers_skip_only_the_resync_of_a_settled_job() -> None:
     assert queued == ["ns/j", "ns/j"]
 
 
+def test_the_job_handlers_cancel_a_pass_on_a_deletion_a_deletion_timestamp_or_a_new_uid_before_queueing() -> None:
+    """Issue 48: the pass's writes stop when the informer sees the change, not when the queue gets to the key."""
+    seen: list[tuple[str, Any]] = []   # cancels and keys queued, in their order
+    handlers = JobHandlers(lambda key: seen.append(("queued", key)),
+                           cancel=lambda key, uid: seen.append(("cancel", (key, uid))))
+    changed = {"metadata": {**JOB["metadata"], "resourceVersion": "2", "labels": {"a": "b"}}}
+    handlers.on_update(JOB, changed)                                   # an ordinary change: no cancel
+    handlers.on_update(changed, changed)                               # a resync: none either
+    assert seen == [("queued", "ns/j")] * 2
+    seen.clear()
+    deleting = {"metadata": {**JOB["metadata"], "deletionTimestamp": "2026-12-02T00:00:00Z"}}
+    handlers.on_update(JOB, deleting)
+    replaced = {"metadata": {**JOB["metadata"], "uid": "another"}}
+    handlers.on_update(JOB, replaced)                                  # its deletion missed (a relist): the old one's
+    handlers.on_delete(JOB)
+    handlers.on_delete(DeletedFinalStateUnknown("ns/j", replaced))    # a tombstone: its last known UID
+    assert seen == [("cancel", ("ns/j", UID)), ("queued", "ns/j"), ("cancel", ("ns/j", UID)), ("queued", "ns/j"),
+                    ("cancel", ("ns/j", UID)), ("queued", "ns/j"), ("cancel", ("ns/j", "another")),
+                    ("queued", "ns/j")]
+
+
 # --- the cached views ------------------------------------------------------------------------------------
 
 def whole_pod(index: int, phase: str, *, exit_code: int | None = None, reason: str = "", deleting: bool = False,

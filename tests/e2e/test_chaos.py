@@ -52,7 +52,8 @@ def test_chaos_short_form_meets_every_target(tmp_path: Path) -> None:
                    "replicas: 1000000000 refused", "max first-status wait, small job while the large one runs",
                    "leader takeover after SIGKILL (Lease holder changed)", "API server crashes",
                    "hangs (no answer in 10 s; bombs 20 s)", "error answers that are not a JSON Status",
-                   "controller readiness lost (3 probes in a row unanswered)"):
+                   "controller readiness lost (3 probes in a row unanswered)",
+                   "large job (60 replicas) deleted: last create after the delete"):
         assert needed in rows, f"the summary has no row {needed!r}:\n{out}"
     missed = [f"{r['name']}: {r['value']} (target {r['target']})" for r in summary["rows"] if r["ok"] is False]
     assert not missed, "chaos targets missed:\n  " + "\n  ".join(missed) + f"\n\n{out}"

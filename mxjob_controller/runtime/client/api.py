@@ -26,7 +26,9 @@ Guarantees (one :class:`Client` is meant to be shared by every thread of a proce
   counted in ``rest_client_request_retries_total``; every other failure is raised at once as its typed error (see
   ``errors``). A 429 means the server did not run the request, so a retried write is never applied twice;
 - no wait is a bare sleep: every one ends at once, with :class:`Cancelled`, when the caller's ``cancel`` event is
-  set, and within :data:`_CLOSE_POLL` seconds when :meth:`Client.close` is called. A closed client sends nothing.
+  set, and within :data:`_CLOSE_POLL` seconds when :meth:`Client.close` is called. A closed client sends nothing,
+  and neither does an attempt whose ``cancel`` is set when its token is granted (the last step before sending, for
+  the first attempt and every retry): a caller that cancels sends no request after that moment.
 """
 
 from __future__ import annotations
@@ -230,6 +232,9 @@ class Client:
             if auth:
                 headers["Authorization"] = auth
             self._check_certificate()
+            if cancel is not None and cancel.is_set():   # the last moment: after the token, credential, retry wait
+                self._give_back_token()
+                raise Cancelled(f"{method} {path}: cancelled before it was sent")
             started = time.monotonic()
             try:
                 if self._direct is not None and not stream:
@@ -312,6 +317,12 @@ class Client:
         if wait > 0 and self._wait(wait, cancel):
             bucket.give_back()
             raise Cancelled(f"{method} {path}: cancelled while waiting for the client rate limiter")
+
+    def _give_back_token(self) -> None:
+        """Return the token of an attempt that will not be sent after all."""
+        bucket = self.budget.limiter()
+        if bucket is not None:
+            bucket.give_back()
 
     def _probe_headers(self) -> Mapping[str, str] | None:
         """``GET /version``'s response headers, whatever its status; None when the server cannot be reached.

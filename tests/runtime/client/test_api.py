@@ -506,6 +506,26 @@ def test_a_rate_limit_wait_ends_on_cancel_and_on_close(apiserver):
         slow.list(CONFIGMAPS, "default")          # a closed client sends nothing
 
 
+def test_an_attempt_whose_cancel_is_set_by_the_time_its_token_is_granted_sends_nothing(apiserver):
+    """Issue 48: a caller that cancels (a create whose job was deleted) sends nothing after that moment, even when
+    no wait was left to interrupt: with a token at hand, and with no rate limit at all (the same check follows a
+    retry's wait). The token such an attempt took goes back to the bucket."""
+    cancel = threading.Event()
+    cancel.set()
+    limited = make_client(apiserver.url, qps=0.01, burst=2)
+    unlimited = make_client(apiserver.url)
+    for client in (limited, unlimited):
+        with pytest.raises(Cancelled):
+            client.create(CONFIGMAPS, configmap("never"), cancel=cancel)
+    assert limited.rate_limiter is not None
+    limited.create(CONFIGMAPS, configmap("c1"), deadline=5)
+    limited.create(CONFIGMAPS, configmap("c2"), deadline=5)   # the burst of 2 whole: the token came back (else the
+                                                              # next one is 100 s away: RateLimitTimeout at once)
+    wait_for(lambda: len(apiserver.audit.records(verb="create", resource="configmaps")) == 2,
+             what="the two creates audited")
+    assert [r.code for r in apiserver.audit.records(verb="create", resource="configmaps")] == [201, 201]
+
+
 # --- identity -------------------------------------------------------------------------------------------
 
 def test_user_agent_names_the_program_given_and_the_component(apiserver, monkeypatch):

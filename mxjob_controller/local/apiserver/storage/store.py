@@ -184,9 +184,8 @@ class Store:
     def list_at(self, key: str, rv: int, namespace: str | None = None) -> list[tuple[ObjKey, Entry]]:
         """The objects of ``key`` as they were at ``rv`` (consistent pagination); TooOld if forgotten."""
         with self._lock:
+            self.require_history(key, rv)
             hist = self._hist(key)
-            if rv < hist.compacted_rv:
-                raise TooOld(rv, hist.oldest_available())
             state = dict(self._objects.get(key, {}))
             for ev in reversed(hist.since(rv)):
                 okey = _okey(ev.entry.obj)
@@ -197,6 +196,14 @@ class Store:
         items = [(k, e) for k, e in state.items() if namespace is None or k[0] == namespace]
         items.sort(key=lambda kv: kv[0])
         return items
+
+    def require_history(self, key: str, rv: int) -> None:
+        """TooOld unless the history of ``key`` still reaches back to ``rv``: a paged list's snapshot at ``rv`` may
+        be read only as long as etcd would still answer at that revision."""
+        with self._lock:
+            hist = self._hist(key)
+            if rv < hist.compacted_rv:
+                raise TooOld(rv, hist.oldest_available())
 
     def keys(self) -> list[str]:
         with self._lock:

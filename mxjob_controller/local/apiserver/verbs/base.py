@@ -27,6 +27,7 @@ from mxjob_controller.local.apiserver.validation import field_validation
 from mxjob_controller.local.apiserver.validation.meta import validate_object_meta
 from mxjob_controller.local.apiserver.validation.strict_json import loads_with_duplicates
 from mxjob_controller.local.apiserver.validation.yaml_body import loads_yaml
+from mxjob_controller.local.apiserver.verbs import paging
 from mxjob_controller.local.apiserver.verbs.deletion import Deleter
 from mxjob_controller.local.apiserver.webhooks.attributes import CREATE, AdmissionAttributes, write_options
 
@@ -212,6 +213,7 @@ class VerbsBase:
         self.webhook_admission: WebhookAdmission | None = None
         self.deleter = Deleter(store, self.strategy, namespaces_key)
         self.field_manager = FieldManager()
+        self.snapshots = paging.Snapshots()   # the paged lists being read: what their continue pages come from
 
     def strategy(self, rt: ResourceType) -> Strategy:
         return self._strategies.get(rt.storage_key, self._default)

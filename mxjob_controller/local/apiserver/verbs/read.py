@@ -3,14 +3,12 @@ resourceVersion semantics (``endpoints/handlers/get.go`` and ``watch.go``)."""
 
 from __future__ import annotations
 
-import base64
-import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mxjob_controller.kube.selectors import SelectorError, object_fields, parse_field_selector, parse_label_selector
-from mxjob_controller.kube.vocabulary import BOOKMARK, META_V1
+from mxjob_controller.kube.vocabulary import BOOKMARK
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.kinds.pod_log_options import parse_log_options
@@ -19,7 +17,7 @@ from mxjob_controller.local.apiserver.resources import ResourceType
 from mxjob_controller.local.apiserver.storage import list_options
 from mxjob_controller.local.apiserver.storage.store import ObjKey, TooOld
 from mxjob_controller.local.apiserver.storage.watch import Entry, Event
-from mxjob_controller.local.apiserver.validation import strict_json
+from mxjob_controller.local.apiserver.verbs import paging
 from mxjob_controller.local.apiserver.verbs.base import (
     VerbsBase,
     include_object_policy,
@@ -42,47 +40,6 @@ def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
         return int(text)
     except ValueError:
         raise errors.bad_request(f'invalid value for "{name}": {text!r} is not an integer') from None
-
-
-_CONTINUE_VERSION = META_V1   # a continue token's "v"
-_BASE64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-
-
-def _encode_continue(rv: int, last: ObjKey) -> str:
-    """kube's continue token: base64url without padding of ``{"v", "rv", "start"}``."""
-    token = {"v": _CONTINUE_VERSION, "rv": rv, "start": "/".join(last) + "\x00"}
-    return base64.urlsafe_b64encode(json.dumps(token, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _invalid_continue(detail: str) -> StatusError:
-    """etcd3 storage's answer to a token ``storage.DecodeContinue`` refuses."""
-    return errors.bad_request(f"invalid continue token: continue key is not valid{detail}")
-
-
-def _decode_continue(token: str) -> tuple[int, ObjKey]:
-    """(resourceVersion, the last key listed) of a continue token, or kube's 400 (``storage.DecodeContinue``'s
-    errors: Go's base64 and JSON ones, then the token's version, resourceVersion and start key)."""
-    text = token.rstrip("=") if len(token) % 4 == 0 else token   # padded tokens (of older servers) decode too
-    bad = next((i for i, ch in enumerate(text) if ch not in _BASE64URL), None)
-    if bad is None and len(text) % 4 == 1:
-        bad = len(text) - 1
-    if bad is not None:
-        raise _invalid_continue(f": illegal base64 data at input byte {bad}")
-    try:
-        data = strict_json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-    except ValueError as e:
-        raise _invalid_continue(f": {e}") from None
-    if not isinstance(data, dict):
-        raise _invalid_continue(": json: cannot unmarshal value into Go value of type storage.continueToken")
-    if data.get("v") != _CONTINUE_VERSION:
-        raise _invalid_continue(f": server does not recognize this encoded version {data.get('v') or ''}")
-    rv, start = data.get("rv"), data.get("start")
-    if not isinstance(rv, int) or isinstance(rv, bool) or rv == 0:
-        raise _invalid_continue(": incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
-    if not isinstance(start, str) or not start:
-        raise _invalid_continue(": encoded start key empty (version meta.k8s.io/v1)")
-    ns, _, name = start.rstrip("\x00").partition("/")
-    return rv, (ns, name)
 
 
 def _error_frame(err: StatusError) -> bytes:
@@ -149,13 +106,18 @@ class ReadVerbs(VerbsBase):
         limit = _int_param(req.query, "limit", 0)  # kube pages only for limit > 0: a negative one is no limit
         token = req.query.get("continue", "")
         list_options.validate(req.query)
+        after: ObjKey | None = None
         exact = list_options.exact_list(self.store, key, namespace, req.query)
+        items: Sequence[tuple[ObjKey, Entry]]
         if exact is not None:
             items, rv = exact
         elif token:
-            rv, start = _decode_continue(token)
+            rv, after = paging.decode_continue(token)
             try:
-                items = self.store.list_at(key, rv, namespace)
+                remembered = self.snapshots.recall(key, namespace, rv)
+                if remembered is not None:
+                    self.store.require_history(key, rv)   # a snapshot is readable only as long as its history
+                items = remembered if remembered is not None else self.store.list_at(key, rv, namespace)
             except TooOld as e:
                 raise errors.expired(
                     "The provided continue parameter is too old to display a consistent list result. You "
@@ -164,22 +126,17 @@ class ReadVerbs(VerbsBase):
                     "token results in an inconsistent list - objects that were created, modified, or "
                     "deleted between the time the first chunk was returned and now may show up in the "
                     "list.") from e
-            items = [kv for kv in items if kv[0] > start]
         else:
             items, rv = self.store.list(key, namespace)
-        selected: list[tuple[ObjKey, Entry]] = []
-        remaining = 0
-        for kv in items:
-            if match(kv[1].obj):
-                if limit > 0 and len(selected) >= limit:
-                    remaining += 1
-                else:
-                    selected.append(kv)
+        unselected = req.query.get("labelSelector", "") == "" and req.query.get("fieldSelector", "") == ""
+        page = paging.page_of(items, after, limit, match, count_remaining=unselected)
+        selected = page.items
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if remaining:
-            meta["continue"] = _encode_continue(rv, selected[-1][0])
-            if req.query.get("labelSelector", "") == "" and req.query.get("fieldSelector", "") == "":
-                meta["remainingItemCount"] = remaining
+        if page.more:
+            self.snapshots.remember(key, namespace, rv, items)
+            meta["continue"] = paging.encode_continue(rv, selected[-1][0])
+            if page.remaining is not None:
+                meta["remainingItemCount"] = page.remaining
         entries = self._served(req.rt, [e for _, e in selected], as_list=True)
         if wants_table(req.accept) and self.table_converter is not None:
             table = self.table_converter(req.rt, entries, meta, include_object_policy(req.query), True)
