@@ -8,6 +8,10 @@ builds (``manager/controllers.py``), so the variant is the real process in every
 ``MXJOB_BENCH_PROFILE=<file>`` in the environment (the benchmark's controllers inherit it) profiles every thread of
 the controller, each on its own CPU clock, into one pstats file written when it exits: where its CPU goes during a
 benchmark (``python -m pstats <file>``). Profiling slows it down, so the times of such a run mean nothing.
+
+``MXJOB_BENCH_TRACEMALLOC=<file>`` traces its allocations (``tracemalloc``, 8 frames) and writes a snapshot of what
+is held to that file on each ``SIGUSR2``: where its memory goes once its caches are full (``hack/bench/memory_map``
+reads it). Tracing doubles the memory of each block and slows allocation down: the RSS of such a run means nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ def main(argv: list[str]) -> None:
     from mxjob_controller.cli import main as cli_main
 
     sys.argv = ["mxjob-controller", *rest]
+    trace_to = os.environ.get("MXJOB_BENCH_TRACEMALLOC")
+    if trace_to:
+        _trace_allocations(trace_to)
     profile_to = os.environ.get("MXJOB_BENCH_PROFILE")
     if not profile_to:
         cli_main()
@@ -75,6 +82,20 @@ def _profile_threads() -> list[Any]:
     profiles.append(main)
     main.enable()
     return profiles
+
+
+def _trace_allocations(path: str) -> None:
+    """Trace from now on; each SIGUSR2 writes what is held then to ``path`` (whole: written aside, then renamed)."""
+    import signal
+    import tracemalloc
+
+    tracemalloc.start(8)
+
+    def dump(signum: int, frame: Any) -> None:
+        tracemalloc.take_snapshot().dump(f"{path}.part")
+        os.replace(f"{path}.part", path)
+
+    signal.signal(signal.SIGUSR2, dump)
 
 
 def _dump(profiles: list[Any], path: str) -> None:

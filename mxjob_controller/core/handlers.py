@@ -27,7 +27,8 @@ below. Dropping the rest at ingest makes the pod cache several times smaller (``
 what lets one controller keep tens of thousands of pods (training-operator's full-object cache OOMs, #1661).
 What is kept is held once where it repeats (``runtime/shared_values``): strings interned, one labels map and one
 owner-reference list per distinct value shared by the children that carry it; cached jobs are whole but for
-``managedFields``, their keys and strings interned.
+``managedFields``, their keys and strings interned, their spec's large subtrees and their status's replica counts
+shared with the other jobs that have equal ones.
 
 Kept, for both kinds (``metadata``):
 
@@ -171,10 +172,22 @@ def pod_cache_view(obj: dict[str, Any]) -> dict[str, Any]:
 
 def job_cache_view(obj: dict[str, Any]) -> dict[str, Any]:
     """The cached form of a job: the whole object but ``metadata.managedFields``, every key and string interned
-    (conditions, replica statuses and templates repeat from job to job), and the large parts of its ``spec`` (replica
-    specs, pod templates) shared with every cached job that has the same (``SharedValues.tree``)."""
-    return {sys.intern(k): _SHARED.tree(v) if k == "spec" else interned(v)
+    (conditions, replica statuses and templates repeat from job to job), the large parts of its ``spec`` (replica
+    specs, pod templates) shared with every cached job that has the same (``SharedValues.tree``), and so is each
+    dict and list of its ``status`` but the conditions (:func:`_status_view`)."""
+    return {sys.intern(k): _SHARED.tree(v) if k == "spec" else _status_view(v) if k == "status" else interned(v)
             for k, v in drop_managed_fields(obj).items()}
+
+
+def _status_view(status: Any) -> Any:
+    """A job's status with its replica statuses (``{"Worker": {"succeeded": 1}, ...}``: a handful of distinct values
+    among thousands of jobs, and 1.5 KB per job of a 1/1/1 job's two of them) held once each, however small: every
+    dict and list in it but ``conditions``, whose messages name the job (an entry in the table for each would only
+    cost)."""
+    if not isinstance(status, dict):
+        return interned(status)
+    return {sys.intern(k): interned(v) if k == "conditions" else _SHARED.tree(v, min_bytes=0)
+            for k, v in status.items()}
 
 
 def service_cache_view(obj: dict[str, Any]) -> dict[str, Any]:

@@ -7,17 +7,25 @@ Guarantees:
 - An index function that raises leaves the store unchanged (values are computed before anything is touched).
 - Objects are stored and returned as they are, never copied: they belong to the cache, and callers must treat
   them as read-only (copy before changing one), as with client-go's listers.
+
+Index functions must be pure functions of the object (as client-go's): the values a stored object is indexed under
+are not kept beside it but computed again from it when it is replaced or removed (client-go's ``updateIndices``
+does the same), since a dict and a list per object and index held a tenth of a large cache (issue 48).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from mxjob_controller.runtime.cache_keys import IndexFunc, KeyFunc, object_key
 
 Obj = dict[str, Any]
+Bucket = tuple[str, ...] | set[str]
+"""The keys under one index value: a tuple while they are few (a job's three pods: 64 bytes where a set takes 216,
+and a cache holds a bucket per job), a set from :data:`SMALL_BUCKET` on (one namespace's every object)."""
+SMALL_BUCKET = 8
 
 
 class Indexer:
@@ -26,8 +34,7 @@ class Indexer:
         self._lock = threading.RLock()
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = {}
-        self._indices: dict[str, dict[str, set[str]]] = {}   # index name -> value -> keys
-        self._values: dict[str, dict[str, list[str]]] = {}   # key -> index name -> the values it is under
+        self._indices: dict[str, dict[str, Bucket]] = {}   # index name -> value -> keys
         if indexers:
             self.add_indexers(indexers)
 
@@ -49,7 +56,6 @@ class Indexer:
                 self._indexers[name] = func
                 self._indices[name] = {}
             for key, by_name in computed.items():
-                self._values.setdefault(key, {}).update(by_name)
                 self._index(key, by_name)
 
     def upsert(self, obj: Obj, key: str | None = None) -> Obj | None:
@@ -59,22 +65,22 @@ class Indexer:
         with self._lock:
             values = self._compute(obj)
             old = self._items.get(key)
+            old_values = self._compute(old) if old is not None else None
             self._items[key] = obj
-            if old is not None:
-                if self._values[key] == values:   # the usual update (a pod's status): its index entries stay
+            if old_values is not None:
+                if old_values == values:   # the usual update (a pod's status): its index entries stay
                     return old
-                self._unindex(key)
-            self._values[key] = values
+                self._unindex(key, old_values)
             self._index(key, values)
             return old
 
     def delete(self, key: str) -> Obj | None:
         """Remove the object under ``key``; returns it (None if there was none)."""
         with self._lock:
-            old = self._items.pop(key, None)
+            old = self._items.get(key)
             if old is not None:
-                self._unindex(key)
-                del self._values[key]
+                self._unindex(key, self._compute(old))
+                del self._items[key]
             return old
 
     def replace(self, objs: Iterable[Obj]) -> None:
@@ -82,14 +88,12 @@ class Indexer:
         with self._lock:
             staged = [(self.key_func(obj), obj, self._compute(obj)) for obj in objs]
             self._items.clear()
-            self._values.clear()
             for name in self._indices:
                 self._indices[name] = {}
             for key, obj, values in staged:
                 if key in self._items:
-                    self._unindex(key)
+                    self._unindex(key, self._compute(self._items[key]))
                 self._items[key] = obj
-                self._values[key] = values
                 self._index(key, values)
 
     # --- reads ----------------------------------------------------------------------------------------
@@ -137,9 +141,9 @@ class Indexer:
         if index not in self._indexers:
             raise KeyError(f"index {index!r} does not exist")
 
-    def _index_keys(self, index: str, value: str) -> set[str]:
+    def _index_keys(self, index: str, value: str) -> Collection[str]:
         self._require(index)
-        return self._indices[index].get(value, set())
+        return self._indices[index].get(value, ())
 
     def _compute(self, obj: Obj) -> dict[str, list[str]]:
         return {name: list(func(obj)) for name, func in self._indexers.items()}
@@ -148,14 +152,25 @@ class Indexer:
         for name, vals in values.items():
             index = self._indices[name]
             for v in vals:
-                index.setdefault(v, set()).add(key)
+                keys = index.get(v)
+                if keys is None:
+                    index[v] = (key,)
+                elif isinstance(keys, set):
+                    keys.add(key)
+                elif key not in keys:
+                    index[v] = (*keys, key) if len(keys) < SMALL_BUCKET else {*keys, key}
 
-    def _unindex(self, key: str) -> None:
-        for name, vals in self._values.get(key, {}).items():
+    def _unindex(self, key: str, values: dict[str, list[str]]) -> None:
+        for name, vals in values.items():
             index = self._indices[name]
             for v in vals:
                 keys = index.get(v)
-                if keys is not None:
+                if keys is None:
+                    continue
+                if isinstance(keys, set):
                     keys.discard(key)
-                    if not keys:
-                        del index[v]
+                elif key in keys:
+                    keys = tuple(k for k in keys if k != key)
+                    index[v] = keys
+                if not keys:
+                    del index[v]

@@ -10,10 +10,13 @@ distinct values were held some hundreds of thousands of times. The cache transfo
   CPython, an interned string is freed with its last reference, so deleted objects leave nothing behind);
 - :class:`SharedValues`: one canonical object per distinct value of a small flat sub-dict (labels) or list of flat
   dicts (owner references), and (:meth:`SharedValues.tree`) per distinct large subtree of a job's ``spec`` (the
-  replica specs and pod templates that a sweep's jobs, and every job of one template, repeat): such a subtree is
-  keyed by a digest of its JSON, found equal before it is shared. Its table holds a reference to each canonical
-  object; entries that no cached object uses any more (only the table refers to them) are dropped whenever the
-  table has doubled since the last sweep, so the table stays within twice what the caches use.
+  replica specs and pod templates that a sweep's jobs, and every job of one template, repeat). Every entry is keyed
+  by a 17-byte digest of the value's compact JSON (for a subtree, of its JSON with each large child's digest in
+  place of the child: each node is encoded once), and found equal before it is shared. Keys holding the values'
+  items instead (tuples, and through them the decoded strings of the first object seen, uninterned) cost 7.5 KB of
+  a 1/1/1 job's 24 KB of cache (tracemalloc). The table holds a reference to each canonical object; entries that no
+  cached object uses any more (only the table refers to them) are dropped whenever the table has doubled since the
+  last sweep, so the table stays within twice what the caches use.
 
 Cached objects are read-only (``runtime/informer``): sharing a sub-dict between two of them is then invisible to
 their readers, which see the same values as before.
@@ -22,12 +25,12 @@ their readers, which see the same values as before.
 from __future__ import annotations
 
 import hashlib
-import json
+import math
 import sys
 import threading
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
-_SCALARS = (str, int, float, bool, type(None))
 TREE_MIN_BYTES = 256   # a smaller subtree is copied, not shared: its digest and table entry would cost about as much
 
 
@@ -42,15 +45,42 @@ def interned(value: Any) -> Any:
     return value
 
 
-def _flat_key(d: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
-    """The dict's items (with each value's type: ``True`` equals ``1`` and ``1.0``, but is not the same JSON) as a
-    hashable key, or None when a key is not a string or a value not a scalar."""
-    key = []
+_encode_string = encode_basestring_ascii   # a string's JSON, as json.dumps writes it (C)
+
+
+def _scalar_json(value: Any) -> str | None:
+    """A scalar's JSON as ``json.dumps`` writes it; None for what is not JSON (NaN, infinities, other types)."""
+    if isinstance(value, str):
+        return _encode_string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return float.__repr__(value) if math.isfinite(value) else None
+    return None
+
+
+def _flat_json(d: dict[str, Any]) -> str | None:
+    """The dict's compact JSON (which tells ``True`` from ``1`` and ``1.0``, as Python's ``==`` does not), or None
+    when a key is not a string or a value not a scalar."""
+    parts = []
     for k, v in d.items():
-        if not isinstance(k, str) or not isinstance(v, _SCALARS):
+        text = _scalar_json(v) if isinstance(k, str) else None
+        if text is None:
             return None
-        key.append((k, type(v), v))
-    return tuple(key)
+        parts.append(f"{_encode_string(k)}:{text}")
+    return "{" + ",".join(parts) + "}"
+
+
+def _digest(kind: bytes, text: str) -> bytes:
+    """The table key of a value whose JSON (or the JSON its digests stand in) is ``text``: 17 bytes, where the JSON
+    itself or a tuple of its items would hold a second copy of every key and value of the first object seen."""
+    return kind + hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 class SharedValues:
@@ -72,46 +102,89 @@ class SharedValues:
         returned as it is."""
         if not isinstance(d, dict):
             return d
-        key = _flat_key(d)
-        if key is None:
+        text = _flat_json(d)
+        if text is None:
             return interned(d)
-        return self._canonical(("d", key), lambda: interned(d))
+        return self._shared(_digest(b"d", text), d, lambda: interned(d))
 
     def dict_list(self, entries: Any) -> Any:
         """The canonical copy of ``entries`` (a list of flat dicts); anything else is returned as it is."""
         if not isinstance(entries, list):
             return entries
-        keys = []
+        texts = []
         for e in entries:
-            key = _flat_key(e) if isinstance(e, dict) else None
-            if key is None:
+            text = _flat_json(e) if isinstance(e, dict) else None
+            if text is None:
                 return interned(entries)
-            keys.append(key)
-        return self._canonical(("l", tuple(keys)), lambda: interned(entries))
+            texts.append(text)
+        return self._shared(_digest(b"l", "[" + ",".join(texts) + "]"), entries, lambda: interned(entries))
 
     def tree(self, value: Any, min_bytes: int = TREE_MIN_BYTES) -> Any:
         """``value`` (JSON data) copied with strings interned, and each dict or list of it whose JSON takes at least
         ``min_bytes`` replaced by the canonical copy of an equal one (shared by every cached object that holds it)."""
+        return self._tree(value, min_bytes)[0]
+
+    def _tree(self, value: Any, min_bytes: int) -> tuple[Any, int, str | None]:
+        """(the copy, the length of its compact JSON, its token), in one walk that encodes each node once (a
+        ``json.dumps`` of each subtree, as this once did, made the walk O(size * depth)). The token of a node
+        smaller than ``min_bytes`` is its compact JSON; a larger one's is ``"\0"`` and its digest, which stands for
+        it in its parent's digest (as in a Merkle tree); None: not JSON (a non-string key, NaN, a tuple): then
+        neither it nor anything holding it is shared."""
         if isinstance(value, str):
-            return sys.intern(value)
+            value = sys.intern(value)
+            text: str | None = _encode_string(value)
+            return value, len(text), text
         if isinstance(value, dict):
-            copy: Any = {sys.intern(k) if isinstance(k, str) else k: self.tree(v, min_bytes) for k, v in value.items()}
+            copy: Any = {}
+            tokens: list[str] | None = []
+            length = 1 + max(len(value), 1)   # the braces and the commas
+            for raw_key, v in value.items():
+                child, child_length, token = self._tree(v, min_bytes)
+                k = sys.intern(raw_key) if isinstance(raw_key, str) else raw_key
+                copy[k] = child
+                if tokens is None:
+                    continue
+                if token is None or not isinstance(k, str):
+                    tokens = None
+                    continue
+                key_text = _encode_string(k)
+                tokens.append(f"{key_text}:{token}")
+                length += len(key_text) + 1 + child_length
+            opening, closing = "{", "}"
         elif isinstance(value, list):
-            copy = [self.tree(v, min_bytes) for v in value]
+            copy = []
+            tokens = []
+            length = 1 + max(len(value), 1)
+            for v in value:
+                child, child_length, token = self._tree(v, min_bytes)
+                copy.append(child)
+                if tokens is None:
+                    continue
+                if token is None:
+                    tokens = None
+                    continue
+                tokens.append(token)
+                length += child_length
+            opening, closing = "[", "]"
         else:
-            return value
-        try:
-            encoded = json.dumps(copy, separators=(",", ":"), allow_nan=False).encode()
-        except (TypeError, ValueError):   # not JSON (a tuple key, NaN): held as it is
-            return copy
-        if len(encoded) < min_bytes:
-            return copy
-        key = ("t", hashlib.blake2b(encoded, digest_size=16).digest())
+            text = _scalar_json(value)
+            return value, 0 if text is None else len(text), text
+        if tokens is None:
+            return copy, 0, None
+        text = opening + ",".join(tokens) + closing
+        if length < min_bytes:
+            return copy, length, text
+        key = _digest(b"t", text)
+        return self._shared(key, copy, lambda: copy), length, "\0" + key.hex()
+
+    def _shared(self, key: bytes, value: Any, build: Any) -> Any:
+        """The canonical object under ``key`` if it equals ``value`` (digests of different values could collide),
+        else (and then kept under it) ``build()``."""
         with self._lock:
             found = self._table.get(key)
-        if found is not None and found == copy:
-            return found
-        return copy if found is not None else self._canonical(key, lambda: copy)
+        if found is None:
+            return self._canonical(key, build)
+        return found if found == value else build()
 
     def _canonical(self, key: Any, build: Any) -> Any:
         with self._lock:

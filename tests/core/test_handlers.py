@@ -270,3 +270,22 @@ def test_the_job_view_is_the_job_without_managed_fields() -> None:
     expected = copy.deepcopy(job)
     del expected["metadata"]["managedFields"]
     assert view == expected
+
+
+def test_job_views_share_replica_statuses_but_not_conditions() -> None:
+    def job(name: str, state: str) -> dict:
+        counts = {"Worker": {state: 2}, "Server": {state: 1}}
+        return {"apiVersion": "kubeflow.org/v1", "kind": "MXJob",
+                "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+                "status": {"conditions": [{"type": "Created", "status": "True", "reason": "MXJobCreated"}],
+                           "replicaStatuses": counts, "mxReplicaStatuses": copy.deepcopy(counts),
+                           "startTime": "2026-12-02T10:00:00Z"}}
+
+    a, b, running = (job_cache_view(job(name, state)) for name, state in (("a", "succeeded"), ("b", "succeeded"),
+                                                                          ("c", "active")))
+    assert a == job("a", "succeeded") and running == job("c", "active")
+    assert a["status"]["replicaStatuses"] is b["status"]["replicaStatuses"] is b["status"]["mxReplicaStatuses"]
+    assert running["status"]["replicaStatuses"] is not a["status"]["replicaStatuses"]
+    assert running["status"]["replicaStatuses"]["Server"] is not a["status"]["replicaStatuses"]["Server"]
+    assert a["status"]["conditions"] == b["status"]["conditions"]
+    assert a["status"]["conditions"] is not b["status"]["conditions"]   # a job's own: not worth a table entry

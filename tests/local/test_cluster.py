@@ -290,7 +290,11 @@ def test_replicas_of_one_type_share_their_port_on_addresses_of_their_own(tmp_pat
                 kubectl.ok("logs", "tf-config-check-ps-1")
         else:
             assert outcome == "Failed"
-            wait_for(lambda: any("Address already in use" in kubectl.run("logs", name).stdout for name in pods),
+            # The job's pods listed anew each time: the first to fail can fail the job before its last replicas
+            # are created (a start now costs a fork, not an interpreter), and one of those may be the one that
+            # could not bind.
+            wait_for(lambda: any("Address already in use" in kubectl.run("logs", p["metadata"]["name"]).stdout
+                                 for p in job_pods(kube, "tf-config-check")),
                      timeout=30, what="a replica that could not bind its type's port")
 
 

@@ -60,3 +60,31 @@ def test_equal_large_subtrees_are_held_once_and_small_or_different_ones_are_not(
     other = shared.tree({"template": {"containers": [{**template["containers"][0], "image": "other"}]}})
     assert other["template"] is not a["template"] and other["template"]["containers"][0]["image"] == "other"
     assert shared.tree({"x": True}) == {"x": True} and shared.tree([1.0]) == [1.0]
+
+
+def test_a_subtree_is_shared_from_exactly_min_bytes_of_its_compact_json() -> None:
+    shared = SharedValues()
+    for value in ({"k": "é" * 3, "n": [1, 2.5, None, False]}, ["x" * 10, {"a": {"b": True}}], {}):
+        size = len(json.dumps(value, separators=(",", ":")))   # ensure_ascii: é is \u00e9, 6 bytes
+        below = [shared.tree(json.loads(json.dumps(value)), min_bytes=size + 1) for _ in range(2)]
+        at = [shared.tree(json.loads(json.dumps(value)), min_bytes=size) for _ in range(2)]
+        assert below[0] == below[1] == at[0] == value
+        assert below[0] is not below[1] and at[0] is at[1]
+
+
+def test_shared_subtrees_keep_json_types_apart() -> None:
+    shared = SharedValues()
+    flags, ones, floats = ({"v": [x] * 100} for x in (True, 1, 1.0))
+    got = [shared.tree(v) for v in (flags, ones, floats)]
+    assert [type(g["v"][0]) for g in got] == [bool, int, float]
+    assert got[0]["v"] is not got[1]["v"] and got[1]["v"] is not got[2]["v"]
+    assert shared.flat_dict({"x": 1.0}) is not shared.flat_dict({"x": 1})
+    assert type(shared.flat_dict({"x": 1.0})["x"]) is float
+
+
+def test_values_that_are_not_json_are_copied_equal_and_never_shared() -> None:
+    shared = SharedValues()
+    for value in ({"nan": [float("nan")] * 60}, {1: "x" * 300}, {"t": [("a",) * 100]}):
+        a, b = shared.tree(value, min_bytes=0), shared.tree(value, min_bytes=0)
+        assert a is not b and repr(a) == repr(value)
+    assert len(shared) == 0

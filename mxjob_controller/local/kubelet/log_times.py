@@ -3,7 +3,8 @@
 
 A container writes its log file itself (the file is its stdout and stderr), so no line carries a time. A container
 runtime stamps each line when it reads it from the container's pipe; here one thread (``kubelet-log-times``) looks
-at the size of every running container's file every :data:`SAMPLE_SECONDS` and notes (size, time) when it grew. A
+every :data:`SAMPLE_SECONDS` at the size of each running container's file written to since it last looked (inotify,
+``file_changes.py``; every running one's where inotify cannot watch it) and notes (size, time) when it grew. A
 line's time is the first sample that saw it whole: at most one sample after it was written.
 """
 
@@ -16,6 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+
+from mxjob_controller.local.kubelet.file_changes import FileChanges
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +62,23 @@ class LogTimes:
         self._lock = threading.Lock()
         self._timelines: dict[Path, Timeline] = {}
         self._running: set[Path] = set()
+        self._unwatched: set[Path] = set()   # running files inotify does not watch: looked at every sample
+        self._changes: FileChanges | None = None   # made with the sampling thread, closed when it ends
+        self._look_once: set[Path] = set()   # files to look at at the next sample whether written to or not
         self._thread: threading.Thread | None = None
 
     def started(self, path: Path) -> None:
         with self._lock:
             self._timelines[path] = Timeline(time.time())
             self._running.add(path)
+            if self._thread is None and not self._closed.is_set():
+                try:
+                    self._changes = FileChanges()
+                except OSError as e:
+                    log.info("no inotify here (%s): the log-time sampler looks at every running container's log", e)
+            if self._changes is None or not self._changes.add(path):
+                self._unwatched.add(path)
+            self._look_once.add(path)   # what it wrote before the watch was set
             if self._thread is None and not self._closed.is_set():
                 self._thread = threading.Thread(target=self._sample_until_closed, name="kubelet-log-times",
                                                 daemon=True)
@@ -74,6 +88,7 @@ class LogTimes:
         """The process is gone: what it wrote is noted now, once more."""
         with self._lock:
             self._running.discard(path)
+            self._stop_watching(path)
             timeline = self._timelines.get(path)
         if timeline is not None:
             self._note(path, timeline)
@@ -87,6 +102,7 @@ class LogTimes:
             for path in [p for p in self._timelines if gone(p)]:
                 del self._timelines[path]
                 self._running.discard(path)
+                self._stop_watching(path)
 
     def join(self, timeout: float) -> None:
         """Wait for the sampling thread (``closed`` is set) for up to ``timeout`` seconds."""
@@ -95,12 +111,28 @@ class LogTimes:
         if thread is not None:
             thread.join(timeout)
 
+    def _stop_watching(self, path: Path) -> None:
+        """(Under the lock.)"""
+        self._unwatched.discard(path)
+        if self._changes is not None:
+            self._changes.remove(path)
+
     def _sample_until_closed(self) -> None:
-        while not self._closed.wait(SAMPLE_SECONDS):
+        try:
+            while not self._closed.wait(SAMPLE_SECONDS):
+                with self._lock:
+                    changed = self._changes.changed() if self._changes is not None else None
+                    looked = self._running if changed is None else \
+                        ((changed | self._look_once) & self._running) | self._unwatched
+                    self._look_once.clear()
+                    running = [(p, self._timelines[p]) for p in looked]
+                for path, timeline in running:
+                    self._note(path, timeline)
+        finally:
             with self._lock:
-                running = [(p, self._timelines[p]) for p in self._running]
-            for path, timeline in running:
-                self._note(path, timeline)
+                if self._changes is not None:
+                    self._changes.close()
+                    self._changes = None
 
     def _note(self, path: Path, timeline: Timeline) -> None:
         try:

@@ -317,7 +317,7 @@ class PodWorker:
             return  # the kubelet is stopping: nothing new starts
         try:
             switch = (user.uid, user.gid, user.groups) if spec is None and user.uid != os.geteuid() else None
-            proc = ContainerProcess(Launch(argv, env, cwd, path, spec, switch, cgroup))
+            proc = ContainerProcess(Launch(argv, env, cwd, path, spec, switch, cgroup, self.kubelet.sandbox.launcher))
         except OSError as e:
             self.kubelet.sandbox.container_ended(cgroup)
             # The runtime could not start the process (no such executable...): an instance that ended at once.

@@ -7,8 +7,9 @@ Guarantees:
 - its standard output and error both go to one log file, opened before the process starts (nothing is lost to a
   pipe nobody reads);
 - its exit status is reported as Kubernetes reports it: the exit code, or 128+N when signal N ended it;
-- :class:`Reaper` notices every exit on one thread (a pidfd per process, polled), so a pod needs no thread per
-  container to wait on it; each exit is reported exactly once, to the callback given at :meth:`Reaper.watch`.
+- :class:`Reaper` notices every exit on one thread (a pidfd per process, polled; for a relay the sandbox's
+  launcher forked, its word), so a pod needs no thread per container to wait on it; each exit is reported exactly
+  once, to the callback given at :meth:`Reaper.watch`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mxjob_controller.local.kubelet import sandbox
+from mxjob_controller.local.kubelet.launcher import Launched
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,7 @@ class Launch:
     sandbox_spec: dict[str, Any] | None = None
     user: tuple[int, int, tuple[int, ...]] | None = None
     cgroup: Any = None
+    launcher: Any = None    # the sandbox's launcher (launcher.py) that forks the relay, if it runs
 
 
 class ContainerProcess:
@@ -58,7 +61,7 @@ class ContainerProcess:
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(launch.log_path, "ab", buffering=0) as out:
             if launch.sandbox_spec is not None:
-                self._popen = sandbox.launch(launch.sandbox_spec, out)
+                self._popen: subprocess.Popen | Launched = sandbox.launch(launch.sandbox_spec, out, launch.launcher)
             else:
                 # start_new_session: setsid() in the child, so the group can be signalled as a whole and a Ctrl-C
                 # meant for the local cluster's terminal never reaches the containers directly.
@@ -104,6 +107,14 @@ class ContainerProcess:
             return True
         return self.poll() is None or _live_member(self.pid)
 
+    def notifies(self, callback: Callable[[], None]) -> bool:
+        """Whether ``callback()`` will be called once the process has ended (a relay the launcher forked: it is not
+        this process's child, and its end is known when the launcher tells it, not when a pidfd says it)."""
+        if isinstance(self._popen, Launched):
+            self._popen.on_exit(callback)
+            return True
+        return False
+
     def pidfd(self) -> int | None:
         try:
             return os.pidfd_open(self.pid)
@@ -117,6 +128,9 @@ class Reaper:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._watched: dict[int, tuple[ContainerProcess, int | None, Callable[[ContainerProcess], None]]] = {}
+        self._told: set[int] = set()          # pids whose end is told (notifies), not seen on a pidfd
+        self._ended_pids: set[int] = set()    # ... and told ended, not handled yet
+        self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kubelet-reaper", daemon=True)
@@ -127,9 +141,18 @@ class Reaper:
 
     def watch(self, proc: ContainerProcess, on_exit: Callable[[ContainerProcess], None]) -> None:
         """Call ``on_exit(proc)`` (on the reaper's thread) once ``proc`` has ended."""
+        told = proc.notifies(lambda: self._ended(proc.pid))
         with self._lock:
-            self._watched[proc.pid] = (proc, proc.pidfd(), on_exit)
+            self._watched[proc.pid] = (proc, None if told else proc.pidfd(), on_exit)
+            if told:
+                self._told.add(proc.pid)
         os.write(self._wake_w, b"x")
+
+    def _ended(self, pid: int) -> None:
+        with self._lock:   # under the lock: stop() closes the pipe under it, and its number may be reused
+            self._ended_pids.add(pid)
+            if not self._closed:
+                os.write(self._wake_w, b"x")
 
     def stop(self, timeout: float) -> bool:
         self._stop.set()
@@ -142,8 +165,9 @@ class Reaper:
                 if fd is not None:
                     os.close(fd)
             self._watched.clear()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+            self._closed = True
+            os.close(self._wake_r)
+            os.close(self._wake_w)
         return True
 
     def _loop(self) -> None:
@@ -159,16 +183,29 @@ class Reaper:
             for fd in registered - fds:
                 poller.unregister(fd)
             registered = fds
-            # Without a pidfd for every process, poll them all every slice.
-            slice_ms = int(_POLL_SLICE * 1000) if all(fd is not None for _p, fd, _c in watched.values()) else 100
+            # Without a pidfd (or a word at its end) for every process, poll them all every slice.
+            with self._lock:
+                told = set(self._told)
+            slice_ms = int(_POLL_SLICE * 1000) \
+                if all(fd is not None or pid in told for pid, (_p, fd, _c) in watched.items()) else 100
+            ready = set()
             for fd, _events in poller.poll(slice_ms):
                 if fd == self._wake_r:
                     os.read(self._wake_r, 4096)
+                else:
+                    ready.add(fd)
+            with self._lock:
+                ended = set(self._ended_pids)   # each taken out once handled below (watch() may not have put it in yet)
             for pid, (proc, fd, on_exit) in watched.items():
-                if proc.poll() is None:
+                # Only a process whose pidfd (or launcher) says it ended, or one without either, is asked: each
+                # watch() wakes the loop, and asking all of them then was quadratic in a burst of starts (400 pods:
+                # 80,000 waitpids).
+                if (fd is not None and fd not in ready) or (pid in told and pid not in ended) or proc.poll() is None:
                     continue
                 with self._lock:
                     self._watched.pop(pid, None)
+                    self._told.discard(pid)
+                    self._ended_pids.discard(pid)
                 if fd is not None:
                     poller.unregister(fd)
                     registered.discard(fd)

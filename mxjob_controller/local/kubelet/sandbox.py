@@ -3,8 +3,9 @@ offers a process directly (namespaces, mounts and cgroups through system calls: 
 
 Why direct system calls rather than ``bubblewrap`` (a tool made for this, but one more package every machine and CI
 would install) or the ``unshare`` command (it cannot make the mounts, run an init that forwards nothing and reaps
-orphans, or report why a start failed): ``sandbox_init.py``, run by this project's own interpreter, does all of it
-at the cost of one interpreter start per container (its code compiled once by the kubelet, not by each start).
+orphans, or report why a start failed): ``sandbox_init.py``, run by this project's own interpreter, does all of it,
+in a process the sandbox's launcher forks for each container (``launcher.py``: one interpreter started once, its
+code compiled once by the kubelet), or, where the launcher does not run, in an interpreter of the container's own.
 
 Each container gets (``sandbox_init.py`` builds it):
 
@@ -56,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from mxjob_controller.local.kubelet.cgroups import CONTROLLERS, CgroupTree, ContainerCgroup, container_limits
+from mxjob_controller.local.kubelet.launcher import Launched, Launcher, LauncherGoneError
 from mxjob_controller.local.kubelet.pod_places import PodKey, PodPlaces, own_temp_dir, remove_tree
 from mxjob_controller.local.kubelet.security_context import (
     NOBODY,
@@ -208,6 +210,7 @@ class Sandbox:
         self._scratch: Path | None = None
         self.places: PodPlaces | None = None
         self.hide_source = ""          # an empty file mode 000: what a hidden file shows
+        self.launcher: Launcher | None = None   # forks each container's relay (launcher.py); None: one interpreter each
         if config.enabled:
             self.why_not = _probe(wanted)
             self.namespaces = not self.why_not
@@ -218,6 +221,10 @@ class Sandbox:
                 os.close(os.open(self.hide_source, os.O_CREAT | os.O_WRONLY, 0o000))
                 (self._scratch / "pods").mkdir(mode=0o700)
                 self.places = PodPlaces(self._scratch / "pods", self.root)
+                self.launcher = Launcher(INIT_CODE)
+                if not self.launcher.start():
+                    self.launcher.close()
+                    self.launcher = None
         # Without the sandbox, nothing makes this interpreter reachable to another user: containers keep ours.
         self.default_user = wanted if self.namespaces else (config.default_user or self.own)
         if not self.namespaces:
@@ -339,6 +346,8 @@ class Sandbox:
             self.places.release(keep)
 
     def close(self) -> None:
+        if self.launcher is not None:
+            self.launcher.close()
         if self.cgroups is not None:
             self.cgroups.close()
         if self._scratch is not None:
@@ -407,21 +416,36 @@ def _run_probe(user: tuple[int, int]) -> str:
     return "" if code == 0 else f"namespaces cannot be made here (probe exited {code})"
 
 
-def launch(spec: dict[str, Any], stdout: Any) -> subprocess.Popen:
+def launch(spec: dict[str, Any], stdout: Any, launcher: Launcher | None = None) -> subprocess.Popen | Launched:
     """Start ``sandbox_init.py`` on ``spec`` and wait until the command is running: OSError (its ``strerror`` the
-    reason) when any step before it failed, as a runtime's start error."""
+    reason) when any step before it failed, as a runtime's start error. Forked by ``launcher`` when it runs (the
+    spec alone goes through the pipe), else a new interpreter of its own (the init's code with the spec)."""
     spec_r, spec_w = os.pipe()
     status_r, status_w = os.pipe()
+    proc: subprocess.Popen | Launched | None = None
     try:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", INIT_BOOTSTRAP, str(spec_r)], env={},
-                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True, pass_fds=(spec_r, status_w), cwd="/")
+        if launcher is not None and launcher.usable and hasattr(stdout, "fileno"):
+            try:
+                proc = launcher.launch(spec_r, status_w, stdout.fileno())
+            except LauncherGoneError as e:
+                log.warning("%s: starting the container with an interpreter of its own", e.strerror)
+                # Pipes of its own: a launcher that answers late may still fork a relay holding these (it reads
+                # an empty spec and exits), never the spec meant for the interpreter.
+                for fd in (spec_r, spec_w, status_r, status_w):
+                    os.close(fd)
+                spec_r, spec_w = os.pipe()
+                status_r, status_w = os.pipe()
+        if proc is None:
+            proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", INIT_BOOTSTRAP, str(spec_r)], env={},
+                                    stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
+                                    start_new_session=True, close_fds=True, pass_fds=(spec_r, status_w), cwd="/")
     finally:
         os.close(spec_r)
         os.close(status_w)
     try:
         with os.fdopen(spec_w, "wb") as f:
-            f.write(marshal.dumps((INIT_CODE, {**spec, "status_fd": status_w})))
+            f.write(marshal.dumps({**spec, "status_fd": status_w}) if isinstance(proc, Launched) else
+                    marshal.dumps((INIT_CODE, {**spec, "status_fd": status_w})))
         failure = _read_until_closed(status_r, _START_TIMEOUT)
     except OSError:
         failure = "setup\tthe sandbox's init did not start"

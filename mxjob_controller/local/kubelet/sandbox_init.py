@@ -1,16 +1,19 @@
 """The first process of every sandboxed container: builds the pod sandbox with Linux system calls, then runs the
-container's command in it. The kubelet runs it as ``python -I -S -c BOOTSTRAP FD`` (``sandbox.INIT_BOOTSTRAP``),
-which reads from descriptor ``FD``, in ``marshal``'s format (built into the interpreter: JSON's import costs more
-than the rest of the start), this module's code, compiled once by the kubelet's own import of its text (never read
-from a file at each start: nothing a pod could have written is ever executed), and calls :func:`run` on the spec
-sent with it: a dict built by ``sandbox.py``, what to build and the command with its environment (neither on a
-command line, which every local user can read, nor in its environment, where the pod's ``LD_PRELOAD`` would load
-into a process still privileged). Standard library only (the package is not loaded).
+container's command in it. The sandbox's launcher (``launcher.py``), started once as ``python -I -S -c BOOTSTRAP``,
+runs this module's code and :func:`serve`, which forks the process for each container; where it does not run, the
+kubelet starts one interpreter per container as ``python -I -S -c BOOTSTRAP FD`` (``sandbox.INIT_BOOTSTRAP``).
+Either reads the code in ``marshal``'s format (built into the interpreter: JSON's import costs more than the rest
+of the start), compiled once by the kubelet's own import of its text (never read from a file at each start:
+nothing a pod could have written is ever executed), and calls :func:`run` on the spec sent through a pipe: a dict
+built by ``sandbox.py``, what to build and the command with its environment (neither on a command line, which
+every local user can read, nor in its environment, where the pod's ``LD_PRELOAD`` would load into a process still
+privileged). Standard library only (the package is not loaded).
 
 Three processes, each with one job:
 
-- the **relay** (the process the kubelet started, leader of the container's process group): dies with the thread
-  that started it (``PR_SET_PDEATHSIG``: a ``local up`` killed by SIGKILL takes it along). It makes the *outer*
+- the **relay** (the process the launcher forked, or the kubelet started; leader of the container's process
+  group): dies with its parent (``PR_SET_PDEATHSIG``; the launcher dies with the kubelet's thread that started it:
+  a ``local up`` killed by SIGKILL takes it along). It makes the *outer*
   mount namespace (and, when ``local up`` is not root, the outer user namespace, its root being ``local up``'s own
   user) and the PID namespace, and builds the container's view there: every mount read-only, the pod's own
   ``/tmp`` and ``/var/tmp`` bound writable, private ``/dev/shm`` and ``/run/lock``, the cluster's files covered. It
@@ -418,6 +421,113 @@ def run(spec):
     """Build the sandbox ``spec`` describes and run its command in it (the relay exits with the container)."""
     _relay(spec, spec.pop("argv"), spec.pop("env"))
     return 127
+
+
+def _launched(parent, fds, closing):
+    """In a child the launcher forked: become what ``Popen`` made before (a session of its own, the log as stdout
+    and stderr, /dev/null as stdin, ``/`` as working directory, no other descriptor), read the spec, run it."""
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        spec_r, status_w, out = fds
+        for fd in closing:
+            os.close(fd)
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        keep = sorted({spec_r, status_w})
+        os.closerange(3, keep[0])
+        os.closerange(keep[0] + 1, keep[1])
+        os.closerange(keep[1] + 1, os.sysconf("SC_OPEN_MAX"))
+        os.chdir("/")
+        chunks = []
+        while chunk := os.read(spec_r, 1 << 16):
+            chunks.append(chunk)
+        os.close(spec_r)
+        spec = marshal.loads(b"".join(chunks))
+        spec["status_fd"], spec["parent_pid"] = status_w, parent
+        run(spec)
+    except BaseException:   # nothing of the launcher's may go on in its child
+        pass
+    os._exit(127)
+
+
+def _tell(sock, text):
+    """Send the kubelet a message; if it is gone (its end closed while a child ended), so is the launcher: quietly,
+    its children die with it."""
+    try:
+        sock.send(text.encode())
+    except OSError:
+        os._exit(0)
+
+
+def serve(control_fd, kubelet_pid):
+    """The launcher (``sandbox.py``'s ``Launcher``): one process, started once, that forks each container's relay
+    instead of a new interpreter per container (an interpreter's start was most of a sandboxed start's CPU). It dies
+    with the kubelet's thread that started it, and its children die with it. Messages on ``control_fd`` (a
+    ``SOCK_SEQPACKET`` socket the kubelet holds the other end of): ``start ID`` with three descriptors (the spec's
+    pipe, the status pipe, the log) forks a relay and answers ``pid ID PID`` (``fail ID ERRNO`` if the fork
+    failed); each child's end is told as ``exit PID STATUS`` (a ``waitpid`` status). EOF: the kubelet is gone."""
+    import socket  # noqa: PLC0415 - the launcher's alone: a container's own interpreter never needs it
+
+    _die_with_parent()
+    if os.getppid() != kubelet_pid:
+        os._exit(137)
+    sock = socket.socket(fileno=control_fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda _sig, _frame: None)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):   # a Ctrl-C at local up's terminal is not for it
+        signal.signal(sig, signal.SIG_IGN)
+    me = os.getpid()
+    room = socket.CMSG_SPACE(3 * 4)
+    while True:
+        readable = select.select([sock, wake_r], [], [])[0]
+        if wake_r in readable:
+            try:
+                while os.read(wake_r, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                _tell(sock, f"exit {pid} {status}")
+        if sock in readable:
+            try:
+                message, ancillary, _flags, _address = sock.recvmsg(256, room)
+            except OSError:
+                message, ancillary = b"", []
+            if not message:   # the kubelet is gone: so is the launcher, and its children with it
+                os._exit(0)
+            fds = []
+            for level, kind, data in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder) for i in range(0, len(data) - 3, 4))
+            request = message.decode().split()
+            if request[:1] != ["start"] or len(request) != 2 or len(fds) != 3:
+                for fd in fds:
+                    os.close(fd)
+                continue
+            try:
+                pid = os.fork()
+            except OSError as e:
+                _tell(sock, f"fail {request[1]} {e.errno}")
+                pid = None
+            if pid == 0:
+                _launched(me, fds, (sock.fileno(), wake_r, wake_w))
+            for fd in fds:
+                os.close(fd)
+            if pid is not None:
+                _tell(sock, f"pid {request[1]} {pid}")
 
 
 def main(args):

@@ -131,12 +131,34 @@ def is_terminal(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
+_NANO = 10 ** 9
+
+
+def _total(values: list[Fraction]) -> Fraction:
+    """The sum of ``values``, exactly: as whole nano units when each is one (every parsed quantity is rounded up to
+    them), which spares a ``Fraction`` addition per value (a pass sums every bound pod's requests: with 400 pods
+    these additions were a third of the scheduler's CPU); else as fractions."""
+    nanos = 0
+    for value in values:
+        denominator = value.denominator
+        if _NANO % denominator:
+            return sum(values, Fraction(0))
+        nanos += value.numerator * (_NANO // denominator)
+    return Fraction(nanos, _NANO)
+
+
 def node_usage(requests: Iterable[Mapping[str, Fraction]]) -> Amounts:
     """What pods bound to the node (and not finished) take of it, ``pods`` included."""
     used: Amounts = {PODS: Fraction(0)}
+    by_name: dict[str, list[Fraction]] = {}
+    count = 0
     for one in requests:
-        used = add(used, one)
-        used[PODS] += 1
+        count += 1
+        for name, value in one.items():
+            by_name.setdefault(name, []).append(value)
+    for name, values in by_name.items():
+        used[name] = used.get(name, Fraction(0)) + _total(values)
+    used[PODS] += count
     return used
 
 
