@@ -6,6 +6,8 @@
 - ``pod_burst``: 400 ``sleep 3600`` pods created at once (4 client threads) on a node of ``pods=1000``, the seconds
   until every one is Running (the list polled), beside the floor: a plain ``subprocess.Popen`` loop starting the same
   400 processes (targets: all Running within 8 s, i.e. at least 50 pods/s, and within 10x the floor);
+- ``large_mxjob``: a 1,000-replica MXJob of sandboxed ``sleep`` workers on the cluster with its controller and a node
+  of ``pods=1100``: the seconds until all run (target 30 s), then until its pods are gone after its deletion;
 - ``cpu_limit``: a pod with ``limits.cpu: 500m`` spinning three threads, its cores used over a window read from
   /proc (target: at most 0.6).
 """
@@ -256,4 +258,65 @@ def bench_cpu_limit(full: bool) -> Outcome:
                    targets={"cores used <= 0.6 under limits.cpu 500m": cores <= 0.6 or not enforced})
 
 
-SANDBOX = {"pod_start": bench_pod_start, "pod_burst": bench_pod_burst, "cpu_limit": bench_cpu_limit}
+LARGE_JOB_WORKERS, LARGE_JOB_TARGET_S, LARGE_JOB_TIMEOUT = 1000, 30.0, 180.0
+
+
+def _pods_and_waiting(client: Client) -> tuple[int, bool]:
+    """How many pods the namespace holds (one item asked for: ``remainingItemCount`` counts the rest) and whether
+    one of them is not Running yet, in two cheap lists: the cluster measured shares this process."""
+    page = client.list(PODS, "default", limit=1, timeout=10, deadline=20)
+    count = len(page.get("items") or []) + int(page["metadata"].get("remainingItemCount") or 0)
+    return count, _any_not_running(client)
+
+
+def bench_large_mxjob(full: bool) -> Outcome:
+    """Issue 48: a 1,000-replica MXJob on the embedded cluster with its controller, the sandbox on and a node of
+    ``pods=1100``: the seconds from the job's creation until every worker runs (a ``sleep 3600`` each, 1m CPU and 1Mi
+    requested so that 1,000 fit), as ``local up`` users see it; then the job deleted and the seconds until its pods
+    are gone. The controller creates the pods (kube's slow start: 1, 2, 4 ... up to its batch) and their Services."""
+    from mxjob_controller.mxnet.framework import MXJOBS
+
+    worker = {"replicas": LARGE_JOB_WORKERS, "restartPolicy": "Never", "template": {"spec": {
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "mxnet", "image": "busybox", "command": ["sleep", "3600"],
+                        "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]}}}
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": {"name": "large", "namespace": "default"},
+           "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {"Worker": worker}}}
+    with tempfile.TemporaryDirectory() as workdir:
+        os.chmod(workdir, 0o777)
+        options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), webhooks=False,
+                                 kubelet_options=KubeletOptions(workdir=workdir, sandbox=True,
+                                                                capacity={"pods": str(LARGE_JOB_WORKERS + 100)}))
+        with LocalCluster(options) as cluster:
+            client = cluster.client("bench")
+            load = os.getloadavg()[0]
+            started = time.monotonic()
+            client.create(MXJOBS, job, "default")
+            deadline, count, waiting = started + LARGE_JOB_TIMEOUT, 0, True
+            while count < LARGE_JOB_WORKERS or waiting:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{count} of {LARGE_JOB_WORKERS} pods, not all Running after "
+                                       f"{LARGE_JOB_TIMEOUT:g} s")
+                time.sleep(0.05)
+                count, waiting = _pods_and_waiting(client)
+            took = time.monotonic() - started
+            client.delete(MXJOBS, "large", "default")
+            gone_from = time.monotonic()
+            while client.list(PODS, "default", limit=1, timeout=10, deadline=20).get("items"):
+                if time.monotonic() > gone_from + LARGE_JOB_TIMEOUT:
+                    raise RuntimeError("the large job's pods were not all removed")
+                time.sleep(0.1)
+            gone = time.monotonic() - gone_from
+    return Outcome([(f"1 MXJob of {LARGE_JOB_WORKERS} workers (sandboxed sleep), with the controller: all Running",
+                     f"{took:.1f} s ({LARGE_JOB_WORKERS / took:.1f} pods/s)"),
+                    ("the job deleted: its pods gone", f"{gone:.1f} s"),
+                    ("load average (1 min) at the start", f"{load:.1f}")],
+                   inputs={"workers": LARGE_JOB_WORKERS, "load": round(load, 1)},
+                   figures={"all_running_s": took, "pods_gone_s": gone},
+                   ratios={"vs_target": took / LARGE_JOB_TARGET_S},
+                   targets={f"a {LARGE_JOB_WORKERS}-replica MXJob all Running <= {LARGE_JOB_TARGET_S:g} s":
+                            took <= LARGE_JOB_TARGET_S})
+
+
+SANDBOX = {"pod_start": bench_pod_start, "pod_burst": bench_pod_burst, "large_mxjob": bench_large_mxjob,
+           "cpu_limit": bench_cpu_limit}

@@ -72,6 +72,12 @@ class PodAddresses:
         if not self.enabled:
             return LOCAL_IP
         key = (namespace, name)
+        # Read without the lock: a name's address never changes once given (a dict read is atomic), and a
+        # container start asks for every name of its job's MX_CONFIG, so a 1,000-replica job's starts ask a
+        # million times; under one lock, their threads queued on it behind the interpreter's switch interval.
+        found = self._by_name.get(key)
+        if found is not None:
+            return found
         with self._lock:
             found = self._by_name.get(key)
             if found is None:

@@ -168,9 +168,14 @@ def rewrite_service_hosts(value: str, namespace: str, service_address: ServiceAd
 
     A name is whole (``job-worker-1`` in ``job-worker-10`` is not one), case-insensitive, resolved as a pod's
     resolver would with the search path ``<ns>.svc.cluster.local svc.cluster.local cluster.local``."""
+    resolved: dict[str, str] = {}   # a job's MX_CONFIG names each peer once, and "url", "port"... per peer
+
     def replace(m: re.Match[str]) -> str:
         host = m.group(0)
-        return _service_of(host.lower(), namespace, service_address) or host
+        found = resolved.get(host)
+        if found is None:
+            found = resolved[host] = _service_of(host.lower(), namespace, service_address) or host
+        return found
     return _HOSTNAME.sub(replace, value)
 
 

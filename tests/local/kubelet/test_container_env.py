@@ -50,6 +50,20 @@ def test_service_names_become_their_loopback_addresses(value, expected):
     assert rewrite_service_hosts(value, "team", known) == expected
 
 
+def test_each_host_of_a_value_is_resolved_once():
+    # A 1,000-replica MX_CONFIG names each peer once and "url", "port"... once per peer: one lookup per name.
+    asked: list[tuple[str, str, bool]] = []
+
+    def counting(ns: str, name: str, qualified: bool) -> str | None:
+        asked.append((ns, name, qualified))
+        return known(ns, name, qualified)
+
+    peers = ",".join('{"url":"job-worker-1","port":9091}' for _ in range(50))
+    assert rewrite_service_hosts(f"[{peers}]", "team", counting) == "[" + ",".join(
+        '{"url":"127.9.0.2","port":9091}' for _ in range(50)) + "]"
+    assert sorted(asked) == sorted(set(asked)) and ("team", "job-worker-1", False) in asked
+
+
 @pytest.mark.parametrize(("value", "expected"), [
     ("$(A)-$(B)", "1-$(B)"), ("$$(A)", "$(A)"), ("$$$(A)", "$1"), ("$A $(A", "$A $(A"), ("", ""),
 ])

@@ -72,3 +72,4 @@ def test_a_group_with_a_running_member_is_alive(tmp_path):
     finally:
         proc.signal_group(signal.SIGKILL)
         wait_for(lambda: not proc.group_alive(), timeout=30, what="the group killed")
+
