@@ -404,7 +404,9 @@ def test_namespace_scoped_informer(apiserver, client, informers, requests_seen):
     client.create(CONFIGMAPS, configmap("w", namespace="team-a"))
     wait_for(lambda: store_state(informer) == server_state(client, CONFIGMAPS, "team-a"), timeout=DEADLINE)
     assert sorted(informer.store.keys()) == ["team-a/w", "team-a/x"]
-    assert {key for _, key, _ in recorder.notes} == {"team-a/w", "team-a/x"}
+    # the handler hears of w after the store has it (its listener delivers on a thread of its own): wait for it
+    wait_for(lambda: {key for _, key, _ in recorder.notes} == {"team-a/w", "team-a/x"}, timeout=DEADLINE,
+             what=f"the handler told of team-a/w and team-a/x (told: {recorder.notes})")
     assert {ns for _, verb, _, ns, _ in requests_seen.requests if verb in ("list", "watch")} == {"team-a"}
 
 
