@@ -47,7 +47,6 @@ from mxjob_controller.manager.crd_check import StartupError, frameworks_to_run
 from mxjob_controller.manager.settings import RunSettings, describe_budget
 from mxjob_controller.runtime.client import Client, ClientConfig, ConfigError, load_config
 from mxjob_controller.runtime.client.incluster import SERVICE_ACCOUNT_DIR
-from mxjob_controller.runtime.clock import IDLE_WAIT
 from mxjob_controller.runtime.endpoints import Endpoints, parse_bind_address
 from mxjob_controller.runtime.leaderelection import LeaderElectionConfig, LeaderElector, leader_election_client
 from mxjob_controller.runtime.registry import new_registry
@@ -62,6 +61,7 @@ LOST_DRAIN = 2.0              # seconds in-flight reconciles get after the Lease
 FAILED_START_STOP = 5.0       # seconds a controller that failed to start gets to stop what it started
 _RELEASE_BUDGET = 2.0         # seconds kept, out of the shutdown budget, for releasing the Lease
 _ENDPOINTS_BUDGET = 1.0       # ... and for stopping the endpoints
+SIGNAL_WAIT = 0.5             # seconds the main thread waits between looks for a stop a signal asked for
 
 
 class Manager:
@@ -109,7 +109,11 @@ class Manager:
         try:
             if not self._wake.is_set():         # a signal during start-up: stop without starting to control
                 self._start_controlling(config, client, registry)
-            while not self._wake.wait(IDLE_WAIT):   # a signal's handler sets _wake, which ends it at once
+            # A signal's handler sets _wake; it runs on this (the main) thread, and only once this thread runs
+            # again: a SIGTERM the kernel delivers to another thread does not end this wait early, so under a long
+            # one a graceful stop waited up to 30 s (clock.IDLE_WAIT; kube's grace period, then SIGKILL). A short wait
+            # costs a wake-up twice a second.
+            while not self._wake.wait(SIGNAL_WAIT):
                 pass
         finally:
             self._shutdown(endpoints)

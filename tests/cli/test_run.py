@@ -9,6 +9,8 @@ lifecycle of a job through separate ``local up`` and ``run`` processes is ``test
 
 from __future__ import annotations
 
+import ctypes
+import platform
 import shlex
 import signal
 import socket
@@ -392,3 +394,25 @@ def test_losing_the_lease_stops_reconciling_and_exits_1(apiserver, kube, kubecon
     messages = [r["msg"] for r in proc.records()]
     assert "controller stopping: no new reconciles; in-flight ones get 2.0s" in messages
     assert any(m.startswith("exiting: lost the leader-election Lease") for m in messages), proc.output()
+
+
+_TGKILL = {"x86_64": 234, "aarch64": 131}   # the syscall's number: a signal to one thread of another process
+
+
+@pytest.mark.skipif(platform.machine() not in _TGKILL, reason="tgkill's number unknown here")
+def test_a_sigterm_the_kernel_gives_another_thread_still_stops_run_at_once(apiserver, kubeconfig):
+    """A process's signal goes to whichever of its threads the kernel picks; the handler runs on the main thread
+    only once that thread runs again. Sent here to a thread other than the main one (``tgkill``), as the kernel
+    may send a SIGTERM: the stop still begins within a second, not after the main thread's idle wait (30 s)."""
+    install_mxjob_crd(apiserver)
+    libc = ctypes.CDLL(None, use_errno=True)
+    with RunProcess(["--kubeconfig", str(kubeconfig), *LOCAL_PORTS]) as proc:
+        proc.wait_running()
+        pid = proc.proc.pid
+        other = next(int(t.name) for t in sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name))
+                     if int(t.name) != pid)
+        started = time.monotonic()
+        assert libc.syscall(_TGKILL[platform.machine()], pid, other, signal.SIGTERM) == 0, ctypes.get_errno()
+        assert proc.wait_exit(15) == 0
+        assert time.monotonic() - started < 5, proc.output()[-2000:]
+    assert any(r["msg"] == "received SIGTERM: stopping" for r in proc.records())
