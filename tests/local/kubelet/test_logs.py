@@ -118,7 +118,7 @@ def test_following_a_log_keeps_its_place_across_rotations(tmp_path):
               "deadline = time.monotonic() + 120\n"
               "while not os.path.exists('/tmp/go') and time.monotonic() < deadline:\n    time.sleep(0.02)\n"
               "for i in range(1, 8000):\n    print(f'{i:06d} ' + 'x' * 92, flush=True)\n"
-              "    if i % 500 == 0:\n        time.sleep(0.05)\n")
+              "    if i % 500 == 0:\n        time.sleep(0.25)\n")
     options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
                              kubelet_options=KubeletOptions(workdir=str(tmp_path), container_log_max_size=64 * 1024,
                                                             container_log_max_files=5))
