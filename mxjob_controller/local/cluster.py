@@ -39,7 +39,7 @@ from typing import Any
 from mxjob_controller import __version__
 from mxjob_controller.local.apiserver.server import APIServer, ServerOptions
 from mxjob_controller.local.job_ports import DEFAULT_RANGE, JobPorts
-from mxjob_controller.local.kubelet.kubelet import Kubelet
+from mxjob_controller.local.kubelet.kubelet import Kubelet, pod_informer
 from mxjob_controller.local.kubelet.options import KubeletOptions
 from mxjob_controller.local.kubelet.pod_admission import PodAdmission
 from mxjob_controller.local.kubelet.sandbox import probe_ahead
@@ -50,6 +50,7 @@ from mxjob_controller.mxnet.api import CRD_NAME as MXJOBS_CRD
 from mxjob_controller.mxnet.crd_conversion import CONVERT_PATH, with_conversion
 from mxjob_controller.runtime.client import Client
 from mxjob_controller.runtime.events import WARNING, EventRecorder, ObjectReference
+from mxjob_controller.runtime.informer import SharedInformer
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ class LocalCluster:
             self.server.rest.admission.append(ports)
             self.server.rest.update_admission.append(ports.on_update)
         self.kubelet: Kubelet | None = None
+        self.pods: SharedInformer | None = None         # the pod informer the kubelet and the scheduler share
         self.scheduler: LocalScheduler | None = None
         self.controller: Any = None
         self.metrics: Any = None                        # the controllers' /metrics server (runtime.endpoints)
@@ -138,7 +140,11 @@ class LocalCluster:
                     log.info("applied CRD %s", crd["metadata"]["name"])
             if self.options.kubelet:
                 kubelet_options = dataclasses.replace(self.options.kubelet_options, private_paths=self.private_paths)
-                made = kubelet = Kubelet(self._client("kubelet", -1.0, 1), kubelet_options)
+                client = self._client("kubelet", -1.0, 1)
+                # One watch of pods for the kubelet and the scheduler: both run here, and each pod version decoded
+                # and cached twice cost seconds of this process's one core with a 1,000-replica MXJob (issue 48).
+                self.pods = pod_informer(client)
+                made = kubelet = Kubelet(client, kubelet_options, pods=self.pods)
                 self.server.rest.log_reader = kubelet.logs.read
                 steps.append(_Step("local-start-kubelet", lambda: setattr(self, "kubelet", kubelet.start())))
                 served = self._podgroup_crds()
@@ -182,7 +188,7 @@ class LocalCluster:
         names = frozenset(SchedulerOptions().coscheduling_names | ({gang} if gang and gang != "volcano" else set()))
         options = SchedulerOptions(node_name=self.options.kubelet_options.node_name, coscheduling_names=names,
                                    podgroup_groups=served)
-        return LocalScheduler(self._client("scheduler", -1.0, 1), options).start()
+        return LocalScheduler(self._client("scheduler", -1.0, 1), options, pods=self.pods).start()
 
     def private_paths(self) -> list[str]:
         """The cluster's own files, which no pod may read: TLS material, kubeconfigs and token directories written,
@@ -279,6 +285,9 @@ class LocalCluster:
             clean = self.kubelet.stop(max(1.0, (end - time.monotonic()) / 2)) and clean
             self.kubelet = None
             self.server.rest.log_reader = None
+        if self.pods is not None:   # after both of its users
+            clean = self.pods.stop(max(0.5, (end - time.monotonic()) / 3)) and clean
+            self.pods = None
         if self._events is not None:
             self._events.stop(max(0.5, (end - time.monotonic()) / 4))
             self._events = None

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mxjob_controller.kube.timefmt import now_rfc3339
-from mxjob_controller.local.kubelet.addresses import LOCAL_IP, PodAddresses
+from mxjob_controller.local.kubelet.addresses import PodAddresses
 from mxjob_controller.local.kubelet.devices import NodeDevices, node_resources
 from mxjob_controller.local.kubelet.logs import LogStore
 from mxjob_controller.local.kubelet.node import machine_capacity, node_capacity, node_object
@@ -34,6 +34,7 @@ from mxjob_controller.local.kubelet.pod_places import PodKey, own_temp_dir, swee
 from mxjob_controller.local.kubelet.pod_worker import PodWorker
 from mxjob_controller.local.kubelet.runtime import Reaper, kill_groups
 from mxjob_controller.local.kubelet.sandbox import Sandbox, SandboxConfig
+from mxjob_controller.local.kubelet.service_names import ServiceNames
 from mxjob_controller.runtime.cache_keys import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, controller_uid_index
 from mxjob_controller.runtime.client import (
     CONFIGMAPS,
@@ -62,8 +63,21 @@ PLACES_GRACE = 300.0
 _SYNC_TIMEOUT = 30.0
 
 
+def pod_informer(client: Client) -> SharedInformer:
+    """The informer of every pod a kubelet watches: what :class:`Kubelet` makes for itself unless given one. The
+    embedded cluster makes it once and hands it to the kubelet and the scheduler, which run in one process: one
+    watch, one decode of each pod version and one cache instead of two (issue 48: with a 1,000-replica MXJob, whose
+    pods carry 65 KB of ``MX_CONFIG`` each, the second informer cost seconds of the process's one core)."""
+    return SharedInformer(client, PODS, transform=drop_managed_fields,
+                          indexers={CONTROLLER_UID_INDEX: controller_uid_index})
+
+
 class Kubelet:
-    def __init__(self, client: Client, options: KubeletOptions | None = None) -> None:
+    def __init__(self, client: Client, options: KubeletOptions | None = None,
+                 pods: SharedInformer | None = None) -> None:
+        """``pods``: an informer of every pod (:func:`pod_informer`) shared with other parts of this process; the
+        kubelet starts it if it has not started, and leaves stopping it to its owner (it only removes its handler).
+        None: one of its own."""
         self.client = client
         self.options = options = options or KubeletOptions()
         sweep_leftovers()   # what a local up killed by SIGKILL left in the temporary directory
@@ -85,13 +99,17 @@ class Kubelet:
         self._finished: set[str] = set()                # uids whose worker ended: never started again
         self._gone_pending: dict[str, PodWorker] = {}   # removed pods whose worker still stops their containers
         self._controllers_seen: dict[str, float] = {}   # controller uid → when a pod of it was last here
-        self._pods = SharedInformer(client, PODS, transform=drop_managed_fields,
-                                    indexers={CONTROLLER_UID_INDEX: controller_uid_index})
-        self._pods.add_handler(self._on_pod, lambda _old, new: self._on_pod(new), self._on_pod_deleted)
+        self._own_pods = pods is None
+        self._pods = pods if pods is not None else pod_informer(client)
+        self._pod_handler = self._pods.add_handler(self._on_pod, lambda _old, new: self._on_pod(new),
+                                                   self._on_pod_deleted)
         # What Service names resolve to at a container's start, as kube's kubelet reads Services for their env
         # vars: from a watched cache (its serviceLister), synced before any pod starts. A list per start instead
         # made a 1,000-replica job's starts read a million Services (quadratic: 105 s until all ran).
         self._services = SharedInformer(client, SERVICES, transform=drop_managed_fields)
+        self.service_names = ServiceNames(self._services.store, self.addresses)
+        self._services.add_handler(self.service_names.changed, lambda _old, new: self.service_names.changed(new),
+                                   self.service_names.changed, inline=True)
         self._housekeeping = threading.Thread(target=self._housekeep, name="kubelet-housekeeping", daemon=True)
         self.devices = NodeDevices(options.gpus)         # GPUs: advertised on the Node, given at admission
         self.allocatable.update(node_resources(self.devices.devices))
@@ -118,7 +136,7 @@ class Kubelet:
         end = time.monotonic() + timeout
         self.stopping.set()
         self.logs.close()
-        clean = self._pods.stop(max(0.1, end - time.monotonic()))
+        clean = self._stop_pods(max(0.1, end - time.monotonic()))
         clean = self._services.stop(max(0.1, end - time.monotonic())) and clean
         with self._lock:
             workers = list(self._workers.values())
@@ -145,6 +163,13 @@ class Kubelet:
             log.warning("local kubelet stopped with threads still running: %s", ", ".join(alive))
         return clean and not alive
 
+    def _stop_pods(self, timeout: float) -> bool:
+        """Stop the pod informer if it is the kubelet's own; else only its handler (its owner stops the rest)."""
+        if self._own_pods:
+            return self._pods.stop(timeout)
+        self._pod_handler.remove(timeout)
+        return True
+
     def worker_done(self, worker: PodWorker) -> None:
         with self._lock:
             if self._workers.get(worker.uid) is worker:
@@ -169,22 +194,13 @@ class Kubelet:
     def service_resolver(self, namespace: str) -> Callable[[str, str, bool], str | None]:
         """The address each (namespace, name) Service resolves to, None for no such Service, from the kubelet's
         watched cache of Services (synced before any pod started; a Service created a moment before a start is
-        there once its watch event is, as for kube's kubelet). A Service with a selector resolves to the address
-        of its name (that of the pod named like it), one without to 127.0.0.1. A name written in the Services' DNS
-        form (``qualified``: ``<svc>.<ns>.svc``, as TF_CONFIG writes them) resolves to its name's address even if
-        that Service is not there yet: a job's Services and pods are created side by side, and the address does
-        not depend on the Service. ``namespace``: the pod's (bare names are looked for there by the caller)."""
-        store, services = self._services.store, None
-
-        def address(ns: str, name: str, qualified: bool) -> str | None:
-            nonlocal services
-            if services is None:   # one copy per start: its hundreds of lookups take no lock other starts want
-                services = dict(store.items())
-            service = services.get(f"{ns}/{name}")
-            if service is None:
-                return self.addresses.address(ns, name) if qualified else None
-            return self.addresses.address(ns, name) if (service.get("spec") or {}).get("selector") else LOCAL_IP
-        return address
+        there once its watch event is, as for kube's kubelet), its answers kept across starts until that Service
+        changes (``service_names.py``). A Service with a selector resolves to the address of its name (that of
+        the pod named like it), one without to 127.0.0.1. A name written in the Services' DNS form
+        (``<svc>.<ns>.svc``, as TF_CONFIG writes them) resolves to its name's address even if that Service is not
+        there yet: a job's Services and pods are created side by side, and the address does not depend on the
+        Service. ``namespace``: the pod's (bare names are looked for there by the caller)."""
+        return self.service_names.address
 
     # --- pods -----------------------------------------------------------------------------------------------
 

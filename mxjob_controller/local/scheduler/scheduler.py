@@ -212,7 +212,11 @@ class SchedulerOptions:
 
 
 class LocalScheduler:
-    def __init__(self, client: Client, options: SchedulerOptions | None = None) -> None:
+    def __init__(self, client: Client, options: SchedulerOptions | None = None,
+                 pods: SharedInformer | None = None) -> None:
+        """``pods``: an informer of every pod shared with other parts of this process (the embedded cluster's
+        kubelet's: one watch and one cache of pods for both); the scheduler starts it if it has not started and
+        leaves stopping it to its owner. None: one of its own, caching only what placement reads."""
         self.client = client
         self.options = options = options or SchedulerOptions()
         self.stopping = threading.Event()
@@ -229,12 +233,13 @@ class LocalScheduler:
         self._retry_at: float | None = None                 # when failed PodGroup writes are due again
         flavors = {flavor: resource for flavor, resource in FLAVOR_RESOURCES.items()
                    if resource.group in options.podgroup_groups}
-        self._informers = [SharedInformer(client, resource,
-                                          transform=placement_view if resource is PODS else drop_managed_fields)
-                           for resource in (PODS, NODES, PRIORITY_CLASSES, *flavors.values())]
-        self._pods, self._nodes, self._priorities = self._informers[:3]
+        self._own_pods = pods is None                       # a shared one is started here, stopped by its owner
+        self._pods = pods if pods is not None else SharedInformer(client, PODS, transform=placement_view)
+        self._informers = [self._pods, *(SharedInformer(client, resource, transform=drop_managed_fields)
+                                         for resource in (NODES, PRIORITY_CLASSES, *flavors.values()))]
+        self._nodes, self._priorities = self._informers[1:3]
         self._podgroups = dict(zip(flavors, self._informers[3:], strict=True))
-        self._pods.add_handler(self._changed, self._pod_updated, self._pod_deleted)
+        self._pod_handler = self._pods.add_handler(self._changed, self._pod_updated, self._pod_deleted)
         self._nodes.add_handler(self._node_changed, self._node_updated, self._node_changed)
         for informer in self._podgroups.values():
             informer.add_handler(self._podgroup_changed, self._podgroup_updated, self._podgroup_changed)
@@ -266,7 +271,10 @@ class LocalScheduler:
         if self._binder is not None:   # idle once the thread has ended (a pass waits for its binds)
             self._binder.shutdown(wait=clean, cancel_futures=True)
         for informer in self._informers:
-            clean = informer.stop(max(0.1, end - time.monotonic())) and clean
+            if informer is self._pods and not self._own_pods:
+                self._pod_handler.remove(max(0.1, end - time.monotonic()))
+            else:
+                clean = informer.stop(max(0.1, end - time.monotonic())) and clean
         for recorder in self._recorders.values():
             recorder.stop(max(0.1, end - time.monotonic()))
             recorder.client.close()
@@ -280,8 +288,10 @@ class LocalScheduler:
     def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         """kube's pod events, as far as they concern a pass: an unbound pod whose spec or metadata changed is
         tried again now (a status write, ours included, does not count); a bound pod that finished frees its room
-        (``AssignedPodDelete``: kube takes a terminal pod out of its cache); a bound pod's phase moves its PodGroup's
-        counts."""
+        (``AssignedPodDelete``: kube takes a terminal pod out of its cache); a gang member's binding or phase moves its
+        PodGroup's counts. Nothing else about a bound pod wakes a pass: its binding takes room (no waiting pod fits
+        because of it) and a phase short of terminal frees none; each woke a pass over every pod (three per pod of
+        a 1,000-replica job, most of the scheduler's CPU)."""
         old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
         if not new_spec.get("nodeName"):
             if _placement_relevant(old) != _placement_relevant(new):
@@ -291,9 +301,10 @@ class LocalScheduler:
         if is_terminal(new) and not is_terminal(old):
             self.queue.move_all("AssignedPodDelete")
             self._wake.set()
-        elif not old_spec.get("nodeName") or (old.get("status") or {}).get("phase") != \
-                (new.get("status") or {}).get("phase"):
-            self._wake.set()
+        elif group_of(new, self.options.coscheduling_names) is not None and (
+                not old_spec.get("nodeName") or (old.get("status") or {}).get("phase") !=
+                (new.get("status") or {}).get("phase")):
+            self._wake.set()   # only a gang's counts move: a pod without one frees or takes nothing here
 
     def _pod_deleted(self, pod: dict[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName") and not is_terminal(pod):

@@ -1,0 +1,71 @@
+"""What a Service's name resolves to in the values the kubelet rewrites (``container_env.rewrite_service_hosts``),
+remembered across container starts.
+
+    names = ServiceNames(services_informer.store, pod_addresses)
+    services_informer.add_handler(names.changed, lambda _old, new: names.changed(new), names.changed)
+    env = container_env(..., service_address=names.address)
+
+Why: every start of a 1,000-replica MXJob's pods resolves the ~1,000 peer names of its ``MX_CONFIG``; resolved
+afresh per start (a copy of the Services cache each, then a lookup per name) that was pods-times-peers work, about a
+million lookups for the job and the largest share of the pod workers' CPU (issue 48). What a name resolves to
+depends only on whether its Service exists and has a selector (a name's address never changes once given,
+``addresses.py``), so an answer is kept until that Service changes.
+
+Guarantees: an answer is never older than the Services cache as of the lookup that made it and the next watch
+event of that Service: the informer's handler forgets the Service's answers after each of its events, and a lookup
+that raced with an event (the event counted between its read of the cache and its keeping the answer) does not
+keep it. The handler runs inline on the informer's own thread, as each event changes the cache (so only that
+thread writes the event counts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mxjob_controller.local.kubelet.addresses import LOCAL_IP, PodAddresses
+from mxjob_controller.runtime.cache_keys import DeletedFinalStateUnknown
+from mxjob_controller.runtime.cache_store import Indexer
+
+
+class ServiceNames:
+    def __init__(self, services: Indexer, addresses: PodAddresses) -> None:
+        self._services = services
+        self._addresses = addresses
+        self._answers: dict[tuple[str, str, bool], str | None] = {}   # (namespace, name, qualified) → address
+        self._events: dict[str, int] = {}                              # "ns/name" → its Service's events seen
+
+    def address(self, namespace: str, name: str, qualified: bool) -> str | None:
+        """A :data:`container_env.ServiceAddress`: the address the Service ``namespace/name`` resolves to (that of
+        its name when it has a selector, 127.0.0.1 without), None without such a Service unless ``qualified`` (a
+        name in the Services' DNS form resolves to its name's address before its Service exists)."""
+        answer_key = (namespace, name, qualified)
+        try:
+            return self._answers[answer_key]
+        except KeyError:
+            pass
+        key = f"{namespace}/{name}"
+        seen = self._events.get(key, 0)
+        service = self._services.get(key)
+        if service is None:
+            found = self._addresses.address(namespace, name) if qualified else None
+        else:
+            found = self._addresses.address(namespace, name) if (service.get("spec") or {}).get("selector") \
+                else LOCAL_IP
+        self._answers[answer_key] = found
+        if self._events.get(key, 0) != seen:   # the Service changed meanwhile: answer this once, keep nothing
+            self._answers.pop(answer_key, None)
+        return found
+
+    def changed(self, service: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        """The Services informer's handler (add, update and delete): forget what this Service's name resolved to."""
+        obj = service.obj if isinstance(service, DeletedFinalStateUnknown) else service
+        meta = obj.get("metadata") or {}
+        namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+        key = f"{namespace}/{name}"
+        self._events[key] = self._events.get(key, 0) + 1   # first: a lookup in flight then keeps nothing
+        self._answers.pop((namespace, name, True), None)
+        self._answers.pop((namespace, name, False), None)
+
+    def __len__(self) -> int:
+        """How many answers are kept (tests)."""
+        return len(self._answers)
