@@ -9,9 +9,11 @@ and every answer to a classified request carries the
 may drop their own rate limiting. A limited level runs at most its nominal share of ``--max-requests-inflight`` +
 ``--max-mutating-requests-inflight`` (``ceil(total · shares / Σ shares)``) at once; others wait in one of its queues
 (the shortest of the flow's hand of queues, shuffle-sharded by flow, so one noisy user fills few queues), dispatched
-round-robin across queues as seats free. A full queue, or a wait longer than a quarter of the request timeout, is a
-429 (``catch-all``, which does not queue: at once). Watches are classified but take no seat; the other
-long-running requests (logs, exec, proxy) pass unclassified, without the PF headers, as kube's filter lets them.
+round-robin across queues as seats free. A full queue, or a wait past a quarter of the request timeout counted from
+when the request was received (kube's ``getRequestWaitContext``: time spent before the queue counts, so a queued
+request is refused with a 429 well before its deadline's 504), is a 429 (``catch-all``, which does not queue: at
+once). Watches are classified but take no seat; the other long-running requests (logs, exec, proxy) pass
+unclassified, without the PF headers, as kube's filter lets them.
 What authentication or impersonation refuses never gets here (no PF headers on a 401); an authorization's 403
 does. Not done: borrowing between levels, seat widths, FlowSchema objects from the API.
 
@@ -323,8 +325,9 @@ class FlowControl:
     def limit(self, level: str) -> int:
         return self._levels[level].limit
 
-    def admit(self, user: UserInfo | None, info: RequestInfo) -> Seat:
-        """Classify, then take a seat (waiting in a queue if need be); RequestRejectedError when refused."""
+    def admit(self, user: UserInfo | None, info: RequestInfo, received: float | None = None) -> Seat:
+        """Classify, then take a seat (waiting in a queue if need be); RequestRejectedError when refused. The wait
+        ends ``wait_limit`` after ``received`` (``time.monotonic()``; now if not given), not after queueing."""
         schema = classify(user, info)
         level = self._levels[schema.priority_level]
         if level.config.exempt or info.long_running:
@@ -346,7 +349,7 @@ class FlowControl:
             waiter = _Waiter()
             queue.append(waiter)
             self.stats.inqueue(schema, 1)
-        waiter.event.wait(self.wait_limit)
+        waiter.event.wait(max(0.0, (arrived if received is None else received) + self.wait_limit - time.monotonic()))
         with self._lock:
             self.stats.inqueue(schema, -1)
             if waiter.dispatched:
@@ -403,7 +406,7 @@ class FlowControl:
         if ex.info.long_running and ex.info.verb != "watch":
             return
         try:
-            seat = self.admit(ex.user, ex.info)
+            seat = self.admit(ex.user, ex.info, ex.started)
         except RequestRejectedError as e:
             raise EarlyResponseError(too_many_requests(e.retry_after, self._pf_headers(e.schema))) from None
         ex.response_headers.update(self._pf_headers(seat.schema))

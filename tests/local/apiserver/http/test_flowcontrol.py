@@ -24,6 +24,8 @@ from mxjob_controller.local.apiserver.http.flowcontrol import (
     FLOW_SCHEMAS,
     PRIORITY_LEVEL_HEADER,
     PRIORITY_LEVELS,
+    FlowControl,
+    RequestRejectedError,
     RetryAfter,
     classify,
     nominal_limits,
@@ -117,6 +119,26 @@ def test_retry_after_grows_with_sustained_rejections_and_falls_back_as_kubes_tra
     assert tracker.value == 4
     tracker.record(110)  # quiet since: one step back at a time
     assert tracker.value == 3
+
+
+def test_a_queued_requests_wait_ends_a_quarter_timeout_after_it_was_received_not_after_it_queued():
+    """kube's ``getRequestWaitContext``: the wait is counted from the request's arrival, so a request that spent
+    its quarter before reaching the queue is refused with a 429 at once, never left to reach its deadline's 504."""
+    control = FlowControl(5, 5, wait_limit=1.0)   # global-default: one seat
+    alice = UserInfo("alice", groups=(AUTHENTICATED,))
+    lists = _resource("list", "configmaps", "default")
+    held = control.admit(alice, lists)
+    assert held.level is not None
+    started = time.monotonic()
+    with pytest.raises(RequestRejectedError):
+        control.admit(alice, lists, received=started - 0.9)   # 0.1 s of its wait left
+    waited = time.monotonic() - started
+    assert waited < 0.9, waited
+    with pytest.raises(RequestRejectedError):
+        control.admit(alice, lists, received=started - 5.0)   # nothing left: refused without waiting
+    assert 'reason="time-out"} 2' in "\n".join(control.metrics())
+    control.release(held)
+    assert control.admit(alice, lists, received=started - 5.0).level is not None, "a free seat needs no wait"
 
 
 # --- over HTTP ---------------------------------------------------------------------------------------------------
