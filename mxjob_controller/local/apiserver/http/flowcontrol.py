@@ -11,10 +11,10 @@ may drop their own rate limiting. A limited level runs at most its nominal share
 (the shortest of the flow's hand of queues, shuffle-sharded by flow, so one noisy user fills few queues), dispatched
 round-robin across queues as seats free. A full queue, or a wait past a quarter of the request timeout counted from
 when the request was received (kube's ``getRequestWaitContext``: time spent before the queue counts, so a queued
-request is refused with a 429 well before its deadline's 504; one still queued at its deadline, in a process too
-busy to keep that wait, is withdrawn from its queue and answered the same 429: it never runs), is a 429 (``catch-all``, which does not queue: at
-once). Watches are classified but take no seat; the other long-running requests (logs, exec, proxy) pass
-unclassified, without the PF headers, as kube's filter lets them.
+request is refused with a 429 well before its deadline's 504), is a 429 (``catch-all``, which does not queue: at
+once); one still queued at its deadline, in a process too busy to keep that wait, is withdrawn from its queue and
+answered the same 429 (it never runs). Watches are classified but take no seat; the other long-running requests
+(logs, exec, proxy) pass unclassified, without the PF headers, as kube's filter lets them.
 What authentication or impersonation refuses never gets here (no PF headers on a 401); an authorization's 403
 does. Not done: borrowing between levels, seat widths, FlowSchema objects from the API.
 
