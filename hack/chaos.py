@@ -665,12 +665,20 @@ class Chaos:
             self.current.remove(c)
         self.log(f"SIGKILLed {c.name}")
 
-    def wait_ready(self, c: Controller, timeout: float = 60.0) -> None:
+    def wait_ready(self, c: Controller, timeout: float = 60.0) -> Controller:
+        """``c`` once ready; or its replacement when ``c`` lost the race for a port :func:`free_port` chose (another
+        process took it in between: the harness's own fault, told apart by the controller's "cannot serve" line)."""
         deadline = time.monotonic() + timeout
         while c.ready_at is None:
             if not c.proc.alive():
-                raise HarnessError(f"{c.name} exited ({c.proc.popen and c.proc.popen.returncode}):\n"
-                                   f"{self._tail(c.proc.log)}")
+                tail = self._tail(c.proc.log)
+                if "cannot serve --" in tail and "in use" in tail and time.monotonic() < deadline:
+                    self.notes.append(f"{c.name} lost its port to another process: started again")
+                    with self.lock:
+                        self.current.remove(c)
+                    c = self.start_controller("--leader-elect" in c.proc.argv)
+                    continue
+                raise HarnessError(f"{c.name} exited ({c.proc.popen and c.proc.popen.returncode}):\n{tail}")
             if time.monotonic() > deadline:
                 raise HarnessError(f"{c.name} not ready within {timeout:.0f} s:\n{self._tail(c.proc.log)}")
             time.sleep(0.1)
@@ -805,7 +813,7 @@ class Chaos:
         """Submit the workload, act on it, SIGKILL and restart the controller at seeded moments."""
         opts = self.opts
         first = self.start_controller()
-        self.wait_ready(first)
+        first = self.wait_ready(first)
         rng = random.Random(f"{opts.seed}/kills")
         kill_times = sorted(rng.uniform(0.15, 0.9) * opts.duration for _ in range(opts.kills))
         queue: list[tuple[float, int, str, Any]] = []
@@ -886,8 +894,7 @@ class Chaos:
             with self.lock:
                 self.current.remove(c)
         pair = [self.start_controller(leader_elect=True), self.start_controller(leader_elect=True)]
-        for c in pair:
-            self.wait_ready(c)
+        pair = [self.wait_ready(c) for c in pair]
         leader = self._wait_leader(pair, 60.0)
         if leader is None:
             self.takeover_note = "no controller became leader within 60 s"

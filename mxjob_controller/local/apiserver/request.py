@@ -160,6 +160,9 @@ class Exchange:
     # Set by the HTTP layer: marks its connection as serving a long-running request of this user until the exchange
     # ends; False when the user holds its share of long-running requests already (http/server.py).
     claim_long_running: Callable[[Any], bool] | None = None
+    # Set while the request waits to be admitted (flow control's queue): called at the request's deadline, it takes
+    # the request out and gives what to answer in place of the 504, or None once it no longer waits.
+    on_deadline: Callable[[], Any] | None = None
 
     def read_body(self) -> bytes:
         """The request's body, read from the connection on the first call. Called by whatever serves an admitted

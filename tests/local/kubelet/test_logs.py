@@ -112,13 +112,17 @@ def test_following_a_log_keeps_its_place_across_rotations(tmp_path):
     """``kubectl logs -f`` from the start to the end of a container that rotates its log a dozen times (64 KiB
     files here): every line once, in order; with five files kept, a later read starts at the oldest kept line."""
     tmp_path.chmod(0o777)
-    # The container writes its first line, then waits for the follower to have it (the test leaves /tmp/go in
-    # the pod's own /tmp): a follower that started after five rotations would rightly miss the first file.
-    script = ("import os, sys, time\nprint(f'{0:06d} ' + 'x' * 92, flush=True)\n"
-              "deadline = time.monotonic() + 120\n"
-              "while not os.path.exists('/tmp/go') and time.monotonic() < deadline:\n    time.sleep(0.02)\n"
-              "for i in range(1, 8000):\n    print(f'{i:06d} ' + 'x' * 92, flush=True)\n"
-              "    if i % 500 == 0:\n        time.sleep(0.25)\n")
+    # The container writes its first line, then waits for the follower to have it (the test leaves /tmp/read in
+    # the pod's own /tmp): a follower that started after five rotations would rightly miss the first file. Then,
+    # every 500 lines, it waits until the follower has read all but 1,000 of them (about 1.5 of the 64 KiB files),
+    # so a follower slowed by a busy machine is never five files behind, which kube's kubelet would rightly skip.
+    script = ("import os, time\nprint(f'{0:06d} ' + 'x' * 92, flush=True)\n"
+              "def read():\n    try:\n        return int(open('/tmp/read').read() or -1)\n"
+              "    except (OSError, ValueError):\n        return -1\n"
+              "for i in range(1, 8000):\n"
+              "    if i % 500 == 1:\n        deadline = time.monotonic() + 120\n"
+              "        while read() < i - 1000 and time.monotonic() < deadline:\n            time.sleep(0.02)\n"
+              "    print(f'{i:06d} ' + 'x' * 92, flush=True)\n")
     options = ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False, webhooks=False,
                              kubelet_options=KubeletOptions(workdir=str(tmp_path), container_log_max_size=64 * 1024,
                                                             container_log_max_files=5))
@@ -129,15 +133,21 @@ def test_following_a_log_keeps_its_place_across_rotations(tmp_path):
         pod = wait_phase(kube, "rotating", "Running", "Succeeded")
         follower = kubectl.popen("logs", "-f", "rotating")
         try:
-            assert select.select([follower.stdout], [], [], 60)[0], "the follower printed nothing in 60 s"
-            first = follower.stdout.readline()   # the follower holds the first line: the writing may go on
-            go = pod_file(cluster, pod, "/tmp/go")
-            go.write_text("")
-            out, _err = follower.communicate(timeout=120)
+            progress = pod_file(cluster, pod, "/tmp/read")
+            followed: list[str] = []
+            while len(followed) < 8000:
+                assert select.select([follower.stdout], [], [], 60)[0], f"nothing new in 60 s after {len(followed)}"
+                line = follower.stdout.readline()
+                if not line:
+                    break
+                followed.append(line.rstrip("\n"))
+                if len(followed) % 500 == 1:   # the follower's place, for the writer's next 500 lines
+                    (progress.parent / "read.tmp").write_text(str(len(followed) - 1))
+                    (progress.parent / "read.tmp").replace(progress)
+            assert follower.wait(60) == 0 and follower.stdout.read() == ""
         finally:
             follower.kill()
             follower.wait(10)
-        followed = (first + out).splitlines()
         assert followed == [f"{i:06d} " + "x" * 92 for i in range(8000)], "each line once, in order"
         wait_phase(kube, "rotating", "Succeeded")
         kept = kubectl.ok("logs", "rotating").splitlines()

@@ -408,13 +408,19 @@ class ConnectionHandler(BaseHTTPRequestHandler):
             if self.deadline is None or self.deadline.cancelled:
                 return None
             self.timed_out = self.close_connection = True
-            body = dumps(errors.deadline_exceeded().status()) + b"\n"
-            ex.code, ex.response_bytes = 504, len(body)
+            refusal = ex.on_deadline() if ex.on_deadline is not None else None
+            if refusal is not None:   # still queued for a seat: refused (429), as it would have been in time
+                code, content_type, body = refusal.code, refusal.content_type, refusal.body
+                headers = {**ex.response_headers, **refusal.headers}
+            else:
+                code, content_type, headers = 504, "application/json", ex.response_headers
+                body = dumps(errors.deadline_exceeded().status()) + b"\n"
+                log.info("%s %s did not complete within %.3gs: 504", self.command, self.path,
+                         self.server.request_timeout)
+            ex.code, ex.response_bytes = code, len(body)
             self._observe(ex, ex.started)
-            log.info("%s %s did not complete within %.3gs: 504", self.command, self.path, self.server.request_timeout)
             try:
-                self._write_head(504, "application/json", ex.response_headers, len(body),
-                                 body if self.command != "HEAD" else b"")
+                self._write_head(code, content_type, headers, len(body), body if self.command != "HEAD" else b"")
                 self.connection.shutdown(socket.SHUT_WR)   # the client sees the end now, not when the handler ends
             except OSError:
                 pass

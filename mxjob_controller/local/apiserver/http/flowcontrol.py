@@ -9,9 +9,12 @@ and every answer to a classified request carries the
 may drop their own rate limiting. A limited level runs at most its nominal share of ``--max-requests-inflight`` +
 ``--max-mutating-requests-inflight`` (``ceil(total · shares / Σ shares)``) at once; others wait in one of its queues
 (the shortest of the flow's hand of queues, shuffle-sharded by flow, so one noisy user fills few queues), dispatched
-round-robin across queues as seats free. A full queue, or a wait longer than a quarter of the request timeout, is a
-429 (``catch-all``, which does not queue: at once). Watches are classified but take no seat; the other
-long-running requests (logs, exec, proxy) pass unclassified, without the PF headers, as kube's filter lets them.
+round-robin across queues as seats free. A full queue, or a wait past a quarter of the request timeout counted from
+when the request was received (kube's ``getRequestWaitContext``: time spent before the queue counts, so a queued
+request is refused with a 429 well before its deadline's 504), is a 429 (``catch-all``, which does not queue: at
+once); one still queued at its deadline, in a process too busy to keep that wait, is withdrawn from its queue and
+answered the same 429 (it never runs). Watches are classified but take no seat; the other long-running requests
+(logs, exec, proxy) pass unclassified, without the PF headers, as kube's filter lets them.
 What authentication or impersonation refuses never gets here (no PF headers on a 401); an authorization's 403
 does. Not done: borrowing between levels, seat widths, FlowSchema objects from the API.
 
@@ -284,8 +287,14 @@ class RequestRejectedError(Exception):
 
 @dataclass(slots=True)
 class _Waiter:
+    """A queued request: dispatched by a freed seat, or withdrawn by its deadline (:meth:`FlowControl.withdraw`)."""
+
     event: threading.Event = field(default_factory=threading.Event)
     dispatched: bool = False
+    withdrawn: bool = False
+    queue: deque[_Waiter] | None = None   # where it waits; None before it queues and once it left
+    schema: FlowSchema | None = None
+    level: _Level | None = None
 
 
 @dataclass(slots=True)
@@ -323,8 +332,11 @@ class FlowControl:
     def limit(self, level: str) -> int:
         return self._levels[level].limit
 
-    def admit(self, user: UserInfo | None, info: RequestInfo) -> Seat:
-        """Classify, then take a seat (waiting in a queue if need be); RequestRejectedError when refused."""
+    def admit(self, user: UserInfo | None, info: RequestInfo, received: float | None = None,
+              waiter: _Waiter | None = None) -> Seat:
+        """Classify, then take a seat (waiting in a queue if need be); RequestRejectedError when refused. The wait
+        ends ``wait_limit`` after ``received`` (``time.monotonic()``; now if not given), not after queueing.
+        ``waiter``: the one to queue, for a caller that may :meth:`withdraw` it."""
         schema = classify(user, info)
         level = self._levels[schema.priority_level]
         if level.config.exempt or info.long_running:
@@ -343,18 +355,35 @@ class FlowControl:
                                                         level.config.hand_size)), key=len)
             if len(queue) >= level.config.queue_length:
                 raise self._reject(schema, level, "queue-full", arrived)
-            waiter = _Waiter()
+            waiter = waiter or _Waiter()
+            waiter.queue, waiter.schema, waiter.level = queue, schema, level
             queue.append(waiter)
             self.stats.inqueue(schema, 1)
-        waiter.event.wait(self.wait_limit)
+        waiter.event.wait(max(0.0, (arrived if received is None else received) + self.wait_limit - time.monotonic()))
         with self._lock:
             self.stats.inqueue(schema, -1)
+            waiter.queue = None
             if waiter.dispatched:
                 self.stats.executing(schema, 1)
                 self.stats.dispatched(schema, time.monotonic() - arrived)
                 return Seat(schema, level)
-            queue.remove(waiter)
+            if not waiter.withdrawn:
+                queue.remove(waiter)
             raise self._reject(schema, level, "time-out", arrived)
+
+    def withdraw(self, waiter: _Waiter) -> Response | None:
+        """A queued request's deadline came first (a process too busy to keep the quarter-timeout wait): take it out
+        of its queue, never to run, and give the 429 to answer in place of the 504 (a 429 tells the client it may
+        send again, which is true: nothing ran). None when it is not waiting (dispatched, refused, or not queued)."""
+        with self._lock:
+            if waiter.queue is None or waiter.dispatched or waiter.withdrawn:
+                return None
+            waiter.queue.remove(waiter)
+            waiter.withdrawn = True
+            assert waiter.schema is not None and waiter.level is not None
+            schema, retry_after = waiter.schema, waiter.level.retry_after.value
+        waiter.event.set()
+        return too_many_requests(retry_after, self._pf_headers(schema))
 
     def stop(self) -> None:
         """Server shutdown: every queued request is refused now instead of at the end of its wait."""
@@ -402,10 +431,14 @@ class FlowControl:
         or answer 429 as kube's filter does (Go's ``http.Error``: plain text); the PF headers either way."""
         if ex.info.long_running and ex.info.verb != "watch":
             return
+        waiter = _Waiter()
+        ex.on_deadline = functools.partial(self.withdraw, waiter)
         try:
-            seat = self.admit(ex.user, ex.info)
+            seat = self.admit(ex.user, ex.info, ex.started, waiter)
         except RequestRejectedError as e:
             raise EarlyResponseError(too_many_requests(e.retry_after, self._pf_headers(e.schema))) from None
+        finally:
+            ex.on_deadline = None
         ex.response_headers.update(self._pf_headers(seat.schema))
         if seat.level is not None:
             ex.finishers.append(lambda: self.release(seat))

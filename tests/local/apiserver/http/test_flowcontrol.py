@@ -11,6 +11,7 @@ import ssl
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,12 +19,15 @@ from pathlib import Path
 import pytest
 
 from mxjob_controller.local.apiserver.auth.user import ANONYMOUS, AUTHENTICATED, MASTERS, SERVICE_ACCOUNTS, UserInfo
+from mxjob_controller.local.apiserver.http import flowcontrol
 from mxjob_controller.local.apiserver.http.faults import FaultRule
 from mxjob_controller.local.apiserver.http.flowcontrol import (
     FLOW_SCHEMA_HEADER,
     FLOW_SCHEMAS,
     PRIORITY_LEVEL_HEADER,
     PRIORITY_LEVELS,
+    FlowControl,
+    RequestRejectedError,
     RetryAfter,
     classify,
     nominal_limits,
@@ -117,6 +121,57 @@ def test_retry_after_grows_with_sustained_rejections_and_falls_back_as_kubes_tra
     assert tracker.value == 4
     tracker.record(110)  # quiet since: one step back at a time
     assert tracker.value == 3
+
+
+def test_a_queued_requests_wait_ends_a_quarter_timeout_after_it_was_received_not_after_it_queued():
+    """kube's ``getRequestWaitContext``: the wait is counted from the request's arrival, so a request that spent
+    its quarter before reaching the queue is refused with a 429 at once, never left to reach its deadline's 504."""
+    control = FlowControl(5, 5, wait_limit=1.0)   # global-default: one seat
+    alice = UserInfo("alice", groups=(AUTHENTICATED,))
+    lists = _resource("list", "configmaps", "default")
+    held = control.admit(alice, lists)
+    assert held.level is not None
+    started = time.monotonic()
+    with pytest.raises(RequestRejectedError):
+        control.admit(alice, lists, received=started - 0.9)   # 0.1 s of its wait left
+    waited = time.monotonic() - started
+    assert waited < 0.9, waited
+    with pytest.raises(RequestRejectedError):
+        control.admit(alice, lists, received=started - 5.0)   # nothing left: refused without waiting
+    assert 'reason="time-out"} 2' in "\n".join(control.metrics())
+    control.release(held)
+    assert control.admit(alice, lists, received=started - 5.0).level is not None, "a free seat needs no wait"
+
+
+def test_a_request_still_queued_at_its_deadline_is_withdrawn_never_to_run_and_answered_429():
+    """A process too busy to keep the quarter-timeout wait: the deadline takes the request out of its queue (it
+    never runs, so a 429 is true) and the seat it would have had goes to the next request."""
+    control = FlowControl(5, 5, wait_limit=30.0)
+    alice = UserInfo("alice", groups=(AUTHENTICATED,))
+    lists = _resource("list", "configmaps", "default")
+    held = control.admit(alice, lists)
+    waiter = flowcontrol._Waiter()
+    outcome: list[object] = []
+
+    def queued() -> None:
+        try:
+            outcome.append(control.admit(alice, lists, waiter=waiter))
+        except RequestRejectedError as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=queued, name="queued-request")
+    thread.start()
+    wait_for(lambda: waiter.queue is not None, timeout=10, what="the request to queue")
+    refusal = control.withdraw(waiter)
+    assert refusal is not None and refusal.code == 429 and refusal.headers["Retry-After"] == "1"
+    assert refusal.headers[FLOW_SCHEMA_HEADER] == SCHEMA_UIDS["global-default"]
+    thread.join(10)
+    assert isinstance(outcome[0], RequestRejectedError), outcome
+    assert control.withdraw(waiter) is None, "withdrawn once"
+    control.release(held)
+    seat = control.admit(alice, lists, received=time.monotonic() - 60)
+    assert seat.level is not None, "the freed seat went to no withdrawn request"
+    assert control.withdraw(flowcontrol._Waiter()) is None, "a request that never queued: nothing to withdraw"
 
 
 # --- over HTTP ---------------------------------------------------------------------------------------------------
