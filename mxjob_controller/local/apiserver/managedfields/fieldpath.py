@@ -46,7 +46,7 @@ def field(name: str) -> str:
 
 def key(fields: Mapping[str, Any]) -> str:
     """The element of an associative-list item keyed by ``fields`` (sorted by name, as kube sorts them)."""
-    items = tuple(sorted(fields.items()))
+    items = tuple(fields.items()) if len(fields) == 1 else tuple(sorted(fields.items()))
     try:
         return _cached_key(items)
     except TypeError:  # a key field holding a map or list: rare, not cached

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -251,7 +252,30 @@ def created(zero: Any, new: Any, t: Type, who: Entry, now: str, ignore: FieldSet
     doc = fp.prune_fields_v1(doc, _STRIPPED, members_only=True)
     if not doc:
         return {}
-    return {who.identity: replace(who, time=now, fields=None, raw=doc)}
+    return {who.identity: replace(who, time=now, fields=None, raw=_shared(doc))}
+
+
+#: The FieldsV1 documents of creates lately (a few, the latest first): the objects a controller creates from one
+#: template have one document (their names and values differ, not their fields), which they then share: it is
+#: read into a set once (:func:`_read_fields_v1`) and encoded once (``storage/json_parts``), and kept once.
+_CREATED: list[dict] = []
+_CREATED_KEPT = 8
+_CREATED_LOCK = threading.Lock()
+
+
+def _shared(doc: dict) -> dict:
+    """An equal document created before, or ``doc`` (then kept). Documents built by :func:`created` are in kube's
+    order, so equal ones are the same JSON; nothing writes into a stored document."""
+    with _CREATED_LOCK:
+        recent = _CREATED
+        for i, known in enumerate(recent):
+            if known == doc:
+                if i:
+                    recent.insert(0, recent.pop(i))
+                return known
+        recent.insert(0, doc)
+        del recent[_CREATED_KEPT:]
+    return doc
 
 
 def cap_updaters(managers: Managers, limit: int = MAX_UPDATE_MANAGERS) -> Managers:

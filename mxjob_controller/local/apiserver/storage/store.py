@@ -241,7 +241,7 @@ class Store:
             old = _expect(objs, okey, expect_rv)
             if _same_apart_from_rv(old.obj, obj):
                 return old
-            entry = self._commit(key, obj)
+            entry = self._commit(key, obj, old.obj)
             objs[okey] = entry
             self._count_object(key, entry, old)
             self._publish(key, Event(MODIFIED, entry.rv, entry, old, now()))
@@ -257,18 +257,19 @@ class Store:
                 raise Conflict(okey)
             final = dict(old.obj)
             final["metadata"] = dict(old.obj.get("metadata", {}))
-            entry = self._commit(key, final)
+            entry = self._commit(key, final, old.obj)
             del objs[okey]
             self._count_object(key, None, old)
             self._publish(key, Event(DELETED, entry.rv, entry, old, now()))
         return entry
 
-    def _commit(self, key: str, obj: dict) -> Entry:
-        """The next version of ``obj``, encoded; Unserialisable (nothing changed) if JSON cannot carry it."""
+    def _commit(self, key: str, obj: dict, prior: dict | None = None) -> Entry:
+        """The next version of ``obj`` (of ``prior``, the version it replaces), encoded; Unserialisable (nothing
+        changed) if JSON cannot carry it."""
         rv = self._rv + 1
         obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
         try:
-            raw = encode_json(obj)
+            raw = encode_json(obj, prior)
         except (TypeError, ValueError) as e:
             raise Unserialisable(f"cannot store {key} object: {e}") from e
         limit = self.options.max_object_bytes

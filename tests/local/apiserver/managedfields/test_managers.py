@@ -221,3 +221,20 @@ def test_the_create_fast_path_is_the_general_comparison(new):
         fast = mf.created(schema.zero_object(t), new, t, who, NOW, ignore)
         assert json.dumps(mf.encode(fast)) == json.dumps(mf.encode(general))
         assert fast[who.identity].paths() == general[who.identity].paths()
+
+
+def test_creates_with_the_same_fields_share_one_document_and_others_get_their_own():
+    """Pods created from one template (names and values differ, fields do not) share their FieldsV1 document,
+    which is then encoded and read once (``managers._shared``); a create with other fields gets its own."""
+    who = Entry("c", UPDATE, "v1")
+
+    def created(name: str, image: str, **meta) -> dict:
+        new = pod({"name": "c", "image": image, "env": [{"name": "A", "value": name}]}, **meta)
+        new["metadata"]["name"] = name
+        return mf.created(schema.zero_object(POD), new, POD, who, NOW)[who.identity].raw
+
+    first, second = created("p1", "i:1"), created("p2", "i:2")
+    assert second is first
+    other = created("p3", "i:1", labels={"a": "b"})
+    assert other is not first and other != first and "f:labels" in other["f:metadata"]
+    assert created("p4", "i:3") is first
