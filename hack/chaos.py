@@ -682,6 +682,7 @@ class Chaos:
             if time.monotonic() > deadline:
                 raise HarnessError(f"{c.name} not ready within {timeout:.0f} s:\n{self._tail(c.proc.log)}")
             time.sleep(0.1)
+        return c
 
     # --- background: probes, scrapes, memory ----------------------------------------------------------------
 
