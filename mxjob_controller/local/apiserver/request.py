@@ -162,7 +162,7 @@ class Exchange:
     claim_long_running: Callable[[Any], bool] | None = None
     # Set while the request waits to be admitted (flow control's queue): called at the request's deadline, it takes
     # the request out and gives what to answer in place of the 504, or None once it no longer waits.
-    on_deadline: Callable[[], Any] | None = None
+    on_deadline: Callable[[], Response | None] | None = None
 
     def read_body(self) -> bytes:
         """The request's body, read from the connection on the first call. Called by whatever serves an admitted

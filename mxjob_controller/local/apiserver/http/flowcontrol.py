@@ -289,7 +289,8 @@ class RequestRejectedError(Exception):
 class _Waiter:
     """A queued request: dispatched by a freed seat, or withdrawn by its deadline (:meth:`FlowControl.withdraw`)."""
 
-    event: threading.Event = field(default_factory=threading.Event)
+    # Made when it queues: most requests take a seat at once, and every request makes a waiter (it may be withdrawn).
+    event: threading.Event = None  # type: ignore[assignment]
     dispatched: bool = False
     withdrawn: bool = False
     queue: deque[_Waiter] | None = None   # where it waits; None before it queues and once it left
@@ -356,7 +357,7 @@ class FlowControl:
             if len(queue) >= level.config.queue_length:
                 raise self._reject(schema, level, "queue-full", arrived)
             waiter = waiter or _Waiter()
-            waiter.queue, waiter.schema, waiter.level = queue, schema, level
+            waiter.event, waiter.queue, waiter.schema, waiter.level = threading.Event(), queue, schema, level
             queue.append(waiter)
             self.stats.inqueue(schema, 1)
         waiter.event.wait(max(0.0, (arrived if received is None else received) + self.wait_limit - time.monotonic()))
