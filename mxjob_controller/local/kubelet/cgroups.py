@@ -25,7 +25,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,6 +145,7 @@ class CgroupTree:
         self.hierarchies = hierarchies          # the controllers enforced, each where
         self.pod_pids_limit = pod_pids_limit
         self._roots: dict[str, Path] = {c: h.directory / name for c, h in hierarchies.items()}
+        self._made: set[Path] = set()           # the pods' folders this tree made (forgotten as each pod goes)
 
     @classmethod
     def open(cls, pod_pids_limit: int) -> tuple[CgroupTree, dict[str, str]]:
@@ -171,31 +172,38 @@ class CgroupTree:
         tree.sweep_stale()
         return tree, why
 
-    def pod(self, uid: str) -> None:
-        """Make the pod's cgroups (its pids limit set)."""
-        for controller, root in self._roots.items():
+    def pod(self, uid: str, roots: Iterable[Path] | None = None) -> None:
+        """Make the pod's cgroups (its pids limit set): in every hierarchy, or in those of ``roots`` only."""
+        wanted = set(self._roots.values()) if roots is None else set(roots)
+        for root in dict.fromkeys(r for r in self._roots.values() if r in wanted):
             directory = root / f"pod-{uid}"
-            _mkdir(directory)
-            if self.hierarchies[controller].version == 2:
+            if _mkdir(directory):
+                self._made.add(directory)
+            controllers = [c for c, r in self._roots.items() if r == root]   # v2: all of them, in one folder
+            if any(self.hierarchies[c].version == 2 for c in controllers):
                 _write(directory / "cgroup.subtree_control", " ".join(f"+{c}" for c in self._v2_controllers()))
-            if controller == "pids" and self.pod_pids_limit > 0:
-                _write(directory / "pids.max", str(self.pod_pids_limit))
-            if controller == "cpu":
-                _write_cpu_weight(directory, self.hierarchies[controller].version, _NODE_SHARES)
+            for controller in controllers:
+                if controller == "pids" and self.pod_pids_limit > 0:
+                    _write(directory / "pids.max", str(self.pod_pids_limit))
+                if controller == "cpu":
+                    _write_cpu_weight(directory, self.hierarchies[controller].version, _NODE_SHARES)
 
     def container(self, uid: str, name: str, instance: int, limits: Limits) -> ContainerCgroup:
-        """Make one container instance's cgroups with its limits."""
+        """Make one container instance's cgroups with its limits, and its pod's where they are not made yet: only
+        in the hierarchies the instance uses (a pod without ``limits.cpu`` has no CPU cgroup), each folder once
+        (v2's controllers share one), so that a start makes about 4 folders on v1 (issue 48: it made 5 and
+        looked at 3 more, each ``mkdir`` of a cgroup costing the kernel a fraction of a millisecond)."""
         made = ContainerCgroup()
+        folders: dict[Path, bool] = {}   # each root used → whether the instance's folder in it was made
         for controller, root in self._roots.items():
             if controller == "cpu" and limits.cpu_quota_us is None:
                 # A cgroup of its own competes for the CPU as one task would: without a quota to enforce, the
                 # container stays in local up's, scheduled as any process of this machine.
                 continue
-            pod_dir = root / f"pod-{uid}"
-            if not pod_dir.is_dir():
-                self.pod(uid)
-            directory = pod_dir / f"{name}-{instance}"
-            if not _mkdir(directory):
+            directory = root / f"pod-{uid}" / f"{name}-{instance}"
+            if root not in folders:
+                folders[root] = self._instance_folder(uid, root, directory)
+            if not folders[root]:
                 continue
             made.directories[controller] = directory
             v2 = self.hierarchies[controller].version == 2
@@ -215,6 +223,23 @@ class CgroupTree:
                     _write(directory / "cpu.cfs_quota_us", str(limits.cpu_quota_us))
         return made
 
+    def _instance_folder(self, uid: str, root: Path, directory: Path) -> bool:
+        """Make an instance's folder in ``root``, its pod's first if this tree has not made it (or it is gone)."""
+        fresh = directory.parent not in self._made
+        if fresh:
+            self.pod(uid, (root,))
+        try:
+            os.mkdir(directory)
+            return True
+        except FileExistsError:
+            return True
+        except FileNotFoundError:
+            if not fresh:   # the pod's folder was removed from outside: made again, as before
+                self.pod(uid, (root,))
+        except OSError:
+            pass
+        return _mkdir(directory)   # says why not, if it still cannot
+
     def oom_killed(self, cgroup: ContainerCgroup) -> bool:
         """Whether the kernel's OOM killer killed a process of this container instance."""
         directory = cgroup.directories.get("memory")
@@ -232,6 +257,7 @@ class CgroupTree:
 
     def remove_pod(self, uid: str) -> None:
         for root in self._roots.values():
+            self._made.discard(root / f"pod-{uid}")
             remove_tree(root / f"pod-{uid}")
 
     def close(self) -> None:
@@ -301,8 +327,12 @@ def _mkdir(directory: Path) -> bool:
 
 
 def _write(path: Path, value: str, quiet: bool = False) -> None:
-    try:
-        path.write_text(value)
+    try:   # as write_text, without its text layer (a few files per container start)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
     except OSError as e:
         if not quiet:
             log.warning("cannot write %s to %s (%s): that limit is not enforced", value, path, e.strerror)

@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISDIR
 from typing import Any
 
 from mxjob_controller.local.kubelet.cgroups import CONTROLLERS, CgroupTree, ContainerCgroup, container_limits
@@ -95,6 +96,7 @@ TMPFS_DIRS = (("/dev/shm", "64m"), ("/run/lock", "5m"))   # sizes as containerd'
 #: kubelet gives GPUs by environment, see devices.py, so their nodes are there for every container).
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 DEFAULT_POD_PIDS = 4096
+_MACHINE = os.uname().machine
 _PROBE_TIMEOUT = 10.0
 _START_TIMEOUT = 30.0     # seconds the sandbox may take to start a command
 
@@ -211,6 +213,14 @@ class Sandbox:
         self.places: PodPlaces | None = None
         self.hide_source = ""          # an empty file mode 000: what a hidden file shows
         self.launcher: Launcher | None = None   # forks each container's relay (launcher.py); None: one interpreter each
+        # Found once per kubelet, not at every start (issue 48: a start spent about a millisecond of CPU on these):
+        # the users' passwd entries, the interpreter's and shared folders resolved, their ancestors' modes, and the
+        # cluster's private paths resolved (each path once it exists: they are the cluster's own files).
+        self._passwd: dict[int, pwd.struct_passwd | None] = {}
+        self._interpreter = tuple(dict.fromkeys(os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)))
+        self._shared = tuple(dict.fromkeys(os.path.realpath(p) for p in config.shared_dirs))
+        self._folder_stats: dict[str, os.stat_result | int] = {}   # folder → its stat, or the errno
+        self._resolved: dict[str, str] = {}
         if config.enabled:
             self.why_not = _probe(wanted)
             self.namespaces = not self.why_not
@@ -265,7 +275,7 @@ class Sandbox:
         return dict(self.cgroups_missing)
 
     def user_of(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> RunAs:
-        return run_as(pod, container, self.default_user, _primary_gid)
+        return run_as(pod, container, self.default_user, self._primary_gid)
 
     def cwd_blocked(self, cwd: str, user: RunAs) -> str | None:
         """:func:`cwd_blocked` as this sandbox starts containers."""
@@ -282,7 +292,7 @@ class Sandbox:
         cannot map)."""
         user = self.user_of(pod, container)
         if user.uid != os.geteuid() and env.get("HOME") == os.environ.get("HOME"):
-            env = {**env, "HOME": _home_of(user.uid)}
+            env = {**env, "HOME": self._home_of(user.uid)}
         if not self.namespaces or self.places is None:
             return None, user, None
         if self.root:
@@ -293,28 +303,30 @@ class Sandbox:
             meta = pod.get("metadata") or {}
             cgroup = self.cgroups.container(meta.get("uid") or "", container.get("name") or "", instance,
                                             container_limits(container))
-        private = [(p, os.path.isdir(p)) for p in self._private() if os.path.exists(p)]
+        private_paths = self._private()
+        private = [(p, is_dir) for p in private_paths if (is_dir := _kind(p)) is not None]
         real_cwd = os.path.realpath(cwd)
         on_host = host_user(self.root, block, user, self.own)
         needed: list[tuple[str, str | None]] = []
         # The interpreter on the containers' PATH, wherever it is installed: bound back into a private /tmp, or
         # through a folder the user may not pass.
-        for folder_ in dict.fromkeys(os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)):
-            blocked = blocked_ancestor(folder_, on_host) if self.root else None
+        for folder_ in self._interpreter:
+            blocked = blocked_ancestor(folder_, on_host, self._folder_stat) if self.root else None
             if any(_within(folder_, d) for d in PRIVATE_DIRS):
                 needed.append((folder_, None))
             elif blocked is not None and blocked != folder_:
                 needed.append((folder_, blocked))
-        for shared in dict.fromkeys(os.path.realpath(p) for p in self.config.shared_dirs):
+        for shared in self._shared:
             in_private_dir = any(_within(shared, d) and shared != d for d in PRIVATE_DIRS)
-            if in_private_dir and not hidden_from(shared, self._private()):
+            if in_private_dir and not hidden_from(shared, private_paths):
                 needed.append((shared, None))
         plan = mount_plan(real_cwd, private, needed=needed)
         uid_map, gid_map = id_maps(self.root, block, user)
+        capabilities = capability_mask(container)
         spec = {**_spec_of(argv, env, real_cwd, user, cgroup, plan, self.places.writable_dirs(folder)),
                 "hide_source": self.hide_source, "no_new_privs": no_new_privs(container),
-                "capabilities": capability_mask(container), "read_only_root": read_only_root(container),
-                "seccomp": runtime_default_filter(capability_mask(container), os.uname().machine)
+                "capabilities": capabilities, "read_only_root": read_only_root(container),
+                "seccomp": runtime_default_filter(capabilities, _MACHINE)
                 if seccomp_profile(pod, container) == "RuntimeDefault" else None,
                 "uid_map": uid_map, "gid_map": gid_map,
                 "hostname": (pod.get("spec") or {}).get("hostname") or (pod.get("metadata") or {}).get("name")}
@@ -354,10 +366,55 @@ class Sandbox:
             remove_tree(self._scratch)
 
     def _private(self) -> list[str]:
-        paths = [os.path.realpath(p) for p in self.config.private_paths() if p]
+        """The cluster's private paths, resolved (asked of the cluster each time: it writes more of them, e.g.
+        token directories, as it goes)."""
+        paths = [self._resolve(p) for p in self.config.private_paths() if p]
         if self._scratch is not None:
             paths.append(str(self._scratch))
         return list(dict.fromkeys(paths))
+
+    def _resolve(self, path: str) -> str:
+        """``os.path.realpath(path)``, kept once the path exists (one that does not yet is resolved again)."""
+        found = self._resolved.get(path)
+        if found is None:
+            found = os.path.realpath(path)
+            if os.path.lexists(found):
+                self._resolved[path] = found
+        return found
+
+    def _folder_stat(self, folder: str) -> os.stat_result:
+        """``os.stat`` of a folder on the way to the interpreter, kept (each start asked every one of them)."""
+        found = self._folder_stats.get(folder)
+        if found is None:
+            try:
+                found = os.stat(folder)
+            except OSError as e:
+                found = e.errno or 0
+            self._folder_stats[folder] = found
+        if isinstance(found, int):
+            raise OSError(found, os.strerror(found))
+        return found
+
+    def _passwd_entry(self, uid: int) -> pwd.struct_passwd | None:
+        try:
+            return self._passwd[uid]
+        except KeyError:
+            pass
+        try:
+            entry: pwd.struct_passwd | None = pwd.getpwuid(uid)
+        except KeyError:
+            entry = None
+        self._passwd[uid] = entry
+        return entry
+
+    def _primary_gid(self, uid: int) -> int | None:
+        entry = self._passwd_entry(uid)
+        return entry.pw_gid if entry is not None else None
+
+    def _home_of(self, uid: int) -> str:
+        """HOME as a runtime sets it: the user's home from the passwd file, else ``/``."""
+        entry = self._passwd_entry(uid)
+        return (entry.pw_dir or "/") if entry is not None else "/"
 
 
 def _wanted_user(default_user: tuple[int, int] | None) -> tuple[int, int]:
@@ -502,16 +559,9 @@ def _read_until_closed(fd: int, timeout: float) -> str | None:
         os.close(fd)
 
 
-def _primary_gid(uid: int) -> int | None:
+def _kind(path: str) -> bool | None:
+    """Whether ``path`` is a folder, None when it does not exist (one ``stat``: exists and isdir were two)."""
     try:
-        return pwd.getpwuid(uid).pw_gid
-    except KeyError:
+        return S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
         return None
-
-
-def _home_of(uid: int) -> str:
-    """HOME as a runtime sets it: the user's home from the passwd file, else ``/``."""
-    try:
-        return pwd.getpwuid(uid).pw_dir or "/"
-    except KeyError:
-        return "/"

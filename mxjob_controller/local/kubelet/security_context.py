@@ -107,9 +107,13 @@ def capability_mask(container: Mapping[str, Any]) -> int:
     """The capabilities ``container`` keeps, as a bit mask: containerd's defaults, ``drop`` removed, ``add`` added
     (containerd drops first, so ``drop: [ALL]`` with ``add: [NET_BIND_SERVICE]`` keeps that one)."""
     caps = (container.get("securityContext") or {}).get("capabilities") or {}
-    mask = _capability_bits(DEFAULT_CAPABILITIES)
-    mask &= ~_capability_bits(caps.get("drop"))
+    if not caps:
+        return _DEFAULT_MASK
+    mask = _DEFAULT_MASK & ~_capability_bits(caps.get("drop"))
     return mask | _capability_bits(caps.get("add"))
+
+
+_DEFAULT_MASK = _capability_bits(DEFAULT_CAPABILITIES)
 
 
 def capability_names(mask: int) -> list[str]:

@@ -187,11 +187,14 @@ class Client:
 
     def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
                 content_type: str = "application/json", timeout: float | None = None,
-                deadline: float | None = None, cancel: threading.Event | None = None) -> Any:
+                deadline: float | None = None, cancel: threading.Event | None = None, decode: bool = True) -> Any:
         """Send one request and return its decoded JSON body (None when empty); raise a typed error.
 
         ``timeout``: the read timeout of each attempt (default: the configuration's); ``deadline``: seconds the
-        whole call may take, waits and retries included (default: :data:`DEADLINE_FACTOR` read timeouts)."""
+        whole call may take, waits and retries included (default: :data:`DEADLINE_FACTOR` read timeouts).
+        ``decode`` False: a success's body is read to its end (the connection is kept) but not decoded, and None
+        is returned; for a caller that does not use it (a pod's status write answered with the whole pod, 65 KB
+        in a large MXJob's). Errors are raised as ever: they are decoded before this point."""
         read_timeout = timeout or self.config.timeout
         ends = time.monotonic() + (deadline if deadline is not None else DEADLINE_FACTOR * read_timeout)
         resp = self._send(method, path, query, body, content_type, read_timeout, ends, cancel)
@@ -203,7 +206,7 @@ class Client:
             raise TransportError(f"{method} {path}: reading the response failed: {e}") from e
         finally:
             resp.release_conn()
-        if not data:
+        if not data or not decode:
             return None
         try:
             return json.loads(data)
@@ -499,9 +502,11 @@ class Client:
     def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None, *,
               patch_type: str = "merge", subresource: str | None = None, field_manager: str | None = None,
               force: bool | None = None, dry_run: bool = False, timeout: float | None = None,
-              deadline: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
+              deadline: float | None = None, cancel: threading.Event | None = None,
+              decode: bool = True) -> dict[str, Any] | None:
         """Patch with ``patch_type`` "merge" (RFC 7386), "json" (RFC 6902, a list of operations), "strategic"
-        (built-in kinds only) or "apply" (server-side apply; needs ``field_manager``)."""
+        (built-in kinds only) or "apply" (server-side apply; needs ``field_manager``). The patched object, or
+        None with ``decode`` False (see :meth:`request`)."""
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
             raise ValueError(f"unknown patch type {patch_type!r}: one of {', '.join(PATCH_CONTENT_TYPES)}")
@@ -517,7 +522,7 @@ class Client:
         path = resource.path(_ns(resource, namespace), name, subresource)
         body = list(patch) if isinstance(patch, list) else dict(patch)
         return self.request("PATCH", path, query=query, body=body, content_type=content_type, timeout=timeout,
-                            deadline=deadline, cancel=cancel)
+                            deadline=deadline, cancel=cancel, decode=decode)
 
     def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
                propagation_policy: str | None = None, precondition_uid: str | None = None,

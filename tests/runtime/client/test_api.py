@@ -134,6 +134,22 @@ def test_status_subresource_update_and_patch(client):
     assert patched["status"]["phase"] == "Succeeded"
 
 
+def test_a_patch_whose_answer_is_not_decoded_is_applied_and_its_errors_are_raised(client):
+    """``decode=False`` (the kubelet's status writes): None back, the write applied, the next request served on the
+    same client; a refusal (409 for a resourceVersion that is not the pod's, 404) is raised as when decoded."""
+    created = client.create(PODS, pod("p1"))
+    meta = created["metadata"]
+    assert client.patch(PODS, "p1", {"metadata": {"uid": meta["uid"]}, "status": {"phase": "Running"}}, "default",
+                        subresource="status", decode=False) is None
+    assert client.get(PODS, "p1", "default")["status"]["phase"] == "Running"
+    with pytest.raises(Conflict):
+        client.patch(PODS, "p1", {"metadata": {"resourceVersion": meta["resourceVersion"]},
+                                  "status": {"phase": "Failed"}}, "default", subresource="status", decode=False)
+    with pytest.raises(NotFound):
+        client.patch(PODS, "gone", {"status": {"phase": "Failed"}}, "default", subresource="status", decode=False)
+    assert client.get(PODS, "p1", "default")["status"]["phase"] == "Running"
+
+
 def test_json_and_strategic_patches(client):
     client.create(PODS, pod("p1", labels={"a": "1"}))
     out = client.patch(PODS, "p1", [{"op": "add", "path": "/metadata/labels/b", "value": "2"}], "default",
