@@ -30,7 +30,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from mxjob_controller.kube import quantity
 from mxjob_controller.local.kubelet import exec_bounds
@@ -52,6 +52,13 @@ ServiceAddress = Callable[[str, str, bool], "str | None"]
 """(namespace, name, qualified) -> the address that Service's name resolves to, None when there is no such Service.
 ``qualified``: the name was written in the Services' own DNS form (``<svc>.<ns>.svc[.cluster.local]``), so it names
 a Service even if that one is not created yet (a job's pods and Services are created side by side)."""
+
+
+class HostMemo(Protocol):
+    """What host names became in a namespace's values, kept across starts (``service_names.ServiceNames``)."""
+
+    def hosts(self, namespace: str) -> tuple[Mapping[str, str], int]: ...
+    def keep_hosts(self, namespace: str, found: Mapping[str, str], as_of: int) -> None: ...
 
 
 class ContainerConfigError(Exception):
@@ -84,8 +91,10 @@ def base_environment(pod_name: str, environ: Mapping[str, str] | None = None) ->
 
 def container_env(pod: dict[str, Any], container: dict[str, Any], base: Mapping[str, str], *,
                   lookup: Lookup, service_address: ServiceAddress, pod_ip: str = LOCAL_IP,
-                  node_allocatable: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The full environment of ``container`` of ``pod`` (see the module's docstring for the rules)."""
+                  node_allocatable: Mapping[str, str] | None = None,
+                  host_memo: HostMemo | None = None) -> dict[str, str]:
+    """The full environment of ``container`` of ``pod`` (see the module's docstring for the rules); ``host_memo``:
+    where the host names' answers are kept across starts (none: each start resolves its values' names)."""
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     budget = ExecBudget(base)
     own: dict[str, str] = {}
@@ -109,7 +118,7 @@ def container_env(pod: dict[str, Any], container: dict[str, Any], base: Mapping[
             budget.set_variable(name, value)
             own[name] = value
         env = dict(base)
-        env.update((k, rewrite_service_hosts(v, namespace, service_address)) for k, v in own.items())
+        env.update((k, rewrite_service_hosts(v, namespace, service_address, host_memo)) for k, v in own.items())
         for name, value in ONE_MACHINE_DEFAULTS:
             env.setdefault(name, value)
         exec_bounds.check(env)   # a Service's address may be longer than its name
@@ -144,6 +153,11 @@ def expand(value: str, env: Mapping[str, str], limit: int | None = None) -> str:
     """Kubernetes' ``$(VAR)`` expansion: defined variables are replaced, ``$$`` is a literal ``$``, anything else
     (an undefined variable, a lone ``$``) stays as written. ``limit``: the most characters the result may have;
     past it :class:`_TooLongError` is raised before the rest is built."""
+    if "$" not in value:   # nothing to expand (an MX_CONFIG's 65 KB: no scan by the expression)
+        if limit is not None and len(value) > limit:
+            raise _TooLongError
+        return value
+
     def replacement(m: re.Match[str]) -> str:
         return "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0))
     if limit is None:
@@ -164,20 +178,32 @@ def expand(value: str, env: Mapping[str, str], limit: int | None = None) -> str:
     return "".join(pieces)
 
 
-def rewrite_service_hosts(value: str, namespace: str, service_address: ServiceAddress) -> str:
+def rewrite_service_hosts(value: str, namespace: str, service_address: ServiceAddress,
+                          memo: HostMemo | None = None) -> str:
     """``value`` with every DNS name of a known Service replaced by its address on the loopback.
 
     A name is whole (``job-worker-1`` in ``job-worker-10`` is not one), case-insensitive, resolved as a pod's
-    resolver would with the search path ``<ns>.svc.cluster.local svc.cluster.local cluster.local``."""
+    resolver would with the search path ``<ns>.svc.cluster.local svc.cluster.local cluster.local``. ``memo``: the
+    answers kept from earlier starts, used when it has every name of the value, else given those of this one."""
     parts = split_names(value)   # text, name, text, name, ..., text (name_split.py: a long one from its sibling's)
     if len(parts) == 1:
         return value
     # Each name once (a job's MX_CONFIG names each peer once, and "url", "port"... per peer), the rest in C: a
     # Python call per match was most of a 1,000-peer MX_CONFIG's rewrite, for each of its 1,000 pods.
     hosts = parts[1::2]
+    as_of = 0
+    if memo is not None:
+        known, as_of = memo.hosts(namespace)
+        try:
+            parts[1::2] = map(known.__getitem__, hosts)   # every name known: looked up in C (parts unchanged if not)
+            return "".join(parts)
+        except KeyError:
+            pass
     # Inline, with no call of ours per name (each start of a 1,000-replica job's pods has ~1,000 of them).
     keys = {host: _service_key(host, namespace) for host in set(hosts)}
     resolved = {host: (service_address(*key) if key is not None else None) or host for host, key in keys.items()}
+    if memo is not None:
+        memo.keep_hosts(namespace, resolved, as_of)
     parts[1::2] = map(resolved.__getitem__, hosts)
     return "".join(parts)
 

@@ -49,6 +49,7 @@ from mxjob_controller.kube.timefmt import now_rfc3339, parse_time, rfc3339
 from mxjob_controller.local.kubelet import pod_admission, reported_status
 from mxjob_controller.local.kubelet.container_env import (
     ContainerConfigError,
+    HostMemo,
     NoCommandError,
     base_environment,
     container_argv,
@@ -92,6 +93,7 @@ class Node(Protocol):
     stopping: threading.Event
     allocatable: dict[str, str]
     devices: NodeDevices
+    service_names: HostMemo
 
     def worker_done(self, worker: PodWorker) -> None: ...
     def lookup(self, kind: str, namespace: str, name: str) -> dict | None: ...
@@ -282,7 +284,7 @@ class PodWorker:
             base = {**base_environment(self.name), **device_env(self._devices.get(slot.name, ()))}
             env = container_env(pod, slot.spec, base, lookup=self.kubelet.lookup,
                                 service_address=self.kubelet.service_resolver(self.namespace), pod_ip=self.pod_ip,
-                                node_allocatable=self.kubelet.allocatable)
+                                node_allocatable=self.kubelet.allocatable, host_memo=self.kubelet.service_names)
             argv = container_argv(slot.spec, env)
             cwd = slot.spec.get("workingDir") or ""
             if not cwd or not self.kubelet.sandbox.usable_dir(cwd):

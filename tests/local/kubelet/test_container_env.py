@@ -64,6 +64,39 @@ def test_each_host_of_a_value_is_resolved_once():
     assert sorted(asked) == sorted(set(asked)) and ("team", "job-worker-1", False) in asked
 
 
+def test_a_memo_of_the_names_answers_a_later_start_and_an_event_makes_it_ask_again():
+    """With the kubelet's memo (``ServiceNames``): a value whose names it all has is rewritten with no lookup; one
+    with a name it lacks is resolved and kept; after any Service's event every name is asked again."""
+    from mxjob_controller.local.kubelet.addresses import PodAddresses
+    from mxjob_controller.local.kubelet.service_names import ServiceNames
+    from mxjob_controller.runtime.cache_store import Indexer
+
+    asked: list[str] = []
+
+    def counting(ns: str, name: str, qualified: bool) -> str | None:
+        asked.append(name)
+        return known(ns, name, qualified)
+
+    memo = ServiceNames(Indexer(), PodAddresses(enabled=False))
+    value = '{"url":"job-worker-1","port":1},{"url":"job-scheduler-0.team.svc","port":2}'
+    want = '{"url":"127.9.0.2","port":1},{"url":"127.9.0.1","port":2}'
+    assert rewrite_service_hosts(value, "team", counting, memo) == want and "job-worker-1" in asked
+    asked.clear()
+    assert rewrite_service_hosts(value, "team", counting, memo) == want and not asked
+    # Another namespace's: its own (the bare name is not a Service there; the qualified one still is).
+    assert rewrite_service_hosts(value, "other", counting, memo) == \
+        '{"url":"job-worker-1","port":1},{"url":"127.9.0.1","port":2}' and asked
+    asked.clear()
+    assert rewrite_service_hosts(value + ",db", "team", counting, memo) == want + ",db" and "db" in asked
+    asked.clear()
+    memo.changed({"metadata": {"namespace": "elsewhere", "name": "x"}})
+    assert rewrite_service_hosts(value, "team", counting, memo) == want and "job-worker-1" in asked
+    _known, as_of = memo.hosts("team")
+    memo.changed({"metadata": {"namespace": "team", "name": "job-worker-1"}})
+    memo.keep_hosts("team", {"stale": "127.1.1.1"}, as_of)   # resolved across an event: not kept
+    assert memo.hosts("team")[0] == {}
+
+
 @pytest.mark.parametrize(("value", "expected"), [
     ("$(A)-$(B)", "1-$(B)"), ("$$(A)", "$(A)"), ("$$$(A)", "$1"), ("$A $(A", "$A $(A"), ("", ""),
 ])
