@@ -58,7 +58,8 @@ class HostMemo(Protocol):
     """What host names became in a namespace's values, kept across starts (``service_names.ServiceNames``)."""
 
     def hosts(self, namespace: str) -> tuple[Mapping[str, str], int]: ...
-    def keep_hosts(self, namespace: str, found: Mapping[str, str], as_of: int) -> None: ...
+    def keep_hosts(self, namespace: str, found: Mapping[str, str],
+                   services: Mapping[str, tuple[str, str, bool] | None], as_of: int) -> None: ...
 
 
 class ContainerConfigError(Exception):
@@ -191,20 +192,22 @@ def rewrite_service_hosts(value: str, namespace: str, service_address: ServiceAd
     # Each name once (a job's MX_CONFIG names each peer once, and "url", "port"... per peer), the rest in C: a
     # Python call per match was most of a 1,000-peer MX_CONFIG's rewrite, for each of its 1,000 pods.
     hosts = parts[1::2]
-    as_of = 0
+    as_of, answers = 0, {}
     if memo is not None:
         known, as_of = memo.hosts(namespace)
         try:
             parts[1::2] = map(known.__getitem__, hosts)   # every name known: looked up in C (parts unchanged if not)
             return "".join(parts)
         except KeyError:
-            pass
-    # Inline, with no call of ours per name (each start of a 1,000-replica job's pods has ~1,000 of them).
-    keys = {host: _service_key(host, namespace) for host in set(hosts)}
+            answers = dict(known)   # a copy: an event may take names out of the memo meanwhile
+    # Each name not known yet, inline, with no call of ours per name (each start of a 1,000-replica job's pods has
+    # ~1,000 of them; with the memo, those whose Service changed since).
+    keys = {host: _service_key(host, namespace) for host in set(hosts).difference(answers)}
     resolved = {host: (service_address(*key) if key is not None else None) or host for host, key in keys.items()}
     if memo is not None:
-        memo.keep_hosts(namespace, resolved, as_of)
-    parts[1::2] = map(resolved.__getitem__, hosts)
+        memo.keep_hosts(namespace, resolved, keys, as_of)
+    answers.update(resolved)
+    parts[1::2] = map(answers.__getitem__, hosts)
     return "".join(parts)
 
 

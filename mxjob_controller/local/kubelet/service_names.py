@@ -18,14 +18,17 @@ keep it. The handler runs inline on the informer's own thread, as each event cha
 thread writes the event counts).
 
 Whole names too (:meth:`ServiceNames.hosts`, for ``rewrite_service_hosts``): what each host name of a pod's values
-became in a namespace, kept until the next event of any Service (a start of a 1,000-replica job's pods then looks up
-its ~1,000 peer names in C, not one call each: about a millisecond of CPU per start, issue 48); kept only when no
-event came while they were resolved.
+became in a namespace, kept until the next event of the Service it names (a start of a 1,000-replica job's pods
+then looks up its ~1,000 peer names in C, not one call each: about a millisecond of CPU per start, issue 48; the
+job's Services are created while its pods start, so forgetting them all at any Service's event kept none). A name
+whose Service had an event while it was resolved is not kept.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +36,8 @@ from mxjob_controller.local.kubelet.addresses import LOCAL_IP, PodAddresses
 from mxjob_controller.runtime.cache_keys import DeletedFinalStateUnknown
 from mxjob_controller.runtime.cache_store import Indexer
 
-_HOSTS_KEPT = 1 << 16   # whole host names kept per namespace at most
+_HOSTS_KEPT = 1 << 16   # whole host names kept at most
+_RECENT = 4096          # the last Services' events remembered: a resolution that saw more keeps nothing
 
 
 class ServiceNames:
@@ -42,9 +46,12 @@ class ServiceNames:
         self._addresses = addresses
         self._answers: dict[tuple[str, str, bool], str | None] = {}   # (namespace, name, qualified) → address
         self._events: dict[str, int] = {}                              # "ns/name" → its Service's events seen
-        self._lock = threading.Lock()        # the whole names' tables and the count of every Service's events
+        self._lock = threading.Lock()        # the whole names' tables, who depends on what, the events' log
         self._hosts: dict[str, dict[str, str]] = {}   # pod namespace → {host name as written → what it becomes}
+        self._kept = 0
+        self._depends: dict[str, list[tuple[str, str]]] = {}   # "ns/name" → (pod namespace, host) naming it
         self._all_events = 0
+        self._recent: deque[str] = deque(maxlen=_RECENT)       # "ns/name" of the last events, oldest first
 
     def address(self, namespace: str, name: str, qualified: bool) -> str | None:
         """A :data:`container_env.ServiceAddress`: the address the Service ``namespace/name`` resolves to (that of
@@ -74,15 +81,29 @@ class ServiceNames:
         with self._lock:
             return self._hosts.get(namespace) or {}, self._all_events
 
-    def keep_hosts(self, namespace: str, found: Mapping[str, str], as_of: int) -> None:
-        """Keep what ``found``'s host names became, unless a Service's event came since ``as_of``."""
+    def keep_hosts(self, namespace: str, found: Mapping[str, str],
+                   services: Mapping[str, tuple[str, str, bool] | None], as_of: int) -> None:
+        """Keep what ``found``'s host names became (``services``: the (namespace, name, qualified) each names, None
+        for no Service), but those whose Service had an event since ``as_of``."""
         with self._lock:
-            if as_of != self._all_events:
-                return
+            since = self._all_events - as_of
+            if since > len(self._recent):
+                return   # more events than remembered: which Services changed is not known
+            changed = set(itertools.islice(reversed(self._recent), since))
+            if self._kept + len(found) > _HOSTS_KEPT:   # a bound: values full of names that are no Service's
+                self._hosts, self._depends, self._kept = {}, {}, 0
             table = self._hosts.setdefault(namespace, {})
-            if len(table) + len(found) > _HOSTS_KEPT:
-                table.clear()   # a bound: values full of names that are no Service's (ids...) would grow it
-            table.update(found)
+            for host, answer in found.items():
+                if host in table:
+                    continue   # kept, and no event of its Service since (that would have taken it out)
+                named = services.get(host)
+                if named is not None:
+                    key = f"{named[0]}/{named[1]}"
+                    if key in changed:
+                        continue
+                    self._depends.setdefault(key, []).append((namespace, host))
+                table[host] = answer
+                self._kept += 1
 
     def changed(self, service: dict[str, Any] | DeletedFinalStateUnknown) -> None:
         """The Services informer's handler (add, update and delete): forget what this Service's name resolved to."""
@@ -90,9 +111,12 @@ class ServiceNames:
         meta = obj.get("metadata") or {}
         namespace, name = meta.get("namespace") or "", meta.get("name") or ""
         key = f"{namespace}/{name}"
-        with self._lock:   # whole names: new tables (a start reading an old one reads it as of before this event)
+        with self._lock:   # whole names naming it (a start that read them before this reads them as of before it)
             self._all_events += 1
-            self._hosts = {}
+            self._recent.append(key)
+            for host_namespace, host in self._depends.pop(key, ()):
+                if self._hosts.get(host_namespace, {}).pop(host, None) is not None:
+                    self._kept -= 1
         self._events[key] = self._events.get(key, 0) + 1   # first: a lookup in flight then keeps nothing
         self._answers.pop((namespace, name, True), None)
         self._answers.pop((namespace, name, False), None)

@@ -64,9 +64,11 @@ def test_each_host_of_a_value_is_resolved_once():
     assert sorted(asked) == sorted(set(asked)) and ("team", "job-worker-1", False) in asked
 
 
-def test_a_memo_of_the_names_answers_a_later_start_and_an_event_makes_it_ask_again():
+def test_a_memo_of_the_names_answers_later_starts_until_their_service_changes():
     """With the kubelet's memo (``ServiceNames``): a value whose names it all has is rewritten with no lookup; one
-    with a name it lacks is resolved and kept; after any Service's event every name is asked again."""
+    with a name it lacks is resolved and kept; a Service's event makes the names naming it asked again, and only
+    them (a job's Services are created while its pods start); a name resolved across its Service's event is not
+    kept."""
     from mxjob_controller.local.kubelet.addresses import PodAddresses
     from mxjob_controller.local.kubelet.service_names import ServiceNames
     from mxjob_controller.runtime.cache_store import Indexer
@@ -90,11 +92,16 @@ def test_a_memo_of_the_names_answers_a_later_start_and_an_event_makes_it_ask_aga
     assert rewrite_service_hosts(value + ",db", "team", counting, memo) == want + ",db" and "db" in asked
     asked.clear()
     memo.changed({"metadata": {"namespace": "elsewhere", "name": "x"}})
-    assert rewrite_service_hosts(value, "team", counting, memo) == want and "job-worker-1" in asked
-    _known, as_of = memo.hosts("team")
+    assert rewrite_service_hosts(value, "team", counting, memo) == want and not asked
     memo.changed({"metadata": {"namespace": "team", "name": "job-worker-1"}})
-    memo.keep_hosts("team", {"stale": "127.1.1.1"}, as_of)   # resolved across an event: not kept
-    assert memo.hosts("team")[0] == {}
+    assert rewrite_service_hosts(value, "team", counting, memo) == want and "job-worker-1" in asked
+    assert "job-scheduler-0" not in asked
+    known_now, as_of = memo.hosts("team")
+    memo.changed({"metadata": {"namespace": "team", "name": "job-worker-1"}})
+    assert "job-worker-1" not in known_now and "job-scheduler-0.team.svc" in known_now
+    memo.keep_hosts("team", {"job-worker-1": "127.1.1.1", "port": "port"},
+                    {"job-worker-1": ("team", "job-worker-1", False), "port": None}, as_of)
+    assert "job-worker-1" not in memo.hosts("team")[0] and memo.hosts("team")[0]["port"] == "port"
 
 
 @pytest.mark.parametrize(("value", "expected"), [
