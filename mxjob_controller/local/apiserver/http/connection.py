@@ -332,7 +332,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
     def _exchange(self) -> None:
         started = time.monotonic()
         split = urlsplit(self.path)
-        query = dict(parse_qsl(split.query, keep_blank_values=True))
+        query = dict(parse_qsl(split.query, keep_blank_values=True)) if split.query else {}
         info = RequestInfo(method=self.command, path=split.path,
                            user_agent=self.headers.get("User-Agent", ""))
         ex = Exchange(info, query, self.headers, started=started,

@@ -404,10 +404,11 @@ def _fresh_node(value: Any, t: Type) -> dict:
     """``_added_node(ABSENT, value, t)``: the node of a value added where nothing was (most of a create's walk,
     so without the comparisons with a base)."""
     if type(value) is dict:
-        if not value or _shape(t, value) == _LEAF:
+        kind = t.kind   # _shape(t, value) == _LEAF, inlined: a map's node unless atomic (or a scalar's)
+        if not value or (t.atomic if kind == MAP else t.list_type == ATOMIC if kind == LIST else kind != DEDUCED):
             return {}
         out: dict = {fp.MEMBER: {}}
-        deduced = t.kind == DEDUCED
+        deduced = kind == DEDUCED
         for k in sorted(value) if len(value) > 1 else value:   # kube's order (one key: no list to sort)
             v = value[k]
             if type(v) is dict or type(v) is list:   # _child_type(t, k), inlined: this loop is most of a create's
@@ -438,7 +439,7 @@ def _added(base: Any, value: Any, t: Type) -> dict | None:
                 out["f:" + k] = node
     else:
         elem = t.elem or DEDUCED_TYPE
-        elements = [item_element(t, item) for item in value]
+        elements = _elements(t, value)
         if len(set(elements)) == len(elements):   # no two items alike: the common case, in one sort (of indexes
             ranks = list(map(fp.element_order, elements))   # by their elements' order, without a call per item)
             for i in sorted(range(len(elements)), key=ranks.__getitem__):
@@ -456,6 +457,18 @@ def _added(base: Any, value: Any, t: Type) -> dict | None:
         if any(n > 1 for n in seen.values()):
             out = {pe: out[pe] for pe in sorted(out, key=fp.element_order)}
     return out or None
+
+
+def _elements(t: Type, items: list) -> list[str]:
+    """``[item_element(t, item) for item in items]``; an item of a list keyed by one field that it holds (most
+    are: a container's ``name``) without a call to make its field map."""
+    keys = t.keys
+    if t.list_type != ASSOCIATIVE or len(keys) != 1:
+        return [item_element(t, item) for item in items]
+    name = keys[0]
+    key = fp.key_of
+    return [key(name, item[name]) if type(item) is dict and name in item else item_element(t, item)
+            for item in items]
 
 
 def _added_node(base: Any, value: Any, t: Type) -> dict | None:
