@@ -8,6 +8,9 @@
   400 processes (targets: all Running within 8 s, i.e. at least 50 pods/s, and within 10x the floor);
 - ``large_mxjob``: a 1,000-replica MXJob of sandboxed ``sleep`` workers on the cluster with its controller and a node
   of ``pods=1100``: the seconds until all run (target 30 s), then until its pods are gone after its deletion;
+- ``node_stop``: 1,000 ``sleep 3600`` pods Running on a node of ``pods=1100`` (the sandbox on), then
+  ``LocalCluster.stop(15)``: its seconds, the warnings it logged and the pods' process groups left (targets: True
+  within 8 s, no warning, nothing left);
 - ``cpu_limit``: a pod with ``limits.cpu: 500m`` spinning three threads, its cores used over a window read from
   /proc (target: at most 0.6).
 """
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import statistics
@@ -126,6 +130,18 @@ def _any_not_running(client: Client) -> bool:
 def _running(client: Client) -> int:
     items = client.list_all(PODS, "default", timeout=10, deadline=20).get("items") or []
     return sum((pod.get("status") or {}).get("phase") == "Running" for pod in items)
+
+
+def _why_not(client: Client) -> dict[str, int]:
+    """How many pods not Running are in each phase, with their first container's reason."""
+    counts: dict[str, int] = {}
+    for pod in client.list_all(PODS, "default", timeout=10, deadline=20).get("items") or []:
+        status = pod.get("status") or {}
+        if status.get("phase") != "Running":
+            states = [next(iter((c.get("state") or {}).values()), {}) for c in status.get("containerStatuses") or []]
+            key = f"{status.get('phase')}/{(states or [{}])[0].get('reason') or ''}"
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _descendants_cpu() -> float:
@@ -318,5 +334,79 @@ def bench_large_mxjob(full: bool) -> Outcome:
                             took <= LARGE_JOB_TARGET_S})
 
 
+STOP_PODS, STOP_TIMEOUT, STOP_TARGET_S = 1000, 15.0, 8.0
+
+
+class _Warnings(logging.Handler):
+    """The warnings logged while it is attached."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"{record.name}: {record.getMessage()}")
+
+
+def _live_groups() -> set[int]:
+    """The process groups with a process that is not a zombie, from one reading of /proc."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != b"Z":
+                found.add(int(fields[2]))
+    return found
+
+
+def bench_node_stop(full: bool) -> Outcome:
+    """A full node's stop: every pod worker once stopped its own containers at the kubelet's stop, a thousand
+    threads polling /proc that starved the sandbox's launcher thread, and ``LocalCluster.stop(15)`` of 1,000 pods
+    took 8-36 s with hundreds of warnings. Now the kubelet stops them all from its one thread."""
+    names = [f"stop-{i}" for i in range(STOP_PODS)]
+    with tempfile.TemporaryDirectory() as workdir:
+        os.chmod(workdir, 0o777)
+        cluster = _cluster(workdir, True, {"pods": str(STOP_PODS + 100)}).start()
+        try:
+            client = cluster.client("bench")
+            started = time.monotonic()
+            run_threads("bench-stop", len(names), lambda i: client.create(PODS, _sleep_pod(names[i]), "default"),
+                        BURST_THREADS, TIMEOUT)
+            while _any_not_running(client):
+                if time.monotonic() > started + 5 * TIMEOUT:
+                    raise RuntimeError(f"only {_running(client)} of {STOP_PODS} pods Running: {_why_not(client)}")
+                time.sleep(0.1)
+            groups = {int(status["containerID"].removeprefix("process://"))
+                      for pod in client.list_all(PODS, "default", timeout=10, deadline=20)["items"]
+                      for status in (pod.get("status") or {}).get("containerStatuses") or []}
+        except BaseException:
+            cluster.stop(STOP_TIMEOUT)
+            raise
+        load = os.getloadavg()[0]
+        warnings = _Warnings()
+        logging.getLogger().addHandler(warnings)
+        try:
+            stop_from = time.monotonic()
+            clean = cluster.stop(STOP_TIMEOUT)
+            took = time.monotonic() - stop_from
+        finally:
+            logging.getLogger().removeHandler(warnings)
+        left = groups & _live_groups()
+    return Outcome([(f"{STOP_PODS} sandboxed sleep pods Running: LocalCluster.stop({STOP_TIMEOUT:g})",
+                     f"{took:.1f} s ({'clean' if clean else 'NOT clean'})"),
+                    ("warnings logged by the stop", str(len(warnings.messages))),
+                    ("the pods' process groups left after it", str(len(left))),
+                    ("load average (1 min) at the stop", f"{load:.1f}")],
+                   inputs={"pods": STOP_PODS, "timeout_s": STOP_TIMEOUT, "load": round(load, 1)},
+                   figures={"stop_s": took, "warnings": len(warnings.messages), "groups_left": len(left)},
+                   ratios={"vs_timeout": took / STOP_TIMEOUT},
+                   targets={f"stop({STOP_TIMEOUT:g}) of {STOP_PODS} pods clean within {STOP_TARGET_S:g} s":
+                            clean and took <= STOP_TARGET_S,
+                            "no warning, no process group left": not warnings.messages and not left})
+
+
 SANDBOX = {"pod_start": bench_pod_start, "pod_burst": bench_pod_burst, "large_mxjob": bench_large_mxjob,
-           "cpu_limit": bench_cpu_limit}
+           "node_stop": bench_node_stop, "cpu_limit": bench_cpu_limit}

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: The exact types of JSON scalars: a value of one is its own copy.
+SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_SCALARS = SCALAR_TYPES
 
 
 def deep_copy(value: Any) -> Any:

@@ -17,8 +17,10 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
-        else:
+        elif isinstance(value, dict):
             result[key] = apply_merge_patch(result.get(key), value)
+        else:   # what anything else merges to, without a call for each of a patch's leaves
+            result[key] = value
     return result
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mxjob_controller.kube import go_regexp
-from mxjob_controller.kube.field_errors import FieldError, child_prefix
+from mxjob_controller.kube.field_errors import FieldError
 from mxjob_controller.kube.field_errors import child as child_path
 from mxjob_controller.kube.schema.formats import parse_quantity
 from mxjob_controller.kube.schema.messages import (
@@ -198,11 +198,12 @@ class ScalarNode(Node):
             or self.fmt_check is not None or self.range is not None)
 
     def walk(self, value: Any, path: str, w: Walk) -> None:
-        if not self.check_type(value, path, w):
+        t = type(value)
+        if t not in self.types and not (t is float and self.int_ok and value.is_integer()):   # check_type, inlined
+            w.bad_type(self.type_error(value, path))
             if self.enum is not None and not _in_enum(value, self.enum):
                 w.errors.append(not_in_enum(path, value, self.enum))
             return
-        t = type(value)
         if t is str:
             self._check_string(value, path, w)
         elif t is int or t is float:
@@ -306,7 +307,7 @@ class ObjectNode(Node):
             for key, default, nullable in self.defaults:
                 if key not in value or (value[key] is None and not nullable):
                     value[key] = copy_json(default)
-        prefix = child_prefix(path)
+        prefix = f"{path}." if path else ""   # child_prefix(path), without a call per object walked
         props = self.props
         additional = self.additional
         drop: list[str] | None = None
@@ -418,7 +419,7 @@ class ArrayNode(Node):
                             w.bad_type(node.type_error(None, child_path(path, i)))
                             continue
                         value[i] = copy_json(node.default)
-                    node.walk(value[i], child_path(path, i), w)
+                    node.walk(value[i], f"{path}[{i}]", w)   # child_path(path, i), without a call per item
         if self.min_items is not None and len(value) < self.min_items:
             w.errors.append(too_few_items(path, len(value), self.min_items))
         if self.max_items is not None and len(value) > self.max_items:

@@ -8,13 +8,13 @@ values lives in ``validation/``; a strategy only calls into it.
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mxjob_controller.kube.jsoncopy import deep_copy
 from mxjob_controller.kube.timefmt import now_rfc3339
+from mxjob_controller.kube.uids import random_uuid
 from mxjob_controller.local.apiserver.errors import Cause
 from mxjob_controller.local.apiserver.resources import ResourceType
 
@@ -45,7 +45,7 @@ class Strategy:
         if not meta.get("name") and meta.get("generateName"):
             suffix = "".join(random.choice(_GENERATE_ALPHABET) for _ in range(5))
             meta["name"] = meta["generateName"] + suffix
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = random_uuid()
         meta["creationTimestamp"] = now_rfc3339()
         for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "resourceVersion"):
             meta.pop(k, None)

@@ -30,7 +30,9 @@ Only this thread changes the pod's containers (the reaper only wakes it), so the
 Status is written through ``pods/<name>/status`` (merge patch of the whole status) once per turn of the thread in
 which it changed (the latest status, not each step: the first write already says what the first start came to); a
 write that fails is retried on the next turn, never dropped. The thread ends when the pod reaches ``Succeeded`` or
-``Failed``, is removed, or the kubelet stops (then containers get ``stop_grace`` seconds and nothing is written).
+``Failed``, is removed, or the kubelet stops: then it just ends, writing nothing, and leaves its containers to the
+kubelet, which stops them all from its one thread (a thousand workers each waiting on their own groups starved the
+sandbox's launcher thread, and the stop with it).
 """
 
 from __future__ import annotations
@@ -204,8 +206,7 @@ class PodWorker:
             slot.due = time.monotonic()
         while True:
             if self.kubelet.stopping.is_set():
-                terminate_groups(self.processes(), self.kubelet.options.stop_grace)
-                return
+                return   # the kubelet stops every container itself (Kubelet.stop), from one thread
             pod = self._current()
             meta = pod.get("metadata") or {}
             if self._gone:

@@ -357,11 +357,14 @@ class Sandbox:
         if self.places is not None:
             self.places.release(keep)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> None:
+        """End the launcher and remove the cluster's cgroups, those of every container left in them too (a kubelet
+        that stops leaves its pods' to this), within about ``timeout`` seconds."""
+        end = time.monotonic() + timeout
         if self.launcher is not None:
-            self.launcher.close()
+            self.launcher.close(max(0.1, (end - time.monotonic()) / 2))
         if self.cgroups is not None:
-            self.cgroups.close()
+            self.cgroups.close(max(0.1, end - time.monotonic()))
         if self._scratch is not None:
             remove_tree(self._scratch)
 

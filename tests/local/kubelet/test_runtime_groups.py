@@ -1,17 +1,22 @@
 """A container's process group is gone once only zombies are left in it (issue 48): a process that has ended but
 that its adopter has not reaped yet runs nothing, and waiting for it kept a stopping pod waiting out its grace
-period. The zombie here is made deterministic: its parent never reaps it and has left the group."""
+period. The zombie here is made deterministic: its parent never reaps it and has left the group. A relay the
+sandbox's launcher forked counts the same way (its zombie waits for the launcher), and a reading of /proc older
+than a group's start never says it is gone."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from mxjob_controller.local.kubelet import runtime
+from mxjob_controller.local.kubelet.launcher import Launched
 from mxjob_controller.local.kubelet.runtime import ContainerProcess, Launch, terminate_groups
 from tests.support import wait_for
 
@@ -73,3 +78,40 @@ def test_a_group_with_a_running_member_is_alive(tmp_path):
         proc.signal_group(signal.SIGKILL)
         wait_for(lambda: not proc.group_alive(), timeout=30, what="the group killed")
 
+
+
+def test_a_reading_older_than_the_groups_start_does_not_say_it_is_gone(tmp_path):
+    log = tmp_path / "leader.log"
+    script = "import os, time\nif os.fork() == 0:\n    time.sleep(120)\n    os._exit(0)\nprint('forked', flush=True)\n"
+    before = time.monotonic()
+    proc = ContainerProcess(Launch(argv=[sys.executable, "-c", script], env={}, cwd=str(tmp_path), log_path=log))
+    try:
+        wait_for(lambda: proc.poll() is not None, timeout=30, what="the leader ended")
+        # A reading of /proc taken before the start (the kubelet's is shared, and up to 50 ms old): without the
+        # group in it, yet it cannot say the group is gone.
+        with runtime._scan_lock:
+            runtime._last_scan = (before, frozenset())
+        assert proc.group_alive()
+    finally:
+        proc.signal_group(signal.SIGKILL)
+        wait_for(lambda: not proc.group_alive(), timeout=30, what="the group killed")
+
+
+def test_a_relays_group_of_zombies_only_is_not_alive(tmp_path, monkeypatch):
+    """A relay is the launcher's child: until the launcher reaps it and its word is read, the relay's zombie is
+    all that is left of the group, and the relay's own ``poll`` still says it runs."""
+    relay = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        wait_for(lambda: _state(relay.pid) == "Z", timeout=30, what="the relay a zombie")   # never reaped: Z
+        monkeypatch.setattr(runtime.sandbox, "launch", lambda _spec, _out, _launcher: Launched(relay.pid))
+        proc = ContainerProcess(Launch(argv=["true"], env={}, cwd=str(tmp_path), log_path=tmp_path / "relay.log",
+                                       sandbox_spec={}))
+        os.killpg(proc.pid, 0)   # the kernel still counts the group: its zombie is in it
+        assert proc.poll() is None
+        wait_for(lambda: not proc.group_alive(), timeout=5, what="the zombie relay's group counted as ended")
+        started = time.monotonic()
+        assert terminate_groups([proc], grace=30.0) == []
+        assert time.monotonic() - started < 5.0, "the zombie relay's group was waited for"
+    finally:
+        relay.wait(10)

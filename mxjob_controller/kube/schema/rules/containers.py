@@ -57,10 +57,11 @@ Check = Callable[[Any, str, list[FieldError]], None]
 @rule(CONTAINER)
 def container(c: dict, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
+    prefix = f"{path}." if path else ""   # child(path, key), without a call for each field checked
     for key, value in c.items():
         check = _FIELDS.get(key)
         if check is not None:
-            check(value, child(path, key), errs)
+            check(value, prefix + key, errs)
     if not c.get("image"):
         errs.append(required(child(path, "image")))
     return errs

@@ -69,10 +69,11 @@ def pod_spec(spec: dict, path: str) -> list[FieldError]:
             for i, c in enumerate(containers):
                 if type(c) is dict and c.get("volumeMounts"):
                     _volume_mounts(c["volumeMounts"], volumes, child(child(child(path, key), i), "volumeMounts"), errs)
+    prefix = f"{path}." if path else ""   # child(path, key), without a call for each field checked
     for key, value in spec.items():
         check = _FIELDS.get(key)
         if check is not None:
-            check(value, child(path, key), errs)
+            check(value, prefix + key, errs)
     return errs
 
 

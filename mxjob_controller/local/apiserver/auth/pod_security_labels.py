@@ -99,10 +99,33 @@ def _label_error(label: str, value: str, why: str) -> FieldError:
     return field_errors.invalid(field_errors.key_child("metadata.labels", label), value, why)
 
 
+#: Policies of valid labels worked out lately, by (the labels' items, id(defaults)) → (defaults, the policy): every
+#: pod admitted reads its namespace's labels again, and a namespace's labels seldom change. Cleared when full.
+_POLICIES: dict[tuple[tuple, int], tuple[Policy, Policy]] = {}
+_POLICIES_KEPT = 256
+
+
 def policy_to_evaluate(labels: Mapping[str, str] | None, defaults: Policy) -> tuple[Policy, list[FieldError]]:
     """The policy a namespace with ``labels`` has, and the errors of its labels (the policy is valid either way)."""
     if not labels:
         return defaults, []
+    try:
+        key: tuple[tuple, int] | None = (tuple(labels.items()), id(defaults))
+        hit = _POLICIES.get(key)   # type: ignore[arg-type]
+    except TypeError:   # a label value that is not a string (never in a stored namespace)
+        key = hit = None
+    if hit is not None and hit[0] is defaults:
+        return hit[1], []
+    policy, errors = _policy_to_evaluate(labels, defaults)
+    if key is not None and not errors:
+        if len(_POLICIES) >= _POLICIES_KEPT:
+            _POLICIES.clear()
+        _POLICIES[key] = (defaults, policy)
+    return policy, errors
+
+
+def _policy_to_evaluate(labels: Mapping[str, str], defaults: Policy) -> tuple[Policy, list[FieldError]]:
+    """:func:`policy_to_evaluate` worked out."""
     errors: list[FieldError] = []
     modes = {"enforce": defaults.enforce, "audit": defaults.audit, "warn": defaults.warn}
     set_level: dict[str, bool] = {}

@@ -53,13 +53,13 @@ import socket
 import ssl
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
+from mxjob_controller.kube.uids import random_uuid
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.http.deadlines import Deadline, Deadlines
@@ -204,6 +204,13 @@ class ConnectionHandler(BaseHTTPRequestHandler):
             sock.settimeout(self.timeout)
         return True
 
+    def _restore_timeout(self) -> None:
+        """The socket's own timeout back (after a deadline's read set another): ``settimeout`` is a system call
+        (``ioctl``) even when the timeout is the one set, and a request would make three."""
+        timeout = self.timeout
+        if self.connection.gettimeout() != timeout:
+            self.connection.settimeout(timeout)
+
     def handle(self) -> None:
         if not self.handshake_failed:
             super().handle()
@@ -241,13 +248,13 @@ class ConnectionHandler(BaseHTTPRequestHandler):
             return
         finally:
             self.reader.deadline = None
-            self.connection.settimeout(self.timeout)
+            self._restore_timeout()
         self.reader.deadline = started + self.server.read_timeout if self.server.read_timeout > 0 else None
         try:
             self._serve()
         finally:
             self.reader.deadline = None
-            self.connection.settimeout(self.timeout)
+            self._restore_timeout()
 
     def parse_request(self) -> bool:
         """The request line and headers, as Go's ``readRequest`` takes them; False once refused.
@@ -325,7 +332,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
     def _exchange(self) -> None:
         started = time.monotonic()
         split = urlsplit(self.path)
-        query = dict(parse_qsl(split.query, keep_blank_values=True))
+        query = dict(parse_qsl(split.query, keep_blank_values=True)) if split.query else {}
         info = RequestInfo(method=self.command, path=split.path,
                            user_agent=self.headers.get("User-Agent", ""))
         ex = Exchange(info, query, self.headers, started=started,
@@ -356,7 +363,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
                 return
         unread = ex.reader is not None and not self._drop_unread_body()
         self.reader.deadline = None   # the request is read: what follows is the answer (and a stream's watch)
-        self.connection.settimeout(self.timeout)
+        self._restore_timeout()
         ex.code = resp.code
         if self.server.stopping.is_set():
             self.close_connection = True  # the server is going: this is the connection's last answer
@@ -514,7 +521,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         lines = [f"HTTP/1.1 {code} {_PHRASES.get(code, '')}", f"Content-Type: {ctype}"]
         if "Cache-Control" not in headers:   # kube's WithCacheControl: a default the handler may replace
             lines.append("Cache-Control: no-cache, private")
-        lines.append(f"Audit-Id: {uuid.uuid4()}")
+        lines.append(f"Audit-Id: {random_uuid()}")
         lines += [f"{k}: {v}" for k, v in headers.items()]
         lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
         if self.close_connection:
@@ -583,7 +590,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
             except (ssl.SSLWantReadError, BlockingIOError):
                 return False
             finally:
-                self.connection.settimeout(self.timeout)
+                self._restore_timeout()
         except (OSError, ValueError):
             return True
 

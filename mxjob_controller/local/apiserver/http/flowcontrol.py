@@ -23,8 +23,10 @@ The pure part (classification, limits, Retry-After) is on top; :class:`FlowContr
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
+import itertools
 import math
 import random
 import threading
@@ -347,8 +349,7 @@ class FlowControl:
         with self._lock:
             if level.executing < level.limit and not any(level.queues):
                 level.executing += 1
-                self.stats.executing(schema, 1)
-                self.stats.dispatched(schema, 0.0)
+                self.stats.seated(schema)
                 return Seat(schema, level)
             if not level.queues or self._stopping:
                 raise self._reject(schema, level, "concurrency-limit", arrived)
@@ -406,6 +407,8 @@ class FlowControl:
 
     def _dispatch(self, level: _Level) -> None:
         """Seats freed: the next waiters, taking the queues in turn (fair between flows)."""
+        if not any(level.queues):   # nobody waits (nearly every release): no turn through each of its queues
+            return
         count = len(level.queues)
         while level.executing < level.limit:
             for step in range(count):
@@ -468,13 +471,24 @@ class FlowStats:
         self._executing: dict[tuple[str, str], int] = {}
         self._dispatched: dict[tuple[str, str], int] = {}
         self._rejected: dict[tuple[str, str, str], int] = {}
-        self._waits: dict[tuple[str, str, str], list[Any]] = {}  # (execute, fs, pl) → [bucket counts, sum, count]
+        # (execute, fs, pl) → [counts by the first bucket that holds the wait (made cumulative when rendered), sum,
+        # count]: one count per request instead of one per bucket.
+        self._waits: dict[tuple[str, str, str], list[Any]] = {}
 
     def inqueue(self, schema: FlowSchema, delta: int) -> None:
         self._add(self._inqueue, (schema.name, schema.priority_level), delta)
 
     def executing(self, schema: FlowSchema, delta: int) -> None:
         self._add(self._executing, (schema.name, schema.priority_level), delta)
+
+    def seated(self, schema: FlowSchema) -> None:
+        """``executing(schema, 1)`` and ``dispatched(schema, 0.0)`` (a seat taken at once, most requests) in one
+        acquisition of the lock."""
+        key = (schema.name, schema.priority_level)
+        with self._lock:
+            self._executing[key] = self._executing.get(key, 0) + 1
+            self._dispatched[key] = self._dispatched.get(key, 0) + 1
+            self._count_wait("true", schema, 0.0)
 
     def dispatched(self, schema: FlowSchema, waited: float) -> None:
         self._add(self._dispatched, (schema.name, schema.priority_level), 1)
@@ -490,13 +504,17 @@ class FlowStats:
 
     def _wait(self, execute: str, schema: FlowSchema, seconds: float) -> None:
         with self._lock:
-            entry = self._waits.setdefault((execute, schema.name, schema.priority_level),
-                                           [[0] * len(_WAIT_BUCKETS), 0.0, 0])
-            for i, bound in enumerate(_WAIT_BUCKETS):
-                if seconds <= bound:
-                    entry[0][i] += 1
-            entry[1] += seconds
-            entry[2] += 1
+            self._count_wait(execute, schema, seconds)
+
+    def _count_wait(self, execute: str, schema: FlowSchema, seconds: float) -> None:
+        entry = self._waits.get((execute, schema.name, schema.priority_level))
+        if entry is None:
+            entry = self._waits[(execute, schema.name, schema.priority_level)] = [[0] * len(_WAIT_BUCKETS), 0.0, 0]
+        first = bisect.bisect_left(_WAIT_BUCKETS, seconds)   # the first bound >= seconds
+        if first < len(_WAIT_BUCKETS):
+            entry[0][first] += 1
+        entry[1] += seconds
+        entry[2] += 1
 
     def render(self, limits: dict[str, int]) -> list[str]:
         with self._lock:
@@ -505,7 +523,7 @@ class FlowStats:
                       ("current_executing_requests", "Number of requests in initial (for a WATCH) or any (for a "
                        "non-WATCH) execution stage in the API Priority and Fairness subsystem", dict(self._executing)))
             dispatched, rejected = dict(self._dispatched), dict(self._rejected)
-            waits = {k: (list(v[0]), v[1], v[2]) for k, v in self._waits.items()}
+            waits = {k: (list(itertools.accumulate(v[0])), v[1], v[2]) for k, v in self._waits.items()}
         out: list[str] = []
         for name, text, values in gauges:
             out += [f"# HELP apiserver_flowcontrol_{name} [BETA] {text}",

@@ -53,6 +53,14 @@ def key(fields: Mapping[str, Any]) -> str:
         return "k:" + go_json(dict(items))
 
 
+def key_of(name: str, value: Any) -> str:
+    """``key({name: value})``: the element of an item keyed by one field."""
+    try:
+        return _cached_key(((name, value),))
+    except TypeError:  # a key field holding a map or list: rare, not cached
+        return "k:" + go_json({name: value})
+
+
 @functools.lru_cache(maxsize=8192)
 def _cached_key(items: tuple) -> str:
     """Keys repeat across objects (a container's name, an env var's): encoded once."""

@@ -188,6 +188,12 @@ def compare(old: Any, new: Any, t: Type) -> Comparison:
 def _compare(lhs: Any, rhs: Any, t: Type, path: Path, cmp: Comparison) -> None:
     if lhs is rhs or (lhs is not ABSENT and rhs is not ABSENT and lhs == rhs):
         return
+    _compare_unequal(lhs, rhs, t, path, cmp)
+
+
+def _compare_unequal(lhs: Any, rhs: Any, t: Type, path: Path, cmp: Comparison) -> None:
+    """:func:`_compare` of values known to differ. A map's keys are compared before their paths and types are
+    made: most of what a write compares is equal (an update's metadata, a status write's spec)."""
     ls = _shape(t, lhs) if lhs is not ABSENT else None
     rs = _shape(t, rhs) if rhs is not ABSENT else None
     shape = rs if ls is None else ls
@@ -204,10 +210,12 @@ def _compare(lhs: Any, rhs: Any, t: Type, path: Path, cmp: Comparison) -> None:
         lmap = lhs if type(lhs) is dict else {}
         rmap = rhs if type(rhs) is dict else {}
         for k, lv in lmap.items():
-            _compare(lv, rmap.get(k, ABSENT), _child_type(t, k), (*path, "f:" + k), cmp)
+            rv = rmap.get(k, ABSENT)
+            if lv is not rv and (rv is ABSENT or lv != rv):
+                _compare_unequal(lv, rv, _child_type(t, k), (*path, "f:" + k), cmp)
         for k, rv in rmap.items():
             if k not in lmap:
-                _compare(ABSENT, rv, _child_type(t, k), (*path, "f:" + k), cmp)
+                _compare_unequal(ABSENT, rv, _child_type(t, k), (*path, "f:" + k), cmp)
     else:
         _compare_items(lhs if type(lhs) is list else [], rhs if type(rhs) is list else [], t, path, cmp)
     if path:
@@ -396,11 +404,12 @@ def _fresh_node(value: Any, t: Type) -> dict:
     """``_added_node(ABSENT, value, t)``: the node of a value added where nothing was (most of a create's walk,
     so without the comparisons with a base)."""
     if type(value) is dict:
-        if not value or _shape(t, value) == _LEAF:
+        kind = t.kind   # _shape(t, value) == _LEAF, inlined: a map's node unless atomic (or a scalar's)
+        if not value or (t.atomic if kind == MAP else t.list_type == ATOMIC if kind == LIST else kind != DEDUCED):
             return {}
         out: dict = {fp.MEMBER: {}}
-        deduced = t.kind == DEDUCED
-        for k in sorted(value):
+        deduced = kind == DEDUCED
+        for k in sorted(value) if len(value) > 1 else value:   # kube's order (one key: no list to sort)
             v = value[k]
             if type(v) is dict or type(v) is list:   # _child_type(t, k), inlined: this loop is most of a create's
                 out["f:" + k] = _fresh_node(v, DEDUCED_TYPE if deduced else (t.child(k) or DEDUCED_TYPE))
@@ -418,7 +427,7 @@ def _added(base: Any, value: Any, t: Type) -> dict | None:
     out: dict = {}
     if type(value) is dict:
         bmap = base if type(base) is dict else {}
-        for k in sorted(value):
+        for k in sorted(value) if len(value) > 1 else value:
             v = value[k]
             b = bmap.get(k, ABSENT)
             if type(v) is not dict and type(v) is not list and v is not None:   # a scalar: always a leaf
@@ -430,11 +439,11 @@ def _added(base: Any, value: Any, t: Type) -> dict | None:
                 out["f:" + k] = node
     else:
         elem = t.elem or DEDUCED_TYPE
-        elements = [item_element(t, item) for item in value]
-        if len(set(elements)) == len(elements):   # no two items alike: the common case, in one sort
-            order = fp.element_order
-            for pe, item in sorted(zip(elements, value, strict=True), key=lambda x: order(x[0])):
-                out[pe] = _fresh_node(item, elem)
+        elements = _elements(t, value)
+        if len(set(elements)) == len(elements):   # no two items alike: the common case, in one sort (of indexes
+            ranks = list(map(fp.element_order, elements))   # by their elements' order, without a call per item)
+            for i in sorted(range(len(elements)), key=ranks.__getitem__):
+                out[elements[i]] = _fresh_node(value[i], elem)
             return out or None
         seen: dict[str, int] = {}
         for pe in elements:
@@ -448,6 +457,18 @@ def _added(base: Any, value: Any, t: Type) -> dict | None:
         if any(n > 1 for n in seen.values()):
             out = {pe: out[pe] for pe in sorted(out, key=fp.element_order)}
     return out or None
+
+
+def _elements(t: Type, items: list) -> list[str]:
+    """``[item_element(t, item) for item in items]``; an item of a list keyed by one field that it holds (most
+    are: a container's ``name``) without a call to make its field map."""
+    keys = t.keys
+    if t.list_type != ASSOCIATIVE or len(keys) != 1:
+        return [item_element(t, item) for item in items]
+    name = keys[0]
+    key = fp.key_of
+    return [key(name, item[name]) if type(item) is dict and name in item else item_element(t, item)
+            for item in items]
 
 
 def _added_node(base: Any, value: Any, t: Type) -> dict | None:

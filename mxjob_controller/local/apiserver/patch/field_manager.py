@@ -15,6 +15,7 @@ kube-apiserver's field manager keeps them (the rules themselves are in ``managed
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import weakref
@@ -234,8 +235,10 @@ def _gvk(obj: Mapping[str, Any]) -> str:
     return f"{group}/{version}, Kind={obj.get('kind') or ''}"
 
 
+@functools.lru_cache(maxsize=256)
 def _from_user_agent(user_agent: str) -> str:
-    """kube's default manager name: the User-Agent up to its first ``/``, printable characters only, ≤ 128 bytes."""
+    """kube's default manager name: the User-Agent up to its first ``/``, printable characters only, ≤ 128 bytes.
+    (A client sends one User-Agent on each of its writes: its name is made once.)"""
     prefix = "".join(ch for ch in user_agent.split("/", 1)[0] if ch.isprintable())
     encoded = prefix.encode()[:MAX_MANAGER_BYTES]
     return encoded.decode("utf-8", errors="ignore")

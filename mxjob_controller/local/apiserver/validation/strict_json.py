@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from array import array
 from itertools import accumulate
 from typing import Any
@@ -63,12 +64,25 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
-def _decode(body: bytes, **options: Any) -> Any:
+def _loads(body: bytes | str, decoder: json.JSONDecoder) -> Any:
+    """``json.loads(body, ...)`` with a decoder built before (``json.loads`` builds one, and its scanner, on every
+    call given options): the same checks of what it is given."""
+    if isinstance(body, str):
+        if body.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", body, 0)
+    elif isinstance(body, (bytes, bytearray)):
+        body = body.decode(json.detect_encoding(body), "surrogatepass")
+    else:
+        raise TypeError(f"the JSON object must be str, bytes or bytearray, not {body.__class__.__name__}")
+    return decoder.decode(body)
+
+
+def _decode(body: bytes, decoder: json.JSONDecoder) -> Any:
     """``json.loads`` with the depth limit, errors as a sequential decoder (Go's) meets them."""
     if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
-        return json.loads(body, **options)   # cannot be deeper than the number of levels opened
+        return _loads(body, decoder)   # cannot be deeper than the number of levels opened
     try:
-        value = json.loads(body, **options)
+        value = _loads(body, decoder)
     except RecursionError:
         check_depth(body)   # raises: only a body far past the limit gets here
         raise ValueError(f"exceeded max depth of {MAX_DEPTH}") from None
@@ -87,10 +101,39 @@ def _not_json(token: str) -> Any:
     raise ValueError(f"invalid character '{token[0]}' looking for beginning of value")
 
 
+_PLAIN = json.JSONDecoder(parse_constant=_not_json)
+
+
 def loads(body: bytes) -> Any:
     """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity`` and nesting past :data:`MAX_DEPTH`
     (ValueError), as Go does."""
-    return _decode(body, parse_constant=_not_json)
+    return _decode(body, _PLAIN)
+
+
+class _DuplicatesDecoder(threading.local):
+    """A thread's decoder for :func:`loads_with_duplicates`, built once, and the duplicates its hook finds: the
+    hook must know the call it serves, and a decoder built per call costs more than the common case's hook."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[dict, list[str]]] = []
+        found = self.found
+
+        def pairs_hook(pairs: list[tuple[str, Any]]) -> dict:
+            obj = dict(pairs)
+            if len(obj) != len(pairs):
+                seen: set[str] = set()
+                dups = []
+                for key, _ in pairs:
+                    if key in seen and key not in dups:
+                        dups.append(key)
+                    seen.add(key)
+                found.append((obj, dups))
+            return obj
+
+        self.decoder = json.JSONDecoder(object_pairs_hook=pairs_hook, parse_constant=_not_json)
+
+
+_DUPLICATES = _DuplicatesDecoder()
 
 
 def loads_with_duplicates(body: bytes) -> tuple[Any, list[str]]:
@@ -99,25 +142,17 @@ def loads_with_duplicates(body: bytes) -> tuple[Any, list[str]]:
     Raises ValueError (json.JSONDecodeError) for malformed JSON, and for nesting past :data:`MAX_DEPTH`. The
     common case (no duplicates) costs one length comparison per object.
     """
-    found: list[tuple[dict, list[str]]] = []
-
-    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict:
-        obj = dict(pairs)
-        if len(obj) != len(pairs):
-            seen: set[str] = set()
-            dups = []
-            for key, _ in pairs:
-                if key in seen and key not in dups:
-                    dups.append(key)
-                seen.add(key)
-            found.append((obj, dups))
-        return obj
-
-    value = _decode(body, object_pairs_hook=pairs_hook, parse_constant=_not_json)
-    if not found:
-        return value, []
-    where = _paths_of({id(obj) for obj, _ in found}, value)
-    return value, [child(where.get(id(obj), ""), key) for obj, keys in found for key in keys]
+    local = _DUPLICATES
+    found = local.found
+    found.clear()
+    try:
+        value = _decode(body, local.decoder)
+        if not found:
+            return value, []
+        where = _paths_of({id(obj) for obj, _ in found}, value)
+        return value, [child(where.get(id(obj), ""), key) for obj, keys in found for key in keys]
+    finally:
+        found.clear()
 
 
 def _paths_of(targets: set[int], root: Any) -> dict[int, str]:

@@ -262,33 +262,53 @@ def _holds_quantity(shape: tuple[str, Any], visiting: frozenset[int] = frozenset
 
 def _canonicalize(value: Any, shape: tuple[str, Any]) -> Any:
     """``value`` with its quantities canonical (in place where it is a container); walks only what may hold one."""
-    kind, payload = shape
     if value is None:
         return None
-    if kind == "quantity":
+    if shape[0] == "quantity":
         return _canonical_quantity(value)
     if not _holds_quantity(shape):
         return value
-    if kind == "struct" and isinstance(value, dict):
-        props = payload[2]
-        for key in _QUANTITY_KEYS[id(props)]:
-            item = value.get(key)
-            if item is not None:
-                new = _canonicalize(item, _shape(props[key]))
-                if new is not item:
-                    value[key] = new
-    elif kind == "list" and isinstance(value, list):
+    return _within(value, shape)
+
+
+#: id(struct properties) → (key, its shape) of the keys whose values may hold a quantity (``_QUANTITY_KEYS`` with
+#: their shapes looked up once, not at every object walked).
+_QUANTITY_CHILDREN: dict[int, tuple[tuple[str, tuple[str, Any]], ...]] = {}
+
+
+def _within(value: Any, shape: tuple[str, Any]) -> Any:
+    """:func:`_canonicalize` of a value not None of a shape that may hold a quantity (so may what it walks into)."""
+    kind, payload = shape
+    if kind == "struct":
+        if isinstance(value, dict):
+            props = payload[2]
+            children = _QUANTITY_CHILDREN.get(id(props))
+            if children is None:
+                children = tuple((k, _shape(props[k])) for k in _QUANTITY_KEYS[id(props)])
+                _QUANTITY_CHILDREN[id(props)] = children
+            for key, sub in children:
+                item = value.get(key)
+                if item is not None:
+                    new = _canonical_quantity(item) if sub[0] == "quantity" else _within(item, sub)
+                    if new is not item:
+                        value[key] = new
+        return value
+    if kind == "list" and isinstance(value, list):
         item_shape = _shape(payload)
+        quantity = item_shape[0] == "quantity"
         for i, item in enumerate(value):
-            new = _canonicalize(item, item_shape)
-            if new is not item:
-                value[i] = new
+            if item is not None:
+                new = _canonical_quantity(item) if quantity else _within(item, item_shape)
+                if new is not item:
+                    value[i] = new
     elif kind == "map" and isinstance(value, dict):
         item_shape = _shape(payload)
+        quantity = item_shape[0] == "quantity"
         for key, item in value.items():
-            new = _canonicalize(item, item_shape)
-            if new is not item:
-                value[key] = new
+            if item is not None:
+                new = _canonical_quantity(item) if quantity else _within(item, item_shape)
+                if new is not item:
+                    value[key] = new
     return value
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mxjob_controller.kube.jsoncopy import deep_copy
+from mxjob_controller.kube.jsoncopy import SCALAR_TYPES, deep_copy
 from mxjob_controller.local.apiserver import errors
 from mxjob_controller.local.apiserver.errors import StatusError
 from mxjob_controller.local.apiserver.patch.field_manager import force_flag, keep_times_when_unchanged, parse_apply_body
@@ -353,7 +353,7 @@ def _patched(rt: ResourceType, old: dict, patcher: Patcher, patch: Any, status_w
         if key == "metadata" and type(value) is dict and type(prior) is dict:
             owned = patched[key] = dict(value) if value is prior else value
             for k, v in owned.items():
-                if k != "managedFields":
+                if k != "managedFields" and type(v) not in SCALAR_TYPES:   # a scalar is its own either way
                     owned[k] = _own(v, prior.get(k, _ABSENT))
         elif not (status_write and key != "status"):
             patched[key] = _own(value, prior)
@@ -370,5 +370,6 @@ def _own(value: Any, prior: Any) -> Any:
         return deep_copy(value)
     if type(value) is dict and type(prior) is dict:
         for key, child in value.items():
-            value[key] = _own(child, prior.get(key, _ABSENT))
+            if type(child) not in SCALAR_TYPES:   # a scalar is its own either way (not a call for each)
+                value[key] = _own(child, prior.get(key, _ABSENT))
     return value
