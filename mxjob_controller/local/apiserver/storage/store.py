@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from mxjob_controller.kube.limits import MAX_OBJECT_BYTES
 from mxjob_controller.kube.vocabulary import BOOKMARK
+from mxjob_controller.local.apiserver.storage.json_parts import encode_stored
 from mxjob_controller.local.apiserver.storage.memory import release_free_memory
 from mxjob_controller.local.apiserver.storage.watch import (
     ADDED,
@@ -42,7 +43,6 @@ from mxjob_controller.local.apiserver.storage.watch import (
     Matcher,
     SharedEncodings,
     Watcher,
-    encode_json,
     event_bytes,
     now,
 )
@@ -241,7 +241,7 @@ class Store:
             old = _expect(objs, okey, expect_rv)
             if _same_apart_from_rv(old.obj, obj):
                 return old
-            entry = self._commit(key, obj, old.obj)
+            entry = self._commit(key, obj, old)
             objs[okey] = entry
             self._count_object(key, entry, old)
             self._publish(key, Event(MODIFIED, entry.rv, entry, old, now()))
@@ -257,19 +257,22 @@ class Store:
                 raise Conflict(okey)
             final = dict(old.obj)
             final["metadata"] = dict(old.obj.get("metadata", {}))
-            entry = self._commit(key, final, old.obj)
+            entry = self._commit(key, final, old)
             del objs[okey]
             self._count_object(key, None, old)
             self._publish(key, Event(DELETED, entry.rv, entry, old, now()))
         return entry
 
-    def _commit(self, key: str, obj: dict, prior: dict | None = None) -> Entry:
-        """The next version of ``obj`` (of ``prior``, the version it replaces), encoded; Unserialisable (nothing
-        changed) if JSON cannot carry it."""
+    def _commit(self, key: str, obj: dict, prior: Entry | None = None) -> Entry:
+        """The next version of ``obj`` (of ``prior``, the version it replaces), encoded (the parts it shares with
+        ``prior`` copied from its bytes); Unserialisable (nothing changed) if JSON cannot carry it."""
         rv = self._rv + 1
         obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
         try:
-            raw = encode_json(obj, prior)
+            if prior is None:
+                raw, spans = encode_stored(obj)
+            else:
+                raw, spans = encode_stored(obj, prior.obj, prior.raw, prior.spans)
         except (TypeError, ValueError) as e:
             raise Unserialisable(f"cannot store {key} object: {e}") from e
         limit = self.options.max_object_bytes
@@ -277,7 +280,7 @@ class Store:
             log.info("refusing a %s object of %d bytes: over the %d-byte limit", key, len(raw), limit)
             raise TooLarge(len(raw), limit)
         self._rv = rv
-        return Entry(obj, rv, raw)
+        return Entry(obj, rv, raw, spans)
 
     def _hist(self, key: str) -> History:
         hist = self._history.get(key)

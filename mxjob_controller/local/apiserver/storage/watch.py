@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from mxjob_controller.kube.vocabulary import ADDED, DELETED, MODIFIED
-from mxjob_controller.local.apiserver.storage.json_parts import encode_json
+from mxjob_controller.local.apiserver.storage.json_parts import Spans, encode_json
 
 
 class Entry:
@@ -32,12 +32,13 @@ class Entry:
     entries built for an answer only (dry runs) encode lazily.
     """
 
-    __slots__ = ("_raw", "obj", "rv")
+    __slots__ = ("_raw", "obj", "rv", "spans")
 
-    def __init__(self, obj: dict, rv: int, raw: bytes | None = None) -> None:
+    def __init__(self, obj: dict, rv: int, raw: bytes | None = None, spans: Spans | None = None) -> None:
         self.obj = obj
         self.rv = rv
         self._raw = raw
+        self.spans = spans   # where its parts are in ``raw`` (json_parts.encode_stored), for the next version's
 
     @property
     def raw(self) -> bytes:

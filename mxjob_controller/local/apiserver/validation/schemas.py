@@ -89,7 +89,7 @@ class SchemaValidation:
         The parts other than status and metadata may be the stored object's own (a status merge patch shares them:
         ``verbs/write._patched``): what is walked of them (which may prune and default) is copied first."""
         if not rt.is_custom:
-            return _apply(compiled, rt, obj, ctx)
+            return _apply_unstored(compiled, rt, obj, ctx)
         ident = _identity(rt, obj)
         if ident is None:
             _own_parts(obj, ())
@@ -124,6 +124,29 @@ class SchemaValidation:
 
 def _apply(compiled: CompiledSchema, rt: ResourceType, obj: dict, ctx: WriteContext) -> Result:
     return compiled.apply(obj, prune=True, defaults=rt.is_custom, rules=ctx.subresource is None)
+
+
+def _apply_unstored(compiled: CompiledSchema, rt: ResourceType, obj: dict, ctx: WriteContext) -> Result:
+    """A built-in kind's status write: its parts other than status and metadata that are the stored object's own
+    (a pod's status merge patch shares the stored spec: ``verbs/write._patched``) are not walked. A stored part was
+    pruned when it was written, and a status write reports no problem outside status (the rules are off, and
+    the caller drops the rest), so its walk would find and change nothing: it is left out, the rest walked."""
+    stored = _stored(rt, obj, ctx)
+    shared = [k for k, v in obj.items() if _part(k, v) and stored.get(k) is v] if stored else ()
+    if not shared:
+        return _apply(compiled, rt, obj, ctx)
+    view = {k: v for k, v in obj.items() if k not in shared}
+    result = _apply(compiled, rt, view, ctx)
+    _merge_view(obj, view, {k: obj[k] for k in shared})
+    return result
+
+
+def _stored(rt: ResourceType, obj: dict, ctx: WriteContext) -> dict | None:
+    """The object stored under ``obj``'s name now, if the write can read it."""
+    ident = _identity(rt, obj)
+    if ident is None or ctx.lookup is None:
+        return None
+    return ctx.lookup(rt.storage_key, ident[1], ident[2])
 
 
 def _apply_without_status(compiled: CompiledSchema, rt: ResourceType, obj: dict, ctx: WriteContext) -> Result:

@@ -77,9 +77,15 @@ def _loads(body: bytes | str, decoder: json.JSONDecoder) -> Any:
     return decoder.decode(body)
 
 
+# Past this many bytes the brackets are not counted first: a large body opens more than MAX_DEPTH levels anyway
+# (a 1,000-peer MX_CONFIG opens some 2,000, in its string), so the count was two passes over it for nothing, and
+# the walk of the decoded value (:func:`_deeper_than`) costs what its containers are, not its bytes.
+_COUNTED = 16 * 1024
+
+
 def _decode(body: bytes, decoder: json.JSONDecoder) -> Any:
     """``json.loads`` with the depth limit, errors as a sequential decoder (Go's) meets them."""
-    if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
+    if len(body) <= _COUNTED and body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
         return _loads(body, decoder)   # cannot be deeper than the number of levels opened
     try:
         value = _loads(body, decoder)

@@ -158,7 +158,8 @@ class WriteVerbs(VerbsBase):
             patch = first if attempt == 0 else _decode_patch(req.body)
             current = self._get_entry(req)
             old = self._served(req.rt, [current])[0].obj  # the patch applies to the object as served
-            patched = _patched(req.rt, old, patcher, patch, req.subresource == "status" and req.rt.is_custom)
+            shares = req.subresource == "status" and (req.rt.is_custom or self.strategy(req.rt).status_write_shares)
+            patched = _patched(req.rt, old, patcher, patch, shares)
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch does not produce an object")
             meta = patched.get("metadata")
@@ -339,9 +340,11 @@ def _patched(rt: ResourceType, old: dict, patcher: Patcher, patch: Any, status_w
     ones before anything writes into it (the schema check before it finds nothing to change in stored ones), and a
     job's FieldsV1 documents are much of what a status patch would copy.
 
-    ``status_write``: a merge patch of a custom resource's status, which shares ``old``'s parts other than
-    metadata and status too (a job's spec, its pod templates): the status strategy replaces them with the stored
-    ones, and before it nothing writes into them (the schema check copies what it walks: ``validation/schemas``)."""
+    ``status_write``: a merge patch of a custom resource's or a pod's status (``Strategy.status_write_shares``),
+    which shares ``old``'s parts other than metadata and status too (a job's spec, its pod templates; a pod's
+    spec): the status strategy replaces them with the stored ones, and before it nothing writes into them (the
+    schema check copies what it walks of a custom resource, and walks no stored part of a pod's: ``validation/
+    schemas``)."""
     meta = old.get("metadata")
     if patcher is not merge_patch or not isinstance(meta, dict) or "managedFields" not in meta:
         return patcher(rt, deep_copy(old), patch)

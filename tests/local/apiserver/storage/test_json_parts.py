@@ -55,3 +55,54 @@ def test_what_json_cannot_carry_is_refused_in_a_spliced_part_too():
     prior = job(bad, [{"f:spec": {}}])
     with pytest.raises(ValueError):
         encode_json(job(bad, [{"f:spec": {}}]), prior)
+
+
+def _spans_hold_their_parts(obj: dict, raw: bytes, spans: json_parts.Spans) -> None:
+    for part, (start, end) in spans.items():
+        assert raw[start:end] == whole(obj[part]), part
+
+
+def test_a_version_stored_from_the_one_it_replaces_is_a_whole_encoding_and_copies_the_shared_parts_bytes():
+    peers = [{"url": f"w-{i}", "port": 9091} for i in range(50)]
+    env = [{"name": "MX_CONFIG", "value": json.dumps({"cluster": peers})}]
+    created = job({"containers": [{"name": "c", "env": env}], "restartPolicy": "Never", "volumes": [], "x": {}},
+                  [{"f:spec": {}}])
+    raw, spans = json_parts.encode_stored(created)
+    assert raw == whole(created)
+    _spans_hold_their_parts(created, raw, spans)
+    assert set(spans) == {"spec", "status"}   # metadata's FieldsV1 documents have their own way
+
+    bound = {**created, "metadata": {**created["metadata"], "resourceVersion": "8"},
+             "spec": {**created["spec"], "nodeName": "n", "more": [1]}}   # the binding's: members added
+    status = {**bound, "metadata": {"name": "a longer name, so that every part after it moves"},
+              "status": {"phase": "Running", "conditions": [{"type": "Ready"}]}}   # a status write's: the spec shared
+    deleted = {**status, "metadata": {**status["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    reordered = {**deleted, "spec": {"nodeName": "n", **deleted["spec"]}}   # equal, not an extension: encoded
+    changed = {**reordered, "spec": {**reordered["spec"], "containers": [], "x": {"y": 1}}}
+    prior, prior_raw, prior_spans = created, raw, spans
+    for version in (bound, status, deleted, reordered, changed):
+        raw, spans = json_parts.encode_stored(version, prior, prior_raw, prior_spans)
+        assert raw == whole(version)
+        _spans_hold_their_parts(version, raw, spans)
+        prior, prior_raw, prior_spans = version, raw, spans
+
+    # The shared parts are the prior bytes', not encoded again: doctored ones show through.
+    _, spans = json_parts.encode_stored(status)
+    raw = whole(status)
+    start, end = spans["spec"]
+    doctored = raw[:start] + b'{"z":' + b" " * (end - start - 6) + b"}" + raw[end:]
+    again, _ = json_parts.encode_stored({**status, "status": {}}, status, doctored, spans)
+    assert b'"spec":{"z":' + b" " * (end - start - 6) + b"}," in again
+    rebound, _ = json_parts.encode_stored({**status, "spec": {**status["spec"], "added": 1}}, status, doctored, spans)
+    assert b'"spec":{"z":' + b" " * (end - start - 6) + b',"added":1}' in rebound
+
+
+def test_a_version_whose_keys_are_not_all_strings_is_encoded_whole():
+    odd = {"a": {1: "x"}, 2: [1]}
+    raw, spans = json_parts.encode_stored(odd)
+    assert raw == whole(odd) and spans == {}
+    nested = {"spec": {"a": [1]}}
+    raw, spans = json_parts.encode_stored(nested)
+    extended = {"spec": {**nested["spec"], 3: [2]}}   # an added key that is not a string: encoded whole
+    again, _ = json_parts.encode_stored(extended, nested, raw, spans)
+    assert again == whole(extended)
