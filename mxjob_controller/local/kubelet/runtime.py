@@ -270,13 +270,12 @@ def _live_member(group: int, signalled: float) -> bool:
     return groups is None or taken < signalled or group in groups
 
 
-def terminate_groups(procs: Sequence[ContainerProcess], grace: float,
-                     kill_wait: float = 5.0) -> list[ContainerProcess]:
+def terminate_groups(procs: Sequence[ContainerProcess], grace: float) -> list[ContainerProcess]:
     """SIGTERM every group, wait up to ``grace`` seconds for them all to end, then SIGKILL what is left; returns
-    once every group is gone, or after ``kill_wait`` more seconds with the survivors (a warning names them)."""
+    once every group is gone, or 5 s after the SIGKILL with the survivors (a warning names them)."""
     for proc in procs:
         proc.signal_group(signal.SIGTERM)
-    return kill_groups(wait_gone(procs, time.monotonic() + max(0.0, grace)), kill_wait)
+    return kill_groups(wait_gone(procs, time.monotonic() + max(0.0, grace)))
 
 
 def kill_groups(procs: Sequence[ContainerProcess], wait: float = 5.0) -> list[ContainerProcess]:

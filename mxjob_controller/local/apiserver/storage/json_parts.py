@@ -92,27 +92,22 @@ def encode_json(obj: dict, prior: dict | None = None) -> bytes:
             pieces.append(_part_json(value))
             stand_in = stand_in if stand_in is not None else dict(obj)
             stand_in[key] = _STAND_IN
-    if stand_in is None:
-        return _encode(obj).encode()
-    around = _encode(stand_in).split(_STAND_IN_JSON)
-    if len(around) != len(pieces) + 1:
-        return _encode(obj).encode()
-    out = [around[0]]
-    for piece, after in zip(pieces, around[1:], strict=True):
-        out.append(piece)
-        out.append(after)
-    return "".join(out).encode()
+    return (_encode(obj) if stand_in is None else _spliced(obj, stand_in, pieces)).encode()
 
 
 def _metadata_json(meta: Any) -> str:
     """``meta``'s JSON with its FieldsV1 documents spliced in as encoded before."""
     pieces: list[str] = []
     stand_in = _metadata_stand_in(meta, pieces)
-    if stand_in is meta:
-        return _encode(meta)
+    return _encode(meta) if stand_in is meta else _spliced(meta, stand_in, pieces)
+
+
+def _spliced(whole: Any, stand_in: Any, pieces: list[str]) -> str:
+    """``whole``'s JSON from ``stand_in`` (``whole`` with stand-ins where ``pieces`` go, in order) with the pieces
+    put back in their places; ``whole`` encoded whole if the stand-ins found are not one per piece."""
     around = _encode(stand_in).split(_STAND_IN_JSON)
     if len(around) != len(pieces) + 1:
-        return _encode(meta)
+        return _encode(whole)
     out = [around[0]]
     for piece, after in zip(pieces, around[1:], strict=True):
         out.append(piece)
