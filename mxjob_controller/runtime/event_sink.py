@@ -9,7 +9,8 @@ single one does.
   ``lastTimestamp`` and ``message``: client-go's ``strategic`` patch); an Event deleted meanwhile is created again
   under its name. A write the server refuses (invalid, namespace terminating) is logged and not retried; a
   transport failure, a 5xx or a 429 is retried up to ``max_tries``, ``retry_delay`` apart, never once ``stopping``
-  is set.
+  is set. A write waiting for its client's token (the kubelet's ``--event-qps`` budget) ends when ``stopping`` is
+  set, unsent and unlogged: the recorder's stop says in one line how many events it left.
 - :meth:`EventSink.exists` looks an Event up by its object's uid and reason (one LIST with a field selector), for
   events written at most once across restarts.
 """
@@ -25,6 +26,7 @@ from mxjob_controller.runtime.client import (
     EVENTS,
     AlreadyExists,
     ApiError,
+    Cancelled,
     Client,
     KubeError,
     NotFound,
@@ -63,6 +65,8 @@ class EventSink:
             except AlreadyExists:
                 log.debug("event %s already exists; not retried", meta.get("name"))
                 return True
+            except Cancelled:   # the recorder stops: what is left is counted there, not logged one by one
+                return False
             except (ServerError, TooManyRequests) as e:
                 failure: Exception = e
             except ApiError as e:
@@ -112,11 +116,11 @@ class EventSink:
         if correlation.patch is not None:
             try:
                 return self.client.patch(EVENTS, meta["name"], correlation.patch, meta["namespace"],
-                                         patch_type="strategic")
+                                         patch_type="strategic", cancel=self._stopping)
             except NotFound:
                 pass  # the Event expired or was deleted: write it anew under the same name
         fresh = {**event, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
-        return self.client.create(EVENTS, fresh, meta["namespace"])
+        return self.client.create(EVENTS, fresh, meta["namespace"], cancel=self._stopping)
 
     def _pause(self) -> bool:
         """Wait before a retry; False once the recorder is stopping (no retries during shutdown)."""

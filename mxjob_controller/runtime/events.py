@@ -173,6 +173,7 @@ class EventRecorder:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)   # notified whenever an event is done (flush waits on it)
         self._unfinished = 0        # queued or being written
+        self._left_at_stop = 0      # events the stop's deadline or cancel left unwritten
         self._last_ns = 0
         self._name_lock = threading.Lock()
         self._stopping = threading.Event()
@@ -352,12 +353,17 @@ class EventRecorder:
                 self._cond.wait(remaining)
         return True
 
-    def stop(self, timeout: float = 5.0) -> bool:
+    def stop(self, timeout: float = 5.0, *, left_level: int = logging.WARNING) -> bool:
         """Write what is queued within ``timeout``, then end the writers; False if events were left unwritten or a
-        writer outlived the deadline."""
+        writer outlived the deadline. ``left_level``: how loudly to say how many were left (a node shutting down
+        with its event budget's backlog, as kube's kubelet drops its broadcaster's, is no warning)."""
         deadline = time.monotonic() + timeout
         started = any(shard.thread is not None for shard in self._shards)
-        flushed = self.flush(timeout) if started else self._unfinished == 0
+        # The writers' last moment: a write waiting for its client's token ends when _stopping is set (the sink
+        # passes it as the request's cancel), and needs a moment of the deadline to end its thread.
+        reserve = min(0.5, timeout / 5)
+        if started:
+            self.flush(timeout - reserve)
         self._deadline = deadline
         self._stopping.set()
         with self._cond:
@@ -372,10 +378,11 @@ class EventRecorder:
         if busy:
             log.warning("event recorder %s: %d writers still busy after %.1fs", self.component, busy, timeout)
             return False
-        if not flushed:
-            log.warning("event recorder %s: %d events not written before the deadline", self.component,
-                        self._unfinished)
-        return flushed
+        with self._cond:   # the writers have ended: what they did not write at the stop was dropped
+            left = self._left_at_stop + self._unfinished
+        if left:
+            log.log(left_level, "event recorder %s: %d events not written before the deadline", self.component, left)
+        return not left
 
     # --- the writers ----------------------------------------------------------------------------------
 
@@ -402,26 +409,32 @@ class EventRecorder:
                 if self._stopping.is_set():
                     return
                 continue
+            handled = False
             try:
                 if not self._stopping.is_set() or time.monotonic() < self._deadline:
-                    self._process(shard.sink, item)
+                    handled = self._process(shard.sink, item)
             except Exception:
                 log.exception("event recorder %s: unexpected failure writing an event", self.component)
             finally:
                 with self._cond:
                     self._unfinished -= 1
+                    if not handled and self._stopping.is_set():
+                        self._left_at_stop += 1
                     self._cond.notify_all()
 
-    def _process(self, sink: EventSink, item: _Queued) -> None:
+    def _process(self, sink: EventSink, item: _Queued) -> bool:
+        """Write one event; False if it was not (refused, failed, or cancelled by the stop)."""
         tries = self.important_max_tries if item.important else self.max_tries
         if item.once:
             found = sink.exists(item.body, self.important_max_tries)
             if found is None:   # a gap is preferred to a duplicate: forgotten, so a later event_once looks again
                 self._forget(item.body)
             if found is not False:
-                return
-        if not sink.write(item.body, important=item.important, max_tries=tries) and item.important:
+                return found is True
+        written = sink.write(item.body, important=item.important, max_tries=tries)
+        if not written and item.important:
             self._forget(item.body)   # not written: event_once may record it again
+        return written
 
     def _forget(self, body: dict[str, Any]) -> None:
         involved = body["involvedObject"]

@@ -148,5 +148,26 @@ def test_stop_writes_what_is_queued_then_refuses_more(client: Client, kube: Kube
                    for t in threading.enumerate())
 
 
+def test_a_stop_ends_writes_waiting_for_the_event_budget_with_one_line(client: Client, kube: Kube,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """On a client with a small budget (the kubelet's ``--event-qps``) the backlog left at the stop's deadline is
+    neither waited out nor logged event by event: the writes waiting for a token end, and one line counts them."""
+    budget = client.sibling(None, qps=0.5, burst=1)   # one event now, then one each 2 s
+    recorder = EventRecorder(budget, "kubelet", writers=2).start()
+    try:
+        for i in range(12):
+            recorder.event(JOB, NORMAL, f"Reason{i}", "queued before stop")
+        started = time.monotonic()
+        assert not recorder.stop(1.0)   # not all written
+        took = time.monotonic() - started
+    finally:
+        budget.close()
+    assert took < 3.0, f"the stop waited {took:.1f}s for tokens"
+    assert 1 <= len(events(kube)) < 12
+    unable = [r for r in caplog.records if "unable to write event" in r.getMessage()]
+    assert not unable, [r.getMessage() for r in unable]
+    assert any("not written before the deadline" in r.getMessage() for r in caplog.records)
+
+
 def test_unknown_event_types_are_refused(recorder: EventRecorder) -> None:
     assert not recorder.event(JOB, "Info", "Reason", "not a Kubernetes event type")

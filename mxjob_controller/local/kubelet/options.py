@@ -29,3 +29,6 @@ class KubeletOptions:
     capacity: Mapping[str, str] = field(default_factory=dict)  # --capacity: replaces the machine's (node.py)
     container_log_max_size: int = 10 * 1024 * 1024    # the kubelet's containerLogMaxSize: a log file rotates past it
     container_log_max_files: int = 5                  # ... containerLogMaxFiles: files kept per container instance
+    event_qps: float = 50.0                           # the kubelet's eventRecordQPS: events written per second (<= 0:
+                                                      # no limit, as the kubelet's 0) ...
+    event_burst: int = 100                            # ... eventBurst: at once (the rest wait, as on a node)

@@ -156,6 +156,7 @@ class PodWorker:
         self._devices: Assignment = {}       # container name → its GPUs, from admission to the pod's end
         self._rejected: dict[str, Any] | None = None   # the status of a pod refused at admission
         self.thread = threading.Thread(target=self._run, name=f"kubelet-pod-{self.namespace}/{self.name}", daemon=True)
+        self.unstarted = threading.Event()   # set when its thread will never start (the kubelet stopped first)
 
     # --- told by the kubelet --------------------------------------------------------------------------------
 
@@ -164,9 +165,13 @@ class PodWorker:
         return self
 
     def update(self, pod: dict[str, Any]) -> None:
+        """A new version of the pod. The thread wakes only when it changes what a turn decides on (its spec or its
+        deletion): the echo of the worker's own status write (every pod has one) then costs no turn, which in a
+        burst of hundreds of pods is a thread woken, and a turn of the interpreter lock, for nothing."""
         with self._lock:
-            self._pod = pod
-        self._wake.set()
+            old, self._pod = self._pod, pod
+        if _decides_differently(old, pod):
+            self._wake.set()
 
     def removed(self, pod: dict[str, Any]) -> None:
         """The pod is gone from the API (force-deleted, or its deletion confirmed): ``pod`` is its last state."""
@@ -539,6 +544,15 @@ class PodWorker:
                 log.warning("pod %s/%s: confirming the deletion failed (%s)", self.namespace, self.name, e)
                 if self.kubelet.stopping.wait(min(0.2 * 2 ** attempt, 2.0)):
                     return
+
+
+def _decides_differently(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a worker's turn could decide otherwise on ``new`` than on ``old``: a turn reads the pod's spec and
+    its deletion (timestamp, grace); its status, labels and annotations are read only when a container starts."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return (old_meta.get("deletionTimestamp") != new_meta.get("deletionTimestamp")
+            or old_meta.get("deletionGracePeriodSeconds") != new_meta.get("deletionGracePeriodSeconds")
+            or old.get("spec") != new.get("spec"))
 
 
 def _grace(pod: dict[str, Any]) -> int:

@@ -205,6 +205,9 @@ class SchedulerOptions:
     # the API groups whose PodGroups are served (their CRDs applied): only those are watched
     podgroup_groups: frozenset[str] = field(default_factory=lambda: frozenset(
         r.group for r in FLAVOR_RESOURCES.values()))
+    # the events client's budget: kube-scheduler builds it from its clientConnection (qps 50, burst 100)
+    event_qps: float = 50.0
+    event_burst: int = 100
 
     @property
     def served(self) -> frozenset[str]:
@@ -275,8 +278,8 @@ class LocalScheduler:
                 self._pod_handler.remove(max(0.1, end - time.monotonic()))
             else:
                 clean = informer.stop(max(0.1, end - time.monotonic())) and clean
-        for recorder in self._recorders.values():
-            recorder.stop(max(0.1, end - time.monotonic()))
+        for recorder in self._recorders.values():   # its budget's backlog dropped within a second, as the kubelet's
+            recorder.stop(min(1.0, max(0.1, end - time.monotonic())), left_level=logging.INFO)
             recorder.client.close()
         return clean
 
@@ -627,7 +630,8 @@ class LocalScheduler:
     def _recorder_for(self, component: str) -> EventRecorder:
         recorder = self._recorders.get(component)
         if recorder is None:
-            recorder = self._recorders[component] = EventRecorder(self.client.sibling(None), component=component)
+            events_client = self.client.sibling(None, qps=self.options.event_qps, burst=self.options.event_burst)
+            recorder = self._recorders[component] = EventRecorder(events_client, component=component)
             recorder.start()
         return recorder
 

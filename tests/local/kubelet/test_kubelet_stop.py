@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -54,11 +56,29 @@ def _live_groups() -> set[int]:
     return found
 
 
-def test_a_full_node_stops_within_its_timeout_leaving_nothing(tmp_path, caplog):
+def _node(tmp_path, **kubelet: object) -> LocalCluster:
+    """A started cluster of a server and a node (no controller), its containers working in ``tmp_path``."""
     tmp_path.chmod(0o777)
-    kubelet_options = KubeletOptions(workdir=str(tmp_path), capacity={"pods": "400"})
-    cluster = LocalCluster(ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False,
-                                          webhooks=False, kubelet_options=kubelet_options)).start()
+    kubelet_options = KubeletOptions(workdir=str(tmp_path), **kubelet)
+    return LocalCluster(ClusterOptions(server=ServerOptions(bookmark_interval=0.2), controller=False,
+                                       webhooks=False, kubelet_options=kubelet_options)).start()
+
+
+def _stop_cleanly(cluster: LocalCluster, caplog: pytest.LogCaptureFixture) -> None:
+    """Stop the cluster: clean, within its timeout, without a warning."""
+    caplog.clear()
+    caplog.set_level(logging.WARNING)
+    started = time.monotonic()
+    clean = cluster.stop(STOP_TIMEOUT)
+    took = time.monotonic() - started
+    assert clean, "the cluster did not stop cleanly"
+    assert took < STOP_TIMEOUT, f"the stop took {took:.1f}s of its {STOP_TIMEOUT:g}s"
+    warnings = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == []
+
+
+def test_a_full_node_stops_within_its_timeout_leaving_nothing(tmp_path, caplog):
+    cluster = _node(tmp_path, capacity={"pods": "400"})
     stopped = False
     try:
         kubelet = cluster.kubelet
@@ -77,20 +97,11 @@ def test_a_full_node_stops_within_its_timeout_leaving_nothing(tmp_path, caplog):
         trees = [h.directory for h in (kubelet.sandbox.cgroups.hierarchies.values() if kubelet.sandbox.cgroups
                                        else ())]
 
-        caplog.clear()
-        caplog.set_level(logging.WARNING)
-        started = time.monotonic()
-        clean = cluster.stop(STOP_TIMEOUT)
-        took = time.monotonic() - started
         stopped = True
-
-        assert clean, "the cluster did not stop cleanly"
-        assert took < STOP_TIMEOUT, f"the stop took {took:.1f}s of its {STOP_TIMEOUT:g}s"
+        _stop_cleanly(cluster, caplog)
         assert groups & _live_groups() == set(), "processes of the pods outlived the stop"
         left = [str(d) for tree in trees for uid in uids for d in tree.glob(f"mxjob-local-{os.getpid()}-*/pod-{uid}")]
         assert left == [], "cgroups of the pods outlived the stop"
-        warnings = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
-        assert warnings == []
     finally:
         if not stopped:
             cluster.stop(STOP_TIMEOUT)
@@ -150,3 +161,31 @@ def test_workers_end_without_writing_when_the_kubelet_stops(tmp_path):
         assert not group_alive(group_of(pod))
     finally:
         cluster.stop(STOP_TIMEOUT)
+
+
+def test_a_stop_amid_a_burst_of_starts_leaves_no_worker_and_no_container(tmp_path, caplog):
+    """Workers' threads are started off the informer's thread (several at once): a stop that comes while starts
+    are still queued starts none of them, joins those started, and leaves no container of any."""
+    baseline = _live_groups()
+    cluster = _node(tmp_path, stop_grace=1.0, capacity={"pods": "200"})
+    stopped = False
+    try:
+        kubelet = cluster.kubelet
+        assert kubelet is not None
+        client = cluster.client("test")
+        burst = 150
+        with ThreadPoolExecutor(4, thread_name_prefix="test-burst") as pool:
+            list(pool.map(lambda i: client.create(PODS, _sleep_pod(f"burst-{i}"), "default", timeout=10,
+                                                  deadline=20), range(burst)))
+        wait_for(lambda: _not_running(client) < burst, timeout=60, interval=0.01, what="a first pod Running")
+        before = _live_groups()
+        stopped = True
+        _stop_cleanly(cluster, caplog)
+        alive = [t.name for t in threading.enumerate() if t.name.startswith("kubelet-pod") and t.is_alive()]
+        assert alive == []
+        pods_groups = before - baseline
+        assert pods_groups, "no container was running at the stop"
+        assert pods_groups & _live_groups() == set(), "processes of the pods outlived the stop"
+    finally:
+        if not stopped:
+            cluster.stop(STOP_TIMEOUT)
