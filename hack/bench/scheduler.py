@@ -75,7 +75,12 @@ def bench_sched_backlog(full: bool) -> Outcome:
                 running = sum(p["status"].get("phase") == "Running" for p in items)
                 return running >= PODS_ON_NODE and scheduler.queue.stats().unschedulable >= waiting_count
             wait_until("the backlog settled", settled, 180.0, every=0.5)
-            time.sleep(2.0)   # the last events and kubelet status writes out
+            # The events' budgets (50 a second each, as kube's kubelet and scheduler) leave the burst's events
+            # behind: the window opens once they are written, then after the last status writes.
+            assert cluster.kubelet is not None
+            if not (scheduler.flush_events(120.0) and cluster.kubelet.events.flush(120.0)):
+                raise RuntimeError("the scheduler's and the kubelet's events were not all written within 120 s")
+            time.sleep(2.0)   # the last kubelet status writes out
             attempts = scheduler.queue.stats().attempts
             passes = scheduler.passes
             before, process_before, start = _threads_cpu(), time.process_time(), time.monotonic()

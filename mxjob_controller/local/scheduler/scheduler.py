@@ -283,6 +283,12 @@ class LocalScheduler:
             recorder.client.close()
         return clean
 
+    def flush_events(self, timeout: float) -> bool:
+        """Wait until every event the scheduler recorded is written (its budget, 50 a second, leaves a burst's
+        behind); False if ``timeout`` passed first."""
+        end = time.monotonic() + timeout
+        return all(recorder.flush(max(0.0, end - time.monotonic())) for recorder in list(self._recorders.values()))
+
     # --- cluster events (informer threads) ---------------------------------------------------------------------
 
     def _changed(self, _obj: object) -> None:
