@@ -124,7 +124,7 @@ class Kubelet:
         self._services.add_handler(self.service_names.changed, lambda _old, new: self.service_names.changed(new),
                                    self.service_names.changed, inline=True)
         self._housekeeping = threading.Thread(target=self._housekeep, name="kubelet-housekeeping", daemon=True)
-        self._starts: queue.SimpleQueue[PodWorker] = queue.SimpleQueue()   # workers whose thread is to start
+        self._starts: queue.SimpleQueue[PodWorker | None] = queue.SimpleQueue()   # workers to start; None: end
         self._starters = [threading.Thread(target=self._start_workers, name=f"kubelet-pod-start-{i}", daemon=True)
                           for i in range(_STARTERS)]
         self.devices = NodeDevices(options.gpus)         # GPUs: advertised on the Node, given at admission
@@ -158,6 +158,8 @@ class Kubelet:
         unreaped (``LocalCluster.stop(15)`` of 1,000 pods took 8-36 s, with warnings)."""
         end = time.monotonic() + timeout
         self.stopping.set()
+        for _ in self._starters:
+            self._starts.put(None)   # each starter ends at once, having marked what was queued before it
         stopping = self._containers()
         for proc in stopping:   # before any worker wakes: a thousand waking threads held the GIL for seconds
             proc.signal_group(signal.SIGTERM)
@@ -287,7 +289,7 @@ class Kubelet:
 
     def _start_workers(self) -> None:
         """A ``kubelet-pod-start`` thread: start the queued workers' threads until the kubelet stops; from then on,
-        mark each one left as never to start (the stop's join does not wait for it)."""
+        mark each one left as never to start (the stop's join does not wait for it), and end at the stop's None."""
         while True:
             try:
                 worker = self._starts.get(timeout=_IDLE_STARTER)
@@ -295,6 +297,8 @@ class Kubelet:
                 if self.stopping.is_set():
                     return
                 continue
+            if worker is None:
+                return
             if self.stopping.is_set():
                 worker.unstarted.set()
             else:
