@@ -95,9 +95,9 @@ class Kubelet:
         root = options.log_root or own_temp_dir("local-logs")
         self.logs = LogStore(root, options.container_log_max_size, options.container_log_max_files)
         self.reaper = Reaper()
-        # Events about pods (Pulled, Created, Started, Failed...) go through a client of their own with kube's
-        # kubelet's event budget (eventRecordQPS 50, eventBurst 100): a flood of them never delays status writes,
-        # and a burst of pod starts (three events each) leaves most of its events for after the starts.
+        # Events about pods (Created, Started, BackOff, Killing, Failed...) go through a client of their own with
+        # kube's kubelet's event budget (eventRecordQPS 50, eventBurst 100): a flood of them never delays status
+        # writes, and a burst of pod starts (two events each) leaves most of its events for after the starts.
         self.events = EventRecorder(client.sibling(None, qps=options.event_qps if options.event_qps > 0 else -1.0,
                                                    burst=options.event_burst),
                                     component="kubelet", host=options.node_name)

@@ -167,7 +167,7 @@ def test_container_events_are_the_kubelets_created_started_backoff_and_killing(t
 
 
 def test_the_kubelets_events_have_kubes_event_budget(local):
-    """eventRecordQPS 50 and eventBurst 100, on a client of their own: a burst of pod starts (three events each)
+    """eventRecordQPS 50 and eventBurst 100, on a client of their own: a burst of pod starts (two events each)
     writes most of its events after the starts, never before a status write, as a node's kubelet does."""
     cluster, _kube, _kubectl = local
     events_client = cluster.kubelet.events.client
