@@ -159,7 +159,7 @@ class Kubelet:
         end = time.monotonic() + timeout
         self.stopping.set()
         for _ in self._starters:
-            self._starts.put(None)   # each starter ends at once, having marked what was queued before it
+            self._starts.put(None)   # each starter ends at once, starting nothing queued before it
         stopping = self._containers()
         for proc in stopping:   # before any worker wakes: a thousand waking threads held the GIL for seconds
             proc.signal_group(signal.SIGTERM)
@@ -167,6 +167,9 @@ class Kubelet:
             worker.wake()   # it ends at once, and stays listed: what it started is found below
         grace_end = min(time.monotonic() + max(0.0, self.options.stop_grace), time.monotonic() + timeout / 2)
         self.logs.close(min(2.0, timeout / 4))
+        for starter in self._starters:   # once they have ended, a worker whose thread has not started never will
+            if starter.ident is not None:
+                starter.join(max(0.1, grace_end - time.monotonic()))
         self._join_workers(grace_end)
         late = self._containers() - stopping   # started as the stop began
         for proc in late:
@@ -181,9 +184,6 @@ class Kubelet:
         if late:
             survivors += kill_groups(list(late), max(0.5, end - time.monotonic()))
         alive = [w.thread.name for w in workers if w.thread.is_alive()]
-        for starter in self._starters:
-            if starter.ident is not None:
-                starter.join(max(0.1, end - time.monotonic()))
         alive += [s.name for s in self._starters if s.is_alive()]
         if self._housekeeping.is_alive():
             self._housekeeping.join(max(0.1, end - time.monotonic()))
@@ -215,10 +215,7 @@ class Kubelet:
         """Wait (until the monotonic ``deadline``) for every listed worker's thread to end; the workers."""
         workers = self._worker_list()
         for worker in workers:
-            while (worker.thread.ident is None and not worker.unstarted.is_set() and time.monotonic() < deadline
-                   and any(s.is_alive() for s in self._starters)):   # its start under way, or its mark
-                worker.unstarted.wait(min(0.05, max(0.0, deadline - time.monotonic())))
-            if worker.thread.ident is not None:
+            if worker.thread.ident is not None:   # else never started: the kubelet stopped first
                 worker.thread.join(max(0.0, deadline - time.monotonic()))
         return workers
 
@@ -288,8 +285,8 @@ class Kubelet:
             self._confirm_deletion(pod)  # nothing of it runs here any more: the node's grace-0 delete removes it
 
     def _start_workers(self) -> None:
-        """A ``kubelet-pod-start`` thread: start the queued workers' threads until the kubelet stops; from then on,
-        mark each one left as never to start (the stop's join does not wait for it), and end at the stop's None."""
+        """A ``kubelet-pod-start`` thread: start the queued workers' threads until the kubelet stops, then end at the
+        stop's None, starting none of what is queued before it."""
         while True:
             try:
                 worker = self._starts.get(timeout=_IDLE_STARTER)
@@ -299,9 +296,7 @@ class Kubelet:
                 continue
             if worker is None:
                 return
-            if self.stopping.is_set():
-                worker.unstarted.set()
-            else:
+            if not self.stopping.is_set():
                 worker.start()
 
     def _on_pod_deleted(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:

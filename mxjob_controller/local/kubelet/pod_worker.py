@@ -156,7 +156,6 @@ class PodWorker:
         self._devices: Assignment = {}       # container name → its GPUs, from admission to the pod's end
         self._rejected: dict[str, Any] | None = None   # the status of a pod refused at admission
         self.thread = threading.Thread(target=self._run, name=f"kubelet-pod-{self.namespace}/{self.name}", daemon=True)
-        self.unstarted = threading.Event()   # set when its thread will never start (the kubelet stopped first)
 
     # --- told by the kubelet --------------------------------------------------------------------------------
 
