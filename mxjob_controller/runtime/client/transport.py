@@ -14,8 +14,9 @@ Guarantees:
   (polled first, TLS's decrypted bytes included): a byte a server sends after an answer is never read as the
   next request's answer; the socket is closed instead;
 - the whole exchange (connecting, sending, 1xx answers, head and body) ends by the call's ``deadline`` (a
-  ``time.monotonic()`` value): each read and write waits at most the read timeout and never past the deadline,
-  recomputed before every read, so a server trickling bytes or flooding 1xx answers is cut off on time;
+  ``time.monotonic()`` value): each read and write waits at most the read timeout and never past the deadline
+  (by more than :data:`TIMEOUT_SLACK`), recomputed before every read, so a server trickling bytes or flooding 1xx
+  answers is cut off on time;
 - connecting waits at most the connect timeout, retried up to :data:`CONNECT_RETRIES` times when it fails (as the
   client's urllib3 retry policy did), never once a request was sent: a request is sent once or not at all;
 - an answer that breaks HTTP/1.1 framing, or ends early, raises :class:`MalformedAnswerError` and its socket is
@@ -48,6 +49,17 @@ MAX_INTERIM = 32          # 1xx answers tolerated before the real one
 _DISALLOWED_TARGET = re.compile(r"[\x00-\x20\x7f]")
 _DISALLOWED_VALUE = re.compile(r"[\r\n\x00]")
 _NO_READ = -1.0           # the reader's deadline meaning "never touch the socket" (what is buffered only)
+#: How much longer than asked a socket's timeout may stay: CPython's ``settimeout`` is an ``ioctl`` each call, which
+#: lets go of the interpreter, and a request set it twice (its value a few microseconds less each time).
+TIMEOUT_SLACK = 0.05
+
+
+def bound(sock: socket.socket, seconds: float) -> None:
+    """Make each blocking call on ``sock`` wait at most ``seconds`` (> 0), and never less: the timeout it has is
+    kept when it is no shorter and at most :data:`TIMEOUT_SLACK` longer."""
+    current = sock.gettimeout()
+    if current is None or not seconds <= current <= seconds + TIMEOUT_SLACK:
+        sock.settimeout(seconds)
 
 
 class MalformedAnswerError(OSError):
@@ -151,7 +163,7 @@ class _Wire(io.RawIOBase):
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("the call's deadline passed")
-        self.sock.settimeout(min(left, self.timeout))
+        bound(self.sock, min(left, self.timeout))
         count = self.sock.recv_into(buffer)
         if not count:
             self.ended = True
@@ -217,7 +229,7 @@ class Connections:
             left = ends - time.monotonic()
             if left <= 0:
                 raise TimeoutError("the call's deadline passed")
-            sock.sock.settimeout(min(read_timeout, left))
+            bound(sock.sock, min(read_timeout, left))
             sock.sock.sendall(head + body if body else head)
             sock.wire.timeout, sock.wire.deadline = read_timeout, ends
             answer, reusable = _read_answer(sock.reader, method)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from mxjob_controller.runtime.client import CONFIGMAPS, Client, ClientConfig, ReadTimeout, TransportError
-from mxjob_controller.runtime.client.transport import request_head
+from mxjob_controller.runtime.client.transport import bound, request_head
 from tests.runtime.client.peer import JSON_OK, ok
 from tests.support import configmap, wait_for
 
@@ -120,3 +120,17 @@ def test_a_body_less_write_sends_a_zero_length_and_the_body_is_sent_as_is(peer_c
     client.request("PUT", "/y", body=b'{"k":"v"}')
     assert b"Content-Length: 0\r\n" in peer.requests[0]
     assert peer.requests[1].endswith(b'\r\nContent-Length: 9\r\n\r\n{"k":"v"}')
+
+
+@pytest.mark.parametrize(("current", "asked", "want"), [
+    (None, 5.0, 5.0),                    # blocking: bounded
+    (10.0, 9.97, 10.0),                  # a few ms longer than asked: kept (no ioctl)
+    (10.0, 9.9, 9.9),                    # longer than the slack allows: set
+    (1.0, 2.0, 2.0),                     # shorter than asked: never kept (it would time out early)
+    (0.0, 0.5, 0.5),                     # non-blocking: set
+])
+def test_a_sockets_timeout_is_set_only_when_it_is_shorter_or_too_long(current, asked, want):
+    with socket.socket() as sock:
+        sock.settimeout(current)
+        bound(sock, asked)
+        assert sock.gettimeout() == want
