@@ -11,10 +11,12 @@ without a quota stays where ``local up`` is and is scheduled as any process (the
 as the machine's CPUs, as kube's ``kubepods`` does). Only the container's own processes join its
 cgroup (the sandbox's relay and init stay in ``local up``'s), so a limit counts what the container uses.
 
-Guarantees: :func:`detect` says per controller whether limits can be enforced here and why not; nothing here raises
-for a cgroup file it cannot write (a limit it could not set is logged, and the container runs without it); every
-directory made is removed once its processes are gone, and :meth:`CgroupTree.close` removes the cluster's own. A
-``local up`` killed with SIGKILL leaves its empty tree behind: the next one removes trees whose process is gone.
+Guarantees: :func:`detect` says per controller whether limits can be enforced here and why not; a container's
+cgroups are planned here and made by its sandbox's relay, off the kubelet's process (:meth:`CgroupTree.container`);
+nothing raises for a cgroup it cannot make or a file it cannot write (the relay tells the kubelet, which logs it,
+and the container runs without that limit); every directory made is removed once its processes are gone, and
+:meth:`CgroupTree.close` removes the cluster's own. A ``local up`` killed with SIGKILL leaves its empty tree
+behind: the next one removes trees whose process is gone.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,6 +121,14 @@ def container_limits(container: Mapping) -> Limits:
     return Limits(memory, cpu)
 
 
+def cpu_weight(version: int, shares: int) -> tuple[str, str, bool]:
+    """The CPU weight as the kubelet writes it, as (file, value, quiet): v1 ``cpu.shares``, v2 ``cpu.weight`` from
+    those shares."""
+    if version == 1:
+        return "cpu.shares", str(shares), False
+    return "cpu.weight", str(max(1, min(10_000, 1 + ((shares - 2) * 9999) // 262142))), False
+
+
 def oom_kills(text: str) -> int:
     """The ``oom_kill`` count of a ``memory.events`` (v2) or ``memory.oom_control`` (v1) file."""
     match = _OOM_KILL.search(text)
@@ -129,9 +139,12 @@ def oom_kills(text: str) -> int:
 
 @dataclass
 class ContainerCgroup:
-    """One container instance's cgroups: the ``cgroup.procs`` files its main process joins."""
+    """One container instance's cgroups: the ``cgroup.procs`` files its main process joins, and ``setup``, what the
+    relay makes first: each folder (a pod's before its instance's) with the files written in it, as (file, value,
+    quiet: a file some kernels lack, whose write may fail unsaid)."""
 
     directories: dict[str, Path] = field(default_factory=dict)
+    setup: list[tuple[str, list[tuple[str, str, bool]]]] = field(default_factory=list)
 
     @property
     def procs_files(self) -> list[str]:
@@ -145,7 +158,6 @@ class CgroupTree:
         self.hierarchies = hierarchies          # the controllers enforced, each where
         self.pod_pids_limit = pod_pids_limit
         self._roots: dict[str, Path] = {c: h.directory / name for c, h in hierarchies.items()}
-        self._made: set[Path] = set()           # the pods' folders this tree made (forgotten as each pod goes)
 
     @classmethod
     def open(cls, pod_pids_limit: int) -> tuple[CgroupTree, dict[str, str]]:
@@ -172,73 +184,51 @@ class CgroupTree:
         tree.sweep_stale()
         return tree, why
 
-    def pod(self, uid: str, roots: Iterable[Path] | None = None) -> None:
-        """Make the pod's cgroups (its pids limit set): in every hierarchy, or in those of ``roots`` only."""
-        wanted = set(self._roots.values()) if roots is None else set(roots)
-        for root in dict.fromkeys(r for r in self._roots.values() if r in wanted):
-            directory = root / f"pod-{uid}"
-            if _mkdir(directory):
-                self._made.add(directory)
-            controllers = [c for c, r in self._roots.items() if r == root]   # v2: all of them, in one folder
-            if any(self.hierarchies[c].version == 2 for c in controllers):
-                _write(directory / "cgroup.subtree_control", " ".join(f"+{c}" for c in self._v2_controllers()))
-            for controller in controllers:
-                if controller == "pids" and self.pod_pids_limit > 0:
-                    _write(directory / "pids.max", str(self.pod_pids_limit))
-                if controller == "cpu":
-                    _write_cpu_weight(directory, self.hierarchies[controller].version, _NODE_SHARES)
-
     def container(self, uid: str, name: str, instance: int, limits: Limits) -> ContainerCgroup:
-        """Make one container instance's cgroups with its limits, and its pod's where they are not made yet: only
-        in the hierarchies the instance uses (a pod without ``limits.cpu`` has no CPU cgroup), each folder once
-        (v2's controllers share one), so that a start makes about 4 folders on v1 (issue 48: it made 5 and
-        looked at 3 more, each ``mkdir`` of a cgroup costing the kernel a fraction of a millisecond)."""
+        """One container instance's cgroups with its limits, as a plan the sandbox's relay carries out before it
+        joins them (``sandbox_init._make_cgroups``): no file is touched here. Only the hierarchies the instance uses
+        (a pod without ``limits.cpu`` has no CPU cgroup), each folder once (v2's controllers share one). Each plan
+        makes its pod's folder too, where it is not there yet, and sets the pod's limits again: two containers of
+        one pod starting at once each find the pod's folder ready for theirs (issue 48: these ``mkdir``s and
+        writes, a fraction of a millisecond each of the kernel's time and a hand-off of the kubelet's one core,
+        now run in the relay, on another)."""
         made = ContainerCgroup()
-        folders: dict[Path, bool] = {}   # each root used → whether the instance's folder in it was made
+        steps: dict[str, list[tuple[str, str, bool]]] = {}   # folder → the files written in it, in order
         for controller, root in self._roots.items():
             if controller == "cpu" and limits.cpu_quota_us is None:
                 # A cgroup of its own competes for the CPU as one task would: without a quota to enforce, the
                 # container stays in local up's, scheduled as any process of this machine.
                 continue
-            directory = root / f"pod-{uid}" / f"{name}-{instance}"
-            if root not in folders:
-                folders[root] = self._instance_folder(uid, root, directory)
-            if not folders[root]:
-                continue
+            pod_folder = root / f"pod-{uid}"
+            directory = pod_folder / f"{name}-{instance}"
             made.directories[controller] = directory
             v2 = self.hierarchies[controller].version == 2
+            pod_writes = steps.setdefault(str(pod_folder), [])
+            if v2 and not pod_writes:
+                pod_writes.append(("cgroup.subtree_control", " ".join(f"+{c}" for c in self._v2_controllers()),
+                                   False))
+            writes = steps.setdefault(str(directory), [])
+            if controller == "pids" and self.pod_pids_limit > 0:
+                pod_writes.append(("pids.max", str(self.pod_pids_limit), False))
+            if controller == "cpu":
+                pod_writes.append(cpu_weight(2 if v2 else 1, _NODE_SHARES))
+                writes.append(cpu_weight(2 if v2 else 1, max(2, limits.cpu_quota_us * 1024 // CFS_PERIOD_US)))
+                if v2:
+                    writes.append(("cpu.max", f"{limits.cpu_quota_us} {CFS_PERIOD_US}", False))
+                else:
+                    writes.append(("cpu.cfs_period_us", str(CFS_PERIOD_US), False))
+                    writes.append(("cpu.cfs_quota_us", str(limits.cpu_quota_us), False))
             if controller == "memory" and limits.memory_bytes is not None:
                 if v2:
-                    _write(directory / "memory.max", str(limits.memory_bytes))
-                    _write(directory / "memory.swap.max", "0", quiet=True)
+                    writes.append(("memory.max", str(limits.memory_bytes), False))
+                    writes.append(("memory.swap.max", "0", True))
                 else:
-                    _write(directory / "memory.limit_in_bytes", str(limits.memory_bytes))
-                    _write(directory / "memory.memsw.limit_in_bytes", str(limits.memory_bytes), quiet=True)
-            if controller == "cpu" and limits.cpu_quota_us is not None:
-                _write_cpu_weight(directory, 2 if v2 else 1, max(2, limits.cpu_quota_us * 1024 // CFS_PERIOD_US))
-                if v2:
-                    _write(directory / "cpu.max", f"{limits.cpu_quota_us} {CFS_PERIOD_US}")
-                else:
-                    _write(directory / "cpu.cfs_period_us", str(CFS_PERIOD_US))
-                    _write(directory / "cpu.cfs_quota_us", str(limits.cpu_quota_us))
+                    writes.append(("memory.limit_in_bytes", str(limits.memory_bytes), False))
+                    writes.append(("memory.memsw.limit_in_bytes", str(limits.memory_bytes), True))
+        # The pods' folders first (a parent before its child): the dict keeps the order they were first named in.
+        pods = [(d, w) for d, w in steps.items() if Path(d).name.startswith("pod-")]
+        made.setup = [*pods, *((d, w) for d, w in steps.items() if not Path(d).name.startswith("pod-"))]
         return made
-
-    def _instance_folder(self, uid: str, root: Path, directory: Path) -> bool:
-        """Make an instance's folder in ``root``, its pod's first if this tree has not made it (or it is gone)."""
-        fresh = directory.parent not in self._made
-        if fresh:
-            self.pod(uid, (root,))
-        try:
-            os.mkdir(directory)
-            return True
-        except FileExistsError:
-            return True
-        except FileNotFoundError:
-            if not fresh:   # the pod's folder was removed from outside: made again, as before
-                self.pod(uid, (root,))
-        except OSError:
-            pass
-        return _mkdir(directory)   # says why not, if it still cannot
 
     def oom_killed(self, cgroup: ContainerCgroup) -> bool:
         """Whether the kernel's OOM killer killed a process of this container instance."""
@@ -256,8 +246,7 @@ class CgroupTree:
             _rmdir(directory)
 
     def remove_pod(self, uid: str) -> None:
-        for root in self._roots.values():
-            self._made.discard(root / f"pod-{uid}")
+        for root in dict.fromkeys(self._roots.values()):
             remove_tree(root / f"pod-{uid}")
 
     def close(self, timeout: float = 5.0) -> None:
@@ -304,29 +293,13 @@ def _prepare(hierarchy: Hierarchy, name: str) -> str | None:
         if hierarchy.version == 2:
             (root / "cgroup.subtree_control").write_text(f"+{controller}")
         if controller == "cpu":
-            _write_cpu_weight(root, hierarchy.version, _NODE_SHARES)
+            weight_file, weight, _quiet = cpu_weight(hierarchy.version, _NODE_SHARES)
+            _write(root / weight_file, weight)
     except OSError as e:
         with contextlib.suppress(OSError):
             root.rmdir()
         return f"cgroup v{hierarchy.version} at {base} is not writable ({e.strerror})"
     return None
-
-
-def _write_cpu_weight(directory: Path, version: int, shares: int) -> None:
-    """The CPU weight as the kubelet writes it: v1 ``cpu.shares``, v2 ``cpu.weight`` from those shares."""
-    if version == 1:
-        _write(directory / "cpu.shares", str(shares))
-    else:
-        _write(directory / "cpu.weight", str(max(1, min(10_000, 1 + ((shares - 2) * 9999) // 262142))))
-
-
-def _mkdir(directory: Path) -> bool:
-    try:
-        directory.mkdir(exist_ok=True)
-        return True
-    except OSError as e:
-        log.warning("cannot make cgroup %s (%s): the container runs without its limits", directory, e.strerror)
-        return False
 
 
 def _write(path: Path, value: str, quiet: bool = False) -> None:

@@ -14,6 +14,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -54,12 +55,26 @@ class Launch:
     launcher: Any = None    # the sandbox's launcher (launcher.py) that forks the relay, if it runs
 
 
+def _make_log_folder(folder: str) -> None:
+    """Make a container's log folder, its pod's first (``pathlib``'s ``mkdir(parents=True)`` tried the container's
+    first, failed and came back: a system call more each start, each a hand-off of the kubelet's core)."""
+    try:
+        os.mkdir(os.path.dirname(folder))
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder)
+
+
 class ContainerProcess:
     """One running container instance: a process leading its own process group."""
 
     def __init__(self, launch: Launch) -> None:
-        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(launch.log_path, "ab", buffering=0) as out:
+        _make_log_folder(str(launch.log_path.parent))
+        out = os.open(launch.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
+        try:
             if launch.sandbox_spec is not None:
                 self._popen: subprocess.Popen | Launched = sandbox.launch(launch.sandbox_spec, out, launch.launcher)
             else:
@@ -70,6 +85,8 @@ class ContainerProcess:
                 self._popen = subprocess.Popen(list(launch.argv), env=dict(launch.env), cwd=launch.cwd,
                                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                                start_new_session=True, close_fds=True, **user)
+        finally:
+            os.close(out)
         self.pid = self._popen.pid
         self.cgroup = launch.cgroup
         self.log_path = launch.log_path

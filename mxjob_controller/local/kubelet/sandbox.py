@@ -96,6 +96,7 @@ TMPFS_DIRS = (("/dev/shm", "64m"), ("/run/lock", "5m"))   # sizes as containerd'
 #: kubelet gives GPUs by environment, see devices.py, so their nodes are there for every container).
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 DEFAULT_POD_PIDS = 4096
+WARNING_PREFIX = "warning\t"   # a line the relay writes to the status pipe first (sandbox_init._warn)
 _MACHINE = os.uname().machine
 _PROBE_TIMEOUT = 10.0
 _START_TIMEOUT = 30.0     # seconds the sandbox may take to start a command
@@ -476,17 +477,18 @@ def _run_probe(user: tuple[int, int]) -> str:
     return "" if code == 0 else f"namespaces cannot be made here (probe exited {code})"
 
 
-def launch(spec: dict[str, Any], stdout: Any, launcher: Launcher | None = None) -> subprocess.Popen | Launched:
+def launch(spec: dict[str, Any], stdout: int, launcher: Launcher | None = None) -> subprocess.Popen | Launched:
     """Start ``sandbox_init.py`` on ``spec`` and wait until the command is running: OSError (its ``strerror`` the
-    reason) when any step before it failed, as a runtime's start error. Forked by ``launcher`` when it runs (the
-    spec alone goes through the pipe), else a new interpreter of its own (the init's code with the spec)."""
+    reason) when any step before it failed, as a runtime's start error. ``stdout`` is the descriptor of the
+    container's log (or ``subprocess.DEVNULL``). Forked by ``launcher`` when it runs (the spec alone goes through
+    the pipe), else a new interpreter of its own (the init's code with the spec)."""
     spec_r, spec_w = os.pipe()
     status_r, status_w = os.pipe()
     proc: subprocess.Popen | Launched | None = None
     try:
-        if launcher is not None and launcher.usable and hasattr(stdout, "fileno"):
+        if launcher is not None and launcher.usable and stdout >= 0:
             try:
-                proc = launcher.launch(spec_r, status_w, stdout.fileno())
+                proc = launcher.launch(spec_r, status_w, stdout)
             except LauncherGoneError as e:
                 log.warning("%s: starting the container with an interpreter of its own", e.strerror)
                 # Pipes of its own: a launcher that answers late may still fork a relay holding these (it reads
@@ -503,12 +505,14 @@ def launch(spec: dict[str, Any], stdout: Any, launcher: Launcher | None = None) 
         os.close(spec_r)
         os.close(status_w)
     try:
-        with os.fdopen(spec_w, "wb") as f:
-            f.write(marshal.dumps({**spec, "status_fd": status_w}) if isinstance(proc, Launched) else
-                    marshal.dumps((INIT_CODE, {**spec, "status_fd": status_w})))
+        _write_all(spec_w, marshal.dumps({**spec, "status_fd": status_w}) if isinstance(proc, Launched) else
+                   marshal.dumps((INIT_CODE, {**spec, "status_fd": status_w})))
         failure = _read_until_closed(status_r, _START_TIMEOUT)
     except OSError:
         failure = "setup\tthe sandbox's init did not start"
+    warnings, failure = split_warnings(failure)
+    for warning in warnings:
+        log.warning("container of pid %d: %s", proc.pid, warning)
     if failure is None:
         os.killpg(proc.pid, 9)
         failure = f"setup\tthe sandbox did not start the command within {_START_TIMEOUT:g}s"
@@ -532,7 +536,8 @@ def _spec_of(argv: list[str], env: dict[str, str], cwd: str, user: RunAs, cgroup
             "writable_dirs": writable_dirs, "private_dirs": list(TMPFS_DIRS), "dev_nodes": _dev_nodes(),
             "writable_when_read_only": ["/dev/shm"], "covers": list(plan.covers),
             "hide_dirs": list(plan.hide_dirs), "hide_files": list(plan.hide_files), "binds": list(plan.binds),
-            "cgroup_procs": cgroup.procs_files if cgroup is not None else []}
+            "cgroup_procs": cgroup.procs_files if cgroup is not None else [],
+            "cgroup_setup": cgroup.setup if cgroup is not None else []}
 
 
 @functools.cache
@@ -543,6 +548,27 @@ def _dev_nodes() -> list[str]:
     except OSError:
         gpus = []
     return [*DEV_NODES, *gpus]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to the pipe ``fd`` and close it (a file object around it asked the kernel three more things
+    a start: issue 48)."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def split_warnings(status: str | None) -> tuple[list[str], str | None]:
+    """The relay's status words: the warnings it wrote first (``warning<TAB>text`` lines: what it could not do and
+    went on without, a cgroup limit), and the failure after them ("" when the command started)."""
+    warnings = []
+    while status and status.startswith(WARNING_PREFIX):
+        line, _newline, status = status.partition("\n")
+        warnings.append(line.removeprefix(WARNING_PREFIX))
+    return warnings, status
 
 
 def _read_until_closed(fd: int, timeout: float) -> str | None:

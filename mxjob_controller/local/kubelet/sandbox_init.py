@@ -13,7 +13,8 @@ Three processes, each with one job:
 
 - the **relay** (the process the launcher forked, or the kubelet started; leader of the container's process
   group): dies with its parent (``PR_SET_PDEATHSIG``; the launcher dies with the kubelet's thread that started it:
-  a ``local up`` killed by SIGKILL takes it along). It makes the *outer*
+  a ``local up`` killed by SIGKILL takes it along). It makes the container's cgroups as ``cgroups.py`` planned
+  them (off the kubelet's process: what it cannot make is a warning, the limit not enforced), then the *outer*
   mount namespace (and, when ``local up`` is not root, the outer user namespace, its root being ``local up``'s own
   user) and the PID namespace, and builds the container's view there: every mount read-only, the pod's own
   ``/tmp`` and ``/var/tmp`` bound writable, private ``/dev/shm`` and ``/run/lock``, the cluster's files covered. It
@@ -230,6 +231,40 @@ def _build_mounts(spec):
         os.close(empty)
 
 
+def _make_cgroups(status_fd, setup):
+    """Make the container's cgroups as ``cgroups.py`` planned them: each folder (a pod's before its instance's;
+    one already there is used) and the limits written in it. What cannot be made or written is told as a warning
+    and the container runs without it, as it ran before the relay made them; the folders not made are returned
+    (their ``cgroup.procs`` is not joined)."""
+    missing = set()
+    for directory, writes in setup:
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            missing.add(directory)
+            _warn(status_fd, f"cannot make cgroup {directory} ({e.strerror}): the container runs without its "
+                             f"limits there")
+            continue
+        for name, value, quiet in writes:
+            path = os.path.join(directory, name)
+            try:
+                _write(path, value)
+            except OSError as e:
+                if not quiet:
+                    _warn(status_fd, f"cannot write {value} to {path} ({e.strerror}): that limit is not enforced")
+    return missing
+
+
+def _warn(status_fd, message):
+    """A line the kubelet logs and goes on (``sandbox.split_warnings``), before any failure's report."""
+    try:
+        os.write(status_fd, f"warning\t{message}".replace("\n", " ").encode(errors="replace")[:4000] + b"\n")
+    except OSError:
+        pass
+
+
 def _report(status_fd, stage, message):
     try:
         os.write(status_fd, f"{stage}\t{message}".encode(errors="replace")[:4000])
@@ -381,7 +416,9 @@ def _relay(spec, argv, env):
             signal.signal(sig, signal.SIG_IGN)
         # The cgroup files the main process joins, opened on the host's mounts: a descriptor open for writing on a
         # mount of the new namespace would keep it from being made read-only.
-        cgroups = [os.open(procs, os.O_WRONLY) for procs in spec.get("cgroup_procs", ())]
+        missing = _make_cgroups(status_fd, spec.get("cgroup_setup", ()))
+        cgroups = [os.open(procs, os.O_WRONLY) for procs in spec.get("cgroup_procs", ())
+                   if os.path.dirname(procs) not in missing]
         flags = CLONE_NEWNS | CLONE_NEWPID | (CLONE_NEWUSER if spec.get("outer_userns") else 0)
         _check(_libc.unshare(flags), "unshare", "unshare")
         if spec.get("outer_userns"):

@@ -1,17 +1,21 @@
 """The pod sandbox's cgroups (local/kubelet/cgroups.py), table-tested: where the hierarchies are, limits as cgroup
-values, OOM counts, and removing a tree another remover took first."""
+values, the plan of a container's cgroups the relay carries out, OOM counts, and removing a tree another remover
+took first."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from mxjob_controller.local.kubelet.cgroups import (
+    CgroupTree,
     Hierarchy,
     Limits,
     candidate_hierarchies,
     container_limits,
+    cpu_weight,
     oom_kills,
     remove_tree,
 )
@@ -53,6 +57,37 @@ def test_a_pure_v2_machine_uses_the_process_own_cgroup():
 ])
 def test_limits_as_cgroup_values(limits, want):
     assert container_limits({"resources": {"limits": limits}}) == want
+
+
+V1_TREE = {"memory": Hierarchy("memory", 1, Path("/cg/memory")), "cpu": Hierarchy("cpu", 1, Path("/cg/cpu")),
+           "pids": Hierarchy("pids", 1, Path("/cg/pids"))}
+V2_TREE = {c: Hierarchy(c, 2, Path("/cg/unified")) for c in ("memory", "cpu", "pids")}
+
+
+def test_a_v1_plan_makes_the_pods_folders_first_and_gives_a_cpu_cgroup_only_with_a_quota():
+    tree = CgroupTree(V1_TREE, 4096, "t")
+    plan = tree.container("u", "main", 2, Limits(memory_bytes=1000))
+    assert plan.setup == [("/cg/memory/t/pod-u", []), ("/cg/pids/t/pod-u", [("pids.max", "4096", False)]),
+                          ("/cg/memory/t/pod-u/main-2", [("memory.limit_in_bytes", "1000", False),
+                                                         ("memory.memsw.limit_in_bytes", "1000", True)]),
+                          ("/cg/pids/t/pod-u/main-2", [])]
+    assert plan.procs_files == ["/cg/memory/t/pod-u/main-2/cgroup.procs", "/cg/pids/t/pod-u/main-2/cgroup.procs"]
+    quota = tree.container("u", "main", 3, Limits(cpu_quota_us=50_000))
+    assert ("/cg/cpu/t/pod-u", [cpu_weight(1, 1024 * (os.cpu_count() or 1))]) in quota.setup
+    assert ("/cg/cpu/t/pod-u/main-3", [("cpu.shares", "512", False), ("cpu.cfs_period_us", "100000", False),
+                                       ("cpu.cfs_quota_us", "50000", False)]) in quota.setup
+    assert tree.container("u", "main", 1, Limits()).setup[-1] == ("/cg/pids/t/pod-u/main-1", [])
+
+
+def test_a_v2_plan_makes_one_folder_a_level_and_enables_the_controllers_before_the_instance_folder():
+    tree = CgroupTree(V2_TREE, 0, "t")
+    plan = tree.container("u", "main", 1, Limits(memory_bytes=1000, cpu_quota_us=2_000))
+    pod, instance = plan.setup
+    assert pod[0] == "/cg/unified/t/pod-u" and pod[1][0] == ("cgroup.subtree_control", "+memory +cpu +pids", False)
+    assert instance == ("/cg/unified/t/pod-u/main-1", [("memory.max", "1000", False), ("memory.swap.max", "0", True),
+                                                       cpu_weight(2, 20), ("cpu.max", "2000 100000", False)])
+    assert not [w for w in pod[1] if w[0] == "pids.max"], "a pids limit of 0 is none"
+    assert plan.procs_files == ["/cg/unified/t/pod-u/main-1/cgroup.procs"]
 
 
 def test_oom_kill_counts_of_v1_and_v2_files():

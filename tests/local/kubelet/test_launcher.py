@@ -107,3 +107,24 @@ def test_containers_die_with_the_launcher_and_later_ones_start_without_it(sandbo
     reaper.watch(after, lambda p: ended.__setitem__(p.pid, p.poll()))
     wait_for(lambda: after.pid in ended, what="the end of the container started without the launcher")
     assert ended[after.pid] == 5
+
+
+def test_a_cgroup_the_relay_cannot_make_is_a_warning_and_the_container_runs_without_it(sandbox, reaper, tmp_path,
+                                                                                        caplog):
+    spec, _user, cgroup = sandbox.prepare(POD, {"name": "main"}, 1, ["true"], dict(ENV), "/")
+    made = tmp_path / "made"
+    # A folder that cannot be made (its cgroup.procs would be joined) and a limit file that cannot be written.
+    spec["cgroup_setup"] = [*spec["cgroup_setup"], ("/proc/no-such/pod-x", []), (str(made), [("no-such", "1", False)]),
+                            (str(made), [("quiet-one", "1", True)])]
+    spec["cgroup_procs"] = [*spec["cgroup_procs"], "/proc/no-such/pod-x/cgroup.procs"]
+    with caplog.at_level("WARNING", logger="mxjob_controller.local.kubelet.sandbox"):
+        proc = ContainerProcess(Launch(["true"], ENV, "/", tmp_path / "c.log", spec, None, cgroup, sandbox.launcher))
+    ended: dict[int, int | None] = {}
+    reaper.watch(proc, lambda p: ended.__setitem__(p.pid, p.poll()))
+    wait_for(lambda: proc.pid in ended, what="the container ended")
+    assert ended[proc.pid] == 0
+    assert made.is_dir()
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2, warned
+    assert "cannot make cgroup /proc/no-such/pod-x (No such file or directory)" in warned[0]
+    assert f"cannot write 1 to {made}/no-such (No such file or directory): that limit is not enforced" in warned[1]

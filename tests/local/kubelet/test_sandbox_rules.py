@@ -10,7 +10,14 @@ import stat
 import pytest
 
 from mxjob_controller.local.kubelet.container_env import ContainerConfigError
-from mxjob_controller.local.kubelet.sandbox import NOBODY, RunAs, blocked_ancestor, mount_plan, run_as
+from mxjob_controller.local.kubelet.sandbox import (
+    NOBODY,
+    RunAs,
+    blocked_ancestor,
+    mount_plan,
+    run_as,
+    split_warnings,
+)
 
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u-1"}, "spec": {}}
 
@@ -68,3 +75,14 @@ def test_the_first_folder_a_user_cannot_pass():
     assert blocked_ancestor("/srv/x", nobody, fake_stat) == "/srv"
     assert blocked_ancestor("/srv/x", RunAs(65534, 65534, (50,)), fake_stat) is None   # its group may
     assert blocked_ancestor("/root/.pyenv", RunAs(0, 0), fake_stat) is None
+
+
+@pytest.mark.parametrize(("status", "want"), [
+    ("", ([], "")),
+    (None, ([], None)),                                              # the relay said nothing in time
+    ("warning\tno cgroup a\nwarning\tno limit b\n", (["no cgroup a", "no limit b"], "")),
+    ("warning\tno cgroup a\nexec\t2\tNo such file", (["no cgroup a"], "exec\t2\tNo such file")),
+    ("setup\tmount: warning\tin a message", ([], "setup\tmount: warning\tin a message")),
+])
+def test_the_relays_warnings_come_before_its_failure(status, want):
+    assert split_warnings(status) == want
