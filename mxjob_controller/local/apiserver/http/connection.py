@@ -74,6 +74,7 @@ from mxjob_controller.local.apiserver.request import (
     dumps,
     frame_pieces,
 )
+from mxjob_controller.local.apiserver.storage.watch import Event
 from mxjob_controller.runtime import http1
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,8 @@ READ_TIMEOUT = 60.0  # the whole request, body included (Go's ReadTimeout; kube 
 IDLE_TIMEOUT = 90.0  # kube-apiserver's http.Server{IdleTimeout}
 LINGER_SECONDS = 0.5  # after a refusal, how long the rest of the request is drained (Go's rstAvoidanceDelay)
 _LINGER_BYTES = 4 << 20  # ... and how much of it
+_BATCH_EVENTS = 64            # events of one watch sent in one write at most...
+_BATCH_BYTES = 256 * 1024      # ... and their bytes (the batch is built before the first of them is sent)
 _SEPARATE_BODY_BYTES = 64 * 1024  # a body this large is sent after the headers, not copied into one buffer with them
 _PHRASES = {status.value: status.phrase for status in HTTPStatus}  # a status line's words (no enum call per answer)
 # RFC 9110 token characters: a method is one or more of them.
@@ -548,6 +551,45 @@ class ConnectionHandler(BaseHTTPRequestHandler):
             self.wfile.write(piece)
         self.wfile.write(b"\r\n")
 
+    def _write_events(self, stream: WatchStream, first: Event) -> bool:
+        """``first`` and the events queued behind it (up to :data:`_BATCH_EVENTS` or :data:`_BATCH_BYTES`), each a
+        chunk of its own, sent in one write: a burst's events for a watcher that fell a few behind cost one
+        system call, not one each (and each send on a socket with a timeout is a ``poll`` and a ``send``, two
+        hand-offs of the interpreter: issue 48). False when the watcher's end was among them."""
+        watcher = stream.watcher
+        small: list[bytes] = []
+        size = 0
+        ev: Event | None = first
+        alive = True
+        counted = 0
+        while True:
+            assert ev is not None
+            frame = stream.encode(ev)
+            if frame is not None:
+                pieces = frame_pieces(frame)
+                length = sum(len(p) for p in pieces)
+                if length >= _SEPARATE_BODY_BYTES:   # a large one's shared pieces are sent as they are
+                    self._flush_chunks(small)
+                    small, size = [], 0
+                    self._write_chunk(frame)
+                else:
+                    small.append(b"%x\r\n%s\r\n" % (length, b"".join(pieces)))
+                    size += length
+                counted += 1
+            if len(small) >= _BATCH_EVENTS or size >= _BATCH_BYTES or not watcher.pending():
+                break
+            ev = watcher.next(timeout=0)
+            if ev is None:   # the sentinel of close(): nothing follows it
+                alive = False
+                break
+        self._flush_chunks(small)
+        watcher.events_sent += counted
+        return alive
+
+    def _flush_chunks(self, chunks: list[bytes]) -> None:
+        if chunks:
+            self.wfile.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
     def _switch(self, resp: Response, headers: dict[str, str]) -> None:
         """101 Switching Protocols, then the connection is the new protocol's (``resp.upgrade``) until it ends; it
         is closed after. The request was read whole before the answer, so nothing of the new protocol's is in the
@@ -608,11 +650,9 @@ class ConnectionHandler(BaseHTTPRequestHandler):
                     break
                 ev = watcher.next(timeout=min(0.2, deadline - now))
                 if ev is not None:
-                    frame = stream.encode(ev)
-                    if frame is not None:
-                        self._write_chunk(frame)
-                        watcher.events_sent += 1
-                    continue
+                    if self._write_events(stream, ev):
+                        continue
+                    break   # the watcher's end came in the batch: what was queued before it is sent
                 if watcher.closed.is_set():
                     break
                 if stream.bookmark is not None and time.monotonic() >= next_bookmark:

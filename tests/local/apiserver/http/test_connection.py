@@ -4,6 +4,7 @@ keep-alive timeout, and the cap on connections (threads) with its refusal."""
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import socket
 import ssl
@@ -192,3 +193,36 @@ def test_connections_on_descriptors_past_1024_handshake_and_stream():
         finally:
             for fd in held:
                 os.close(fd)
+
+
+def _chunks(s: socket.socket) -> list[bytes]:
+    """The chunks of a chunked answer's body, read until its last chunk (the head already read off)."""
+    reader = s.makefile("rb")
+    chunks = []
+    while True:
+        size = int(reader.readline().strip(), 16)
+        if size == 0:
+            return chunks
+        chunks.append(reader.read(size))
+        assert reader.read(2) == b"\r\n"
+
+
+def test_a_watchs_queued_events_are_sent_together_each_in_a_chunk_of_its_own_in_order():
+    """Events a watch has queued (here: 150 from its history at once) go out in few writes, but each is still a
+    chunk of its own, in order, and the stream still ends with its last chunk at its timeout."""
+    with APIServer(ServerOptions()) as api:
+        since = api.create(configmap("first"))["metadata"]["resourceVersion"]
+        names = [f"cm-{i}" for i in range(150)]
+        for name in names:
+            api.create(configmap(name))
+        with socket.create_connection((api.host, api.port), timeout=10) as s:
+            s.sendall(f"GET {CMS}?watch=1&resourceVersion={since}&timeoutSeconds=2 HTTP/1.1\r\nHost: x\r\n"
+                      f"Connection: close\r\n\r\n".encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += s.recv(1)
+            assert head.startswith(b"HTTP/1.1 200 ") and b"Transfer-Encoding: chunked" in head
+            chunks = _chunks(s)
+    events = [json.loads(chunk) for chunk in chunks]   # one JSON event a chunk, nothing split or joined
+    assert [e["object"]["metadata"]["name"] for e in events] == names
+    assert {e["type"] for e in events} == {"ADDED"}
