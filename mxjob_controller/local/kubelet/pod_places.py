@@ -115,43 +115,30 @@ class PodPlaces:
         self._root_user = root_user
         self._lock = threading.Lock()
         self._places: dict[PodKey, tuple[Path, int]] = {}   # key → (folder, id block)
-        self._making: dict[PodKey, threading.Lock] = {}     # key → held while that pod's folders are made
         self._blocks_used: set[int] = set()
         # A random first block: two local clusters on one machine seldom hand out the same ids.
         self._next_block = random.randint(_FIRST_BLOCK, _LAST_BLOCK)
         self._count = 0
 
     def of(self, pod: Mapping[str, Any]) -> tuple[Path, int]:
-        """The pod's folder (made on first use, its writable places in it) and its id block (0 without root).
-
-        The folders are made outside the places' lock, under one of the pod's own: each ``mkdir`` lets another
-        thread take the interpreter, and a burst of 400 starts queued behind whichever held the lock (each pod
-        waited 1.3 s on average for it)."""
+        """The pod's folder and its id block (0 without root), handed out on first use. Nothing is made here: the
+        sandbox's relay makes the folder and its writable places (:meth:`folders`) before it binds them, off the
+        kubelet's process (issue 48: five system calls a pod's first start, each a hand-off of its core)."""
         key = pod_key(pod)
         with self._lock:
-            if key in self._places:
-                return self._places[key]
-            making = self._making.setdefault(key, threading.Lock())
-        with making:
-            with self._lock:
-                if key in self._places:   # made while this thread waited for the pod's lock
-                    return self._places[key]
+            entry = self._places.get(key)
+            if entry is None:
                 block = self._take_block() if self._root_user else 0
                 self._count += 1
-                folder = self.root / str(self._count)
-            try:
-                folder.mkdir(mode=0o700)
-                for _inside, name in WRITABLE:
-                    (folder / name).mkdir()
-                    os.chmod(folder / name, 0o1777)   # as /tmp: every user of the pod writes, none removes another's
-            except BaseException:   # the pod's lock stays: whoever waits on it, or comes next, tries again under it
-                with self._lock:
-                    self._blocks_used.discard(block)
-                raise
-            with self._lock:
-                self._places[key] = (folder, block)
-                self._making.pop(key, None)
-            return folder, block
+                entry = self._places[key] = (self.root / str(self._count), block)
+            return entry
+
+    @staticmethod
+    def folders(folder: Path) -> list[tuple[str, int]]:
+        """What the relay makes where it is not there yet, in order, each with its mode (made with no umask): the
+        pod's folder, its owner's alone, then each writable place as /tmp is (every user of the pod writes, none
+        removes another's), complete from the moment it exists."""
+        return [(str(folder), 0o700), *((str(folder / name), 0o1777) for _inside, name in WRITABLE)]
 
     def writable_dirs(self, folder: Path) -> list[tuple[str, str]]:
         """(where the pod sees it, the host folder) of each of the pod's writable places."""

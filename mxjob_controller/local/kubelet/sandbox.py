@@ -325,6 +325,7 @@ class Sandbox:
         uid_map, gid_map = id_maps(self.root, block, user)
         capabilities = capability_mask(container)
         spec = {**_spec_of(argv, env, real_cwd, user, cgroup, plan, self.places.writable_dirs(folder)),
+                "make_dirs": self.places.folders(folder),
                 "hide_source": self.hide_source, "no_new_privs": no_new_privs(container),
                 "capabilities": capabilities, "read_only_root": read_only_root(container),
                 "seccomp": runtime_default_filter(capabilities, _MACHINE)

@@ -13,8 +13,9 @@ Three processes, each with one job:
 
 - the **relay** (the process the launcher forked, or the kubelet started; leader of the container's process
   group): dies with its parent (``PR_SET_PDEATHSIG``; the launcher dies with the kubelet's thread that started it:
-  a ``local up`` killed by SIGKILL takes it along). It makes the container's cgroups as ``cgroups.py`` planned
-  them (off the kubelet's process: what it cannot make is a warning, the limit not enforced), then the *outer*
+  a ``local up`` killed by SIGKILL takes it along). It makes the pod's places (``pod_places.py``) and the
+  container's cgroups as ``cgroups.py`` planned them, off the kubelet's process (a cgroup it cannot make is a
+  warning, the limit not enforced; a place it cannot make fails the start), then the *outer*
   mount namespace (and, when ``local up`` is not root, the outer user namespace, its root being ``local up``'s own
   user) and the PID namespace, and builds the container's view there: every mount read-only, the pod's own
   ``/tmp`` and ``/var/tmp`` bound writable, private ``/dev/shm`` and ``/run/lock``, the cluster's files covered. It
@@ -231,6 +232,21 @@ def _build_mounts(spec):
         os.close(empty)
 
 
+def _make_dirs(dirs):
+    """Make the pod's places the kubelet named (its folder, its /tmp and /var/tmp) where they are not there yet,
+    each with its mode whole from the start (no umask: a container of the pod starting beside this one never finds
+    a /tmp without its sticky bit); the container's own umask is put back."""
+    umask = os.umask(0)
+    try:
+        for path, mode in dirs:
+            try:
+                os.mkdir(path, mode)
+            except FileExistsError:
+                pass
+    finally:
+        os.umask(umask)
+
+
 def _make_cgroups(status_fd, setup):
     """Make the container's cgroups as ``cgroups.py`` planned them: each folder (a pod's before its instance's;
     one already there is used) and the limits written in it. What cannot be made or written is told as a warning
@@ -416,6 +432,7 @@ def _relay(spec, argv, env):
             signal.signal(sig, signal.SIG_IGN)
         # The cgroup files the main process joins, opened on the host's mounts: a descriptor open for writing on a
         # mount of the new namespace would keep it from being made read-only.
+        _make_dirs(spec.get("make_dirs", ()))
         missing = _make_cgroups(status_fd, spec.get("cgroup_setup", ()))
         cgroups = [os.open(procs, os.O_WRONLY) for procs in spec.get("cgroup_procs", ())
                    if os.path.dirname(procs) not in missing]

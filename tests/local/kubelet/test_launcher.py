@@ -128,3 +128,21 @@ def test_a_cgroup_the_relay_cannot_make_is_a_warning_and_the_container_runs_with
     assert len(warned) == 2, warned
     assert "cannot make cgroup /proc/no-such/pod-x (No such file or directory)" in warned[0]
     assert f"cannot write 1 to {made}/no-such (No such file or directory): that limit is not enforced" in warned[1]
+
+
+def test_the_relay_makes_the_pods_places_whole_at_its_first_start(sandbox, reaper, tmp_path):
+    """The pod's folder (its owner's alone) and its /tmp and /var/tmp (as /tmp is) are made by the relay, not the
+    kubelet, with their modes from the start; a second start of the pod finds and shares them."""
+    folder, _block = sandbox.places.of(POD)
+    assert not folder.exists()   # nothing made by the kubelet
+    ended: dict[int, int | None] = {}
+    for instance in (1, 2):
+        proc = _start(sandbox, ["sh", "-c", "stat -c %a /tmp /var/tmp; echo x >> /tmp/starts"],
+                      tmp_path / f"{instance}.log", instance)
+        reaper.watch(proc, lambda p: ended.__setitem__(p.pid, p.poll()))
+        wait_for(lambda proc=proc: proc.pid in ended, what="the container ended")
+        assert ended[proc.pid] == 0, (tmp_path / f"{instance}.log").read_text()
+        assert (tmp_path / f"{instance}.log").read_text().split() == ["1777", "1777"]
+    assert oct(folder.stat().st_mode & 0o7777) == "0o700"
+    assert [oct((folder / name).stat().st_mode & 0o7777) for name in ("tmp", "var-tmp")] == ["0o1777", "0o1777"]
+    assert (folder / "tmp" / "starts").read_text() == "x\nx\n"
