@@ -225,9 +225,7 @@ class CgroupTree:
                 else:
                     writes.append(("memory.limit_in_bytes", str(limits.memory_bytes), False))
                     writes.append(("memory.memsw.limit_in_bytes", str(limits.memory_bytes), True))
-        # The pods' folders first (a parent before its child): the dict keeps the order they were first named in.
-        pods = [(d, w) for d, w in steps.items() if Path(d).name.startswith("pod-")]
-        made.setup = [*pods, *((d, w) for d, w in steps.items() if not Path(d).name.startswith("pod-"))]
+        made.setup = list(steps.items())   # in the order first named: each pod's folder before its instance's
         return made
 
     def oom_killed(self, cgroup: ContainerCgroup) -> bool:

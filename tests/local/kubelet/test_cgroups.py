@@ -64,13 +64,13 @@ V1_TREE = {"memory": Hierarchy("memory", 1, Path("/cg/memory")), "cpu": Hierarch
 V2_TREE = {c: Hierarchy(c, 2, Path("/cg/unified")) for c in ("memory", "cpu", "pids")}
 
 
-def test_a_v1_plan_makes_the_pods_folders_first_and_gives_a_cpu_cgroup_only_with_a_quota():
+def test_a_v1_plan_makes_each_pod_folder_before_its_instances_and_a_cpu_cgroup_only_with_a_quota():
     tree = CgroupTree(V1_TREE, 4096, "t")
     plan = tree.container("u", "main", 2, Limits(memory_bytes=1000))
-    assert plan.setup == [("/cg/memory/t/pod-u", []), ("/cg/pids/t/pod-u", [("pids.max", "4096", False)]),
+    assert plan.setup == [("/cg/memory/t/pod-u", []),
                           ("/cg/memory/t/pod-u/main-2", [("memory.limit_in_bytes", "1000", False),
                                                          ("memory.memsw.limit_in_bytes", "1000", True)]),
-                          ("/cg/pids/t/pod-u/main-2", [])]
+                          ("/cg/pids/t/pod-u", [("pids.max", "4096", False)]), ("/cg/pids/t/pod-u/main-2", [])]
     assert plan.procs_files == ["/cg/memory/t/pod-u/main-2/cgroup.procs", "/cg/pids/t/pod-u/main-2/cgroup.procs"]
     quota = tree.container("u", "main", 3, Limits(cpu_quota_us=50_000))
     assert ("/cg/cpu/t/pod-u", [cpu_weight(1, 1024 * (os.cpu_count() or 1))]) in quota.setup
