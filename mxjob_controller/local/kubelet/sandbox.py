@@ -513,7 +513,7 @@ def launch(spec: dict[str, Any], stdout: int, launcher: Launcher | None = None) 
         failure = "setup\tthe sandbox's init did not start"
     warnings, failure = split_warnings(failure)
     for warning in warnings:
-        log.warning("container of pid %d: %s", proc.pid, warning)
+        log.warning("pod %s's container (pid %d): %s", spec.get("hostname") or "?", proc.pid, warning)
     if failure is None:
         os.killpg(proc.pid, 9)
         failure = f"setup\tthe sandbox did not start the command within {_START_TIMEOUT:g}s"

@@ -430,10 +430,10 @@ def _relay(spec, argv, env):
             os._exit(137)  # the kubelet died before PR_SET_PDEATHSIG took hold
         for sig in GROUP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
-        # The cgroup files the main process joins, opened on the host's mounts: a descriptor open for writing on a
-        # mount of the new namespace would keep it from being made read-only.
         _make_dirs(spec.get("make_dirs", ()))
         missing = _make_cgroups(status_fd, spec.get("cgroup_setup", ()))
+        # The cgroup files the main process joins, opened on the host's mounts: a descriptor open for writing on a
+        # mount of the new namespace would keep it from being made read-only.
         cgroups = [os.open(procs, os.O_WRONLY) for procs in spec.get("cgroup_procs", ())
                    if os.path.dirname(procs) not in missing]
         flags = CLONE_NEWNS | CLONE_NEWPID | (CLONE_NEWUSER if spec.get("outer_userns") else 0)
