@@ -71,6 +71,7 @@ log = logging.getLogger(__name__)
 _RETRY = 1.0              # seconds before a failed status write is retried
 _CONFIG_RETRY = 5.0       # ... before a container waiting on a missing ConfigMap or Secret is tried again
 _IDLE_WAKE = 5.0          # longest sleep between turns when no timer is due
+_EXIT_STATUS_WAIT = 2.0   # ... for the status of a container whose group is gone (runtime.ContainerProcess.settle)
 _FINAL_WRITE = 30.0       # seconds a pod's last status write is retried (the API server may be failing)
 _KEPT_INSTANCES = 2       # log files kept per container: the current instance and the previous one
 GRACE_PERIOD_CAPPED = "GracePeriodCapped"   # the event saying a pod's grace period was cut to max_grace_period
@@ -470,9 +471,11 @@ class PodWorker:
         if procs:
             log.info("pod %s/%s: stopping %d container(s), grace period %gs", self.namespace, self.name, len(procs),
                      grace)
-        terminate_groups(procs, grace)
+        left = terminate_groups(procs, grace)
         for slot in self.init + self.app:
             if slot.proc is not None:
+                if slot.proc not in left:   # gone: its status is on its way, if not here yet
+                    slot.proc.settle(_EXIT_STATUS_WAIT)
                 self._record_exit(slot, slot.proc)
             slot.due = None
             if "terminated" not in slot.state:

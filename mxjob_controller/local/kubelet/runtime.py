@@ -106,6 +106,16 @@ class ContainerProcess:
                 self.finished = time.time()
         return self.returncode
 
+    def settle(self, timeout: float) -> int | None:
+        """The exit code of a container whose group is gone, waiting up to ``timeout`` seconds for it: /proc says a
+        group is gone as soon as its leader is a zombie, but a relay's status comes from the launcher, which
+        reaps it and tells the kubelet's thread a moment later. Read too soon, a container SIGTERM ended (143)
+        was reported as never found (137, ``ContainerStatusUnknown``) under load."""
+        if self.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._popen.wait(timeout)
+        return self.poll()
+
     def signal_group(self, sig: int) -> None:
         """Send ``sig`` to every process of the container's group (its leader may already be gone)."""
         self._signalled = time.monotonic()

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -113,5 +114,27 @@ def test_a_relays_group_of_zombies_only_is_not_alive(tmp_path, monkeypatch):
         started = time.monotonic()
         assert terminate_groups([proc], grace=30.0) == []
         assert time.monotonic() - started < 5.0, "the zombie relay's group was waited for"
+    finally:
+        relay.wait(10)
+
+
+def test_a_gone_groups_status_is_waited_for_until_the_launchers_word_comes(tmp_path, monkeypatch):
+    """The relay's zombie is all that is left, so the group is gone, but the launcher has not told its status yet:
+    ``settle`` waits for that word (a SIGTERM's 143) instead of reporting the container as never found (137)."""
+    relay = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        wait_for(lambda: _state(relay.pid) == "Z", timeout=30, what="the relay a zombie")
+        monkeypatch.setattr(runtime.sandbox, "launch", lambda _spec, _out, _launcher: Launched(relay.pid))
+        proc = ContainerProcess(Launch(argv=["true"], env={}, cwd=str(tmp_path), log_path=tmp_path / "relay.log",
+                                       sandbox_spec={}))
+        assert terminate_groups([proc], grace=30.0) == [] and proc.poll() is None
+        assert proc.settle(0.1) is None   # no word within the wait: still unknown, the caller says so
+        word = threading.Timer(0.3, proc._popen._ended_with, (-signal.SIGTERM,))
+        word.start()
+        try:
+            assert proc.settle(10.0) == 128 + signal.SIGTERM
+        finally:
+            word.join(10)
     finally:
         relay.wait(10)
