@@ -93,6 +93,10 @@ DEFAULT_EVENT_WRITERS = 4
 # long after the children. A burst well above the kubelet's absorbs the start of such a burst.
 DEFAULT_EVENT_QPS = 150.0
 DEFAULT_EVENT_BURST = 300
+# Seconds a node's part (the local kubelet, the local scheduler) gives its event budget's backlog at a stop: the
+# rest is dropped, said in one line, as kube's kubelet drops its broadcaster's queue (at 50 a second, waiting out a
+# burst's backlog would hold the stop for its whole timeout).
+NODE_EVENTS_AT_STOP = 1.0
 
 DROP_LOG_INTERVAL = 10.0   # seconds between log lines about dropped ordinary events (each line counts them)
 

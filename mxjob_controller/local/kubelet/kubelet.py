@@ -52,7 +52,7 @@ from mxjob_controller.runtime.client import (
     NotFound,
     TransportError,
 )
-from mxjob_controller.runtime.events import EventRecorder
+from mxjob_controller.runtime.events import NODE_EVENTS_AT_STOP, EventRecorder
 from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,6 @@ _SYNC_TIMEOUT = 30.0
 # 1.8 s after its binding was seen, all but 0.2 s of it waiting); on several, the waits overlap, as kube's kubelet
 # starts a goroutine per pod without waiting for it.
 _STARTERS = 8
-_EVENTS_AT_STOP = 1.0   # seconds the stop gives the event budget's backlog
 _IDLE_STARTER = 0.5     # seconds an idle starter waits before it looks whether the kubelet stops
 
 
@@ -191,10 +190,8 @@ class Kubelet:
                 alive.append(self._housekeeping.name)
         if not self.reaper.stop(max(0.1, end - time.monotonic())):
             alive.append("kubelet-reaper")
-        # What the event budget has not written yet is dropped within a second (said in one line, not a warning):
-        # the node goes, as kube's kubelet drops its broadcaster's queue; waiting out a burst's backlog at 50 a
-        # second would hold the stop for its whole timeout.
-        self.events.stop(min(_EVENTS_AT_STOP, max(0.1, end - time.monotonic())), left_level=logging.INFO)
+        # What the event budget has not written yet is dropped (said in one line, not a warning): the node goes.
+        self.events.stop(min(NODE_EVENTS_AT_STOP, max(0.1, end - time.monotonic())), left_level=logging.INFO)
         self.events.client.close()
         self.sandbox.close(max(0.5, end - time.monotonic()))   # the containers' cgroups with the cluster's
         if self._own_root:

@@ -93,7 +93,7 @@ from mxjob_controller.runtime.client import (
     Resource,
     TransportError,
 )
-from mxjob_controller.runtime.events import NORMAL, WARNING, EventRecorder, ObjectReference
+from mxjob_controller.runtime.events import NODE_EVENTS_AT_STOP, NORMAL, WARNING, EventRecorder, ObjectReference
 from mxjob_controller.runtime.informer import SharedInformer, drop_managed_fields
 
 log = logging.getLogger(__name__)
@@ -279,7 +279,7 @@ class LocalScheduler:
             else:
                 clean = informer.stop(max(0.1, end - time.monotonic())) and clean
         for recorder in self._recorders.values():   # its budget's backlog dropped within a second, as the kubelet's
-            recorder.stop(min(1.0, max(0.1, end - time.monotonic())), left_level=logging.INFO)
+            recorder.stop(min(NODE_EVENTS_AT_STOP, max(0.1, end - time.monotonic())), left_level=logging.INFO)
             recorder.client.close()
         return clean
 
