@@ -544,7 +544,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
         pieces = frame_pieces(frame)
         size = sum(len(p) for p in pieces)
         if size < _SEPARATE_BODY_BYTES:
-            self.wfile.write(b"%x\r\n%s\r\n" % (size, b"".join(pieces)))
+            self.wfile.write(_small_chunk(pieces, size))
             return
         self.wfile.write(b"%x\r\n" % size)
         for piece in pieces:
@@ -573,7 +573,7 @@ class ConnectionHandler(BaseHTTPRequestHandler):
                     small, size = [], 0
                     self._write_chunk(frame)
                 else:
-                    small.append(b"%x\r\n%s\r\n" % (length, b"".join(pieces)))
+                    small.append(_small_chunk(pieces, length))
                     size += length
                 counted += 1
             if len(small) >= _BATCH_EVENTS or size >= _BATCH_BYTES or not watcher.pending():
@@ -669,6 +669,12 @@ class ConnectionHandler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         finally:
             stream.on_close()
+
+
+def _small_chunk(pieces: tuple[bytes, ...], size: int) -> bytes:
+    """One HTTP/1.1 chunk of ``size`` bytes made of ``pieces``, copied into one buffer (a frame below
+    :data:`_SEPARATE_BODY_BYTES`)."""
+    return b"%x\r\n%s\r\n" % (size, b"".join(pieces))
 
 
 class Headers:
